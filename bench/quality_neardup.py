@@ -1,0 +1,101 @@
+"""Near-duplicate quality on the development set ``shared/data/near-dup-dev``.
+
+For each feature setting (shingle size, number tokens kept or dropped) and each k, the
+labelled pairs give precision and recall of "Hamming distance <= k"; the stream (pages fed
+in ``stream_order.txt``) gives how many pages are dropped correctly (their match belongs
+to their own cluster) and wrongly. Short texts are matched by checksum only, as in the
+crawler. Reads the data from ``../shared`` (never copied into the repository).
+
+    python bench/quality_neardup.py [--data PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dedup import extract_text, fingerprint, hamming
+from dedup.batch import MemoryIndex
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
+
+
+def load(data: Path) -> tuple[dict[str, str], dict[str, str], list[dict], list[str]]:
+    pages = [json.loads(line) for line in (data / "pages.jsonl").open()]
+    cluster = {p["page"]: p["cluster"] for p in pages}
+    texts = {}
+    for p in pages:
+        html = gzip.open(data / "pages" / f"{p['page']}.html.gz").read()
+        texts[p["page"]] = extract_text(html, url=p["url"]).text
+    pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
+    order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
+    return texts, cluster, pairs, order
+
+
+def evaluate(texts, cluster, pairs, order, shingle: int, drop_numbers: bool, k: int,
+             min_tokens: int) -> dict[str, float]:
+    fps = {name: fingerprint(t, shingle=shingle, drop_numbers=drop_numbers,
+                             min_tokens=min_tokens) for name, t in texts.items()}
+
+    def same(a: str, b: str) -> bool:
+        fa, fb = fps[a], fps[b]
+        if fa.checksum == fb.checksum:
+            return True
+        if fa.short or fb.short:
+            return False
+        return hamming(fa.simhash, fb.simhash) <= k
+
+    tp = sum(1 for p in pairs if p["duplicate"] and same(p["a"], p["b"]))
+    fp = sum(1 for p in pairs if not p["duplicate"] and same(p["a"], p["b"]))
+    positives = sum(1 for p in pairs if p["duplicate"])
+    # Stream: drop a page when it matches any page admitted before it.
+    admitted: list[str] = []
+    right = wrong = missed = 0
+    for name in order:
+        match = next((a for a in admitted if same(name, a)), None)
+        has_original = any(cluster[a] == cluster[name] for a in admitted)
+        if match is None:
+            admitted.append(name)
+            missed += has_original
+        elif cluster[match] == cluster[name]:
+            right += 1
+        else:
+            wrong += 1
+            admitted.append(name)
+    return {"precision": tp / (tp + fp) if tp + fp else 1.0, "recall": tp / positives,
+            "stream_right": right, "stream_wrong": wrong, "stream_missed": missed}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--min-tokens", type=int, default=30)
+    args = parser.parse_args()
+    if not (args.data / "pages.jsonl").is_file():
+        print(f"no development set at {args.data}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    texts, cluster, pairs, order = load(args.data)
+    print(f"{len(texts)} pages, {len(pairs)} labelled pairs "
+          f"(extraction {time.perf_counter() - started:.1f} s)\n")
+    print(f"{'shingle':>7} {'numbers':>8} {'k':>2} {'precision':>9} {'recall':>7} "
+          f"{'F1':>5} {'stream ok':>9} {'wrong':>5} {'missed':>6}")
+    for shingle in (1, 2, 3, 4):
+        for drop in (False, True):
+            for k in (3, 6):
+                r = evaluate(texts, cluster, pairs, order, shingle, drop, k, args.min_tokens)
+                f1 = 2 * r["precision"] * r["recall"] / max(r["precision"] + r["recall"], 1e-9)
+                print(f"{shingle:>7} {'dropped' if drop else 'kept':>8} {k:>2} "
+                      f"{r['precision']:>9.3f} {r['recall']:>7.3f} {f1:>5.3f} "
+                      f"{r['stream_right']:>9} {r['stream_wrong']:>5} {r['stream_missed']:>6}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""Command line: ``python -m dedup {scan,fingerprint,find-all,plan} ...``.
+
+Run ``python -m dedup --help`` or ``python -m dedup COMMAND --help`` for the options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Iterator, TextIO
+
+import numpy as np
+
+from . import batch, tables
+from .simhash import (DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL,
+                      fingerprint)
+from .text import extract_text
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_HTML_SUFFIXES = {".html", ".htm", ".xhtml", ".shtml"}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+
+
+class InputError(Exception):
+    """Bad input that the user must fix; printed without a traceback."""
+
+
+def parse_size(text: str) -> int:
+    """Parse ``"64GB"``, ``"512 MiB"``, ``"1000000"`` into bytes."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 512MB or 8GiB)")
+    number, unit = float(match.group(1)), (match.group(2) or "").lower()
+    base = 1024 if "i" in unit else 1000
+    power = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}[unit[:1] if unit[:1] != "b" else ""]
+    return int(number * base ** power)
+
+
+def parse_fingerprint(token: str) -> int:
+    """Parse one fingerprint: 16 hex digits (optionally ``0x``-prefixed) or a decimal."""
+    token = token.strip()
+    if re.fullmatch(r"(0x)?[0-9a-fA-F]{16}", token):
+        return int(token, 16)
+    if token.lower().startswith("0x"):
+        value = int(token, 16) if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", token, re.I) else -1
+    elif token.isdigit():
+        value = int(token)
+    else:
+        raise ValueError("expected 16 hex digits or a decimal integer")
+    if not 0 <= value < 1 << 64:
+        raise ValueError("outside the unsigned 64-bit range")
+    return value
+
+
+def read_fingerprints(stream: TextIO, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Read one fingerprint per line (blank lines and ``#`` comments skipped).
+
+    Returns:
+        ``(fingerprints, line_numbers)`` as ``uint64`` and ``int64`` arrays.
+
+    Raises:
+        InputError: naming the file and line of the first bad value.
+    """
+    values: list[int] = []
+    lines: list[int] = []
+    for lineno, line in enumerate(stream, 1):
+        token = line.split("#", 1)[0].strip()
+        if not token:
+            continue
+        try:
+            values.append(parse_fingerprint(token))
+        except ValueError as exc:
+            raise InputError(f"{name}:{lineno}: bad fingerprint {token[:40]!r}: {exc}") from None
+        lines.append(lineno)
+    return np.array(values, dtype=np.uint64), np.array(lines, dtype=np.int64)
+
+
+def _iter_files(paths: list[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.is_file())
+        elif path.is_file():
+            yield path
+        else:
+            raise InputError(f"{path}: no such file or folder")
+
+
+def _read_document(path: Path) -> tuple[str, str]:
+    """Return (text, method) of a file: HTML files go through extraction."""
+    data = path.read_bytes()
+    looks_html = path.suffix.lower() in _HTML_SUFFIXES or data[:512].lstrip().lower().startswith(
+        (b"<!doctype html", b"<html"))
+    if looks_html:
+        extracted = extract_text(data, url=path.as_uri())
+        return extracted.text, extracted.method
+    return data.decode("utf-8", "replace"), "text"
+
+
+# ----------------------------------------------------------------------------- commands
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    paths = args.paths or [EXAMPLES]
+    files = list(_iter_files(paths))
+    if not files:
+        raise InputError("no files to scan")
+    started = time.perf_counter()
+    rows = []
+    for path in files:
+        text, method = _read_document(path)
+        fp = fingerprint(text, shingle=args.shingle, drop_numbers=args.drop_numbers,
+                         min_tokens=args.min_tokens)
+        rows.append((path, method, fp))
+    simhashes = np.array([fp.simhash for _, _, fp in rows], dtype=np.uint64)
+    pairs = batch.find_all(simhashes, args.k)
+    elapsed = time.perf_counter() - started
+    by_checksum: dict[int, int] = {}
+    out = sys.stdout
+    print(f"{len(files)} documents fingerprinted in {elapsed:.2f} s (kernel: {KERNEL})\n", file=out)
+    print(f"{'simhash':<16}  {'tokens':>7}  {'text from':<11}  file", file=out)
+    for path, method, fp in rows:
+        note = "  (short: checksum only)" if fp.short else ""
+        print(f"{fp.hex}  {fp.tokens:>7}  {method:<11}  {path}{note}", file=out)
+    print(file=out)
+    found = 0
+    for i, (_, _, fp) in enumerate(rows):
+        first = by_checksum.setdefault(fp.checksum, i)
+        if first != i:
+            found += 1
+            print(f"exact duplicate   {rows[i][0]}  =  {rows[first][0]}", file=out)
+    for i, j, dist in pairs:
+        fi, fj = rows[i][2], rows[j][2]
+        if fi.checksum == fj.checksum:
+            continue
+        if fi.short or fj.short:
+            continue  # a short text is never a near duplicate on simhash alone
+        found += 1
+        print(f"near duplicate    {rows[j][0]}  ~  {rows[i][0]}  (distance {dist})", file=out)
+    if not found:
+        print("no duplicates found", file=out)
+    return 0
+
+
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    for path in _iter_files(args.paths):
+        text, method = _read_document(path)
+        fp = fingerprint(text, shingle=args.shingle, drop_numbers=args.drop_numbers,
+                         min_tokens=args.min_tokens)
+        print(json.dumps({"file": str(path), "simhash": fp.hex, "checksum": fp.checksum_hex,
+                          "tokens": fp.tokens, "features": fp.features, "short": fp.short,
+                          "text_from": method}, ensure_ascii=False))
+    return 0
+
+
+def cmd_find_all(args: argparse.Namespace) -> int:
+    if args.input == "-":
+        values, lines = read_fingerprints(sys.stdin, "<stdin>")
+    else:
+        try:
+            with open(args.input, encoding="utf-8", errors="replace") as fh:
+                values, lines = read_fingerprints(fh, args.input)
+        except OSError as exc:
+            raise InputError(f"{args.input}: {exc.strerror}") from None
+    started = time.perf_counter()
+    if args.clusters:
+        groups = batch.clusters(values, args.k)
+        for group in groups:
+            print(json.dumps({"size": len(group), "lines": [int(lines[i]) for i in group],
+                              "fingerprints": [f"{int(values[i]):016x}" for i in group]}))
+        count = len(groups)
+        what = "clusters"
+    else:
+        pairs = batch.find_all(values, args.k)
+        for i, j, dist in pairs:
+            print(json.dumps({"a": f"{int(values[i]):016x}", "b": f"{int(values[j]):016x}",
+                              "distance": int(dist), "lines": [int(lines[i]), int(lines[j])]}))
+        count = len(pairs)
+        what = "pairs"
+    print(f"{len(values):,} fingerprints, {count:,} {what} within k = {args.k} "
+          f"in {time.perf_counter() - started:.2f} s", file=sys.stderr)
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    chosen, plans = tables.plan(args.docs, args.k, args.memory, args.bytes_per_entry,
+                                args.max_tables)
+    print(tables.format_plans(chosen, plans, args.docs))
+    return 0
+
+
+# ------------------------------------------------------------------------------ parser
+
+def _fingerprint_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--shingle", type=int, default=DEFAULT_SHINGLE,
+                        help=f"tokens per feature (default {DEFAULT_SHINGLE})")
+    parser.add_argument("--keep-numbers", dest="drop_numbers", action="store_false",
+                        default=DEFAULT_DROP_NUMBERS,
+                        help="keep number-only tokens (dropped by default)")
+    parser.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS,
+                        help="texts with fewer tokens are matched by checksum only "
+                             f"(default {DEFAULT_MIN_TOKENS})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dedup",
+        description="simcrawl's fingerprint library: simhash near-duplicate detection.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("scan", help="fingerprint files and report duplicate pairs",
+                       description="Fingerprint text and HTML files (folders recursively) "
+                       "and report exact and near duplicates among them. With no paths, "
+                       "scans the bundled examples.")
+    p.add_argument("paths", nargs="*", type=Path, help="files or folders")
+    p.add_argument("-k", type=int, default=3, help="largest Hamming distance (default 3)")
+    _fingerprint_options(p)
+    p.set_defaults(func=cmd_scan)
+
+    p = sub.add_parser("fingerprint", help="print the fingerprints of files as JSON lines")
+    p.add_argument("paths", nargs="+", type=Path, help="files or folders")
+    _fingerprint_options(p)
+    p.set_defaults(func=cmd_fingerprint)
+
+    p = sub.add_parser("find-all", help="all pairs (or clusters) within k bits",
+                       description="Read fingerprints, one per line (16 hex digits or a "
+                       "decimal), and print every pair within k bits as JSON lines; "
+                       "--clusters prints connected components instead.")
+    p.add_argument("input", nargs="?", default="-", help="file to read (default: stdin)")
+    p.add_argument("-k", type=int, default=3, help="largest Hamming distance (default 3)")
+    p.add_argument("--clusters", action="store_true", help="print clusters, not pairs")
+    p.set_defaults(func=cmd_find_all)
+
+    p = sub.add_parser("plan", help="choose a table design for a corpus size",
+                       description="Print the trade-off of the permuted-table designs "
+                       "(Manku et al. §3) for a corpus and mark the one chosen.")
+    p.add_argument("--docs", type=int, required=True, help="expected number of fingerprints")
+    p.add_argument("--k", "-k", type=int, default=3, help="largest Hamming distance (default 3)")
+    p.add_argument("--memory", type=parse_size, default=None,
+                   help="memory budget for the index, e.g. 64GB (default: no limit)")
+    p.add_argument("--bytes-per-entry", type=int, default=8,
+                   help="bytes per fingerprint per table (8 in memory, ~16 in Redis)")
+    p.add_argument("--max-tables", type=int, default=100,
+                   help="leave out designs with more tables (default 100)")
+    p.set_defaults(func=cmd_plan)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    k = getattr(args, "k", None)
+    if k is not None and not 0 <= k <= 31:
+        parser.error(f"k must be between 0 and 31, got {k}")
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,358 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython simhash kernel: the same results as ``_simhash_py``, at C speed.
+
+The kernel takes the normalised ``str`` itself, not a token list: it reads the string's
+code points in place (PEP 393), classifies them with a 64 KiB table built by
+:func:`dedup.text.bmp_class_table`, writes the UTF-8 bytes of each token into a buffer
+(tokens separated by one space, so a shingle is one contiguous slice), hashes each
+shingle with XXH3-64 and adds its bits to the counters.
+
+Bit counting uses byte lanes: ``acc[b]`` holds eight 8-bit counters, for bits b, b+8, ...,
+b+56 of the feature hashes, so one feature costs eight shift-mask-adds instead of 64
+increments; the lanes are flushed into 32-bit counters every 255 features, before a byte
+could overflow.
+"""
+
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memmove
+
+cdef extern from "Python.h":
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch)
+    bint Py_UNICODE_ISDECIMAL(Py_UCS4 ch)
+
+cdef extern from "xxhash.h":
+    ctypedef struct XXH3_state_t:
+        pass
+    ctypedef struct XXH128_hash_t:
+        uint64_t low64
+        uint64_t high64
+    uint64_t XXH3_64bits(const void* data, size_t length) nogil
+    XXH3_state_t* XXH3_createState() nogil
+    int XXH3_freeState(XXH3_state_t* state) nogil
+    int XXH3_128bits_reset(XXH3_state_t* state) nogil
+    int XXH3_128bits_update(XXH3_state_t* state, const void* data, size_t length) nogil
+    XXH128_hash_t XXH3_128bits_digest(const XXH3_state_t* state) nogil
+
+import unicodedata
+
+from .text import ASTRAL_CJK, bmp_class_table, bmp_nfkc_table
+
+KERNEL = "cython"
+
+cdef enum:
+    SEP = 0
+    WORD = 1
+    CJK = 2
+    MARK = 3
+    DIGIT = 4
+    MAX_SHINGLE = 8
+
+cdef extern from *:
+    """
+    #define SIMCRAWL_LANE_MASK 0x0101010101010101ULL
+    """
+    uint64_t LANE_MASK "SIMCRAWL_LANE_MASK"
+
+cdef bytes _TABLE_OBJ = bmp_class_table()
+cdef const uint8_t* _TABLE = _TABLE_OBJ
+cdef bytes _NFKC_OBJ = bmp_nfkc_table()
+cdef const uint8_t* _NFKC = _NFKC_OBJ
+cdef uint32_t _ASTRAL_CJK_LO = ASTRAL_CJK[0]
+cdef uint32_t _ASTRAL_CJK_HI = ASTRAL_CJK[1]
+
+
+cdef inline int _classify(uint32_t c) noexcept:
+    if c < 0x10000:
+        return _TABLE[c]
+    if _ASTRAL_CJK_LO <= c <= _ASTRAL_CJK_HI and Py_UNICODE_ISALNUM(<Py_UCS4>c):
+        return CJK
+    if Py_UNICODE_ISDECIMAL(<Py_UCS4>c):
+        return DIGIT
+    return WORD if Py_UNICODE_ISALNUM(<Py_UCS4>c) else SEP
+
+
+cdef inline bint _unstable(uint32_t c) noexcept:
+    return c >= 0x10000 or _NFKC[c]
+
+
+def normalize(str text):
+    """Normalise a text; see :func:`dedup.text.normalize` (same result, compiled scan)."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text.casefold()
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t i = 0, j, start, last = 0
+    pieces = []
+    while i < n:
+        if not _unstable(<uint32_t>PyUnicode_READ(kind, data, i)):
+            i += 1
+            continue
+        j = i + 1
+        while j < n and _unstable(<uint32_t>PyUnicode_READ(kind, data, j)):
+            j += 1
+        # The stable character before the run may compose with it.
+        start = i - 1 if i > last else i
+        if start > last:
+            pieces.append(text[last:start])
+        pieces.append(unicodedata.normalize("NFKC", text[start:j]))
+        last = i = j
+    if last < n:
+        pieces.append(text[last:])
+    return "".join(pieces).casefold()
+
+
+cdef inline Py_ssize_t _utf8(uint32_t c, uint8_t* out) noexcept nogil:
+    if c < 0x80:
+        out[0] = <uint8_t>c
+        return 1
+    if c < 0x800:
+        out[0] = <uint8_t>(0xC0 | (c >> 6))
+        out[1] = <uint8_t>(0x80 | (c & 0x3F))
+        return 2
+    if c < 0x10000:
+        out[0] = <uint8_t>(0xE0 | (c >> 12))
+        out[1] = <uint8_t>(0x80 | ((c >> 6) & 0x3F))
+        out[2] = <uint8_t>(0x80 | (c & 0x3F))
+        return 3
+    out[0] = <uint8_t>(0xF0 | (c >> 18))
+    out[1] = <uint8_t>(0x80 | ((c >> 12) & 0x3F))
+    out[2] = <uint8_t>(0x80 | ((c >> 6) & 0x3F))
+    out[3] = <uint8_t>(0x80 | (c & 0x3F))
+    return 4
+
+
+cdef struct Acc:
+    uint64_t lanes[8]
+    uint32_t counts[64]
+    uint32_t pending
+    uint64_t features
+
+
+cdef inline void _flush(Acc* acc) noexcept nogil:
+    cdef int b, lane
+    for b in range(8):
+        for lane in range(8):
+            acc.counts[lane * 8 + b] += <uint32_t>((acc.lanes[b] >> (8 * lane)) & 0xFF)
+        acc.lanes[b] = 0
+    acc.pending = 0
+
+
+cdef inline void _add(Acc* acc, uint64_t h) noexcept nogil:
+    acc.lanes[0] += h & LANE_MASK
+    acc.lanes[1] += (h >> 1) & LANE_MASK
+    acc.lanes[2] += (h >> 2) & LANE_MASK
+    acc.lanes[3] += (h >> 3) & LANE_MASK
+    acc.lanes[4] += (h >> 4) & LANE_MASK
+    acc.lanes[5] += (h >> 5) & LANE_MASK
+    acc.lanes[6] += (h >> 6) & LANE_MASK
+    acc.lanes[7] += (h >> 7) & LANE_MASK
+    acc.pending += 1
+    acc.features += 1
+    if acc.pending == 255:
+        _flush(acc)
+
+
+def fingerprint_text(str text, int shingle=2, bint drop_numbers=False):
+    """Fingerprint a normalised text; see :func:`dedup._simhash_py.fingerprint_text`.
+
+    Returns:
+        ``(simhash, checksum, tokens, features)``, identical to the reference.
+    """
+    if not 1 <= shingle <= MAX_SHINGLE:
+        raise ValueError(f"shingle must be between 1 and {MAX_SHINGLE}, got {shingle}")
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t cap = 1 << 16
+    cdef uint8_t* buf = <uint8_t*>malloc(cap)
+    cdef XXH3_state_t* state = XXH3_createState()
+    if buf == NULL or state == NULL:
+        free(buf)
+        XXH3_freeState(state)
+        raise MemoryError()
+    cdef Acc acc
+    cdef Py_ssize_t starts[MAX_SHINGLE]   # ring of the last `shingle` token starts
+    cdef Py_ssize_t i, pos = 0, tok_start = 0, keep, shift
+    cdef uint64_t ntokens = 0
+    cdef uint32_t c = 0
+    cdef int cls, k
+    cdef bint in_word = False, all_digits = True, ended
+    cdef uint8_t* grown
+    cdef XXH128_hash_t digest
+    cdef uint64_t simhash = 0
+    for k in range(8):
+        acc.lanes[k] = 0
+    for k in range(64):
+        acc.counts[k] = 0
+    acc.pending = 0
+    acc.features = 0
+    XXH3_128bits_reset(state)
+    try:
+        i = 0
+        while i <= n:
+            if i < n:
+                c = <uint32_t>PyUnicode_READ(kind, data, i)
+                cls = _classify(c)
+            else:
+                cls = SEP          # the end of the text closes the last word
+            i += 1
+            if cls == MARK:
+                continue
+            # Room for one more character and a space; keep only the tokens still needed.
+            if pos + 8 > cap:
+                keep = tok_start if in_word else pos
+                if ntokens > 0 and shingle > 1:
+                    keep = min(keep, starts[(ntokens - shingle + 1) % shingle]
+                               if ntokens >= <uint64_t>shingle - 1 else 0)
+                if keep > 0:
+                    memmove(buf, buf + keep, pos - keep)
+                    pos -= keep
+                    tok_start -= keep
+                    for k in range(shingle):
+                        starts[k] -= keep
+                if pos + 8 > cap:
+                    cap *= 2
+                    grown = <uint8_t*>realloc(buf, cap)
+                    if grown == NULL:
+                        raise MemoryError()
+                    buf = grown
+            if cls == WORD or cls == DIGIT:
+                if not in_word:
+                    in_word = True
+                    all_digits = True
+                    tok_start = pos
+                if cls == WORD:
+                    all_digits = False
+                pos += _utf8(c, buf + pos)
+                continue
+            # A separator or a CJK character ends the current word ...
+            for k in range(2):
+                ended = False
+                if k == 0 and in_word:
+                    in_word = False
+                    ended = True
+                elif k == 1 and cls == CJK:
+                    tok_start = pos
+                    pos += _utf8(c, buf + pos)
+                    ended = True
+                if not ended:
+                    continue
+                if drop_numbers and k == 0 and all_digits:
+                    pos = tok_start
+                    continue
+                buf[pos] = 32
+                pos += 1
+                XXH3_128bits_update(state, buf + tok_start, pos - tok_start)
+                starts[ntokens % shingle] = tok_start
+                ntokens += 1
+                if ntokens >= <uint64_t>shingle:
+                    keep = starts[(ntokens - shingle) % shingle]
+                    _add(&acc, XXH3_64bits(buf + keep, pos - 1 - keep))
+        if 0 < ntokens < <uint64_t>shingle:
+            # Fewer tokens than one shingle: the whole stream is the one feature.
+            keep = starts[0]
+            _add(&acc, XXH3_64bits(buf + keep, pos - 1 - keep))
+        _flush(&acc)
+        for k in range(64):
+            if 2 * <uint64_t>acc.counts[k] > acc.features:
+                simhash |= (<uint64_t>1) << k
+        digest = XXH3_128bits_digest(state)
+    finally:
+        free(buf)
+        XXH3_freeState(state)
+    checksum = ((<object>digest.high64) << 64) | <object>digest.low64
+    return simhash, checksum, ntokens, acc.features
+
+
+# ------------------------------------------------------------------ batch search kernels
+
+cdef extern from *:
+    int popcount64 "__builtin_popcountll"(unsigned long long x) nogil
+
+
+def scan_sorted(const uint64_t[::1] keys, int prefix_bits, int k,
+                const uint64_t[::1] earlier_masks):
+    """All pairs within ``k`` bits among sorted permuted keys that share a prefix bucket.
+
+    A pair is reported by the first table whose prefix it shares: ``earlier_masks`` holds
+    the prefix masks of the earlier tables, mapped into this table's bit order, and a pair
+    whose XOR is zero under one of them was already reported there.
+
+    Returns:
+        ``(a, b, distance)`` lists: the two permuted keys and their Hamming distance.
+    """
+    cdef Py_ssize_t n = keys.shape[0], i = 0, j, x, y, e
+    cdef Py_ssize_t n_masks = earlier_masks.shape[0]
+    cdef int shift = 64 - prefix_bits
+    cdef uint64_t top, diff
+    cdef int d
+    cdef bint seen
+    out_a, out_b, out_d = [], [], []
+    while i < n:
+        top = keys[i] >> shift
+        j = i + 1
+        while j < n and (keys[j] >> shift) == top:
+            j += 1
+        for x in range(i, j - 1):
+            for y in range(x + 1, j):
+                diff = keys[x] ^ keys[y]
+                d = popcount64(diff)
+                if d > k:
+                    continue
+                seen = False
+                for e in range(n_masks):
+                    if diff & earlier_masks[e] == 0:
+                        seen = True
+                        break
+                if not seen:
+                    out_a.append(keys[x])
+                    out_b.append(keys[y])
+                    out_d.append(d)
+        i = j
+    return out_a, out_b, out_d
+
+
+cdef Py_ssize_t _lower_bound(const uint64_t[::1] row, uint64_t value) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = row.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if row[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def probe(const uint64_t[:, ::1] keys, const int64_t[:, ::1] ids,
+          const int32_t[::1] prefix_bits, const uint64_t[::1] queries, int k):
+    """Probe every table for entries within ``k`` bits of a query.
+
+    Args:
+        keys: per table, the sorted permuted fingerprints.
+        ids: per table, the entry id of each key.
+        prefix_bits: per table, p.
+        queries: per table, the permuted query.
+        k: the largest distance.
+
+    Returns:
+        A dict ``{id: distance}`` of the entries found (each once).
+    """
+    cdef Py_ssize_t t, pos, n = keys.shape[1]
+    cdef uint64_t q, lo, span
+    cdef int d, shift
+    found = {}
+    for t in range(keys.shape[0]):
+        q = queries[t]
+        shift = 64 - prefix_bits[t]
+        span = ((<uint64_t>1) << shift) - 1 if shift < 64 else <uint64_t>0xFFFFFFFFFFFFFFFF
+        lo = q & ~span
+        pos = _lower_bound(keys[t], lo)
+        while pos < n and (keys[t, pos] & ~span) == lo:
+            d = popcount64(keys[t, pos] ^ q)
+            if d <= k:
+                found[ids[t, pos]] = d
+            pos += 1
+    return found

@@ -1,0 +1,130 @@
+"""Pure-Python reference of the simhash kernel: readable, slow, and the test oracle.
+
+The Cython kernel (``_simhash.pyx``) must return exactly what these functions return.
+Both have the same names and signatures; :mod:`dedup.simhash` chooses one.
+
+Definition (Charikar's simhash as used by Manku et al., WWW 2007, §2):
+
+1. The text is split into tokens by :func:`dedup.text.iter_tokens` (words and single CJK
+   characters); number tokens are dropped when asked.
+2. Features are the shingles of ``shingle`` consecutive tokens, each the tokens joined
+   by one space (U+0020); a text with fewer tokens than ``shingle`` has one feature,
+   all its tokens. Every occurrence counts once (term-frequency weights).
+3. Each feature is hashed with XXH3-64 (seed 0) of its UTF-8 bytes.
+4. Bit ``j`` of the simhash is 1 when more than half of the features have bit ``j`` set.
+
+The content checksum is XXH3-128 (seed 0) of the token stream, each token followed by one
+space: texts that differ only in case, white space, punctuation or Unicode form share it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+
+from .text import iter_tokens, normalize
+
+__all__ = ["KERNEL", "fingerprint_text", "normalize", "probe", "scan_sorted"]
+
+KERNEL = "python"
+
+
+def fingerprint_text(text: str, shingle: int = 2, drop_numbers: bool = False
+                     ) -> tuple[int, int, int, int]:
+    """Fingerprint a normalised text.
+
+    Args:
+        text: output of :func:`dedup.text.normalize`.
+        shingle: tokens per feature (1 to 8).
+        drop_numbers: leave out tokens made only of decimal digits.
+
+    Returns:
+        ``(simhash, checksum, tokens, features)``: the 64-bit simhash, the 128-bit
+        checksum, the number of tokens and of features. An empty token stream gives
+        simhash 0 and no features.
+    """
+    if not 1 <= shingle <= 8:
+        raise ValueError(f"shingle must be between 1 and 8, got {shingle}")
+    tokens = list(iter_tokens(text, drop_numbers))
+    checksum = xxhash.xxh3_128_intdigest("".join(t + " " for t in tokens).encode("utf-8",
+                                         "surrogatepass"))
+    if not tokens:
+        return 0, checksum, 0, 0
+    if len(tokens) < shingle:
+        features = [" ".join(tokens)]
+    else:
+        features = [" ".join(tokens[i:i + shingle]) for i in range(len(tokens) - shingle + 1)]
+    counts = [0] * 64
+    for feature in features:
+        h = xxhash.xxh3_64_intdigest(feature.encode("utf-8", "surrogatepass"))
+        for j in range(64):
+            counts[j] += (h >> j) & 1
+    simhash = 0
+    for j in range(64):
+        if 2 * counts[j] > len(features):
+            simhash |= 1 << j
+    return simhash, checksum, len(tokens), len(features)
+
+
+def scan_sorted(keys, prefix_bits: int, k: int, earlier_masks):  # type: ignore[no-untyped-def]
+    """All pairs within ``k`` bits among sorted permuted keys that share a prefix bucket,
+    each reported only by the first table whose prefix it shares.
+
+    Args:
+        keys: sorted permuted fingerprints (a sequence of ints or a ``uint64`` array).
+        prefix_bits: p of this table.
+        k: the largest distance.
+        earlier_masks: the prefix masks of the earlier tables in this table's bit order.
+
+    Returns:
+        ``(a, b, distance)`` lists: the two permuted keys and their Hamming distance.
+    """
+    keys = [int(x) for x in keys]
+    masks = [int(m) for m in earlier_masks]
+    shift = 64 - prefix_bits
+    out_a: list[int] = []
+    out_b: list[int] = []
+    out_d: list[int] = []
+    i = 0
+    while i < len(keys):
+        j = i + 1
+        while j < len(keys) and keys[j] >> shift == keys[i] >> shift:
+            j += 1
+        for x in range(i, j - 1):
+            for y in range(x + 1, j):
+                diff = keys[x] ^ keys[y]
+                d = diff.bit_count()
+                if d <= k and all(diff & m for m in masks):
+                    out_a.append(keys[x])
+                    out_b.append(keys[y])
+                    out_d.append(d)
+        i = j
+    return out_a, out_b, out_d
+
+
+def probe(keys, ids, prefix_bits, queries, k: int) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    """Probe every table for entries within ``k`` bits of a query.
+
+    Args:
+        keys: per table, the sorted permuted fingerprints (2-D ``uint64`` array).
+        ids: per table, the entry id of each key.
+        prefix_bits: per table, p.
+        queries: per table, the permuted query.
+        k: the largest distance.
+
+    Returns:
+        A dict ``{id: distance}`` of the entries found (each once).
+    """
+    found: dict[int, int] = {}
+    for t in range(len(keys)):
+        q = int(queries[t])
+        span = (1 << (64 - int(prefix_bits[t]))) - 1
+        lo = q & ~span
+        row = keys[t]
+        pos = int(np.searchsorted(row, np.uint64(lo), side="left"))
+        while pos < len(row) and int(row[pos]) & ~span == lo:
+            d = (int(row[pos]) ^ q).bit_count()
+            if d <= k:
+                found[int(ids[t][pos])] = d
+            pos += 1
+    return found

@@ -1,0 +1,44 @@
+# Sourced by ./simcrawl and ./run-tests: make sure .venv holds simcrawl, built.
+# Installs, when missing: the xxHash header (Debian/Ubuntu package libxxhash-dev, when
+# run as root with apt-get), a virtual environment in .venv, and the project with the
+# extras named in $SIMCRAWL_EXTRAS. Rebuilds when the build inputs change.
+set -euo pipefail
+
+simcrawl_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${SIMCRAWL_VENV:-$simcrawl_root/.venv}"
+python="${PYTHON:-python3}"
+
+say() { printf 'simcrawl: %s\n' "$*" >&2; }
+
+if ! { [ -n "${XXHASH_INCLUDE:-}" ] && [ -f "$XXHASH_INCLUDE/xxhash.h" ]; } \
+   && [ ! -f /usr/include/xxhash.h ] && [ ! -f /usr/local/include/xxhash.h ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing the xxHash header (libxxhash-dev) ..."
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxxhash-dev >/dev/null
+  else
+    say "xxhash.h is missing: install libxxhash-dev (Debian/Ubuntu), xxhash-devel (Fedora)"
+    say "or xxhash (Homebrew), or set XXHASH_INCLUDE to the folder that holds xxhash.h."
+    exit 1
+  fi
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  say "creating $venv ..."
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+fi
+
+stamp="$venv/.simcrawl-build"
+want="$(cat "$simcrawl_root/pyproject.toml" "$simcrawl_root/setup.py" "$simcrawl_root"/dedup/*.pyx \
+        | sha256sum | cut -c1-16) extras=${SIMCRAWL_EXTRAS:-}"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
+   || ! ls "$simcrawl_root"/dedup/_simhash.*.so >/dev/null 2>&1; then
+  say "installing simcrawl and its dependencies into $venv (first run takes a minute) ..."
+  spec="$simcrawl_root"
+  [ -n "${SIMCRAWL_EXTRAS:-}" ] && spec="$simcrawl_root[${SIMCRAWL_EXTRAS}]"
+  "$venv/bin/python" -m pip install -q -e "$spec" 2>&1 | grep -v "^WARNING: Location" >&2 || true
+  "$venv/bin/python" -c "import dedup, sys; sys.exit(dedup.KERNEL != 'cython')" \
+    || { say "the Cython kernel did not build; see the pip output above"; exit 1; }
+  echo "$want" > "$stamp"
+fi
