@@ -31,14 +31,24 @@ fi
 
 stamp="$venv/.simcrawl-build"
 want="$(cat "$simcrawl_root/pyproject.toml" "$simcrawl_root/setup.py" "$simcrawl_root"/dedup/*.pyx \
-        | sha256sum | cut -c1-16) extras=${SIMCRAWL_EXTRAS:-}"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
+        | sha256sum | cut -c1-16)"
+have="$(cat "$stamp" 2>/dev/null || true)"
+extras="${SIMCRAWL_EXTRAS:-}"
+if [ "${have%% *}" != "$want" ] || { [ -n "$extras" ] && [[ " $have " != *" $extras "* ]]; } \
    || ! ls "$simcrawl_root"/dedup/_simhash.*.so >/dev/null 2>&1; then
   say "installing simcrawl and its dependencies into $venv (first run takes a minute) ..."
   spec="$simcrawl_root"
-  [ -n "${SIMCRAWL_EXTRAS:-}" ] && spec="$simcrawl_root[${SIMCRAWL_EXTRAS}]"
-  "$venv/bin/python" -m pip install -q -e "$spec" 2>&1 | grep -v "^WARNING: Location" >&2 || true
+  [ -n "$extras" ] && spec="$simcrawl_root[$extras]"
+  log="$venv/pip-install.log"
+  if ! "$venv/bin/python" -m pip install -e "$spec" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    say "pip install failed; the whole log is in $log"
+    exit 1
+  fi
   "$venv/bin/python" -c "import dedup, sys; sys.exit(dedup.KERNEL != 'cython')" \
-    || { say "the Cython kernel did not build; see the pip output above"; exit 1; }
-  echo "$want" > "$stamp"
+    || { say "the Cython kernel did not build; see $log"; exit 1; }
+  # Remember the build and every extra installed so far.
+  [ "${have%% *}" = "$want" ] && prev="${have#* }" || prev=""
+  [ "$prev" = "$have" ] && prev=""
+  echo "$want $prev $extras" | tr -s ' ' > "$stamp"
 fi
