@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _peers  # noqa: E402
+import _peers
 
 
 def make_set(n: int, planted: int, k: int, seed: int = 20070508) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _peers  # noqa: E402
+import _peers
 
 PEERS = [
     # name, pip requirement for its own folder (None: in the main environment), env

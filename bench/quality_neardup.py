@@ -18,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from dedup import extract_text, fingerprint, hamming
-from dedup.batch import MemoryIndex
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
 

@@ -10,14 +10,14 @@ import json
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TextIO
 
 import numpy as np
 
 from . import batch, tables
-from .simhash import (DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL,
-                      fingerprint)
+from .simhash import DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL, fingerprint
 from .text import extract_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -46,7 +46,7 @@ def parse_fingerprint(token: str) -> int:
     if re.fullmatch(r"(0x)?[0-9a-fA-F]{16}", token):
         return int(token, 16)
     if token.lower().startswith("0x"):
-        value = int(token, 16) if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", token, re.I) else -1
+        value = int(token, 16) if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", token, re.IGNORECASE) else -1
     elif token.isdigit():
         value = int(token)
     else:

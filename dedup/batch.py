@@ -10,7 +10,7 @@ reported, identical fingerprints included (some libraries drop them by taking a 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -187,8 +187,8 @@ def find_all(fps: Iterable[int] | np.ndarray, k: int = 3,
     for x, y, dist in zip(ua[~simple], ub[~simple], d[~simple]):
         ma = order[starts[x]:starts[x + 1]]
         mb = order[starts[y]:starts[y + 1]]
-        gi, gj = np.meshgrid(ma, mb, indexing="ij")
-        gi, gj = gi.ravel(), gj.ravel()
+        grid_i, grid_j = np.meshgrid(ma, mb, indexing="ij")
+        gi, gj = grid_i.ravel(), grid_j.ravel()
         rows.append(np.stack([np.minimum(gi, gj), np.maximum(gi, gj),
                               np.full(len(gi), dist, np.int64)], axis=1))
     if not rows:
@@ -221,6 +221,7 @@ def clusters(fps: Iterable[int] | np.ndarray, k: int = 3,
         if ri != rj:
             parent[max(ri, rj)] = min(ri, rj)
     groups: dict[int, list[int]] = {}
-    for x in np.unique(pairs[:, :2]) if len(pairs) else []:
+    members = np.unique(pairs[:, :2]) if len(pairs) else np.empty(0, dtype=np.int64)
+    for x in members:
         groups.setdefault(root(int(x)), []).append(int(x))
     return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))

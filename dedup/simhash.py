@@ -23,7 +23,7 @@ if os.environ.get("SIMCRAWL_PURE_PYTHON", "") not in ("", "0"):
     _kernel = _simhash_py
 else:
     try:
-        from . import _simhash as _kernel  # type: ignore[no-redef]
+        from . import _simhash as _kernel  # type: ignore[no-redef, attr-defined]
     except ImportError as exc:  # not built: say so once, run on the reference
         log.warning("dedup: compiled simhash kernel not available (%s); using the slow "
                     "pure-Python reference", exc)

@@ -16,9 +16,9 @@ linear over XOR, which the index uses: ``permute(a) ^ permute(b) == permute(a ^ 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Sequence
 
 import numpy as np
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1) 
     try:
         main = trafilatura.extract(html, url=url, include_comments=False, include_tables=True,
                                    deduplicate=False, with_metadata=False)
-    except Exception as exc:  # trafilatura raises assorted errors on hostile input
+    except Exception as exc:  # noqa: BLE001  (trafilatura raises assorted errors on hostile input)
         main = None
         reason = f"trafilatura failed: {type(exc).__name__}: {exc}"
     if main and len(main.strip()) >= min_chars:
@@ -253,7 +253,7 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1) 
     reason = reason or "trafilatura found no main text"
     try:
         body = _visible_body_text(html)
-    except Exception as exc:  # lxml: empty or undecodable documents
+    except Exception as exc:  # noqa: BLE001  (lxml: empty or undecodable documents)
         return ExtractedText("", "empty", f"{reason}; body text failed: {type(exc).__name__}: {exc}")
     if not body:
         return ExtractedText("", "empty", f"{reason}; no visible body text")
