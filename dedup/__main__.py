@@ -95,7 +95,7 @@ def _read_document(path: Path) -> tuple[str, str]:
     looks_html = path.suffix.lower() in _HTML_SUFFIXES or data[:512].lstrip().lower().startswith(
         (b"<!doctype html", b"<html"))
     if looks_html:
-        extracted = extract_text(data, url=path.as_uri())
+        extracted = extract_text(data, url=path.resolve().as_uri())
         return extracted.text, extracted.method
     return data.decode("utf-8", "replace"), "text"
 

@@ -155,7 +155,7 @@ cdef inline void _add(Acc* acc, uint64_t h) noexcept nogil:
         _flush(acc)
 
 
-def fingerprint_text(str text, int shingle=2, bint drop_numbers=False):
+def fingerprint_text(str text, int shingle=1, bint drop_numbers=False, int cjk_ngram=2):
     """Fingerprint a normalised text; see :func:`dedup._simhash_py.fingerprint_text`.
 
     Returns:
@@ -163,6 +163,10 @@ def fingerprint_text(str text, int shingle=2, bint drop_numbers=False):
     """
     if not 1 <= shingle <= MAX_SHINGLE:
         raise ValueError(f"shingle must be between 1 and {MAX_SHINGLE}, got {shingle}")
+    if not 1 <= cjk_ngram <= MAX_SHINGLE:
+        raise ValueError(f"cjk_ngram must be between 1 and {MAX_SHINGLE}, got {cjk_ngram}")
+    cdef int ring = shingle if shingle > cjk_ngram else cjk_ngram   # the widest window
+    cdef int width
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef void* data = PyUnicode_DATA(text)
@@ -174,7 +178,7 @@ def fingerprint_text(str text, int shingle=2, bint drop_numbers=False):
         XXH3_freeState(state)
         raise MemoryError()
     cdef Acc acc
-    cdef Py_ssize_t starts[MAX_SHINGLE]   # ring of the last `shingle` token starts
+    cdef Py_ssize_t starts[MAX_SHINGLE]   # ring of the last `ring` token starts
     cdef Py_ssize_t i, pos = 0, tok_start = 0, keep, shift
     cdef uint64_t ntokens = 0
     cdef uint32_t c = 0
@@ -204,14 +208,14 @@ def fingerprint_text(str text, int shingle=2, bint drop_numbers=False):
             # Room for one more character and a space; keep only the tokens still needed.
             if pos + 8 > cap:
                 keep = tok_start if in_word else pos
-                if ntokens > 0 and shingle > 1:
-                    keep = min(keep, starts[(ntokens - shingle + 1) % shingle]
-                               if ntokens >= <uint64_t>shingle - 1 else 0)
+                if ntokens > 0 and ring > 1:
+                    keep = min(keep, starts[(ntokens - ring + 1) % ring]
+                               if ntokens >= <uint64_t>ring - 1 else 0)
                 if keep > 0:
                     memmove(buf, buf + keep, pos - keep)
                     pos -= keep
                     tok_start -= keep
-                    for k in range(shingle):
+                    for k in range(ring):
                         starts[k] -= keep
                 if pos + 8 > cap:
                     cap *= 2
@@ -246,13 +250,14 @@ def fingerprint_text(str text, int shingle=2, bint drop_numbers=False):
                 buf[pos] = 32
                 pos += 1
                 XXH3_128bits_update(state, buf + tok_start, pos - tok_start)
-                starts[ntokens % shingle] = tok_start
+                starts[ntokens % ring] = tok_start
                 ntokens += 1
-                if ntokens >= <uint64_t>shingle:
-                    keep = starts[(ntokens - shingle) % shingle]
+                width = cjk_ngram if k == 1 else shingle
+                if ntokens >= <uint64_t>width:
+                    keep = starts[(ntokens - width) % ring]
                     _add(&acc, XXH3_64bits(buf + keep, pos - 1 - keep))
-        if 0 < ntokens < <uint64_t>shingle:
-            # Fewer tokens than one shingle: the whole stream is the one feature.
+        if ntokens > 0 and acc.features == 0:
+            # Too few tokens for one window: the whole stream is the one feature.
             keep = starts[0]
             _add(&acc, XXH3_64bits(buf + keep, pos - 1 - keep))
         _flush(&acc)

@@ -7,9 +7,11 @@ Definition (Charikar's simhash as used by Manku et al., WWW 2007, §2):
 
 1. The text is split into tokens by :func:`dedup.text.iter_tokens` (words and single CJK
    characters); number tokens are dropped when asked.
-2. Features are the shingles of ``shingle`` consecutive tokens, each the tokens joined
-   by one space (U+0020); a text with fewer tokens than ``shingle`` has one feature,
-   all its tokens. Every occurrence counts once (term-frequency weights).
+2. Every token ends one feature: the window of the last ``shingle`` tokens when it is a
+   word, of the last ``cjk_ngram`` tokens when it is a CJK character (character n-grams
+   for Chinese, Japanese and Korean), the tokens joined by one space (U+0020). A token
+   too early in the text for its window ends none; a text too short for any window has
+   one feature, all its tokens. Every occurrence counts (term-frequency weights).
 3. Each feature is hashed with XXH3-64 (seed 0) of its UTF-8 bytes.
 4. Bit ``j`` of the simhash is 1 when more than half of the features have bit ``j`` set.
 
@@ -22,21 +24,22 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from .text import iter_tokens, normalize
+from .text import CJK, char_class, iter_tokens, normalize
 
 __all__ = ["KERNEL", "fingerprint_text", "normalize", "probe", "scan_sorted"]
 
 KERNEL = "python"
 
 
-def fingerprint_text(text: str, shingle: int = 2, drop_numbers: bool = False
-                     ) -> tuple[int, int, int, int]:
+def fingerprint_text(text: str, shingle: int = 1, drop_numbers: bool = False,
+                     cjk_ngram: int = 2) -> tuple[int, int, int, int]:
     """Fingerprint a normalised text.
 
     Args:
         text: output of :func:`dedup.text.normalize`.
-        shingle: tokens per feature (1 to 8).
+        shingle: tokens per feature ending in a word (1 to 8).
         drop_numbers: leave out tokens made only of decimal digits.
+        cjk_ngram: tokens per feature ending in a CJK character (1 to 8).
 
     Returns:
         ``(simhash, checksum, tokens, features)``: the 64-bit simhash, the 128-bit
@@ -45,15 +48,20 @@ def fingerprint_text(text: str, shingle: int = 2, drop_numbers: bool = False
     """
     if not 1 <= shingle <= 8:
         raise ValueError(f"shingle must be between 1 and 8, got {shingle}")
+    if not 1 <= cjk_ngram <= 8:
+        raise ValueError(f"cjk_ngram must be between 1 and 8, got {cjk_ngram}")
     tokens = list(iter_tokens(text, drop_numbers))
     checksum = xxhash.xxh3_128_intdigest("".join(t + " " for t in tokens).encode("utf-8",
                                          "surrogatepass"))
     if not tokens:
         return 0, checksum, 0, 0
-    if len(tokens) < shingle:
+    features = []
+    for end, token in enumerate(tokens, 1):
+        width = cjk_ngram if char_class(token[0]) == CJK else shingle
+        if end >= width:
+            features.append(" ".join(tokens[end - width:end]))
+    if not features:
         features = [" ".join(tokens)]
-    else:
-        features = [" ".join(tokens[i:i + shingle]) for i in range(len(tokens) - shingle + 1)]
     counts = [0] * 64
     for feature in features:
         h = xxhash.xxh3_64_intdigest(feature.encode("utf-8", "surrogatepass"))

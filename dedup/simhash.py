@@ -37,6 +37,8 @@ normalize = _kernel.normalize
 #: Default tokens per feature (shingle). Chosen on the near-duplicate development set:
 #: see README, "Fingerprint choices".
 DEFAULT_SHINGLE = 1
+#: Default characters per feature for Han, kana and Hangul text (character bigrams).
+DEFAULT_CJK_NGRAM = 2
 #: Default for dropping number-only tokens.
 DEFAULT_DROP_NUMBERS = False
 #: Below this many tokens a text is *short*: never a near duplicate on simhash alone.
@@ -85,14 +87,16 @@ def _as_text(text: str | bytes) -> str:
 
 def fingerprint(text: str | bytes, *, shingle: int = DEFAULT_SHINGLE,
                 drop_numbers: bool = DEFAULT_DROP_NUMBERS,
-                min_tokens: int = DEFAULT_MIN_TOKENS) -> Fingerprint:
+                min_tokens: int = DEFAULT_MIN_TOKENS,
+                cjk_ngram: int = DEFAULT_CJK_NGRAM) -> Fingerprint:
     """Fingerprint a text: simhash, content checksum and size.
 
     Args:
         text: the text; ``bytes`` are decoded as UTF-8 with replacement characters.
-        shingle: tokens per feature (1 to 8).
+        shingle: tokens per feature ending in a word (1 to 8).
         drop_numbers: ignore tokens made only of digits (counters, dates, prices).
         min_tokens: below this many tokens the result is marked ``short``.
+        cjk_ngram: characters per feature ending in a Han, kana or Hangul character.
 
     Returns:
         A :class:`Fingerprint`.
@@ -106,18 +110,20 @@ def fingerprint(text: str | bytes, *, shingle: int = DEFAULT_SHINGLE,
         4
     """
     simhash_value, checksum, tokens, features = _kernel.fingerprint_text(
-        normalize(_as_text(text)), shingle, drop_numbers)
+        normalize(_as_text(text)), shingle, drop_numbers, cjk_ngram)
     return Fingerprint(simhash_value, checksum, tokens, features, tokens < min_tokens)
 
 
 def simhash(text: str | bytes, *, shingle: int = DEFAULT_SHINGLE,
-            drop_numbers: bool = DEFAULT_DROP_NUMBERS) -> int:
+            drop_numbers: bool = DEFAULT_DROP_NUMBERS,
+            cjk_ngram: int = DEFAULT_CJK_NGRAM) -> int:
     """Return the 64-bit simhash of a text as an unsigned ``int``.
 
     See :func:`fingerprint` for the arguments; the feature and hash definition is in
     :mod:`dedup._simhash_py`. An empty text (no tokens) has simhash 0.
     """
-    return _kernel.fingerprint_text(normalize(_as_text(text)), shingle, drop_numbers)[0]
+    return _kernel.fingerprint_text(normalize(_as_text(text)), shingle, drop_numbers,
+                                    cjk_ngram)[0]
 
 
 def hamming(a: int, b: int) -> int:

@@ -52,10 +52,14 @@ def test_scan_examples_reports_the_mirror():
     assert out.returncode == 0, out.stderr
     assert "exact duplicate" in out.stdout and "harbour-mirror.html" in out.stdout
     assert "not-found.html  (short: checksum only)" in out.stdout
+    near = [line for line in out.stdout.splitlines() if line.startswith("near duplicate")]
+    assert any("harbour-syndicated.txt" in line for line in near)
+    assert any("spring-town" in line and "gbk" in line for line in near)  # GBK copy, 2 edits
+    assert not any("library-hours" in line for line in near)
 
 
 def test_fingerprint_json():
-    out = run("fingerprint", str(ROOT / "examples" / "spring-town.zh.txt"))
+    out = run("fingerprint", "examples/spring-town.zh.txt")  # a relative path
     record = json.loads(out.stdout)
     assert len(record["simhash"]) == 16 and record["tokens"] > 100
 

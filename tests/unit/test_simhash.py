@@ -1,6 +1,7 @@
 """Simhash: known answers, kernel/reference parity, near-duplicate behaviour, bad input."""
 
 import os
+from pathlib import Path
 
 import pytest
 import xxhash
@@ -47,7 +48,7 @@ def test_compiled_kernel_is_in_use():
 @pytest.mark.parametrize("text, simhash_hex, checksum_hex, tokens", [
     ("The quick brown fox jumps over the lazy dog", "8212868318d29267",
      "cc6e22a835db4453dc405a3aa2aabc1c", 9),
-    ("中文文本的指纹", "4d2f0e86d960bd72", "6f412b860b3e7cde31ba099e10e5d5fa", 7),
+    ("中文文本的指纹", "ef1603aa80101190", "6f412b860b3e7cde31ba099e10e5d5fa", 7),
     ("Ελληνικά, русский текст и عربي", "760277e06e26b4fc", "e26063df0f4a6009c9abac027a804efe", 5),
     ("", "0000000000000000", "99aa06d3014798d86001c324468d497f", 0),
 ])
@@ -83,9 +84,20 @@ def test_case_whitespace_punctuation_and_unicode_form_do_not_matter():
     assert simhash("ﬁnance café") == simhash("finance cafe\u0301")  # ligature, combining mark
 
 
-def test_chinese_uses_character_tokens():
+def test_chinese_uses_character_tokens_and_bigram_features():
     fp = fingerprint("我们的春天，来了。")
     assert fp.tokens == 7  # punctuation separates, each Han character is a token
+    assert fp.features == 6  # one bigram ends at every character but the first
+    # One bigram: the simhash is that feature's hash.
+    assert simhash("中文") == xxhash.xxh3_64_intdigest("中 文".encode())
+    assert simhash("中文", cjk_ngram=1) != simhash("文中", cjk_ngram=2)
+
+
+def test_unrelated_chinese_texts_are_far_apart():
+    a = (Path(__file__).resolve().parents[2] / "examples" / "spring-town.zh.txt").read_text()
+    b = "图书馆从下周起延长开放时间，工作日晚上八点才闭馆。试行期间来的读者比预想的多，学生尤其喜欢。" * 3
+    assert hamming(simhash(a), simhash(b)) > 10
+    assert hamming(simhash(a), simhash(a.replace("二十多年", "二十几年"))) <= 3
 
 
 def test_numbers_can_be_dropped():
@@ -162,21 +174,21 @@ TEXT = st.text(
 
 
 @pytest.mark.skipif(compiled is None, reason="the compiled kernel is not built")
-@given(TEXT, st.integers(1, 8), st.booleans())
-def test_kernel_matches_reference(text, shingle, drop_numbers):
+@given(TEXT, st.integers(1, 8), st.booleans(), st.integers(1, 8))
+def test_kernel_matches_reference(text, shingle, drop_numbers, cjk_ngram):
     norm = _simhash_py.normalize(text)
     assert compiled.normalize(text) == norm
-    assert compiled.fingerprint_text(norm, shingle, drop_numbers) == \
-        _simhash_py.fingerprint_text(norm, shingle, drop_numbers)
+    assert compiled.fingerprint_text(norm, shingle, drop_numbers, cjk_ngram) == \
+        _simhash_py.fingerprint_text(norm, shingle, drop_numbers, cjk_ngram)
 
 
 @pytest.mark.skipif(compiled is None, reason="the compiled kernel is not built")
 def test_kernel_matches_reference_on_long_tokens_and_buffer_growth():
     # Tokens and shingles longer than the kernel's 64 KiB starting buffer.
     text = " ".join(["w" * 40_000, "short", "中" * 5, "y" * 70_000, "end"] * 3)
-    for shingle in (1, 2, 3, 8):
-        assert compiled.fingerprint_text(text, shingle, False) == \
-            _simhash_py.fingerprint_text(text, shingle, False)
+    for shingle, cjk_ngram in ((1, 2), (2, 1), (3, 3), (8, 2), (1, 8)):
+        assert compiled.fingerprint_text(text, shingle, False, cjk_ngram) == \
+            _simhash_py.fingerprint_text(text, shingle, False, cjk_ngram)
 
 
 @given(TEXT)
