@@ -38,9 +38,9 @@ def ensure(name: str, requirement: str) -> Path | None:
 
 
 def run_worker(script: Path, args: list[str], peer_path: Path | None = None,
-               timeout: float = 900) -> dict:
+               timeout: float = 900, extra_env: dict[str, str] | None = None) -> dict:
     """Run ``script --worker ...`` in a subprocess and return the JSON it prints last."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(extra_env or {}))
     if peer_path is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(peer_path),
                                                           env.get("PYTHONPATH", "")]))

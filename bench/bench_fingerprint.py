@@ -126,17 +126,9 @@ def main() -> int:
             if requirement and path is None:
                 print(f"{name:<32} {'not installable here':>42}")
                 continue
-            old = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-            try:
-                seconds = args.seconds if "pure" not in name else min(args.seconds, 3.0)
-                r = _peers.run_worker(Path(__file__), [name, corpus_file, str(seconds)], path)
-            finally:
-                for k, v in old.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            seconds = args.seconds if "pure" not in name else min(args.seconds, 3.0)
+            r = _peers.run_worker(Path(__file__), [name, corpus_file, str(seconds)], path,
+                                  extra_env=env)
             if "error" in r:
                 print(f"{name:<32} error: {r['error']}")
                 continue

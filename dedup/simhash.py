@@ -122,8 +122,8 @@ def simhash(text: str | bytes, *, shingle: int = DEFAULT_SHINGLE,
     See :func:`fingerprint` for the arguments; the feature and hash definition is in
     :mod:`dedup._simhash_py`. An empty text (no tokens) has simhash 0.
     """
-    return _kernel.fingerprint_text(normalize(_as_text(text)), shingle, drop_numbers,
-                                    cjk_ngram)[0]
+    return fingerprint(text, shingle=shingle, drop_numbers=drop_numbers,
+                       cjk_ngram=cjk_ngram).simhash
 
 
 def hamming(a: int, b: int) -> int:

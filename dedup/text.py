@@ -25,14 +25,11 @@ Cython kernel in ``_simhash.pyx`` and the reference in ``_simhash_py.py``):
 
 from __future__ import annotations
 
-import logging
 import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-
-log = logging.getLogger(__name__)
 
 SEP, WORD, CJK, MARK, DIGIT = 0, 1, 2, 3, 4
 
