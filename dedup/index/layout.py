@@ -1,0 +1,205 @@
+"""Where each fingerprint lives in a stored index: the table design plus the bucketing.
+
+A store keeps, for every table of the design, the permuted fingerprints split into
+*buckets* by their leading ``bucket_bits`` bits; inside a bucket an entry is the rest of
+the permuted value, ``member_bytes`` wide, big-endian, so byte order is numeric order and a
+prefix probe is one range query (Redis ``ZRANGEBYLEX``). Buckets exist so that each Redis
+sorted set stays in its compact encoding (listpack / ziplist, at most 128 entries by
+default): one huge sorted set per table costs about 110 bytes per entry, a bucket about 12.
+
+The page ids live in a second bucketed map keyed by the unpermuted fingerprint.
+
+A layout is stored with the index (:meth:`IndexLayout.describe`); a process that opens the
+index with a different one gets :class:`IndexMismatchError` instead of a silently wrong
+index.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..simhash import _kernel
+from ..tables import Design, F, Table
+
+#: Bytes Redis spends per key beyond its entries (dict entry, key string, object header,
+#: allocation), measured with redis-server 6.2 (``bench/bench_index.py``). The layout
+#: weighs it against the member width when it chooses the bucket size.
+KEY_OVERHEAD = 100
+
+#: Entries per bucket aimed for, as a share of the server's compact-encoding limit, at
+#: the planned capacity. Half leaves room for Poisson spread and growth to twice the plan.
+FILL = 0.5
+
+#: Layout format; bump when the stored representation changes.
+LAYOUT_VERSION = 1
+
+
+class IndexMismatchError(RuntimeError):
+    """The index in the store was built with another layout (design, k or bucketing)."""
+
+
+@dataclass(frozen=True)
+class IndexLayout:
+    """A table design and how its entries are bucketed.
+
+    Attributes:
+        design: the permuted tables (see :mod:`dedup.tables`).
+        bucket_bits: leading bits of a permuted value that name its bucket (at most the
+            shortest table prefix, so that a probe reads one bucket).
+        id_bucket_bits: leading bits of a fingerprint that name its page-id bucket.
+        capacity: the number of fingerprints the bucketing was planned for.
+    """
+
+    design: Design
+    bucket_bits: int
+    id_bucket_bits: int
+    capacity: int
+
+    def __post_init__(self) -> None:
+        pmin = min(t.prefix_bits for t in self.design.tables)
+        if not 0 <= self.bucket_bits <= pmin:
+            raise ValueError(f"bucket_bits must be in 0..{pmin} (the shortest table prefix), "
+                             f"got {self.bucket_bits}")
+        if not 0 <= self.id_bucket_bits <= 32:
+            raise ValueError(f"id_bucket_bits must be in 0..32, got {self.id_bucket_bits}")
+
+    # -------------------------------------------------------------- derived sizes
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        """The design's tables."""
+        return self.design.tables
+
+    @property
+    def k(self) -> int:
+        """The largest distance the design guarantees to find."""
+        return self.design.k
+
+    @property
+    def member_bytes(self) -> int:
+        """Width of a table entry: the ``64 - bucket_bits`` bits after the bucket."""
+        return max(1, math.ceil((F - self.bucket_bits) / 8))
+
+    @property
+    def id_field_bytes(self) -> int:
+        """Width of a page-id map field: the fingerprint bits after its bucket."""
+        return max(1, math.ceil((F - self.id_bucket_bits) / 8))
+
+    def kept_bits(self, table: Table) -> int:
+        """How many leading bits of a member a probe must match in ``table`` (the member's
+        zero padding plus the table prefix bits after the bucket)."""
+        return 8 * self.member_bytes - (F - table.prefix_bits)
+
+    # ---------------------------------------------------------------- planning
+    @classmethod
+    def plan(cls, capacity: int, k: int = 3, *, design: Design | None = None,
+             table_limit: int = 128, id_limit: int = 128) -> IndexLayout:
+        """Choose a layout for about ``capacity`` fingerprints.
+
+        Args:
+            capacity: expected number of fingerprints (the index works beyond it; memory
+                per entry grows once buckets outgrow the compact encoding).
+            k: the largest distance; used when ``design`` is not given.
+            design: a fixed design; by default :func:`dedup.tables.plan` chooses one.
+            table_limit: entries a sorted set may hold in the compact encoding
+                (``zset-max-listpack-entries``).
+            id_limit: fields a hash may hold in the compact encoding
+                (``hash-max-listpack-entries``); buckets are planned for at most 128,
+                because every insert scans its bucket.
+
+        Raises:
+            ValueError: ``capacity < 1`` or a limit below 2.
+        """
+        from ..tables import plan as plan_design
+
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        if table_limit < 2 or id_limit < 2:
+            raise ValueError("compact-encoding limits must be at least 2")
+        if design is None:
+            design = plan_design(capacity, k, bytes_per_entry=16)[0].design
+        pmin = min(t.prefix_bits for t in design.tables)
+        return cls(design, _bucket_bits(capacity, table_limit, pmin),
+                   _bucket_bits(capacity, min(id_limit, 128), 32), capacity)
+
+    # ------------------------------------------------------------ description
+    def describe(self) -> dict[str, object]:
+        """A JSON-friendly description, stored with the index."""
+        return {"version": LAYOUT_VERSION, "design": self.design.describe(),
+                "bucket_bits": self.bucket_bits, "id_bucket_bits": self.id_bucket_bits,
+                "capacity": self.capacity}
+
+    @classmethod
+    def from_description(cls, desc: dict) -> IndexLayout:
+        """Rebuild a layout from :meth:`describe`'s output.
+
+        Raises:
+            IndexMismatchError: an unknown layout version or a malformed description.
+        """
+        if desc.get("version") != LAYOUT_VERSION:
+            raise IndexMismatchError(f"stored index layout version {desc.get('version')!r} is "
+                                     f"not {LAYOUT_VERSION}: rebuild the index "
+                                     "(python -m dedup rebuild-index)")
+        try:
+            d = desc["design"]
+            tables = tuple(Table(tuple(t["order"]), int(t["prefix_bits"])) for t in d["tables"])
+            design = Design(str(d["name"]), int(d["k"]), tables)
+            return cls(design, int(desc["bucket_bits"]), int(desc["id_bucket_bits"]),
+                       int(desc["capacity"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexMismatchError(f"stored index layout is malformed: {exc}") from exc
+
+    def same_tables(self, other: IndexLayout) -> bool:
+        """Whether two layouts put every fingerprint in the same places."""
+        return (self.design.tables == other.design.tables
+                and self.bucket_bits == other.bucket_bits
+                and self.id_bucket_bits == other.id_bucket_bits)
+
+    # ------------------------------------------------------------ coordinates
+    def coordinates(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Buckets and members of ``fps`` in every table.
+
+        Args:
+            fps: ``uint64`` array of B fingerprints.
+
+        Returns:
+            ``(buckets, rests)``, two ``uint64`` arrays of shape (B, tables): the bucket
+            number and the value after the bucket bits.
+        """
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)
+        return _kernel.coordinates(fps, self._moves, len(self.tables), self.bucket_bits)
+
+    @cached_property
+    def _moves(self) -> np.ndarray:
+        rows = [(t, src, width, dst) for t, table in enumerate(self.tables)
+                for src, width, dst in table.segments]
+        return np.array(rows, dtype=np.int32)
+
+    def fingerprint_of(self, table: int, bucket: int, rest: int) -> int:
+        """Invert :meth:`coordinates` for one entry of one table."""
+        value = (bucket << (F - self.bucket_bits)) | rest if self.bucket_bits else rest
+        return self.tables[table].unpermute(value)
+
+    def id_bucket(self, fp: int) -> tuple[int, int]:
+        """``(bucket, field)`` of a fingerprint in the page-id map."""
+        width = F - self.id_bucket_bits
+        return (fp >> width if self.id_bucket_bits else 0), fp & ((1 << width) - 1)
+
+
+def _bucket_bits(capacity: int, limit: int, most: int) -> int:
+    """The bucket width with the fewest bytes per entry whose buckets, at ``capacity``, hold
+    at most ``FILL * limit`` entries on average."""
+    least = max(0, math.ceil(math.log2(max(1.0, capacity / (FILL * limit)))))
+    if least >= most:
+        return most
+    best, best_cost = least, math.inf
+    for bits in range(least, most + 1):
+        per_bucket = capacity / 2 ** bits
+        width = math.ceil((F - bits) / 8)
+        cost = width + KEY_OVERHEAD / max(per_bucket, 1.0)
+        if cost < best_cost:
+            best, best_cost = bits, cost
+    return best

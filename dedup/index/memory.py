@@ -1,0 +1,133 @@
+"""An index store in this process's memory: sorted lists per table bucket, guarded by a
+lock. For tests, one-process tools and small crawls; the same behaviour as the Redis store
+(the test suite runs both through the same cases)."""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable, Iterator, Sequence
+
+from ..tables import F
+from .core import Hit, Probe
+from .layout import IndexLayout
+
+
+class MemoryStore:
+    """Index data in Python dicts and sorted lists.
+
+    Args:
+        table_limit: the compact-encoding limit to plan buckets for (only shapes the
+            layout, so that a memory index plans like a Redis one).
+    """
+
+    def __init__(self, table_limit: int = 128) -> None:
+        self._lock = threading.Lock()
+        self._layout_desc: dict | None = None
+        self._limit = table_limit
+        self._tables: list[dict[int, list[int]]] = []
+        self._ids: dict[int, str] = {}
+        self._free: list[int] = []  # per table: mask of the bits after the prefix
+
+    def read_layout(self) -> dict | None:
+        return self._layout_desc
+
+    def create_layout(self, description: dict) -> dict:
+        with self._lock:
+            if self._layout_desc is None:
+                self._layout_desc = description
+            return self._layout_desc
+
+    def attach(self, layout: IndexLayout) -> None:
+        self._free = [(1 << (F - t.prefix_bits)) - 1 for t in layout.tables]
+        if len(self._tables) != len(layout.tables):
+            self._tables = [{} for _ in layout.tables]
+
+    def compact_limits(self) -> tuple[int, int]:
+        return self._limit, self._limit
+
+    def _hits(self, buckets: list[int], rests: list[int], k: int) -> list[Hit]:
+        hits = []
+        for t, (bucket, rest) in enumerate(zip(buckets, rests)):
+            entries = self._tables[t].get(bucket)
+            if not entries:
+                continue
+            lo = rest & ~self._free[t]
+            hi = lo | self._free[t]
+            for entry in entries[bisect_left(entries, lo):bisect_right(entries, hi)]:
+                dist = (entry ^ rest).bit_count()
+                if dist <= k:
+                    hits.append((t, entry, dist))
+        return hits
+
+    def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str) -> bool:
+        if fp in self._ids:
+            return False
+        self._ids[fp] = page_id
+        for t, (bucket, rest) in enumerate(zip(buckets, rests)):
+            insort(self._tables[t].setdefault(bucket, []), rest)
+        return True
+
+    def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
+                    ) -> Iterator[list[list[Hit]]]:
+        for probe, page_ids in probes:
+            yield self._decide(probe, page_ids, k)
+
+    def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
+        for probe, page_ids in probes:
+            yield self._add(probe, page_ids)
+
+    def _decide(self, probe: Probe, page_ids: Sequence[str] | None, k: int) -> list[list[Hit]]:
+        buckets, rests = probe.buckets.tolist(), probe.rests.tolist()
+        out = []
+        with self._lock:
+            for i, fp in enumerate(probe.fps):
+                hits = self._hits(buckets[i], rests[i], k)
+                if page_ids is not None and not hits:
+                    self._insert(fp, buckets[i], rests[i], page_ids[i])
+                out.append(hits)
+        return out
+
+    def _add(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        buckets, rests = probe.buckets.tolist(), probe.rests.tolist()
+        with self._lock:
+            return [self._insert(fp, buckets[i], rests[i], page_ids[i])
+                    for i, fp in enumerate(probe.fps)]
+
+    def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
+        buckets, rests = probe.buckets.tolist(), probe.rests.tolist()
+        out = []
+        with self._lock:
+            for i, fp in enumerate(probe.fps):
+                current = self._ids.get(fp)
+                if current is None or (page_ids[i] is not None and page_ids[i] != current):
+                    out.append(False)
+                    continue
+                del self._ids[fp]
+                for t, (bucket, rest) in enumerate(zip(buckets[i], rests[i])):
+                    entries = self._tables[t][bucket]
+                    del entries[bisect_left(entries, rest)]
+                    if not entries:
+                        del self._tables[t][bucket]
+                out.append(True)
+        return out
+
+    def lookup(self, fps: Sequence[int]) -> list[str | None]:
+        return [self._ids.get(fp) for fp in fps]
+
+    def count(self) -> int:
+        return len(self._ids)
+
+    def entries(self) -> Iterator[tuple[int, str]]:
+        with self._lock:
+            items = list(self._ids.items())
+        return iter(items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._layout_desc = None
+            self._tables = []
+            self._ids = {}
+
+    def describe(self) -> str:
+        return "memory"

@@ -1,0 +1,430 @@
+"""The index in Redis: permuted tables as bucketed, lexicographically ordered sorted sets.
+
+Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
+
+``ns:layout``
+    JSON of the :class:`~dedup.index.layout.IndexLayout` (design and bucketing), written
+    once with ``SET NX``; a process with another layout gets ``IndexMismatchError``.
+``ns:t{i}:{bucket}``
+    Table ``i``, bucket = the leading ``bucket_bits`` of the permuted fingerprint, in hex.
+    A sorted set whose scores are all 0 and whose members are the remaining bits,
+    big-endian and fixed-width, so ``ZRANGEBYLEX`` walks them in numeric order and a
+    prefix probe is one range. No fingerprint is ever a score (scores are doubles and
+    lose bits above 2^53).
+``ns:id:{bucket}``
+    A hash from the fingerprint's remaining bits (its leading ``id_bucket_bits`` name
+    the bucket) to the page id. A page id of lowercase hex digits (a MongoDB ObjectId,
+    say) is stored as bytes after a NUL marker, half the size.
+``ns:count``
+    Number of fingerprints.
+
+Probe, decision and insert run as one Lua script per batch of fingerprints, so Redis
+executes them atomically: two crawler processes can never both admit two near duplicates
+of each other. Every key a script touches is passed in ``KEYS``.
+
+Redis Cluster: one script call touches keys in many buckets, which hash to different
+slots, so it is refused there. To run on a cluster, put the whole namespace in one slot
+with a hash tag (``namespace="{simcrawl}"``), which keeps the atomic check but not the
+sharding; sharding by table would make check-and-add two-phase (probe every shard, then
+insert), and two processes could then both admit a pair of near duplicates in the gap.
+``find-all`` over the stored fingerprints reconciles such pairs afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import redis
+
+from ..errors import ServiceUnavailable, redact
+from ..tables import F
+from .core import Hit, Probe, check_namespace
+from .layout import IndexLayout
+
+#: Default key prefix.
+DEFAULT_NAMESPACE = "simcrawl"
+
+_pack: Any
+try:  # hiredis packs a command with many arguments at C speed
+    from hiredis import pack_command as _pack
+except ImportError:  # pragma: no cover - redis-py packs it then
+    _pack = None
+
+_HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
+
+# The scripts' arguments. ARGV[1..3]: k, insert flag (1/0), T (tables). Then per
+# fingerprint: its T members (the rest of each permuted value), for DECIDE also the T
+# range starts and T range ends of its probes ("[" + bytes), then the page-id field and
+# the packed page id ("" for none). KEYS[1] is the count; then per fingerprint its T
+# table keys and its page-id key. Python computes every string, so the scripts only call
+# Redis and compare candidates.
+_LUA_DECIDE = r"""
+local k = tonumber(ARGV[1])
+local insert = ARGV[2] == '1'
+local T = tonumber(ARGV[3])
+local per = T + 1
+local stride = 3 * T + 2
+local n = (#KEYS - 1) / per
+local function distance(a, b)
+  local d = 0
+  for j = 1, #a do
+    local x = bit.bxor(string.byte(a, j), string.byte(b, j))
+    while x ~= 0 do
+      x = bit.band(x, x - 1)
+      d = d + 1
+    end
+    if d > k then return d end
+  end
+  return d
+end
+local out = {}
+local added = 0
+for i = 0, n - 1 do
+  local a = 3 + i * stride
+  local kb = 1 + i * per
+  local hits = {}
+  for t = 1, T do
+    local found = redis.call('ZRANGEBYLEX', KEYS[kb + t], ARGV[a + T + t], ARGV[a + 2 * T + t])
+    for _, c in ipairs(found) do
+      local d = distance(c, ARGV[a + t])
+      if d <= k then
+        hits[#hits + 1] = t - 1
+        hits[#hits + 1] = c
+        hits[#hits + 1] = d
+      end
+    end
+  end
+  if insert and #hits == 0 then
+    for t = 1, T do
+      redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
+    end
+    added = added + redis.call('HSETNX', KEYS[kb + per], ARGV[a + 3 * T + 1], ARGV[a + 3 * T + 2])
+  end
+  out[i + 1] = hits
+end
+if added > 0 then redis.call('INCRBY', KEYS[1], added) end
+return out
+"""
+
+_LUA_ADD = r"""
+local T = tonumber(ARGV[3])
+local per = T + 1
+local stride = T + 2
+local n = (#KEYS - 1) / per
+local out = {}
+local added = 0
+for i = 0, n - 1 do
+  local a = 3 + i * stride
+  local kb = 1 + i * per
+  local new = redis.call('HSETNX', KEYS[kb + per], ARGV[a + T + 1], ARGV[a + T + 2])
+  if new == 1 then
+    for t = 1, T do
+      redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
+    end
+  end
+  added = added + new
+  out[i + 1] = new
+end
+if added > 0 then redis.call('INCRBY', KEYS[1], added) end
+return out
+"""
+
+_LUA_REMOVE = r"""
+local T = tonumber(ARGV[3])
+local per = T + 1
+local stride = T + 2
+local n = (#KEYS - 1) / per
+local out = {}
+local removed = 0
+for i = 0, n - 1 do
+  local a = 3 + i * stride
+  local kb = 1 + i * per
+  local field = ARGV[a + T + 1]
+  local want = ARGV[a + T + 2]
+  local have = redis.call('HGET', KEYS[kb + per], field)
+  if have and (want == '' or want == have) then
+    redis.call('HDEL', KEYS[kb + per], field)
+    for t = 1, T do
+      redis.call('ZREM', KEYS[kb + t], ARGV[a + t])
+    end
+    removed = removed + 1
+    out[i + 1] = 1
+  else
+    out[i + 1] = 0
+  end
+end
+if removed > 0 then redis.call('DECRBY', KEYS[1], removed) end
+return out
+"""
+
+
+def pack_page_id(page_id: str) -> bytes:
+    """Page id as stored in Redis: lowercase even-length hex as NUL + bytes, else UTF-8.
+
+    >>> pack_page_id("65f1a2b3c4d5e6f708192a3b")
+    b'\\x00e\\xf1\\xa2\\xb3\\xc4\\xd5\\xe6\\xf7\\x08\\x19*;'
+    >>> unpack_page_id(pack_page_id("page-7"))
+    'page-7'
+    """
+    if _HEX_ID.match(page_id):
+        return b"\x00" + bytes.fromhex(page_id)
+    return page_id.encode("utf-8", "surrogatepass")
+
+
+def unpack_page_id(raw: bytes) -> str:
+    """Invert :func:`pack_page_id`."""
+    if raw[:1] == b"\x00":
+        return raw[1:].hex()
+    return raw.decode("utf-8", "surrogatepass")
+
+
+class RedisStore:
+    """Index data in Redis (see the module docstring for the keys).
+
+    Args:
+        client: a ``redis.Redis`` (see :func:`dedup.services.connect_redis`, which pings
+            and gives a clear error for a wrong URL). Must not decode responses.
+        namespace: the key prefix; explicit and stable, so a restart finds its index.
+        url: the server's URL, for messages.
+
+    Raises:
+        ValueError: a bad namespace or a client that decodes responses.
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str = DEFAULT_NAMESPACE,
+                 url: str | None = None) -> None:
+        if client.get_connection_kwargs().get("decode_responses"):
+            raise ValueError("RedisStore needs a client with decode_responses=False")
+        self.client = client
+        self.namespace = check_namespace(namespace)
+        self.url = redact(url) if url else _client_url(client)
+        self._layout: IndexLayout | None = None
+
+    # ------------------------------------------------------------------ errors
+    def _unavailable(self, exc: Exception) -> ServiceUnavailable:
+        return ServiceUnavailable(
+            f"Redis at {self.url} is unreachable ({exc}). Nothing was admitted or dropped. "
+            "Start the server or fix REDIS_URL; unset REDIS_URL to use the embedded server.")
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise self._unavailable(exc) from exc
+        except redis.ResponseError as exc:
+            if "LOADING" in str(exc) or "BUSY" in str(exc):
+                raise ServiceUnavailable(f"Redis at {self.url} is not ready: {exc}") from exc
+            raise
+
+    # ----------------------------------------------------------------- layout
+    @property
+    def _layout_key(self) -> str:
+        return f"{self.namespace}:layout"
+
+    def read_layout(self) -> dict | None:
+        raw = self._call(self.client.get, self._layout_key)
+        return None if raw is None else json.loads(raw)
+
+    def create_layout(self, description: dict) -> dict:
+        self._call(self.client.set, self._layout_key, json.dumps(description), nx=True)
+        stored = self.read_layout()
+        assert stored is not None
+        return stored
+
+    def compact_limits(self) -> tuple[int, int]:
+        """The server's compact-encoding limits (Redis 7 ``*-listpack-*``, 6 ``*-ziplist-*``);
+        128 each when ``CONFIG`` is not allowed (managed services)."""
+        limits = []
+        for kind in ("zset", "hash"):
+            value = 128
+            for name in (f"{kind}-max-listpack-entries", f"{kind}-max-ziplist-entries"):
+                try:
+                    got = self._call(self.client.config_get, name)
+                except redis.ResponseError:
+                    break
+                if got:
+                    value = int(next(iter(got.values())))
+                    break
+            limits.append(max(2, value))
+        return limits[0], limits[1]
+
+    def attach(self, layout: IndexLayout) -> None:
+        self._layout = layout
+        self._free = np.array([(1 << (F - t.prefix_bits)) - 1 for t in layout.tables],
+                              dtype=np.uint64)
+        bd = max(1, -(-layout.bucket_bits // 4))
+        self._table_keys = [f"{self.namespace}:t{t}:{{:0{bd}x}}".format
+                            for t in range(len(layout.tables))]
+        self._id_digits = max(1, -(-layout.id_bucket_bits // 4))
+
+    # ------------------------------------------------------------------ batches
+    def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
+        """Each ``uint64`` as its last ``member_bytes`` big-endian bytes, after ``lead``."""
+        assert self._layout is not None
+        nb = self._layout.member_bytes
+        raw = values.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - nb:]
+        if lead:
+            raw = np.concatenate([np.full((raw.shape[0], len(lead)), lead[0], np.uint8), raw],
+                                 axis=1)
+        blob = np.ascontiguousarray(raw).tobytes()
+        width = raw.shape[1]
+        return [blob[j:j + width] for j in range(0, len(blob), width)]
+
+    def _args(self, probe: Probe, page_ids: Sequence[str | None] | None, ranges: bool
+              ) -> tuple[list[Any], list[Any]]:
+        layout = self._layout
+        assert layout is not None, "attach() a layout first"
+        tables = len(layout.tables)
+        width = F - layout.id_bucket_bits
+        fmask, fbytes = (1 << width) - 1, layout.id_field_bytes
+        members = self._split(probe.rests)
+        if ranges:
+            lo = probe.rests & ~self._free
+            los, his = self._split(lo, b"["), self._split(lo | self._free, b"[")
+        keys: list[Any] = [f"{self.namespace}:count"]
+        args: list[Any] = []
+        names = self._table_keys
+        id_key = f"{self.namespace}:id:{{:0{self._id_digits}x}}".format
+        for i, (fp, row) in enumerate(zip(probe.fps, probe.buckets.tolist())):
+            keys.extend([name(bucket) for name, bucket in zip(names, row)])
+            keys.append(id_key(fp >> width if width < F else 0))
+            at = i * tables
+            args.extend(members[at:at + tables])
+            if ranges:
+                args.extend(los[at:at + tables])
+                args.extend(his[at:at + tables])
+            args.append((fp & fmask).to_bytes(fbytes, "big"))
+            pid = page_ids[i] if page_ids is not None else None
+            args.append(b"" if pid is None else pack_page_id(pid))
+        return keys, args
+
+    def _eval(self, script: str, calls: Iterable[tuple[list[Any], list[Any]]]
+              ) -> Iterator[Any]:
+        """Run ``script`` once per ``(keys, args)``, in order, on one connection, keeping
+        two calls in flight: the next call's arguments are built (by the lazy ``calls``)
+        while Redis runs the previous one. ``EVAL`` (not ``EVALSHA``), so a restarted
+        server that lost its script cache needs no second round trip."""
+        pool = self.client.connection_pool
+        conn = self._call(pool.get_connection)
+        in_flight = 0
+        body = script.encode()
+
+        def send(keys: list[Any], args: list[Any]) -> None:
+            command = (b"EVAL", body, len(keys), *keys, *args)
+            packed = _pack(command) if _pack else conn.pack_command(*command)
+            conn.send_packed_command([packed] if isinstance(packed, bytes) else packed)
+
+        try:
+            for keys, args in calls:
+                send(keys, args)
+                in_flight += 1
+                if in_flight == 2:
+                    in_flight -= 1
+                    yield conn.read_response()
+            while in_flight:
+                in_flight -= 1
+                yield conn.read_response()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            conn.disconnect()
+            raise self._unavailable(exc) from exc
+        except BaseException:
+            conn.disconnect()  # replies may still be in flight: do not reuse
+            raise
+        finally:
+            pool.release(conn)
+
+    def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
+                    ) -> Iterator[list[list[Hit]]]:
+        """:meth:`decide` for a stream of batches, pipelined (see :meth:`_eval`)."""
+        def calls() -> Iterator[tuple[list[Any], list[Any]]]:
+            for probe, page_ids in probes:
+                keys, args = self._args(probe, page_ids, ranges=True)
+                insert = 1 if page_ids is not None else 0
+                yield keys, [k, insert, len(self._table_keys), *args]
+
+        for reply in self._eval(_LUA_DECIDE, calls()):
+            yield [[(int(h[j]), int.from_bytes(h[j + 1], "big"), int(h[j + 2]))
+                    for j in range(0, len(h), 3)] for h in reply]
+
+    def decide(self, probe: Probe, page_ids: Sequence[str] | None, k: int) -> list[list[Hit]]:
+        return next(iter(self.decide_many([(probe, page_ids)], k)))
+
+    def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
+        """:meth:`add` for a stream of batches, pipelined."""
+        def calls() -> Iterator[tuple[list[Any], list[Any]]]:
+            for probe, page_ids in probes:
+                keys, args = self._args(probe, page_ids, ranges=False)
+                yield keys, [0, 1, len(self._table_keys), *args]
+
+        for reply in self._eval(_LUA_ADD, calls()):
+            yield [bool(x) for x in reply]
+
+    def add(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        return next(iter(self.add_many([(probe, page_ids)])))
+
+    def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
+        keys, args = self._args(probe, page_ids, ranges=False)
+        reply = next(iter(self._eval(_LUA_REMOVE,
+                                     [(keys, [0, 0, len(self._table_keys), *args])])))
+        return [bool(x) for x in reply]
+
+    def lookup(self, fps: Sequence[int]) -> list[str | None]:
+        if not fps:
+            return []
+        layout = self._layout
+        assert layout is not None, "attach() a layout first"
+        width = F - layout.id_bucket_bits
+        pipe = self.client.pipeline(transaction=False)
+        for fp in fps:
+            bucket = fp >> width if width < F else 0
+            pipe.hget(f"{self.namespace}:id:{bucket:0{self._id_digits}x}",
+                      (fp & ((1 << width) - 1)).to_bytes(layout.id_field_bytes, "big"))
+        return [None if raw is None else unpack_page_id(raw)
+                for raw in self._call(pipe.execute)]
+
+    def count(self) -> int:
+        return int(self._call(self.client.get, f"{self.namespace}:count") or 0)
+
+    def entries(self) -> Iterator[tuple[int, str]]:
+        layout = self._layout
+        assert layout is not None, "attach() a layout first"
+        width = F - layout.id_bucket_bits
+        prefix = f"{self.namespace}:id:"
+        for key in self._call(lambda: list(self.client.scan_iter(match=prefix + "*",
+                                                                 count=1000))):
+            bucket = int(key.decode()[len(prefix):], 16)
+            for field, raw in self._call(self.client.hgetall, key).items():
+                fp = (bucket << width if width < F else 0) | int.from_bytes(field, "big")
+                yield fp, unpack_page_id(raw)
+
+    def clear(self) -> None:
+        """Delete every key of the namespace (in batches, with ``UNLINK``)."""
+        def run() -> None:
+            batch = []
+            for key in self.client.scan_iter(match=f"{self.namespace}:*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    self.client.unlink(*batch)
+                    batch = []
+            if batch:
+                self.client.unlink(*batch)
+        self._call(run)
+
+    def describe(self) -> str:
+        return f"Redis at {self.url} (namespace {self.namespace!r})"
+
+    def memory_keys(self) -> int:
+        """Number of keys of the namespace (for benchmarks and diagnostics)."""
+        return sum(1 for _ in self._call(lambda: list(
+            self.client.scan_iter(match=f"{self.namespace}:*", count=1000))))
+
+
+def _client_url(client: redis.Redis) -> str:
+    kw = client.get_connection_kwargs()
+    if kw.get("path"):
+        return f"unix://{kw['path']}"
+    return f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"

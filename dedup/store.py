@@ -1,0 +1,273 @@
+"""The page store in MongoDB: ``pages``, ``fingerprints`` and ``matches`` (DESIGN.md,
+Storage). MongoDB is the source of truth; the Redis index can be rebuilt from it.
+
+Fingerprints are unsigned 64-bit integers in the API and signed 64-bit integers in
+MongoDB (BSON has no unsigned type): a fingerprint is stored as its two's-complement
+``Int64`` (values from 2^63 on become negative), converted here and only here
+(:func:`to_int64`, :func:`from_int64`). Each fingerprint document also keeps the value as
+16 hex digits (``simhash_hex``) for people reading or querying by hand.
+
+Page ids are MongoDB ``ObjectId`` values; the index and the rest of the library see them
+as their 24-digit hex string.
+
+Collections and fields:
+
+``pages``
+    ``_id``, ``url`` (unique), ``host``, ``status``, ``title``, ``language``,
+    ``published``, ``fetched_at``, ``depth``, ``referer``, ``text``, ``text_length``,
+    ``checksum`` (32 hex digits of the normalised text's XXH3-128), ``extraction``
+    (trafilatura / body / empty), ``crawl_id``, ``source`` (registered originals).
+``fingerprints``
+    ``_id`` (the page's id), ``simhash`` (Int64), ``simhash_hex``, ``checksum``,
+    ``tokens``, ``short`` (below the minimum size: exact matches only), ``algorithm``,
+    ``created_at``.
+``matches``
+    ``url``, ``host`` (the dropped page), ``original_id``, ``original_url``,
+    ``original_host``, ``distance``, ``kind`` (exact / simhash / ...), ``similarity``
+    (1 - distance / 64), ``outlinks_dropped``, ``detected_at``, ``crawl_id``.
+
+The queries users run on these are in ``docs/queries.md``; the indexes below serve them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pymongo
+from bson import Int64, ObjectId
+from pymongo.errors import BulkWriteError, PyMongoError
+
+from .errors import ServiceUnavailable
+
+#: Default database name.
+DEFAULT_DATABASE = "simcrawl"
+
+#: Documents per write in the batched writers.
+DEFAULT_WRITE_BATCH = 500
+
+_TWO64 = 1 << 64
+_TWO63 = 1 << 63
+
+
+def to_int64(fp: int) -> Int64:
+    """An unsigned 64-bit fingerprint as the ``Int64`` stored in MongoDB (two's complement).
+
+    >>> [int(to_int64(v)) for v in (0, 2**63 - 1, 2**63, 2**64 - 1)]
+    [0, 9223372036854775807, -9223372036854775808, -1]
+
+    Raises:
+        ValueError: ``fp`` outside ``[0, 2**64)``.
+    """
+    fp = int(fp)
+    if not 0 <= fp < _TWO64:
+        raise ValueError(f"a fingerprint must be in [0, 2**64), got {fp}")
+    return Int64(fp - _TWO64 if fp >= _TWO63 else fp)
+
+
+def from_int64(value: int) -> int:
+    """Invert :func:`to_int64`.
+
+    >>> from_int64(-1) == 2**64 - 1
+    True
+
+    Raises:
+        ValueError: ``value`` outside the signed 64-bit range.
+    """
+    value = int(value)
+    if not -_TWO63 <= value < _TWO63:
+        raise ValueError(f"not a signed 64-bit integer: {value}")
+    return value + _TWO64 if value < 0 else value
+
+
+def object_id(page_id: str | ObjectId) -> ObjectId:
+    """A page id as an ``ObjectId``.
+
+    Raises:
+        ValueError: not a 24-digit hex string.
+    """
+    if isinstance(page_id, ObjectId):
+        return page_id
+    if not ObjectId.is_valid(page_id):
+        raise ValueError(f"not a page id (24 hex digits): {page_id!r}")
+    return ObjectId(page_id)
+
+
+def new_page_id() -> str:
+    """A fresh page id (an ``ObjectId``, as hex)."""
+    return str(ObjectId())
+
+
+class PageStore:
+    """The ``pages``, ``fingerprints`` and ``matches`` collections of one database.
+
+    Args:
+        client: a ``pymongo.MongoClient`` (see :func:`dedup.services.connect_mongo`).
+        database: the database name.
+        url: the server's URI without credentials, for messages.
+    """
+
+    def __init__(self, client: pymongo.MongoClient, database: str = DEFAULT_DATABASE,
+                 url: str = "MongoDB") -> None:
+        self.client = client
+        self.db = client[database]
+        self.url = url
+        self.pages = self.db["pages"]
+        self.fingerprints = self.db["fingerprints"]
+        self.matches = self.db["matches"]
+
+    def _unavailable(self, exc: Exception) -> ServiceUnavailable:
+        return ServiceUnavailable(f"MongoDB at {self.url} failed ({type(exc).__name__}: "
+                                  f"{exc}). Start it or fix MONGO_URI; unset MONGO_URI to "
+                                  "use the embedded server.")
+
+    def ensure_indexes(self) -> None:
+        """Create the indexes the crawler and the documented queries use (idempotent)."""
+        try:
+            self.pages.create_index("url", unique=True)
+            self.pages.create_index("host")
+            self.pages.create_index("checksum")
+            self.pages.create_index([("source", 1), ("fetched_at", -1)])
+            self.fingerprints.create_index("simhash")
+            self.matches.create_index([("original_id", 1), ("detected_at", -1)])
+            self.matches.create_index([("host", 1), ("detected_at", -1)])
+            self.matches.create_index([("detected_at", -1)])
+            self.matches.create_index("crawl_id")
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    # ------------------------------------------------------------------ writes
+    def save_pages(self, pages: Iterable[Mapping[str, Any]],
+                   fingerprints: Iterable[Mapping[str, Any]] = ()) -> int:
+        """Insert page documents and their fingerprint documents (batched, unordered).
+
+        A page whose ``url`` is stored already is skipped (a re-run of the same crawl),
+        with its fingerprint.
+
+        Args:
+            pages: page documents; ``_id`` may be a hex page id or an ``ObjectId``.
+            fingerprints: fingerprint documents from :func:`fingerprint_doc`.
+
+        Returns:
+            How many pages were inserted.
+
+        Raises:
+            ServiceUnavailable: MongoDB failed (nothing is lost silently: the caller
+                keeps its batch).
+        """
+        docs = [_with_oid(p) for p in pages]
+        fps = [_with_oid(f) for f in fingerprints]
+        inserted = self._insert(self.pages, docs)
+        if fps:
+            self._insert(self.fingerprints, fps)
+        return inserted
+
+    def save_matches(self, matches: Iterable[Mapping[str, Any]]) -> int:
+        """Insert match records (see :func:`match_doc`). Returns how many."""
+        return self._insert(self.matches, [_with_oid(m) for m in matches])
+
+    def _insert(self, collection: Any, docs: list[dict[str, Any]]) -> int:
+        if not docs:
+            return 0
+        try:
+            return len(collection.insert_many(docs, ordered=False).inserted_ids)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if any(e.get("code") != 11000 for e in errors):
+                raise
+            return int(exc.details.get("nInserted", 0))  # duplicates of stored documents
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def remove_page(self, page_id: str) -> int | None:
+        """Delete a page and its fingerprint; return the fingerprint (for the index), or
+        ``None`` if the page had none."""
+        oid = object_id(page_id)
+        try:
+            doc = self.fingerprints.find_one_and_delete({"_id": oid})
+            self.pages.delete_one({"_id": oid})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        return None if doc is None else from_int64(doc["simhash"])
+
+    def save_layout(self, namespace: str, description: Mapping[str, Any]) -> None:
+        """Keep an index's layout (``IndexLayout.describe()``) in the ``meta`` collection,
+        so a rebuild after Redis lost everything reproduces the same index."""
+        try:
+            self.db["meta"].replace_one({"_id": f"index-layout:{namespace}"},
+                                        {"layout": dict(description)}, upsert=True)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def load_layout(self, namespace: str) -> dict[str, Any] | None:
+        """The layout saved by :meth:`save_layout`, or ``None``."""
+        try:
+            doc = self.db["meta"].find_one({"_id": f"index-layout:{namespace}"})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        return None if doc is None else dict(doc["layout"])
+
+    # ------------------------------------------------------------------- reads
+    def fingerprint_of(self, page_id: str) -> int | None:
+        """The simhash stored for a page, or ``None``."""
+        try:
+            doc = self.fingerprints.find_one({"_id": object_id(page_id)}, {"simhash": 1})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        return None if doc is None else from_int64(doc["simhash"])
+
+    def page(self, page_id: str) -> dict[str, Any] | None:
+        """A page document by id."""
+        try:
+            return self.pages.find_one({"_id": object_id(page_id)})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def count_fingerprints(self, indexed_only: bool = True) -> int:
+        """Number of fingerprint documents (by default those the index holds: not short)."""
+        try:
+            return self.fingerprints.count_documents({"short": False} if indexed_only else {})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def iter_fingerprints(self, batch_size: int = 10_000) -> Iterator[tuple[int, str]]:
+        """Every ``(simhash, page id)`` the index should hold (short texts excluded)."""
+        try:
+            cursor = self.fingerprints.find({"short": False}, {"simhash": 1},
+                                            batch_size=batch_size)
+            for doc in cursor:
+                yield from_int64(doc["simhash"]), str(doc["_id"])
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+
+def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, short: bool,
+                    algorithm: str, created_at: dt.datetime | None = None,
+                    **extra: Any) -> dict[str, Any]:
+    """A ``fingerprints`` document (the one place that writes a simhash to MongoDB)."""
+    return {"_id": object_id(page_id), "simhash": to_int64(simhash),
+            "simhash_hex": f"{simhash:016x}", "checksum": checksum, "tokens": tokens,
+            "short": short, "algorithm": algorithm,
+            "created_at": created_at or dt.datetime.now(dt.timezone.utc), **extra}
+
+
+def match_doc(*, url: str, host: str, original_id: str, original_url: str | None,
+              original_host: str | None, distance: int, kind: str,
+              outlinks_dropped: int = 0, crawl_id: str | None = None,
+              detected_at: dt.datetime | None = None, **extra: Any) -> dict[str, Any]:
+    """A ``matches`` document; ``similarity`` is ``1 - distance / 64``."""
+    return {"url": url, "host": host, "original_id": object_id(original_id),
+            "original_url": original_url, "original_host": original_host,
+            "distance": int(distance), "kind": kind,
+            "similarity": round(1 - int(distance) / 64, 4),
+            "outlinks_dropped": int(outlinks_dropped),
+            "detected_at": detected_at or dt.datetime.now(dt.timezone.utc),
+            "crawl_id": crawl_id, **extra}
+
+
+def _with_oid(doc: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(doc)
+    if "_id" in out and isinstance(out["_id"], str):
+        out["_id"] = object_id(out["_id"])
+    return out

@@ -1,0 +1,58 @@
+"""Real servers for integration tests: redis-server and SecantusDB on free loopback ports,
+started once per test session under a temporary folder. Each test gets its own Redis key
+prefix and MongoDB database, so tests do not see each other's data."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from dedup.index import MemoryStore, RedisStore
+from dedup.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.store import PageStore
+
+
+@pytest.fixture(scope="session")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServices]:
+    svc = EmbeddedServices(tmp_path_factory.mktemp("services")).start()
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_client(services: EmbeddedServices):  # type: ignore[no-untyped-def]
+    assert services.redis_url
+    return connect_redis(services.redis_url)
+
+
+@pytest.fixture(scope="session")
+def mongo_client(services: EmbeddedServices):  # type: ignore[no-untyped-def]
+    assert services.mongo_uri
+    client = connect_mongo(services.mongo_uri)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def pages(mongo_client, namespace: str) -> Iterator[PageStore]:  # type: ignore[no-untyped-def]
+    store = PageStore(mongo_client, namespace.replace("-", "_"))
+    store.ensure_indexes()
+    yield store
+    mongo_client.drop_database(store.db.name)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store(request: pytest.FixtureRequest, redis_client, namespace: str):  # type: ignore[no-untyped-def]
+    """Each index test runs on both stores."""
+    if request.param == "memory":
+        return MemoryStore()
+    redis_store = RedisStore(redis_client, namespace)
+    request.addfinalizer(redis_store.clear)
+    return redis_store

@@ -1,0 +1,247 @@
+"""The near-duplicate index on both stores (memory, real Redis), against a brute-force
+Hamming scan."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from dedup.index import IndexMismatchError, Match, MemoryStore, NearDuplicateIndex, RedisStore
+from dedup.tables import block_design, two_level_design
+
+pytestmark = pytest.mark.integration
+
+M64 = (1 << 64) - 1
+
+
+def flip(fp: int, n: int, rng: random.Random) -> int:
+    """``fp`` with ``n`` distinct bits flipped."""
+    for bit in rng.sample(range(64), n):
+        fp ^= 1 << bit
+    return fp
+
+
+def brute(stored: dict[int, str], q: int, k: int) -> list[Match]:
+    found = [Match(fp, pid, (fp ^ q).bit_count()) for fp, pid in stored.items()]
+    return sorted((m for m in found if m.distance <= k), key=lambda m: (m.distance, m.fingerprint))
+
+
+@pytest.mark.parametrize("dist,admitted", [(0, False), (2, False), (3, False), (4, True)])
+def test_distance_k_minus_one_k_and_k_plus_one(store, dist: int, admitted: bool) -> None:
+    index = NearDuplicateIndex(store, k=3, capacity=10_000)
+    rng = random.Random(dist)
+    original = rng.getrandbits(64)
+    assert index.check_and_add(original, "original") is None
+    copy = flip(original, dist, rng)
+    result = index.check_and_add(copy, "copy")
+    if admitted:
+        assert result is None
+        assert len(index) == 2
+    else:
+        assert result == Match(original, "original", dist)
+        assert len(index) == 1
+
+
+def test_identical_fingerprint_is_a_match_at_distance_zero(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    assert index.check_and_add(M64, "a") is None
+    assert index.check_and_add(M64, "b") == Match(M64, "a", 0)
+    assert index.page_id(M64) == "a"
+    assert len(index) == 1
+
+
+def test_extreme_fingerprints(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    stored = {0: "zero", M64: "ones", 0x5555555555555555: "fives", (1 << 63) | 0xFF: "top"}
+    assert index.check_and_add_many(stored.items()) == [None] * 4
+    for q in [1, M64 ^ 0b111, (1 << 63) | 1, 1 << 63, (1 << 63) - 1, 0x5555555555555554]:
+        assert index.query(q) == brute(stored, q, 3)
+    assert index.query(1 << 63) == [Match(0, "zero", 1)]
+
+
+def test_closest_match_wins_and_ties_go_to_the_smaller_fingerprint(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    q = 0xF0F0F0F0F0F0F0F0
+    far, near_a, near_b = q ^ 0b111, q ^ (1 << 40), q ^ (1 << 50)
+    index.add_many([(far, "far"), (near_b, "b"), (near_a, "a")])
+    assert index.check_and_add(q, "q") == Match(min(near_a, near_b), "a" if near_a < near_b
+                                                else "b", 1)
+    assert [m.distance for m in index.query(q)] == [1, 1, 3]
+
+
+def test_later_items_in_a_batch_see_earlier_admissions(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000, batch_size=8)
+    rng = random.Random(7)
+    base = [rng.getrandbits(64) for _ in range(10)]
+    items = [(fp, f"p{i}") for i, fp in enumerate(base)]
+    items += [(flip(fp, 2, rng), f"c{i}") for i, fp in enumerate(base)]
+    results = index.check_and_add_many(items)
+    assert results[:10] == [None] * 10
+    assert [r.page_id for r in results[10:] if r] == [f"p{i}" for i in range(10)]
+
+
+def test_query_agrees_with_brute_force(store) -> None:
+    rng = random.Random(11)
+    index = NearDuplicateIndex(store, k=3, capacity=5000)
+    stored: dict[int, str] = {}
+    seeds = [rng.getrandbits(64) for _ in range(300)]
+    for i in range(2000):
+        fp = flip(rng.choice(seeds), rng.randint(0, 5), rng) if i % 2 else rng.getrandbits(64)
+        stored.setdefault(fp, f"p{i}")
+    assert index.add_many(((fp, pid) for fp, pid in stored.items())) == len(stored)
+    queries = [flip(rng.choice(seeds), rng.randint(0, 4), rng) for _ in range(300)]
+    assert index.query_many(queries) == [brute(stored, q, 3) for q in queries]
+    assert index.query_many(queries, k=1) == [brute(stored, q, 1) for q in queries]
+
+
+@pytest.mark.parametrize("design", [block_design(4, 3), two_level_design(4, 4, 3),
+                                    block_design(3, 2)], ids=lambda d: d.name)
+def test_other_designs(store, design) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(3)
+    index = NearDuplicateIndex(store, design=design, capacity=3000)
+    stored = {rng.getrandbits(64): f"p{i}" for i in range(500)}
+    index.add_many(stored.items())
+    for fp in list(stored)[:100]:
+        q = flip(fp, rng.randint(0, design.k + 1), rng)
+        assert index.query(q) == brute(stored, q, design.k)
+
+
+def test_remove(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    index.add_many([(10, "a"), (1 << 60, "b")])
+    assert not index.remove(10, "someone-else")
+    assert index.query(11) == [Match(10, "a", 1)]
+    assert index.remove(10)
+    assert not index.remove(10)
+    assert index.query(11) == [] and len(index) == 1
+    assert index.check_and_add(11, "c") is None  # the slot is free again
+    assert sorted(index.entries()) == [(11, "c"), (1 << 60, "b")]
+
+
+def test_add_many_keeps_the_first_page_id(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    progress: list[int] = []
+    assert index.add_many([(5, "first"), (5, "second"), (6, "x")], progress=progress.append) == 2
+    assert index.page_id(5) == "first" and sum(progress) == 3
+    assert len(index) == 2
+
+
+def test_layout_is_stored_and_a_different_design_is_refused(store) -> None:
+    NearDuplicateIndex(store, design=block_design(5, 3), capacity=1000).add_many([(1, "a")])
+    again = NearDuplicateIndex(store)  # adopts the stored design
+    assert again.layout.design.name == "5 blocks" and again.page_id(1) == "a"
+    with pytest.raises(IndexMismatchError, match="5 blocks"):
+        NearDuplicateIndex(store, design=two_level_design(4, 4, 3))
+    with pytest.raises(ValueError, match="k must be"):
+        NearDuplicateIndex(store, k=4)
+
+
+def test_bad_input_is_refused_before_anything_is_stored(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    for fp, pid, exc in [(-1, "a", ValueError), (1 << 64, "a", ValueError),
+                         ("12", "a", TypeError), (1, "", ValueError), (1, "a\x00b", ValueError),
+                         (1, "x" * 300, ValueError), (1, 7, TypeError)]:
+        with pytest.raises(exc):
+            index.check_and_add_many([(2, "fine"), (fp, pid)])
+    assert len(index) == 0
+
+
+def test_page_ids_round_trip(store) -> None:
+    index = NearDuplicateIndex(store, capacity=1000)
+    ids = ["65f1a2b3c4d5e6f708192a3b", "ABCDEF", "https://example.org/a?b=c", "页面-7", "0f"]
+    index.add_many((i << 20, pid) for i, pid in enumerate(ids))
+    assert [index.page_id(i << 20) for i in range(len(ids))] == ids
+
+
+# ------------------------------------------------------------ state machine
+class IndexMachine(RuleBasedStateMachine):
+    """Random add / check_and_add / remove / query against a dict and a brute-force scan.
+
+    Fingerprints are drawn near a few seeds so that matches are common."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: dict[int, str] = {}
+        self.counter = 0
+
+    @initialize(kind=st.sampled_from(["memory", "redis"]), seeds=st.lists(
+        st.integers(0, M64), min_size=1, max_size=4))
+    def setup(self, kind: str, seeds: list[int]) -> None:
+        if kind == "memory":
+            self.store = MemoryStore()
+        else:
+            self.store = RedisStore(MACHINE_CLIENT[0], f"machine-{id(self)}-{self.counter}")
+            self.store.clear()
+        self.index = NearDuplicateIndex(self.store, k=3, capacity=500, batch_size=3)
+        self.seeds = seeds
+
+    def teardown(self) -> None:
+        if hasattr(self, "store"):
+            self.store.clear()
+
+    fps = st.tuples(st.integers(0, 3), st.lists(st.integers(0, 63), max_size=6))
+
+    def _fp(self, pick: tuple[int, list[int]]) -> int:
+        seed, bits = pick
+        fp = self.seeds[seed % len(self.seeds)]
+        for b in bits:
+            fp ^= 1 << b
+        return fp
+
+    def _pid(self) -> str:
+        self.counter += 1
+        return f"p{self.counter}"
+
+    @rule(picks=st.lists(fps, min_size=1, max_size=5))
+    def check_and_add(self, picks: list[tuple[int, list[int]]]) -> None:
+        items = [(self._fp(p), self._pid()) for p in picks]
+        results = self.index.check_and_add_many(items)
+        for (fp, pid), result in zip(items, results):
+            expected = brute(self.model, fp, 3)
+            if expected:
+                assert result == expected[0]
+            else:
+                assert result is None
+                self.model[fp] = pid
+
+    @rule(picks=st.lists(fps, min_size=1, max_size=5))
+    def add(self, picks: list[tuple[int, list[int]]]) -> None:
+        items = [(self._fp(p), self._pid()) for p in picks]
+        new = 0
+        for fp, pid in items:
+            if fp not in self.model:
+                self.model[fp] = pid
+                new += 1
+        assert self.index.add_many(items) == new
+
+    @rule(pick=fps, by_page=st.booleans())
+    def remove(self, pick: tuple[int, list[int]], by_page: bool) -> None:
+        fp = self._fp(pick)
+        pid = self.model.get(fp, "nobody") if by_page else None
+        assert self.index.remove(fp, pid) == (fp in self.model)
+        self.model.pop(fp, None)
+
+    @rule(pick=fps, k=st.integers(0, 3))
+    def query(self, pick: tuple[int, list[int]], k: int) -> None:
+        fp = self._fp(pick)
+        assert self.index.query(fp, k) == brute(self.model, fp, k)
+
+    @invariant()
+    def same_size(self) -> None:
+        if hasattr(self, "index"):
+            assert len(self.index) == len(self.model)
+
+
+MACHINE_CLIENT: list = []
+
+
+def test_state_machine_against_brute_force(redis_client) -> None:  # type: ignore[no-untyped-def]
+    MACHINE_CLIENT[:] = [redis_client]
+    runner = IndexMachine.TestCase
+    runner.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
+                               suppress_health_check=list(HealthCheck))
+    runner("runTest").runTest()

@@ -1,0 +1,144 @@
+"""The page store on a real MongoDB-wire server, and every query of docs/queries.md."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+from bson import Int64
+
+from dedup.store import fingerprint_doc, from_int64, match_doc, new_page_id, to_int64
+
+pytestmark = pytest.mark.integration
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "queries.md"
+EDGES = [0, 2**63 - 1, 2**63, 2**64 - 1]
+
+
+def queries() -> dict[str, str]:
+    """The doc's ``### heading`` -> its python block."""
+    text = DOC.read_text(encoding="utf-8")
+    return {m.group(1).strip(): m.group(2)
+            for m in re.finditer(r"^### (.+?)\n.*?```python\n(.*?)```", text, re.DOTALL | re.MULTILINE)}
+
+
+def test_uint64_round_trips_through_the_server(pages) -> None:
+    ids = [new_page_id() for _ in EDGES]
+    pages.save_pages([{"_id": pid, "url": f"https://x.example/{i}", "host": "x.example"}
+                      for i, pid in enumerate(ids)],
+                     [fingerprint_doc(pid, fp, checksum="0" * 32, tokens=50, short=False,
+                                      algorithm="test") for pid, fp in zip(ids, EDGES)])
+    assert [pages.fingerprint_of(pid) for pid in ids] == EDGES
+    assert sorted(fp for fp, _ in pages.iter_fingerprints()) == EDGES
+    for fp in EDGES:  # query by value, as users do
+        doc = pages.fingerprints.find_one({"simhash": to_int64(fp)})
+        assert doc["simhash_hex"] == f"{fp:016x}" and from_int64(doc["simhash"]) == fp
+        assert isinstance(doc["simhash"], Int64)
+    assert [to_int64(fp) for fp in EDGES] == [0, 2**63 - 1, -2**63, -1]
+    with pytest.raises(ValueError):
+        to_int64(2**64)
+    with pytest.raises(ValueError):
+        to_int64(-1)
+
+
+def test_pages_are_stored_once_and_removed_with_their_fingerprint(pages) -> None:
+    pid = new_page_id()
+    page = {"_id": pid, "url": "https://a.example/1", "host": "a.example"}
+    fp = fingerprint_doc(pid, 12345, checksum="c" * 32, tokens=80, short=False, algorithm="t")
+    assert pages.save_pages([page], [fp]) == 1
+    again = {"_id": new_page_id(), "url": "https://a.example/1", "host": "a.example"}
+    assert pages.save_pages([again]) == 0  # same URL: kept once
+    assert pages.pages.count_documents({}) == 1
+    assert pages.count_fingerprints() == 1
+    short = new_page_id()
+    pages.save_pages([{"_id": short, "url": "https://a.example/2", "host": "a.example"}],
+                     [fingerprint_doc(short, 7, checksum="d" * 32, tokens=3, short=True,
+                                      algorithm="t")])
+    assert pages.count_fingerprints() == 1 and pages.count_fingerprints(False) == 2
+    assert [p for _, p in pages.iter_fingerprints()] == [pid]  # short texts are not indexed
+    assert pages.remove_page(pid) == 12345
+    assert pages.page(pid) is None and pages.fingerprint_of(pid) is None
+    assert pages.remove_page(pid) is None
+
+
+@pytest.fixture
+def crawl(pages):  # type: ignore[no-untyped-def]
+    """Originals on a.example and b.example; copies on a, b and c."""
+    t0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    originals = {}
+    for host, path in [("a.example", "1"), ("a.example", "2"), ("b.example", "3")]:
+        pid = new_page_id()
+        url = f"https://{host}/{path}"
+        originals[url] = pid
+        pages.save_pages([{"_id": pid, "url": url, "host": host, "fetched_at": t0}],
+                         [fingerprint_doc(pid, int(path) << 32, checksum=path * 32, tokens=99,
+                                          short=False, algorithm="t")])
+    a1, a2 = "https://a.example/1", "https://a.example/2"
+    copies = [("https://b.example/c1", "b.example", a1, 1, "simhash", 1),
+              ("https://b.example/c2", "b.example", a1, 3, "simhash", 2),
+              ("https://a.example/print/1", "a.example", a1, 0, "exact", 3),
+              ("https://c.example/x", "c.example", a2, 2, "simhash", 4)]
+    pages.save_matches(match_doc(url=u, host=h, original_id=originals[o], original_url=o,
+                                 original_host=o.split("/")[2], distance=d, kind=k,
+                                 outlinks_dropped=5, detected_at=t0 + dt.timedelta(minutes=m))
+                       for u, h, o, d, k, m in copies)
+    return pages
+
+
+def run(name: str, db, **names):  # type: ignore[no-untyped-def]
+    scope = {"db": db, **names}
+    exec(queries()[name], scope)  # noqa: S102 - the documented query, verbatim
+    return scope["result"]
+
+
+def test_the_document_lists_the_queries_tested_here() -> None:
+    assert set(queries()) == {
+        "Copies of a given original", "Recent matches", "Duplicate rate per host",
+        "Largest clusters", "Copies on other hosts", "How close the copies are",
+        "A page's fingerprint"}
+
+
+def test_copies_of_a_given_original(crawl) -> None:
+    got = run("Copies of a given original", crawl.db, original_url="https://a.example/1")
+    assert got == [{"url": "https://a.example/print/1", "distance": 0, "kind": "exact"},
+                   {"url": "https://b.example/c2", "distance": 3, "kind": "simhash"},
+                   {"url": "https://b.example/c1", "distance": 1, "kind": "simhash"}]
+
+
+def test_recent_matches(crawl) -> None:
+    got = run("Recent matches", crawl.db)
+    assert [m["url"] for m in got] == ["https://c.example/x", "https://a.example/print/1",
+                                       "https://b.example/c2", "https://b.example/c1"]
+    assert got[0]["original_url"] == "https://a.example/2"
+
+
+def test_duplicate_rate_per_host(crawl) -> None:
+    got = run("Duplicate rate per host", crawl.db)
+    assert got == [("c.example", 0, 1, 1.0), ("b.example", 1, 2, 2 / 3),
+                   ("a.example", 2, 1, 1 / 3)]
+
+
+def test_largest_clusters(crawl) -> None:
+    got = run("Largest clusters", crawl.db)
+    assert [(c["url"], c["copies"], sorted(c["hosts"])) for c in got] == [
+        ("https://a.example/1", 3, ["a.example", "b.example"]),
+        ("https://a.example/2", 1, ["c.example"])]
+
+
+def test_copies_on_other_hosts(crawl) -> None:
+    got = run("Copies on other hosts", crawl.db)
+    assert [(c["_id"]["from"], c["_id"]["to"], c["copies"]) for c in got] == [
+        ("a.example", "b.example", 2), ("a.example", "c.example", 1)]
+
+
+def test_how_close_the_copies_are(crawl) -> None:
+    got = run("How close the copies are", crawl.db)
+    assert [(g["_id"]["kind"], g["_id"]["distance"], g["matches"]) for g in got] == [
+        ("exact", 0, 1), ("simhash", 1, 1), ("simhash", 2, 1), ("simhash", 3, 1)]
+
+
+def test_a_pages_fingerprint(crawl) -> None:
+    got = run("A page's fingerprint", crawl.db, original_url="https://b.example/3")
+    assert got == (3 << 32, f"{3 << 32:016x}")

@@ -1,0 +1,82 @@
+"""`python -m dedup rebuild-index` and `remove` against real servers."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.store import fingerprint_doc, new_page_id
+
+pytestmark = pytest.mark.integration
+
+
+def cli(services, pages, namespace, *args):  # type: ignore[no-untyped-def]
+    return subprocess.run(
+        [sys.executable, "-m", "dedup", *args, "--redis-url", services.redis_url,
+         "--mongo-uri", services.mongo_uri, "--database", pages.db.name,
+         "--namespace", namespace], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_rebuild_index_reproduces_the_index(services, redis_client, pages, namespace) -> None:
+    rng = random.Random(9)
+    store = RedisStore(redis_client, namespace)
+    index = NearDuplicateIndex(store, capacity=5000)
+    docs, fps = [], []
+    for i in range(3000):
+        pid, fp = new_page_id(), rng.getrandbits(64)
+        if index.check_and_add(fp, pid) is None:
+            docs.append({"_id": pid, "url": f"https://h.example/{i}", "host": "h.example"})
+            fps.append(fingerprint_doc(pid, fp, checksum="0" * 32, tokens=40, short=False,
+                                       algorithm="t"))
+    pages.save_pages(docs, fps)
+    before, layout = sorted(index.entries()), store.read_layout()
+    pages.save_layout(namespace, layout)  # as the crawler does when it opens the index
+    store.clear()  # Redis lost everything
+    done = cli(services, pages, namespace, "rebuild-index")
+    assert done.returncode == 0, done.stderr
+    assert f"rebuilt: {len(before):,} fingerprints" in done.stdout
+    assert f"rebuild-index: {len(before):,} fingerprints" in done.stderr
+    after = NearDuplicateIndex(RedisStore(redis_client, namespace))
+    assert sorted(after.entries()) == before
+    assert store.read_layout() == layout
+    probe = before[17][0] ^ 0b101
+    assert after.query(probe) == index.query(probe) and after.query(probe)
+
+
+def test_rebuild_with_a_new_capacity_replans(services, redis_client, pages, namespace) -> None:
+    NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=100)
+    done = cli(services, pages, namespace, "rebuild-index", "--capacity", "50000000")
+    assert done.returncode == 0, done.stderr
+    layout = RedisStore(redis_client, namespace).read_layout()
+    assert layout["capacity"] == 50_000_000 and layout["bucket_bits"] > 4
+
+
+def test_remove_by_page_id_and_fingerprint(services, redis_client, pages, namespace) -> None:
+    index = NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=1000)
+    pid = new_page_id()
+    index.check_and_add(0xABCDEF, pid)
+    index.check_and_add(0xF000000000000000, "other")
+    pages.save_pages([{"_id": pid, "url": "https://h.example/x", "host": "h.example"}],
+                     [fingerprint_doc(pid, 0xABCDEF, checksum="0" * 32, tokens=40, short=False,
+                                      algorithm="t")])
+    done = cli(services, pages, namespace, "remove", pid, "--fingerprint", "f000000000000000")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert len(index) == 0 and pages.page(pid) is None
+    missing = cli(services, pages, namespace, "remove", pid)
+    assert missing.returncode == 1 and "not in the index" in missing.stdout
+
+
+def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
+    from dedup.services import free_port
+
+    done = subprocess.run([sys.executable, "-m", "dedup", "rebuild-index", "--redis-url",
+                           f"redis://127.0.0.1:{free_port()}/0", "--mongo-uri", "mongodb://x",
+                           "--namespace", namespace], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 3
+    assert "error: Redis at redis://127.0.0.1:" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,89 @@
+"""Index layout: bucketing, coordinates, descriptions (no servers)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dedup import _simhash_py
+from dedup.errors import redact
+from dedup.index import IndexLayout, IndexMismatchError
+from dedup.index.redis_store import pack_page_id, unpack_page_id
+from dedup.progress import Progress
+from dedup.simhash import KERNEL, _kernel
+from dedup.tables import block_design, two_level_design
+
+
+def test_buckets_are_planned_for_the_compact_encoding() -> None:
+    for capacity in (1_000, 1_000_000, 10_000_000, 100_000_000):
+        layout = IndexLayout.plan(capacity)
+        per_bucket = capacity / 2 ** layout.bucket_bits
+        assert per_bucket <= 64, capacity  # half of Redis's default 128
+        assert layout.bucket_bits <= min(t.prefix_bits for t in layout.tables)
+        assert capacity / 2 ** layout.id_bucket_bits <= 64
+    # 1M: 14 bits leave 50 bits, 7 bytes per member, about 61 entries per bucket
+    one_m = IndexLayout.plan(1_000_000)
+    assert (one_m.bucket_bits, one_m.member_bytes, one_m.design.name) == (14, 7, "5 blocks")
+    # a server allowing bigger compact sets gets fewer, fuller buckets
+    assert IndexLayout.plan(1_000_000, table_limit=512).bucket_bits < one_m.bucket_bits
+
+
+def test_describe_round_trip_and_bad_descriptions() -> None:
+    layout = IndexLayout.plan(50_000, design=two_level_design(4, 4, 3))
+    again = IndexLayout.from_description(layout.describe())
+    assert again == layout and again.same_tables(layout)
+    with pytest.raises(IndexMismatchError, match="version"):
+        IndexLayout.from_description({**layout.describe(), "version": 99})
+    with pytest.raises(IndexMismatchError, match="malformed"):
+        IndexLayout.from_description({"version": 1, "design": {}})
+    with pytest.raises(ValueError):
+        IndexLayout(block_design(4, 3), bucket_bits=17, id_bucket_bits=4, capacity=1)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=50),
+       st.sampled_from([0, 5, 14, 16]))
+def test_coordinates_invert_and_kernels_agree(fps: list[int], bits: int) -> None:
+    layout = IndexLayout(block_design(5, 3), bits, 8, 1000)
+    arr = np.array(fps, dtype=np.uint64)
+    buckets, rests = layout.coordinates(arr)
+    ref = _simhash_py.coordinates(arr, layout._moves, len(layout.tables), bits)
+    assert (buckets == ref[0]).all() and (rests == ref[1]).all()
+    for i, fp in enumerate(fps):
+        for t, table in enumerate(layout.tables):
+            assert layout.fingerprint_of(t, int(buckets[i, t]), int(rests[i, t])) == fp
+            assert (int(buckets[i, t]) << (64 - bits) if bits else 0) | int(rests[i, t]) \
+                == table.permute(fp)
+
+
+def test_compiled_coordinates_in_use() -> None:
+    assert KERNEL == "cython" and _kernel.coordinates is not _simhash_py.coordinates
+
+
+@given(st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s))
+def test_page_id_packing_round_trips(pid: str) -> None:
+    assert unpack_page_id(pack_page_id(pid)) == pid
+
+
+def test_hex_page_ids_are_packed_to_half() -> None:
+    assert len(pack_page_id("65f1a2b3c4d5e6f708192a3b")) == 13
+    assert pack_page_id("ABC") == b"ABC"  # upper-case or odd length: stored as text
+
+
+def test_redact_hides_passwords_only() -> None:
+    assert redact("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert "hunter2" not in redact("mongodb://u:hunter2@h:1/db?authSource=admin")
+
+
+def test_progress_lines() -> None:
+    out = io.StringIO()
+    progress = Progress("load", total=200, stream=out, every=0)
+    progress(50)
+    progress(150)
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("load: 50 / 200 [######") and "25.0%" in lines[0]
+    assert lines[-1].startswith("load: 200 / 200 [" + "#" * 24 + "]")
