@@ -196,7 +196,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ parser
 
 # ------------------------------------------------------------------ services commands
-def _services(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+def _services(args: argparse.Namespace, op_timeout: float | None = 60.0
+              ) -> tuple[Any, Any, Any]:
     """Connect to Redis and MongoDB (or start the embedded servers): returns
     ``(index, page store, embedded services or None)``; the index is ``None`` until
     :func:`_open_index`."""
@@ -206,7 +207,8 @@ def _services(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
     try:
         redis_client = connect_redis(redis_url)
-        pages = PageStore(connect_mongo(mongo_uri), args.database, redact(mongo_uri))
+        pages = PageStore(connect_mongo(mongo_uri, op_timeout=op_timeout), args.database,
+                          redact(mongo_uri))
     except BaseException:
         if services is not None:
             services.stop()
@@ -218,10 +220,10 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
     from .index import IndexLayout, NearDuplicateIndex, RedisStore
     from .progress import Progress
 
-    redis_client, pages, services = _services(args)
+    redis_client, pages, services = _services(args, op_timeout=None)  # one long scan
     try:
         store = RedisStore(redis_client, args.namespace)
-        total = pages.count_fingerprints()
+        total = pages.estimated_fingerprints()
         old = store.read_layout() or pages.load_layout(args.namespace)
         if old is not None and args.capacity is None and args.k is None:
             layout = IndexLayout.from_description(old)  # the same index again
@@ -232,7 +234,7 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
             k = args.k if args.k is not None else (previous.k if previous else 3)
             layout = IndexLayout.plan(capacity, k, table_limit=table_limit,
                                       id_limit=id_limit)
-        print(f"rebuild-index: {total:,} fingerprints from {pages.url} "
+        print(f"rebuild-index: about {total:,} fingerprints from {pages.url} "
               f"(database {pages.db.name!r}) into {store.describe()}; design "
               f"{layout.design.name}, {len(layout.tables)} tables, capacity "
               f"{layout.capacity:,}", file=sys.stderr)

@@ -76,8 +76,16 @@ def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
     return client
 
 
-def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT) -> pymongo.MongoClient:
+def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
+                  op_timeout: float | None = 60.0) -> pymongo.MongoClient:
     """A pymongo client for ``uri``, checked with a ping.
+
+    Args:
+        uri: ``mongodb://...``.
+        timeout: seconds to find and connect to the server.
+        op_timeout: seconds to wait for one reply (``None``: no limit, for long scans
+            such as ``rebuild-index``, whose first batch can take a minute on the
+            embedded server with a million fingerprints).
 
     Raises:
         ServiceUnavailable: no server answers (the message names the URI).
@@ -86,7 +94,8 @@ def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT) -> pymongo.MongoCl
     ms = int(timeout * 1000)
     try:
         client: pymongo.MongoClient = pymongo.MongoClient(
-            uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=ms, socketTimeoutMS=ms * 6,
+            uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=ms,
+            socketTimeoutMS=None if op_timeout is None else int(op_timeout * 1000),
             tz_aware=True)
     except (PyMongoError, ValueError, TypeError) as exc:
         raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: {exc}") from exc

@@ -231,6 +231,13 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def estimated_fingerprints(self) -> int:
+        """About how many fingerprint documents there are (collection metadata: cheap)."""
+        try:
+            return int(self.fingerprints.estimated_document_count())
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def iter_fingerprints(self, batch_size: int = 10_000) -> Iterator[tuple[int, str]]:
         """Every ``(simhash, page id)`` the index should hold (short texts excluded)."""
         try:

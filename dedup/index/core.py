@@ -372,16 +372,16 @@ class NearDuplicateIndex:
         return len(self) > 2 * self.layout.capacity
 
 
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.:{}-]{1,64}$")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.{}-]{1,64}$")
 
 
 def check_namespace(namespace: str) -> str:
-    """Validate a key prefix: 1-64 of ``A-Z a-z 0-9 _ . : - { }`` (braces for a Redis
-    Cluster hash tag).
+    """Validate a key prefix: 1-64 of ``A-Z a-z 0-9 _ . - { }`` (braces for a Redis
+    Cluster hash tag; no ``:``, so that one namespace is never a prefix of another's keys).
 
     Raises:
         ValueError: anything else (glob characters would break key scans).
     """
     if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-        raise ValueError(f"namespace must be 1-64 of A-Z a-z 0-9 _ . : - {{ }}, got {namespace!r}")
+        raise ValueError(f"namespace must be 1-64 of A-Z a-z 0-9 _ . - {{ }}, got {namespace!r}")
     return namespace

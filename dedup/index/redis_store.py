@@ -417,11 +417,6 @@ class RedisStore:
     def describe(self) -> str:
         return f"Redis at {self.url} (namespace {self.namespace!r})"
 
-    def memory_keys(self) -> int:
-        """Number of keys of the namespace (for benchmarks and diagnostics)."""
-        return sum(1 for _ in self._call(lambda: list(
-            self.client.scan_iter(match=f"{self.namespace}:*", count=1000))))
-
 
 def _client_url(client: redis.Redis) -> str:
     kw = client.get_connection_kwargs()

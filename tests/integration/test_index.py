@@ -245,3 +245,30 @@ def test_state_machine_against_brute_force(redis_client) -> None:  # type: ignor
     runner.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
                                suppress_health_check=list(HealthCheck))
     runner("runTest").runTest()
+
+
+def test_redis_keys_are_the_documented_layout(redis_client, namespace) -> None:
+    store = RedisStore(redis_client, namespace)
+    index = NearDuplicateIndex(store, capacity=1_000_000)
+    layout = index.layout
+    fp = 0x0123456789ABCDEF
+    index.check_and_add(fp, "65f1a2b3c4d5e6f708192a3b")
+    keys = sorted(k.decode() for k in redis_client.scan_iter(match=f"{namespace}:*"))
+    tables = [k for k in keys if ":t" in k]
+    assert f"{namespace}:layout" in keys and f"{namespace}:count" in keys
+    assert len(tables) == len(layout.tables) == 10 and len(keys) == len(tables) + 3
+    for t, table in enumerate(layout.tables):
+        permuted = table.permute(fp)
+        bucket = permuted >> (64 - layout.bucket_bits)
+        key = f"{namespace}:t{t}:{bucket:04x}"
+        assert redis_client.zrange(key, 0, -1, withscores=True) == [
+            ((permuted & ((1 << (64 - layout.bucket_bits)) - 1)).to_bytes(7, "big"), 0.0)]
+        assert redis_client.object("encoding", key) in (b"listpack", b"ziplist")
+    (id_key,) = [k for k in keys if ":id:" in k]
+    assert redis_client.hgetall(id_key) == {
+        (fp & ((1 << (64 - layout.id_bucket_bits)) - 1)).to_bytes(layout.id_field_bytes, "big"):
+        b"\x00" + bytes.fromhex("65f1a2b3c4d5e6f708192a3b")}
+    with pytest.raises(ValueError, match="namespace"):
+        RedisStore(redis_client, "bad:name")
+    with pytest.raises(ValueError, match="namespace"):
+        RedisStore(redis_client, "glob*")

