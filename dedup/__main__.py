@@ -228,12 +228,10 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
         if old is not None and args.capacity is None and args.k is None:
             layout = IndexLayout.from_description(old)  # the same index again
         else:
-            table_limit, id_limit = store.compact_limits()
             previous = IndexLayout.from_description(old) if old is not None else None
             capacity = args.capacity or max(total, previous.capacity if previous else 1)
             k = args.k if args.k is not None else (previous.k if previous else 3)
-            layout = IndexLayout.plan(capacity, k, table_limit=table_limit,
-                                      id_limit=id_limit)
+            layout = IndexLayout.plan(capacity, k, table_limit=store.compact_limit())
         print(f"rebuild-index: about {total:,} fingerprints from {pages.url} "
               f"(database {pages.db.name!r}) into {store.describe()}; design "
               f"{layout.design.name}, {len(layout.tables)} tables, capacity "

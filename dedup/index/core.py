@@ -81,8 +81,8 @@ class IndexStore(Protocol):
     def attach(self, layout: IndexLayout) -> None:
         """Use ``layout`` for the following calls."""
 
-    def compact_limits(self) -> tuple[int, int]:
-        """Entries a table bucket and a page-id bucket hold in their compact encoding."""
+    def compact_limit(self) -> int:
+        """Entries a table bucket holds in its compact encoding."""
 
     def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
                     ) -> Iterator[list[list[Hit]]]:
@@ -188,9 +188,8 @@ class NearDuplicateIndex:
         stored = store.read_layout()
         if stored is None:
             if layout is None:
-                table_limit, id_limit = store.compact_limits()
                 layout = IndexLayout.plan(capacity, 3 if k is None else k, design=design,
-                                          table_limit=table_limit, id_limit=id_limit)
+                                          table_limit=store.compact_limit())
             stored = store.create_layout(layout.describe())  # another process may win
         found = IndexLayout.from_description(stored)
         if design is not None and found.design.tables != design.tables:
@@ -198,8 +197,7 @@ class NearDuplicateIndex:
         if layout is not None and not found.same_tables(layout):
             raise IndexMismatchError(
                 f"the index in {store.describe()} is bucketed differently "
-                f"({found.bucket_bits}/{found.id_bucket_bits} bits, not "
-                f"{layout.bucket_bits}/{layout.id_bucket_bits}); rebuild it "
+                f"({found.bucket_bits} bucket bits, not {layout.bucket_bits}); rebuild it "
                 "(python -m dedup rebuild-index) or use another namespace.")
         layout = found
         self.layout = layout

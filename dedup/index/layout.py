@@ -7,7 +7,8 @@ prefix probe is one range query (Redis ``ZRANGEBYLEX``). Buckets exist so that e
 sorted set stays in its compact encoding (listpack / ziplist, at most 128 entries by
 default): one huge sorted set per table costs about 110 bytes per entry, a bucket about 12.
 
-The page ids live in a second bucketed map keyed by the unpermuted fingerprint.
+The page id of a fingerprint follows its entry in table 0 (and only there), so naming the
+original of a match costs no extra key.
 
 A layout is stored with the index (:meth:`IndexLayout.describe`); a process that opens the
 index with a different one gets :class:`IndexMismatchError` instead of a silently wrong
@@ -35,7 +36,7 @@ KEY_OVERHEAD = 100
 FILL = 0.5
 
 #: Layout format; bump when the stored representation changes.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 
 
 class IndexMismatchError(RuntimeError):
@@ -50,13 +51,11 @@ class IndexLayout:
         design: the permuted tables (see :mod:`dedup.tables`).
         bucket_bits: leading bits of a permuted value that name its bucket (at most the
             shortest table prefix, so that a probe reads one bucket).
-        id_bucket_bits: leading bits of a fingerprint that name its page-id bucket.
         capacity: the number of fingerprints the bucketing was planned for.
     """
 
     design: Design
     bucket_bits: int
-    id_bucket_bits: int
     capacity: int
 
     def __post_init__(self) -> None:
@@ -64,8 +63,6 @@ class IndexLayout:
         if not 0 <= self.bucket_bits <= pmin:
             raise ValueError(f"bucket_bits must be in 0..{pmin} (the shortest table prefix), "
                              f"got {self.bucket_bits}")
-        if not 0 <= self.id_bucket_bits <= 32:
-            raise ValueError(f"id_bucket_bits must be in 0..32, got {self.id_bucket_bits}")
 
     # -------------------------------------------------------------- derived sizes
     @property
@@ -83,11 +80,6 @@ class IndexLayout:
         """Width of a table entry: the ``64 - bucket_bits`` bits after the bucket."""
         return max(1, math.ceil((F - self.bucket_bits) / 8))
 
-    @property
-    def id_field_bytes(self) -> int:
-        """Width of a page-id map field: the fingerprint bits after its bucket."""
-        return max(1, math.ceil((F - self.id_bucket_bits) / 8))
-
     def kept_bits(self, table: Table) -> int:
         """How many leading bits of a member a probe must match in ``table`` (the member's
         zero padding plus the table prefix bits after the bucket)."""
@@ -96,7 +88,7 @@ class IndexLayout:
     # ---------------------------------------------------------------- planning
     @classmethod
     def plan(cls, capacity: int, k: int = 3, *, design: Design | None = None,
-             table_limit: int = 128, id_limit: int = 128) -> IndexLayout:
+             table_limit: int = 128) -> IndexLayout:
         """Choose a layout for about ``capacity`` fingerprints.
 
         Args:
@@ -105,9 +97,7 @@ class IndexLayout:
             k: the largest distance; used when ``design`` is not given.
             design: a fixed design; by default :func:`dedup.tables.plan` chooses one.
             table_limit: entries a sorted set may hold in the compact encoding
-                (``zset-max-listpack-entries``).
-            id_limit: fields a hash may hold in the compact encoding
-                (``hash-max-listpack-entries``); buckets are planned for at most 128,
+                (``zset-max-listpack-entries``); buckets are planned for at most 128,
                 because every insert scans its bucket.
 
         Raises:
@@ -117,20 +107,18 @@ class IndexLayout:
 
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
-        if table_limit < 2 or id_limit < 2:
-            raise ValueError("compact-encoding limits must be at least 2")
+        if table_limit < 2:
+            raise ValueError("the compact-encoding limit must be at least 2")
         if design is None:
             design = plan_design(capacity, k, bytes_per_entry=16)[0].design
         pmin = min(t.prefix_bits for t in design.tables)
-        return cls(design, _bucket_bits(capacity, table_limit, pmin),
-                   _bucket_bits(capacity, min(id_limit, 128), 32), capacity)
+        return cls(design, _bucket_bits(capacity, min(table_limit, 256), pmin), capacity)
 
     # ------------------------------------------------------------ description
     def describe(self) -> dict[str, object]:
         """A JSON-friendly description, stored with the index."""
         return {"version": LAYOUT_VERSION, "design": self.design.describe(),
-                "bucket_bits": self.bucket_bits, "id_bucket_bits": self.id_bucket_bits,
-                "capacity": self.capacity}
+                "bucket_bits": self.bucket_bits, "capacity": self.capacity}
 
     @classmethod
     def from_description(cls, desc: dict) -> IndexLayout:
@@ -147,16 +135,14 @@ class IndexLayout:
             d = desc["design"]
             tables = tuple(Table(tuple(t["order"]), int(t["prefix_bits"])) for t in d["tables"])
             design = Design(str(d["name"]), int(d["k"]), tables)
-            return cls(design, int(desc["bucket_bits"]), int(desc["id_bucket_bits"]),
-                       int(desc["capacity"]))
+            return cls(design, int(desc["bucket_bits"]), int(desc["capacity"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexMismatchError(f"stored index layout is malformed: {exc}") from exc
 
     def same_tables(self, other: IndexLayout) -> bool:
         """Whether two layouts put every fingerprint in the same places."""
         return (self.design.tables == other.design.tables
-                and self.bucket_bits == other.bucket_bits
-                and self.id_bucket_bits == other.id_bucket_bits)
+                and self.bucket_bits == other.bucket_bits)
 
     # ------------------------------------------------------------ coordinates
     def coordinates(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,11 +168,6 @@ class IndexLayout:
         """Invert :meth:`coordinates` for one entry of one table."""
         value = (bucket << (F - self.bucket_bits)) | rest if self.bucket_bits else rest
         return self.tables[table].unpermute(value)
-
-    def id_bucket(self, fp: int) -> tuple[int, int]:
-        """``(bucket, field)`` of a fingerprint in the page-id map."""
-        width = F - self.id_bucket_bits
-        return (fp >> width if self.id_bucket_bits else 0), fp & ((1 << width) - 1)
 
 
 def _bucket_bits(capacity: int, limit: int, most: int) -> int:

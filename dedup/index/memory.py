@@ -43,8 +43,8 @@ class MemoryStore:
         if len(self._tables) != len(layout.tables):
             self._tables = [{} for _ in layout.tables]
 
-    def compact_limits(self) -> tuple[int, int]:
-        return self._limit, self._limit
+    def compact_limit(self) -> int:
+        return self._limit
 
     def _hits(self, buckets: list[int], rests: list[int], k: int) -> list[Hit]:
         hits = []

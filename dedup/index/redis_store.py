@@ -10,11 +10,9 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     A sorted set whose scores are all 0 and whose members are the remaining bits,
     big-endian and fixed-width, so ``ZRANGEBYLEX`` walks them in numeric order and a
     prefix probe is one range. No fingerprint is ever a score (scores are doubles and
-    lose bits above 2^53).
-``ns:id:{bucket}``
-    A hash from the fingerprint's remaining bits (its leading ``id_bucket_bits`` name
-    the bucket) to the page id. A page id of lowercase hex digits (a MongoDB ObjectId,
-    say) is stored as bytes after a NUL marker, half the size.
+    lose bits above 2^53). In table 0 (only), the page id follows the fixed-width part of
+    the member, so the original of a match needs no other key; a page id of lowercase hex
+    digits (a MongoDB ObjectId, say) is stored as bytes after a NUL marker, half the size.
 ``ns:count``
     Number of fingerprints.
 
@@ -57,22 +55,26 @@ except ImportError:  # pragma: no cover - redis-py packs it then
 _HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
 
 # The scripts' arguments. ARGV[1..3]: k, insert flag (1/0), T (tables). Then per
-# fingerprint: its T members (the rest of each permuted value), for DECIDE also the T
-# range starts and T range ends of its probes ("[" + bytes), then the page-id field and
-# the packed page id ("" for none). KEYS[1] is the count; then per fingerprint its T
-# table keys and its page-id key. Python computes every string, so the scripts only call
-# Redis and compare candidates.
-_LUA_DECIDE = r"""
+# fingerprint: its T members (the fixed-width rest of each permuted value), for DECIDE also
+# the T range starts and T range ends of its probes ("[" + bytes), then the packed page
+# id ("" for none). KEYS[1] is the count, then the T table keys of each fingerprint.
+# Python computes every string; the scripts call Redis and compare candidates. A table-0
+# member is the rest followed by the page id, so its range end gets 256 bytes of 0xFF
+# appended (page ids are at most 255 bytes).
+_LUA_COMMON = r"""
+local T = tonumber(ARGV[3])
+local n = (#KEYS - 1) / T
+local TOP = string.rep('\255', 256)
+"""
+
+_LUA_DECIDE = _LUA_COMMON + r"""
 local k = tonumber(ARGV[1])
 local insert = ARGV[2] == '1'
-local T = tonumber(ARGV[3])
-local per = T + 1
-local stride = 3 * T + 2
-local n = (#KEYS - 1) / per
-local function distance(a, b)
+local stride = 3 * T + 1
+local function distance(m, c)
   local d = 0
-  for j = 1, #a do
-    local x = bit.bxor(string.byte(a, j), string.byte(b, j))
+  for j = 1, #m do
+    local x = bit.bxor(string.byte(m, j), string.byte(c, j))
     while x ~= 0 do
       x = bit.band(x, x - 1)
       d = d + 1
@@ -85,12 +87,14 @@ local out = {}
 local added = 0
 for i = 0, n - 1 do
   local a = 3 + i * stride
-  local kb = 1 + i * per
+  local kb = 1 + i * T
   local hits = {}
   for t = 1, T do
-    local found = redis.call('ZRANGEBYLEX', KEYS[kb + t], ARGV[a + T + t], ARGV[a + 2 * T + t])
+    local hi = ARGV[a + 2 * T + t]
+    if t == 1 then hi = hi .. TOP end
+    local found = redis.call('ZRANGEBYLEX', KEYS[kb + t], ARGV[a + T + t], hi)
     for _, c in ipairs(found) do
-      local d = distance(c, ARGV[a + t])
+      local d = distance(ARGV[a + t], c)
       if d <= k then
         hits[#hits + 1] = t - 1
         hits[#hits + 1] = c
@@ -99,10 +103,11 @@ for i = 0, n - 1 do
     end
   end
   if insert and #hits == 0 then
-    for t = 1, T do
+    redis.call('ZADD', KEYS[kb + 1], 0, ARGV[a + 1] .. ARGV[a + 3 * T + 1])
+    for t = 2, T do
       redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
     end
-    added = added + redis.call('HSETNX', KEYS[kb + per], ARGV[a + 3 * T + 1], ARGV[a + 3 * T + 2])
+    added = added + 1
   end
   out[i + 1] = hits
 end
@@ -110,45 +115,42 @@ if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 return out
 """
 
-_LUA_ADD = r"""
-local T = tonumber(ARGV[3])
-local per = T + 1
-local stride = T + 2
-local n = (#KEYS - 1) / per
+_LUA_ADD = _LUA_COMMON + r"""
+local stride = T + 1
 local out = {}
 local added = 0
 for i = 0, n - 1 do
   local a = 3 + i * stride
-  local kb = 1 + i * per
-  local new = redis.call('HSETNX', KEYS[kb + per], ARGV[a + T + 1], ARGV[a + T + 2])
-  if new == 1 then
-    for t = 1, T do
+  local kb = 1 + i * T
+  local m = ARGV[a + 1]
+  if #redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1) > 0 then
+    out[i + 1] = 0
+  else
+    redis.call('ZADD', KEYS[kb + 1], 0, m .. ARGV[a + T + 1])
+    for t = 2, T do
       redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
     end
+    added = added + 1
+    out[i + 1] = 1
   end
-  added = added + new
-  out[i + 1] = new
 end
 if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 return out
 """
 
-_LUA_REMOVE = r"""
-local T = tonumber(ARGV[3])
-local per = T + 1
-local stride = T + 2
-local n = (#KEYS - 1) / per
+_LUA_REMOVE = _LUA_COMMON + r"""
+local stride = T + 1
 local out = {}
 local removed = 0
 for i = 0, n - 1 do
   local a = 3 + i * stride
-  local kb = 1 + i * per
-  local field = ARGV[a + T + 1]
-  local want = ARGV[a + T + 2]
-  local have = redis.call('HGET', KEYS[kb + per], field)
-  if have and (want == '' or want == have) then
-    redis.call('HDEL', KEYS[kb + per], field)
-    for t = 1, T do
+  local kb = 1 + i * T
+  local m = ARGV[a + 1]
+  local want = ARGV[a + T + 1]
+  local have = redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1)[1]
+  if have and (want == '' or want == string.sub(have, #m + 1)) then
+    redis.call('ZREM', KEYS[kb + 1], have)
+    for t = 2, T do
       redis.call('ZREM', KEYS[kb + t], ARGV[a + t])
     end
     removed = removed + 1
@@ -235,22 +237,18 @@ class RedisStore:
         assert stored is not None
         return stored
 
-    def compact_limits(self) -> tuple[int, int]:
-        """The server's compact-encoding limits (Redis 7 ``*-listpack-*``, 6 ``*-ziplist-*``);
-        128 each when ``CONFIG`` is not allowed (managed services)."""
-        limits = []
-        for kind in ("zset", "hash"):
-            value = 128
-            for name in (f"{kind}-max-listpack-entries", f"{kind}-max-ziplist-entries"):
-                try:
-                    got = self._call(self.client.config_get, name)
-                except redis.ResponseError:
-                    break
-                if got:
-                    value = int(next(iter(got.values())))
-                    break
-            limits.append(max(2, value))
-        return limits[0], limits[1]
+    def compact_limit(self) -> int:
+        """The server's compact-encoding limit for sorted sets (Redis 7
+        ``zset-max-listpack-entries``, 6 ``zset-max-ziplist-entries``); 128 when ``CONFIG``
+        is not allowed (managed services)."""
+        for name in ("zset-max-listpack-entries", "zset-max-ziplist-entries"):
+            try:
+                got = self._call(self.client.config_get, name)
+            except redis.ResponseError:
+                break
+            if got:
+                return max(2, int(next(iter(got.values()))))
+        return 128
 
     def attach(self, layout: IndexLayout) -> None:
         self._layout = layout
@@ -259,7 +257,6 @@ class RedisStore:
         bd = max(1, -(-layout.bucket_bits // 4))
         self._table_keys = [f"{self.namespace}:t{t}:{{:0{bd}x}}".format
                             for t in range(len(layout.tables))]
-        self._id_digits = max(1, -(-layout.id_bucket_bits // 4))
 
     # ------------------------------------------------------------------ batches
     def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
@@ -279,8 +276,6 @@ class RedisStore:
         layout = self._layout
         assert layout is not None, "attach() a layout first"
         tables = len(layout.tables)
-        width = F - layout.id_bucket_bits
-        fmask, fbytes = (1 << width) - 1, layout.id_field_bytes
         members = self._split(probe.rests)
         if ranges:
             lo = probe.rests & ~self._free
@@ -288,16 +283,13 @@ class RedisStore:
         keys: list[Any] = [f"{self.namespace}:count"]
         args: list[Any] = []
         names = self._table_keys
-        id_key = f"{self.namespace}:id:{{:0{self._id_digits}x}}".format
-        for i, (fp, row) in enumerate(zip(probe.fps, probe.buckets.tolist())):
+        for i, row in enumerate(probe.buckets.tolist()):
             keys.extend([name(bucket) for name, bucket in zip(names, row)])
-            keys.append(id_key(fp >> width if width < F else 0))
             at = i * tables
             args.extend(members[at:at + tables])
             if ranges:
                 args.extend(los[at:at + tables])
                 args.extend(his[at:at + tables])
-            args.append((fp & fmask).to_bytes(fbytes, "big"))
             pid = page_ids[i] if page_ids is not None else None
             args.append(b"" if pid is None else pack_page_id(pid))
         return keys, args
@@ -346,8 +338,10 @@ class RedisStore:
                 insert = 1 if page_ids is not None else 0
                 yield keys, [k, insert, len(self._table_keys), *args]
 
+        assert self._layout is not None, "attach() a layout first"
+        nb = self._layout.member_bytes
         for reply in self._eval(_LUA_DECIDE, calls()):
-            yield [[(int(h[j]), int.from_bytes(h[j + 1], "big"), int(h[j + 2]))
+            yield [[(int(h[j]), int.from_bytes(h[j + 1][:nb], "big"), int(h[j + 2]))
                     for j in range(0, len(h), 3)] for h in reply]
 
     def decide(self, probe: Probe, page_ids: Sequence[str] | None, k: int) -> list[list[Hit]]:
@@ -377,14 +371,15 @@ class RedisStore:
             return []
         layout = self._layout
         assert layout is not None, "attach() a layout first"
-        width = F - layout.id_bucket_bits
+        nb = layout.member_bytes
+        probe_buckets, rests = layout.coordinates(np.array(fps, dtype=np.uint64))
+        members = self._split(rests[:, 0])
         pipe = self.client.pipeline(transaction=False)
-        for fp in fps:
-            bucket = fp >> width if width < F else 0
-            pipe.hget(f"{self.namespace}:id:{bucket:0{self._id_digits}x}",
-                      (fp & ((1 << width) - 1)).to_bytes(layout.id_field_bytes, "big"))
-        return [None if raw is None else unpack_page_id(raw)
-                for raw in self._call(pipe.execute)]
+        for bucket, member in zip(probe_buckets[:, 0].tolist(), members):
+            pipe.zrangebylex(self._table_keys[0](bucket), b"[" + member,
+                             b"[" + member + b"\xff" * 256, 0, 1)
+        return [unpack_page_id(found[0][nb:]) if found else None
+                for found in self._call(pipe.execute)]
 
     def count(self) -> int:
         return int(self._call(self.client.get, f"{self.namespace}:count") or 0)
@@ -392,14 +387,14 @@ class RedisStore:
     def entries(self) -> Iterator[tuple[int, str]]:
         layout = self._layout
         assert layout is not None, "attach() a layout first"
-        width = F - layout.id_bucket_bits
-        prefix = f"{self.namespace}:id:"
+        nb = layout.member_bytes
+        prefix = f"{self.namespace}:t0:"
         for key in self._call(lambda: list(self.client.scan_iter(match=prefix + "*",
                                                                  count=1000))):
             bucket = int(key.decode()[len(prefix):], 16)
-            for field, raw in self._call(self.client.hgetall, key).items():
-                fp = (bucket << width if width < F else 0) | int.from_bytes(field, "big")
-                yield fp, unpack_page_id(raw)
+            for member in self._call(self.client.zrange, key, 0, -1):
+                rest = int.from_bytes(member[:nb], "big")
+                yield layout.fingerprint_of(0, bucket, rest), unpack_page_id(member[nb:])
 
     def clear(self) -> None:
         """Delete every key of the namespace (in batches, with ``UNLINK``)."""

@@ -1,0 +1,131 @@
+"""Every dedup setting in one validated, frozen place.
+
+The crawler reads them from Scrapy settings (``DEDUP_*``, ``REDIS_URL``, ``MONGO_URI``)
+with :meth:`DedupConfig.from_settings`; scripts build one directly. A bad value is a
+``ValueError`` that names the setting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .index import DEFAULT_CAPACITY, DEFAULT_NAMESPACE, check_namespace
+from .simhash import DEFAULT_CJK_NGRAM, DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE
+from .store import DEFAULT_DATABASE
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """Near-duplicate detection settings (Scrapy setting name in brackets).
+
+    Attributes:
+        enabled: drop near duplicates at all [DEDUP_ENABLED, default True].
+        max_distance: k, the largest Hamming distance of a near duplicate
+            [DEDUP_MAX_DISTANCE, 3].
+        min_tokens: texts with fewer tokens are matched by checksum only
+            [DEDUP_MIN_TOKENS, 30].
+        shingle: words per feature [DEDUP_SHINGLE, 1].
+        cjk_ngram: characters per feature in Han, kana and Hangul text
+            [DEDUP_CJK_NGRAM, 2].
+        drop_numbers: leave number-only tokens out [DEDUP_DROP_NUMBERS, False].
+        capacity: pages the index is planned for [DEDUP_CAPACITY, 1,000,000].
+        namespace: the index's Redis key prefix [DEDUP_NAMESPACE, "simcrawl"].
+        database: MongoDB database [DEDUP_DATABASE, "simcrawl"].
+        redis_url: Redis; empty = embedded server [REDIS_URL, env REDIS_URL].
+        mongo_uri: MongoDB; empty = embedded server [MONGO_URI, env MONGO_URI].
+        data_dir: the embedded servers' data [DEDUP_DATA_DIR, env SIMCRAWL_DATA,
+            "simcrawl-data"].
+        batch_size: pages per index call / MongoDB write [DEDUP_BATCH_SIZE, 64].
+        flush_seconds: longest wait before a partial batch is written
+            [DEDUP_FLUSH_SECONDS, 1.0].
+        debug: log every drop [DEDUP_DEBUG, False].
+        store_text: keep each page's text in MongoDB [DEDUP_STORE_TEXT, True].
+    """
+
+    enabled: bool = True
+    max_distance: int = 3
+    min_tokens: int = DEFAULT_MIN_TOKENS
+    shingle: int = DEFAULT_SHINGLE
+    cjk_ngram: int = DEFAULT_CJK_NGRAM
+    drop_numbers: bool = DEFAULT_DROP_NUMBERS
+    capacity: int = DEFAULT_CAPACITY
+    namespace: str = DEFAULT_NAMESPACE
+    database: str = DEFAULT_DATABASE
+    redis_url: str = ""
+    mongo_uri: str = ""
+    data_dir: str = "simcrawl-data"
+    batch_size: int = 64
+    flush_seconds: float = 1.0
+    debug: bool = False
+    store_text: bool = True
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, what: str) -> None:
+            if not ok:
+                raise ValueError(f"{name} must be {what}, got {getattr(self, _ATTR[name])!r}")
+
+        need(0 <= self.max_distance <= 31, "DEDUP_MAX_DISTANCE", "in 0..31")
+        need(self.min_tokens >= 0, "DEDUP_MIN_TOKENS", "at least 0")
+        need(1 <= self.shingle <= 16, "DEDUP_SHINGLE", "in 1..16")
+        need(1 <= self.cjk_ngram <= 8, "DEDUP_CJK_NGRAM", "in 1..8")
+        need(self.capacity >= 1, "DEDUP_CAPACITY", "at least 1")
+        need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
+        need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
+        need(bool(self.database) and not set(self.database) & set('/\\. "$'),
+             "DEDUP_DATABASE", "a MongoDB database name")
+        check_namespace(self.namespace)
+
+    @classmethod
+    def from_settings(cls, get: Callable[[str, Any], Any]) -> DedupConfig:
+        """Build from a settings getter (``crawler.settings.get``): each field from its
+        Scrapy setting, ``REDIS_URL`` / ``MONGO_URI`` / ``SIMCRAWL_DATA`` also from the
+        environment.
+
+        Raises:
+            ValueError: a value of the wrong type or out of range (the message names the
+                setting).
+        """
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = _SETTING[f.name]
+            raw = get(name, None)
+            if raw is None or raw == "":
+                env = _ENV.get(f.name)
+                raw = os.environ.get(env) if env else None
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _convert(name, raw, f.type)
+        return cls(**values)
+
+
+_SETTING = {f.name: ("REDIS_URL" if f.name == "redis_url" else "MONGO_URI"
+                     if f.name == "mongo_uri" else f"DEDUP_{f.name.upper()}")
+            for f in fields(DedupConfig)}
+_ATTR = {v: k for k, v in _SETTING.items()}
+_ENV = {"redis_url": "REDIS_URL", "mongo_uri": "MONGO_URI", "data_dir": "SIMCRAWL_DATA"}
+
+
+def _convert(name: str, raw: Any, kind: Any) -> Any:
+    kind = str(kind)
+    try:
+        if kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if kind == "int":
+            if isinstance(raw, float) and not raw.is_integer():
+                raise ValueError
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        return str(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a {kind}, got {raw!r}") from None

@@ -1,0 +1,33 @@
+"""DedupConfig: defaults, settings and environment, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from dedup.config import DedupConfig
+
+
+def test_defaults_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("MONGO_URI", "mongodb://db.example:27017/")
+    settings = {"DEDUP_MAX_DISTANCE": "2", "DEDUP_DEBUG": "true", "DEDUP_CAPACITY": 5000,
+                "DEDUP_FLUSH_SECONDS": "0.5", "REDIS_URL": "redis://r:6379/1"}
+    config = DedupConfig.from_settings(lambda name, default: settings.get(name, default))
+    assert (config.max_distance, config.debug, config.capacity, config.flush_seconds) == \
+        (2, True, 5000, 0.5)
+    assert config.redis_url == "redis://r:6379/1"  # the setting wins over the environment
+    assert config.mongo_uri == "mongodb://db.example:27017/"  # from the environment
+    assert DedupConfig().max_distance == 3 and DedupConfig().namespace == "simcrawl"
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("DEDUP_MAX_DISTANCE", "40", "DEDUP_MAX_DISTANCE must be in 0..31"),
+    ("DEDUP_MAX_DISTANCE", "three", "DEDUP_MAX_DISTANCE must be a int"),
+    ("DEDUP_DEBUG", "maybe", "DEDUP_DEBUG must be a bool"),
+    ("DEDUP_BATCH_SIZE", "0", "DEDUP_BATCH_SIZE must be in 1..10000"),
+    ("DEDUP_NAMESPACE", "a b", "namespace must be"),
+    ("DEDUP_DATABASE", "my.db", "DEDUP_DATABASE must be a MongoDB database name"),
+])
+def test_bad_values_name_the_setting(name: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DedupConfig.from_settings(lambda n, d: value if n == name else d)
