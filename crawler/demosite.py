@@ -1,0 +1,456 @@
+"""A local demo site with a known outcome: originals, their copies, and traps.
+
+Four "hosts" (ports on 127.0.0.1), generated deterministically from a seed:
+
+``news``
+    The originals: a home page, articles, print versions of some articles (the same
+    text under a print template), tag pages (little text), a redirect, a 404 link, a PDF,
+    an oversized page, a page of broken HTML, a binary file served as HTML, and a
+    ``robots.txt`` that disallows ``/private/`` (linked from the home page).
+``mirror``
+    Every article again, under another template with ads, menus, a timestamp and a
+    comment block. Reached only through the "also published at" link of its original.
+``wire``
+    Syndicated copies of half the articles with a few words edited and a credit line.
+``zh``
+    Chinese articles served in GBK, each linking to a copy under another template.
+
+Every copy links to a trap page (``/trap/...``). A copy is reachable only through its
+original, so the original is always decided first: a crawler that drops near duplicates
+before it follows their links never requests a trap. The server logs every request
+(:attr:`DemoSite.requests`, and a JSON-lines file when asked).
+
+    python -m crawler.demosite            # serve until Ctrl-C, print the URLs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+SEED = 2007
+HOSTS = ("news", "mirror", "wire", "zh")
+
+_PLACES = ["Harbourside", "Millbrook", "Eastfield", "Ravenscourt", "Kingsbridge", "Ashdown",
+           "Northgate", "Willowmere", "Stonehaven", "Fairhaven", "Oakridge", "Lowmoor"]
+_BODIES = ["the town council", "the port authority", "the regional health board",
+           "the county library service", "the water company", "the chamber of commerce",
+           "the school trust", "the rail operator", "the housing association",
+           "the fire and rescue service", "the university", "the weather service"]
+_PEOPLE = ["Maria Alvarez", "Tom Okafor", "Helen Brandt", "Samir Haddad", "Lucy Chen",
+           "Peter Novak", "Grace Mensah", "David Lindqvist", "Aisha Rahman", "Owen Pryce",
+           "Nadia Petrova", "James Whitfield"]
+_ROLES = ["the council leader", "a spokesperson", "the project manager", "a local resident",
+          "the chief engineer", "the head teacher", "a shop owner", "the harbour master",
+          "an independent auditor", "the finance director"]
+_TOPICS = [
+    ("harbour", "the harbour wall repairs", "storm damage", "fishing boats"),
+    ("budget", "the annual budget", "spending cuts", "council tax"),
+    ("railway", "the new railway timetable", "evening services", "commuters"),
+    ("library", "the library reopening", "longer opening hours", "reading groups"),
+    ("festival", "the summer festival", "ticket sales", "street performers"),
+    ("hospital", "the hospital extension", "waiting times", "night shifts"),
+    ("bridge", "the river bridge closure", "traffic diversions", "cyclists"),
+    ("market", "the covered market", "rent increases", "stallholders"),
+    ("school", "the school building plan", "classroom places", "parents"),
+    ("flood", "the flood defence scheme", "river levels", "homeowners"),
+    ("housing", "the housing development", "affordable homes", "planning objections"),
+    ("energy", "the solar farm proposal", "electricity prices", "landowners"),
+]
+_SENTENCES = [
+    "{Body} said on {day} that {topic} would go ahead after months of delay.",
+    "According to {person}, {role}, the work on {topic} will cost about {money} pounds.",
+    "Residents of {place} have raised concerns about {issue} for more than {n} years.",
+    "{Person} told reporters that {group} in {place} would see the first changes by {month}.",
+    "The plan was approved by {n} votes to {m} at a meeting that lasted {hours} hours.",
+    "Critics argue that {issue} has been ignored while {group} carried the cost.",
+    "A report published in {month} found that {pct} per cent of {group} were affected.",
+    "{Body} has promised a public consultation before any decision on {issue}.",
+    "Work is expected to start in {month} and to last around {n} weeks, weather permitting.",
+    "{Person}, {role}, described the decision as long overdue but welcome.",
+    "Figures released this week show that {issue} rose by {pct} per cent over {n} years.",
+    "Local businesses in {place} said {issue} had already changed how they plan ahead.",
+    "The scheme is partly funded by a grant of {money} pounds from the national government.",
+    "Opposition members asked why {topic} had not been discussed with {group} earlier.",
+    "{Person} said the team had learned from similar projects in {place2} and {place3}.",
+    "A further update on {topic} is due at the next meeting of {body} in {month}.",
+]
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "September",
+           "October", "November"]
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+
+_ZH_TOPICS = ["春天的小镇", "老街的早市", "河边的茶馆", "山村的小学", "城市的夜班车", "外婆的菜园"]
+_ZH_SENTENCES = [
+    "清晨的阳光照在{place}的石板路上，街道两旁的{thing}已经开始忙碌起来。",
+    "{person}说，这些年{place}变化很大，但是{thing}的味道一直没有变。",
+    "每到{season}，附近的居民都会带着孩子来这里散步，看{thing}。",
+    "据当地人介绍，{place}已经有{n}多年的历史，最早是一个小小的渡口。",
+    "{person}在这里工作了{n}年，他记得每一位老顾客的名字和习惯。",
+    "傍晚时分，{thing}的灯一盏一盏亮起来，整条街都变得温暖而安静。",
+    "有人担心新的规划会让{place}失去原来的样子，也有人觉得这是难得的机会。",
+    "孩子们最喜欢的是{thing}，放学以后总要在门口停留一会儿。",
+    "{season}的雨水很多，{place}的青苔长得特别茂盛，空气里有泥土的清香。",
+    "{person}笑着说，只要大家还愿意回来，{place}就永远不会冷清。",
+]
+_ZH_PLACES = ["小镇", "老街", "河岸", "山村", "车站", "菜市场"]
+_ZH_THINGS = ["早点铺", "杂货店", "茶馆", "书摊", "花店", "面馆"]
+_ZH_PEOPLE = ["王师傅", "李阿姨", "陈老师", "张大爷", "刘奶奶", "赵叔叔"]
+_ZH_SEASONS = ["春天", "夏天", "秋天", "冬天"]
+
+
+@dataclass
+class Page:
+    """One page of the site: body, content type, charset, status, redirect target."""
+
+    body: bytes
+    content_type: str = "text/html; charset=utf-8"
+    status: int = 200
+    location: str | None = None
+
+
+@dataclass
+class Expected:
+    """What a correct crawl of the site finds.
+
+    Attributes:
+        clusters: groups of page paths (``host/path``) with the same main text; a crawl
+            admits exactly one of each group (the first listed is the one reachable first)
+            and drops the others as its copies.
+        unique: pages that are admitted and are nobody's copy.
+        traps: paths that must never be requested.
+        skipped: paths that are fetched but not stored (binary, oversized, not found).
+        zh_titles: Chinese titles, to check GBK decoding.
+    """
+
+    clusters: list[list[str]] = field(default_factory=list)
+    unique: list[str] = field(default_factory=list)
+    traps: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    zh_titles: list[str] = field(default_factory=list)
+
+
+def _article(rng: random.Random, topic: tuple[str, str, str, str], sentences: int
+             ) -> list[str]:
+    _, subject, issue, group = topic
+    place = rng.choice(_PLACES)
+    out = []
+    for _ in range(sentences):
+        fields = {
+            "body": rng.choice(_BODIES), "topic": subject, "issue": issue, "group": group,
+            "person": rng.choice(_PEOPLE), "role": rng.choice(_ROLES), "place": place,
+            "place2": rng.choice(_PLACES), "place3": rng.choice(_PLACES),
+            "month": rng.choice(_MONTHS), "day": rng.choice(_DAYS),
+            "n": rng.randint(2, 40), "m": rng.randint(1, 20), "hours": rng.randint(2, 7),
+            "pct": rng.randint(3, 68), "money": f"{rng.randint(2, 95) * 100_000:,}"}
+        fields["Body"] = fields["body"][0].upper() + fields["body"][1:]
+        fields["Person"] = fields["person"]
+        out.append(rng.choice(_SENTENCES).format(**fields))
+    return [" ".join(out[i:i + 4]) for i in range(0, len(out), 4)]
+
+
+def _zh_article(rng: random.Random, sentences: int) -> list[str]:
+    out = []
+    for _ in range(sentences):
+        out.append(rng.choice(_ZH_SENTENCES).format(
+            place=rng.choice(_ZH_PLACES), thing=rng.choice(_ZH_THINGS),
+            person=rng.choice(_ZH_PEOPLE), season=rng.choice(_ZH_SEASONS),
+            n=rng.randint(3, 90)))
+    return ["".join(out[i:i + 3]) for i in range(0, len(out), 3)]
+
+
+def _html(title: str, body: str, lang: str = "en", charset: str = "utf-8",
+          head: str = "") -> str:
+    return (f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="{charset}">'
+            f"<title>{title}</title>{head}</head>\n<body>\n{body}\n</body></html>\n")
+
+
+def _news_template(title: str, paragraphs: list[str], links: str, stamp: str) -> str:
+    nav = ('<nav><a href="/">Home</a> | <a href="/tag/council.html">Council</a> | '
+           '<a href="/tag/transport.html">Transport</a></nav>')
+    text = "\n".join(f"<p>{p}</p>" for p in paragraphs)
+    return _html(title, f"<header><h1>The Daily Harbour</h1>{nav}</header>\n<main><article>"
+                 f"<h1>{title}</h1><p class=\"byline\">Published {stamp}</p>\n{text}\n"
+                 f"</article>\n<aside>{links}</aside></main>\n<footer>© The Daily Harbour. "
+                 "All rights reserved.</footer>")
+
+
+def _mirror_template(title: str, paragraphs: list[str], links: str, stamp: str,
+                     rng: random.Random) -> str:
+    ads = ('<div class="ad">Advertisement: cheap flights to the sun from 19 pounds. Book '
+           'today!</div>')
+    menu = ("<ul class=\"menu\"><li><a href=\"/\">Front page</a></li><li>World</li>"
+            "<li>Sport</li><li>Weather</li><li>Puzzles</li></ul>")
+    comments = "".join(f'<div class="comment"><b>reader{rng.randint(1, 999)}</b>: '
+                       f"{c}</div>" for c in rng.sample(
+                           ["Interesting.", "About time!", "Who pays for this?",
+                            "Great news for the town.", "Not again."], 3))
+    text = "\n".join(f"<p>{p}</p>" for p in paragraphs)
+    return _html(f"{title} | Regional Mirror", f"{menu}{ads}<div id=\"content\"><h2>{title}"
+                 f"</h2><span class=\"time\">Updated {stamp}</span>\n{text}</div>"
+                 f"<section class=\"comments\"><h3>Comments</h3>{comments}</section>"
+                 f"{ads}<div class=\"related\">{links}</div>")
+
+
+@dataclass
+class SiteContent:
+    """The generated pages per host and the expected outcome."""
+
+    pages: dict[str, dict[str, Page]]
+    expected: Expected
+    big_size: int
+
+
+def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
+          big_size: int = 12 * 1024 * 1024) -> SiteContent:
+    """Generate the site. Paths in :class:`Expected` are ``host/path``."""
+    rng = random.Random(seed)
+    pages: dict[str, dict[str, Page]] = {h: {} for h in HOSTS}
+    exp = Expected()
+    topics = (_TOPICS * (articles // len(_TOPICS) + 1))[:articles]
+    home_links = []
+    for i, topic in enumerate(topics):
+        slug = f"{topic[0]}-{i}"
+        title = f"{topic[1].capitalize()} in {rng.choice(_PLACES)}"
+        paragraphs = _article(rng, topic, rng.randint(24, 32))
+        stamp = f"2026-10-{1 + i % 28:02d} {8 + i % 10:02d}:15"
+        cluster = [f"news/articles/{slug}.html"]
+        links = [f'<a href="{{mirror}}/story/{slug}.html">Also at Regional Mirror</a>']
+        if i % 2 == 0:
+            links.append(f'<a href="{{wire}}/wire/{slug}.html">Wire copy</a>')
+            edited = list(paragraphs)  # one word changed, a two-word credit added
+            edited[0] = edited[0].replace(" the ", " this ", 1)
+            edited[-1] += " (Harbour Wire)"
+            pages["wire"][f"/wire/{slug}.html"] = Page(_html(
+                title, f"<div class=\"wire\"><h1>{title}</h1><p>WIRE — {stamp}</p>"
+                + "".join(f"<p>{p}</p>" for p in edited)
+                + f'<p><a href="/trap/{slug}.html">More wire stories</a></p></div>').encode())
+            cluster.append(f"wire/wire/{slug}.html")
+            exp.traps.append(f"wire/trap/{slug}.html")
+        if i % 3 == 0:
+            links.append(f'<a href="/print/{slug}.html">Print this article</a>')
+            pages["news"][f"/print/{slug}.html"] = Page(_html(
+                f"{title} (print)", f"<h1>{title}</h1>"
+                + "".join(f"<p>{p}</p>" for p in paragraphs)
+                + f'<p class="noprint"><a href="/trap/print-{slug}.html">Printer settings'
+                "</a></p>").encode())
+            cluster.append(f"news/print/{slug}.html")
+            exp.traps.append(f"news/trap/print-{slug}.html")
+        pages["news"][f"/articles/{slug}.html"] = Page(_news_template(
+            title, paragraphs, " ".join(links), stamp).encode())
+        pages["mirror"][f"/story/{slug}.html"] = Page(_mirror_template(
+            title, paragraphs, f'<a href="/trap/{slug}.html">Sponsored links</a>',
+            f"2026-11-{1 + i % 20:02d} 12:{i % 60:02d}", rng).encode())
+        cluster.append(f"mirror/story/{slug}.html")
+        exp.traps.append(f"mirror/trap/{slug}.html")
+        exp.clusters.append(cluster)
+        home_links.append(f'<li><a href="/articles/{slug}.html">{title}</a></li>')
+    for tag in ("council", "transport"):
+        pages["news"][f"/tag/{tag}.html"] = Page(_html(
+            f"Tag: {tag}", f"<h1>Stories tagged {tag}</h1><p>No new stories.</p>"
+            '<a href="/">Home</a>').encode())
+        exp.unique.append(f"news/tag/{tag}.html")
+    # bad input and faults
+    pages["news"]["/old/harbour.html"] = Page(b"", status=301,
+                                              location="/articles/harbour-0.html")
+    pages["news"]["/files/annual-report.pdf"] = Page(b"%PDF-1.4\n" + bytes(range(256)) * 64,
+                                                     content_type="application/pdf")
+    pages["news"]["/files/photo.html"] = Page(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 32)
+    pages["news"]["/big.html"] = Page(b"")  # generated on request (big_size bytes)
+    broken_text = " ".join(_article(rng, _TOPICS[3], 10))
+    pages["news"]["/broken.html"] = Page(
+        (f"<html><head><title>Letters</title><body><div><p>{broken_text}<p><table><tr><td>"
+         "unclosed cell<div></span></b></i><p>More letters &amp c &#xZZ; &bogus;</html"
+         ).encode())
+    exp.unique.append("news/broken.html")
+    exp.skipped.update({"news/files/annual-report.pdf": "not_html",
+                        "news/files/photo.html": "binary",
+                        "news/big.html": "too_big", "news/missing.html": "http_404"})
+    exp.traps.append("news/private/secret.html")
+    pages["news"]["/private/secret.html"] = Page(_html("Private", "<p>private</p>").encode())
+    pages["news"]["/robots.txt"] = Page(b"User-agent: *\nDisallow: /private/\n",
+                                        content_type="text/plain")
+    extra = ('<li><a href="/old/harbour.html">Harbour (old link)</a></li>'
+             '<li><a href="/files/annual-report.pdf">Annual report (PDF)</a></li>'
+             '<li><a href="/files/photo.html">Photo</a></li><li><a href="/big.html">'
+             'Archive</a></li><li><a href="/broken.html">Letters</a></li>'
+             '<li><a href="/missing.html">Gone</a></li><li><a href="/private/secret.html">'
+             'Staff</a></li><li><a href="/tag/council.html">Council</a></li>'
+             '<li><a href="/tag/transport.html">Transport</a></li>'
+             '<li><a href="{zh}/">中文</a></li>')
+    pages["news"]["/"] = Page(_html("The Daily Harbour", "<h1>The Daily Harbour</h1><ul>"
+                                    + "".join(home_links) + extra + "</ul>").encode())
+    exp.unique.append("news/")
+    # Chinese, GBK
+    zh_links = []
+    for n in range(zh_articles):
+        title = _ZH_TOPICS[n % len(_ZH_TOPICS)]
+        paragraphs = _zh_article(rng, rng.randint(12, 16))
+        body = "".join(f"<p>{p}</p>" for p in paragraphs)
+        pages["zh"][f"/zh/{n}.html"] = Page(_html(
+            title, f"<article><h1>{title}</h1>{body}</article><p><a href=\"/zh/copy-{n}.html\">"
+            "转载</a></p>", lang="zh", charset="gbk").encode("gbk"),
+            content_type="text/html; charset=gbk")
+        pages["zh"][f"/zh/copy-{n}.html"] = Page(_html(
+            f"{title}（转载）", f"<div class=\"nav\">首页 | 新闻 | 文化</div><div class=\"main\">"
+            f"<h2>{title}</h2>{body}</div><div class=\"ad\">广告：特价机票</div>"
+            f'<a href="/trap/zh-{n}.html">更多</a>', lang="zh", charset="gbk").encode("gbk"),
+            content_type="text/html; charset=gbk")
+        exp.clusters.append([f"zh/zh/{n}.html", f"zh/zh/copy-{n}.html"])
+        exp.traps.append(f"zh/trap/zh-{n}.html")
+        exp.zh_titles.append(title)
+        zh_links.append(f'<li><a href="/zh/{n}.html">{title}</a></li>')
+    pages["zh"]["/"] = Page(_html("中文新闻", "<h1>中文新闻</h1><ul>" + "".join(zh_links)
+                                  + "</ul>", lang="zh", charset="gbk").encode("gbk"),
+                            content_type="text/html; charset=gbk")
+    exp.unique.append("zh/")
+    for host in ("mirror", "wire"):
+        pages[host]["/"] = Page(_html(host, "<p>Nothing here.</p>").encode())
+    return SiteContent(pages, exp, big_size)
+
+
+class DemoSite:
+    """Serve the generated site on loopback, one port per host, logging every request.
+
+    Args:
+        content: from :func:`build` (default: the standard site).
+        log_path: also append each request as a JSON line here.
+    """
+
+    def __init__(self, content: SiteContent | None = None, log_path: str | Path | None = None
+                 ) -> None:
+        self.content = content or build()
+        self.log_path = Path(log_path) if log_path else None
+        self.requests: list[str] = []
+        self._lock = threading.Lock()
+        self._servers: dict[str, ThreadingHTTPServer] = {}
+        self._threads: list[threading.Thread] = []
+
+    def url(self, host: str) -> str:
+        """Base URL of a host, e.g. ``http://127.0.0.1:41234``."""
+        return f"http://127.0.0.1:{self._servers[host].server_address[1]}"
+
+    def host_of(self, url: str) -> str:
+        """The demo host name (``news``...) of a URL of this site."""
+        for name in self._servers:
+            if url.startswith(self.url(name)):
+                return name
+        raise KeyError(url)
+
+    def path_url(self, key: str) -> str:
+        """``news/articles/x.html`` -> its full URL."""
+        host, _, path = key.partition("/")
+        return f"{self.url(host)}/{path}"
+
+    def _record(self, host: str, path: str, status: int) -> None:
+        with self._lock:
+            self.requests.append(f"{host}{path}")
+            if self.log_path:
+                with self.log_path.open("a") as fh:
+                    fh.write(json.dumps({"host": host, "path": path, "status": status,
+                                         "time": time.time()}) + "\n")
+
+    def _handler(self, host: str) -> type[BaseHTTPRequestHandler]:
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            server_version = "simcrawl-demo/1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                page = site.content.pages[host].get(path)
+                if path == "/big.html" and host == "news":
+                    body = (b"<html><body>" + b"<p>archive</p>" * (
+                        site.content.big_size // 14 + 1) + b"</body></html>")
+                    page = Page(body)
+                if page is None:
+                    site._record(host, path, 404)
+                    self.send_response(404)
+                    body = b"<html><body><h1>Not found</h1></body></html>"
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                site._record(host, path, page.status)
+                self.send_response(page.status)
+                if page.location:
+                    self.send_header("Location", page.location)
+                body = site._links(page.body)
+                self.send_header("Content-Type", page.content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+    def _links(self, body: bytes) -> bytes:
+        for name in HOSTS:
+            body = body.replace(b"{" + name.encode() + b"}", self.url(name).encode())
+        return body
+
+    def start(self) -> DemoSite:
+        """Bind every host to a free port and serve in background threads."""
+        for host in HOSTS:
+            server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(host))
+            server.daemon_threads = True
+            self._servers[host] = server
+        for server in self._servers.values():
+            thread = threading.Thread(target=server.serve_forever, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        for server in self._servers.values():
+            server.shutdown()
+            server.server_close()
+
+    def __enter__(self) -> DemoSite:  # noqa: PYI034
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start_urls(self) -> list[str]:
+        """Where a crawl of the demo starts: the news home page."""
+        return [self.url("news") + "/"]
+
+    def allowed_domains(self) -> list[str]:
+        """Domains to allow (all hosts share 127.0.0.1)."""
+        return ["127.0.0.1"]
+
+    def iter_expected_urls(self) -> Iterator[str]:
+        """Every page URL the expected outcome names."""
+        for cluster in self.content.expected.clusters:
+            yield from (self.path_url(p) for p in cluster)
+        yield from (self.path_url(p) for p in self.content.expected.unique)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve simcrawl's demo site on loopback.")
+    parser.add_argument("--log", help="append every request to this JSON-lines file")
+    args = parser.parse_args()
+    with DemoSite(log_path=args.log) as site:
+        for host in HOSTS:
+            print(f"{host:7} {site.url(host)}/")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
