@@ -224,6 +224,28 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """For each of ``urls`` already stored: ``url -> (page id, checksum)``."""
+        urls = list(urls)
+        if not urls:
+            return {}
+        try:
+            docs = self.pages.find({"url": {"$in": urls}}, {"url": 1, "checksum": 1})
+            return {d["url"]: (str(d["_id"]), d.get("checksum")) for d in docs}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """``page id -> (url, host)`` for the stored ones among ``page_ids``."""
+        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
+        if not oids:
+            return {}
+        try:
+            docs = self.pages.find({"_id": {"$in": oids}}, {"url": 1, "host": 1})
+            return {str(d["_id"]): (d["url"], d.get("host", "")) for d in docs}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def count_fingerprints(self, indexed_only: bool = True) -> int:
         """Number of fingerprint documents (by default those the index holds: not short)."""
         try:

@@ -123,15 +123,23 @@ for i = 0, n - 1 do
   local a = 3 + i * stride
   local kb = 1 + i * T
   local m = ARGV[a + 1]
-  if #redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1) > 0 then
-    out[i + 1] = 0
+  -- A fingerprint is stored iff its member is in table 1 (no page id there, so ZADD
+  -- itself says whether it was new); with a single table, look in table 0.
+  local new
+  if T > 1 then
+    new = redis.call('ZADD', KEYS[kb + 2], 0, ARGV[a + 2]) == 1
   else
+    new = #redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1) == 0
+  end
+  if new then
     redis.call('ZADD', KEYS[kb + 1], 0, m .. ARGV[a + T + 1])
-    for t = 2, T do
+    for t = 3, T do
       redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
     end
     added = added + 1
     out[i + 1] = 1
+  else
+    out[i + 1] = 0
   end
 end
 if added > 0 then redis.call('INCRBY', KEYS[1], added) end

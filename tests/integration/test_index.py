@@ -99,12 +99,14 @@ def test_query_agrees_with_brute_force(store) -> None:
 
 
 @pytest.mark.parametrize("design", [block_design(4, 3), two_level_design(4, 4, 3),
-                                    block_design(3, 2)], ids=lambda d: d.name)
+                                    block_design(3, 2), block_design(4, 0)],
+                         ids=lambda d: f"{d.name} k={d.k}")
 def test_other_designs(store, design) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(3)
     index = NearDuplicateIndex(store, design=design, capacity=3000)
     stored = {rng.getrandbits(64): f"p{i}" for i in range(500)}
-    index.add_many(stored.items())
+    assert index.add_many(stored.items()) == 500
+    assert index.add_many((fp, "again") for fp in list(stored)[:50]) == 0
     for fp in list(stored)[:100]:
         q = flip(fp, rng.randint(0, design.k + 1), rng)
         assert index.query(q) == brute(stored, q, design.k)

@@ -1,0 +1,177 @@
+"""The crawl decision for a batch of fetched pages: revisit, exact copy, near copy, or new.
+
+Order of the checks (DESIGN.md, Data flow):
+
+1. **Revisit**: the URL is stored already (a re-crawl): compared with its own stored
+   checksum, *unchanged* or *changed*; never a duplicate of itself.
+2. **Exact copy**: the normalised text's checksum is registered to another page (an
+   atomic ``HSETNX`` in Redis, so two processes never both register one text).
+3. **Near copy**: the simhash is within k bits of an admitted page (the index's atomic
+   check-and-add). Short texts skip this step (exact matches only).
+4. Otherwise the page is **new** and admitted.
+
+The module holds no Scrapy code: the crawler's middleware calls :meth:`Deduplicator.decide`
+off the reactor thread and reports through Scrapy's stats.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from .errors import ServiceUnavailable
+from .index import NearDuplicateIndex
+from .store import PageStore, new_page_id
+
+#: Decision kinds.
+NEW, EXACT, NEAR, UNCHANGED, CHANGED = "new", "exact", "simhash", "unchanged", "changed"
+
+
+@dataclass
+class Candidate:
+    """A fetched page, fingerprinted.
+
+    Attributes:
+        url: the page's URL (after redirects).
+        host: its host (``netloc``).
+        checksum: 32 hex digits (the normalised text's XXH3-128).
+        simhash: the 64-bit fingerprint.
+        short: below the minimum size (matched by checksum only).
+        page_id: assigned by :meth:`Deduplicator.decide`.
+    """
+
+    url: str
+    host: str
+    checksum: str
+    simhash: int
+    short: bool
+    page_id: str = field(default_factory=new_page_id)
+
+
+@dataclass
+class Decision:
+    """What to do with a page.
+
+    Attributes:
+        kind: ``new``, ``exact``, ``simhash`` (near copy), ``unchanged`` or ``changed``.
+        page_id: the page's id (for a revisit: the stored page's id).
+        original_id: the page it copies (exact / near copies).
+        distance: Hamming distance to the original (0 for exact copies).
+        original_url: the original's URL when known.
+        original_host: the original's host when known.
+    """
+
+    kind: str
+    page_id: str
+    original_id: str | None = None
+    distance: int = 0
+    original_url: str | None = None
+    original_host: str | None = None
+
+    @property
+    def dropped(self) -> bool:
+        """Whether the page is a copy (its item and outlinks are dropped)."""
+        return self.kind in (EXACT, NEAR)
+
+
+class Deduplicator:
+    """Decide batches of pages against the shared index, checksum registry and store.
+
+    Args:
+        index: the near-duplicate index (its store holds the simhash tables).
+        redis_client: for the checksum registry (``{namespace}:sum:{bucket}`` hashes).
+        pages: the MongoDB page store (revisits; originals' URLs).
+        namespace: the Redis key prefix (the index's).
+    """
+
+    def __init__(self, index: NearDuplicateIndex, redis_client: redis.Redis, pages: PageStore,
+                 namespace: str) -> None:
+        self.index = index
+        self.redis = redis_client
+        self.pages = pages
+        self.namespace = namespace
+        self._known: dict[str, tuple[str, str]] = {}  # page id -> (url, host), this process
+
+    def _sum_key(self, checksum: str) -> tuple[str, bytes]:
+        return f"{self.namespace}:sum:{checksum[:4]}", bytes.fromhex(checksum[4:])
+
+    def decide(self, batch: Sequence[Candidate]) -> list[Decision]:
+        """Decide each page of ``batch`` (in order; later pages see earlier admissions).
+
+        Raises:
+            ServiceUnavailable: Redis or MongoDB failed; nothing in the batch was decided
+                (pages registered before the failure are released).
+        """
+        decisions: list[Decision | None] = [None] * len(batch)
+        stored = self.pages.stored_urls([c.url for c in batch])
+        rest = []
+        for i, c in enumerate(batch):
+            if c.url in stored:
+                page_id, checksum = stored[c.url]
+                decisions[i] = Decision(UNCHANGED if checksum == c.checksum else CHANGED,
+                                        page_id)
+            else:
+                rest.append(i)
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for i in rest:
+                key, field_ = self._sum_key(batch[i].checksum)
+                pipe.hsetnx(key, field_, batch[i].page_id)
+                pipe.hget(key, field_)
+            replies = pipe.execute()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed during the checksum check: {exc}") from exc
+        near_rows = []
+        for n, i in enumerate(rest):
+            new, owner = replies[2 * n], replies[2 * n + 1]
+            owner_id = owner.decode() if owner is not None else batch[i].page_id
+            if not new and owner_id != batch[i].page_id:
+                decisions[i] = Decision(EXACT, batch[i].page_id, owner_id, 0)
+            elif batch[i].short:
+                decisions[i] = Decision(NEW, batch[i].page_id)
+            else:
+                near_rows.append(i)
+        matches = self.index.check_and_add_many(
+            [(batch[i].simhash, batch[i].page_id) for i in near_rows])
+        release = []
+        for i, match in zip(near_rows, matches):
+            if match is None:
+                decisions[i] = Decision(NEW, batch[i].page_id)
+            else:
+                decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance)
+                release.append(i)
+        if release:  # a near copy does not keep its text registered
+            pipe = self.redis.pipeline(transaction=False)
+            for i in release:
+                key, field_ = self._sum_key(batch[i].checksum)
+                pipe.hdel(key, field_)
+            pipe.execute()
+        out = [d for d in decisions if d is not None]
+        assert len(out) == len(batch)
+        for c, d in zip(batch, out):
+            if d.kind == NEW:
+                self._known[d.page_id] = (c.url, c.host)
+        self._name_originals(out)
+        return out
+
+    def _name_originals(self, decisions: list[Decision]) -> None:
+        missing = {d.original_id for d in decisions
+                   if d.original_id and d.original_id not in self._known}
+        if missing:
+            self._known.update(self.pages.urls_of(missing))
+        for d in decisions:
+            if d.original_id and d.original_id in self._known:
+                d.original_url, d.original_host = self._known[d.original_id]
+
+
+def page_document(c: Candidate, **fields_: Any) -> dict[str, Any]:
+    """A ``pages`` document for an admitted page (url, host, checksum and the given
+    fields; ``fetched_at`` defaults to now)."""
+    doc = {"_id": c.page_id, "url": c.url, "host": c.host, "checksum": c.checksum,
+           "fetched_at": dt.datetime.now(dt.timezone.utc)}
+    doc.update(fields_)
+    return doc

@@ -1,0 +1,63 @@
+"""The crawl decision (revisit / exact / near / new) on real servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from dedup.decide import CHANGED, EXACT, NEAR, NEW, UNCHANGED, Candidate, Deduplicator
+from dedup.decide import page_document
+from dedup.index import NearDuplicateIndex, RedisStore
+
+pytestmark = pytest.mark.integration
+
+A = 0x0F0F0F0F0F0F0F0F
+
+
+@pytest.fixture
+def dedup_(redis_client, pages, namespace):  # type: ignore[no-untyped-def]
+    store = RedisStore(redis_client, namespace)
+    yield Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages, namespace)
+    store.clear()
+
+
+def cand(url: str, checksum: str, fp: int, short: bool = False) -> Candidate:
+    return Candidate(url, url.split("/")[2], checksum, fp, short)
+
+
+def test_new_exact_near_and_short(dedup_, pages) -> None:  # type: ignore[no-untyped-def]
+    batch = [cand("http://a/1", "a" * 32, A), cand("http://b/1", "a" * 32, A ^ 0xFF00),
+             cand("http://c/1", "c" * 32, A ^ 0b101), cand("http://d/1", "d" * 32, A ^ 1,
+                                                          short=True),
+             cand("http://e/1", "d" * 32, 0, short=True)]
+    got = dedup_.decide(batch)
+    assert [d.kind for d in got] == [NEW, EXACT, NEAR, NEW, EXACT]
+    assert got[1].original_id == got[0].page_id and got[1].original_url == "http://a/1"
+    assert (got[2].original_id, got[2].distance, got[2].original_host) == \
+        (got[0].page_id, 2, "a")
+    assert got[4].original_id == got[3].page_id
+    assert [d.dropped for d in got] == [False, True, True, False, True]
+    # the near copy's text is not registered: the same text again is a near copy too
+    again = dedup_.decide([cand("http://f/1", "c" * 32, A ^ 0b101)])[0]
+    assert again.kind == NEAR and again.original_id == got[0].page_id
+
+
+def test_revisits_are_not_duplicates_of_themselves(dedup_, pages) -> None:  # type: ignore[no-untyped-def]
+    first = cand("http://a/page", "1" * 32, A)
+    assert dedup_.decide([first])[0].kind == NEW
+    pages.save_pages([page_document(first)])
+    same = dedup_.decide([cand("http://a/page", "1" * 32, A)])[0]
+    assert (same.kind, same.page_id) == (UNCHANGED, first.page_id)
+    assert dedup_.decide([cand("http://a/page", "2" * 32, A ^ 3)])[0].kind == CHANGED
+
+
+def test_originals_from_another_process_are_named_from_the_store(redis_client, pages,
+                                                                 namespace) -> None:
+    store = RedisStore(redis_client, namespace)
+    one = Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages, namespace)
+    two = Deduplicator(NearDuplicateIndex(store), redis_client, pages, namespace)
+    original = cand("http://a/x", "9" * 32, A)
+    one.decide([original])
+    pages.save_pages([page_document(original)])
+    copy = two.decide([cand("http://b/x", "8" * 32, A ^ 1)])[0]
+    assert (copy.kind, copy.original_url, copy.original_host) == (NEAR, "http://a/x", "a")
+    store.clear()
