@@ -390,7 +390,10 @@ class DemoSite:
                 self.send_header("Content-Type", page.content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a crawler's size cap, say)
 
         return Handler
 

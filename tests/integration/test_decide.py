@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dedup.decide import CHANGED, EXACT, NEAR, NEW, UNCHANGED, Candidate, Deduplicator
-from dedup.decide import page_document
+from dedup.decide import (
+    CHANGED,
+    EXACT,
+    NEAR,
+    NEW,
+    UNCHANGED,
+    Candidate,
+    Deduplicator,
+    page_document,
+)
 from dedup.index import NearDuplicateIndex, RedisStore
 
 pytestmark = pytest.mark.integration

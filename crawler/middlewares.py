@@ -1,0 +1,122 @@
+"""The near-duplicate decision, before any outlink of a page is scheduled."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import scrapy
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+import dedup
+from dedup.decide import NEW, UNCHANGED, Candidate, Decision
+from crawler.items import MatchItem, PageItem
+from crawler.runtime import Runtime, get_runtime
+
+log = logging.getLogger(__name__)
+
+#: Bytes of a body sniffed for binary content.
+_SNIFF = 2048
+
+
+def _skip_reason(item: PageItem, text_response: bool) -> str | None:
+    if not text_response:
+        return "not_html"
+    head = item.body[:_SNIFF]
+    if b"\x00" in head or head.startswith((b"\x89PNG", b"%PDF", b"GIF8", b"\xff\xd8\xff")):
+        return "binary"
+    return None
+
+
+class NearDuplicateMiddleware:
+    """Drop near-duplicate pages and their outlinks (a spider middleware).
+
+    It sees a response's whole output: it extracts the page's main text (trafilatura),
+    fingerprints it, and asks the shared index in one atomic step. For an exact or near
+    copy it drops the page item and every request the page yielded and emits a
+    :class:`~crawler.items.MatchItem` instead; otherwise it passes everything on.
+
+    Settings: DEDUP_ENABLED, DEDUP_MAX_DISTANCE, DEDUP_MIN_TOKENS, DEDUP_DEBUG and the rest
+    of :class:`dedup.config.DedupConfig`; REDIS_URL, MONGO_URI.
+    """
+
+    def __init__(self, crawler: Any, runtime: Runtime) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.runtime = runtime
+        self.config = runtime.config
+        self._first_drop_logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> NearDuplicateMiddleware:
+        if not crawler.settings.getbool("DEDUP_ENABLED", True):
+            raise NotConfigured("DEDUP_ENABLED is off")
+        return cls(crawler, get_runtime(crawler))
+
+    def _work(self, item: PageItem) -> Decision | str:
+        """Off the reactor thread: extract, fingerprint, decide."""
+        page = dedup.extract_text(item.body, item.url)
+        fp = dedup.fingerprint(page.text, shingle=self.config.shingle,
+                               drop_numbers=self.config.drop_numbers,
+                               min_tokens=self.config.min_tokens,
+                               cjk_ngram=self.config.cjk_ngram)
+        item.text, item.extraction = page.text, page.method
+        item.checksum, item.simhash = fp.checksum_hex, fp.simhash
+        item.tokens, item.short = fp.tokens, fp.short
+        if fp.tokens == 0:
+            return "empty_text"
+        candidate = Candidate(item.url, item.host, fp.checksum_hex, fp.simhash, fp.short)
+        return self.runtime.deduplicator.decide([candidate])[0]
+
+    async def process_spider_output(self, response: scrapy.http.Response,
+                                    result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        outputs = [o async for o in result]
+        page = next((o for o in outputs if isinstance(o, PageItem)), None)
+        if page is None:
+            for o in outputs:
+                yield o
+            return
+        requests = [o for o in outputs if isinstance(o, scrapy.Request)]
+        others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
+        reason = _skip_reason(page, isinstance(response, scrapy.http.TextResponse))
+        if reason is None:
+            outcome = await maybe_deferred_to_future(deferToThread(self._work, page))
+            reason = outcome if isinstance(outcome, str) else None
+        page.body = b""
+        if reason is not None:
+            self.stats.inc_value(f"dedup/skipped/{reason}")
+            log.debug("skipped %s: %s", page.url, reason)
+            for o in [*others, *requests]:
+                yield o
+            return
+        assert isinstance(outcome, Decision)
+        page.page_id, page.decision = outcome.page_id, outcome.kind
+        if outcome.dropped:
+            kind = "exact_duplicate" if outcome.kind == "exact" else "near_duplicate"
+            self.stats.inc_value(f"dedup/{kind}")
+            self.stats.inc_value("dedup/outlinks_dropped", len(requests))
+            msg = ("dropped %s: %s copy of %s (page %s), distance %d, %d outlinks dropped")
+            args = (page.url, outcome.kind, outcome.original_url, outcome.original_id,
+                    outcome.distance, len(requests))
+            if not self._first_drop_logged:
+                self._first_drop_logged = True
+                log.info(msg + " (further drops are logged at DEBUG with DEDUP_DEBUG)", *args)
+            elif self.config.debug:
+                log.info(msg, *args)
+            yield MatchItem(url=page.url, host=page.host, original_id=outcome.original_id or "",
+                            original_url=outcome.original_url,
+                            original_host=outcome.original_host, distance=outcome.distance,
+                            kind=outcome.kind, outlinks_dropped=len(requests), title=page.title,
+                            fetched_at=page.fetched_at)
+            return
+        if outcome.kind == NEW:
+            self.stats.inc_value("dedup/unique")
+        else:
+            self.stats.inc_value("dedup/revisit")
+            self.stats.inc_value(f"dedup/revisit/{'unchanged' if outcome.kind == UNCHANGED else 'changed'}")
+        yield page
+        for o in [*others, *requests]:
+            yield o

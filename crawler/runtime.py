@@ -1,0 +1,74 @@
+"""One place that wires the dedup objects for a crawl: configuration, services (external
+or embedded), the Redis index, the MongoDB store and the deduplicator. The middleware and
+the pipeline share it through the crawler."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from dedup.config import DedupConfig
+from dedup.decide import Deduplicator
+from dedup.errors import redact
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.services import EmbeddedServices, connect_mongo, connect_redis, resolve
+from dedup.store import PageStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    """The objects one crawl uses."""
+
+    config: DedupConfig
+    deduplicator: Deduplicator
+    pages: PageStore
+    index: NearDuplicateIndex
+    services: EmbeddedServices | None
+    crawl_id: str
+    redis_url: str
+    mongo_uri: str
+
+    def close(self) -> None:
+        """Stop embedded services this crawl started."""
+        if self.services is not None:
+            self.services.stop()
+            self.services = None
+
+
+def get_runtime(crawler: Any) -> Runtime:
+    """The crawl's :class:`Runtime`, built on first use from the crawler's settings.
+
+    Raises:
+        ValueError: a bad ``DEDUP_*`` setting.
+        ServiceUnavailable: Redis or MongoDB cannot be reached (the message names the URL).
+    """
+    runtime = getattr(crawler, "_simcrawl_runtime", None)
+    if runtime is not None:
+        return runtime
+    config = DedupConfig.from_settings(crawler.settings.get)
+    redis_url, mongo_uri, services = resolve(config.redis_url or None,
+                                             config.mongo_uri or None, config.data_dir)
+    try:
+        client = connect_redis(redis_url)
+        pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri))
+        pages.ensure_indexes()
+        index = NearDuplicateIndex(RedisStore(client, config.namespace, url=redis_url),
+                                   k=config.max_distance, capacity=config.capacity,
+                                   batch_size=config.batch_size)
+        pages.save_layout(config.namespace, index.layout.describe())
+    except BaseException:
+        if services is not None:
+            services.stop()
+        raise
+    runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace), pages,
+                      index, services, crawler.settings.get("DEDUP_CRAWL_ID")
+                      or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri))
+    crawler._simcrawl_runtime = runtime
+    log.info("dedup: index in %s (namespace %r, %s, k=%d), pages in %s database %r",
+             runtime.redis_url, config.namespace, index.layout.design.name, index.k,
+             runtime.mongo_uri, config.database)
+    return runtime

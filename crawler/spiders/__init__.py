@@ -1,0 +1,1 @@
+"""simcrawl's spiders."""

@@ -1,0 +1,95 @@
+"""The generic site spider: start URLs, allowed domains, Scrapy's link extractor."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
+
+from crawler.items import PageItem
+
+
+class SiteSpider(scrapy.Spider):
+    """Crawl from start URLs, following links within the allowed domains.
+
+    Arguments (``scrapy crawl site -a name=value``):
+        start_urls: comma-separated URLs (or ``START_URLS`` in the environment).
+        start_file: a file with one URL per line (``#`` comments).
+        allowed_domains: comma-separated domains (default: the start URLs' hosts).
+
+    The depth limit is Scrapy's ``DEPTH_LIMIT`` setting; robots.txt, throttling and the
+    body-size cap come from the project settings.
+    """
+
+    name = "site"
+
+    def __init__(self, start_urls: str | None = None, start_file: str | None = None,
+                 allowed_domains: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        import os
+
+        urls = [u.strip() for u in (start_urls or os.environ.get("START_URLS", "")).split(",")
+                if u.strip()]
+        if start_file:
+            try:
+                lines = Path(start_file).read_text(encoding="utf-8").splitlines()
+            except OSError as exc:
+                raise ValueError(f"cannot read start_file {start_file!r}: {exc}") from exc
+            urls += [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+        bad = [u for u in urls if urlsplit(u).scheme not in ("http", "https")]
+        if bad or not urls:
+            raise ValueError(f"give http(s) start URLs (-a start_urls=... or START_URLS); got "
+                             f"{bad or 'none'}")
+        self.start_urls = urls
+        if allowed_domains:
+            self.allowed_domains = [d.strip() for d in allowed_domains.split(",") if d.strip()]
+        else:
+            self.allowed_domains = sorted({urlsplit(u).hostname or "" for u in urls})
+        # Domains are matched on the host name (ports ignored), like Scrapy's offsite check.
+        self.link_extractor = LinkExtractor()
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.start_urls:
+            yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        ref = response.request.headers.get("Referer") if response.request else None
+        item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
+                        status=response.status, depth=response.meta.get("depth", 0),
+                        referer=ref.decode("latin-1") if ref else None, body=response.body)
+        if isinstance(response, TextResponse):
+            item.encoding = response.encoding
+            item.title = (response.css("title::text").get() or "").strip() or None
+            item.language = response.css("html::attr(lang)").get()
+        yield item
+        if isinstance(response, TextResponse):
+            for link in self.link_extractor.extract_links(response):
+                if self._allowed(link.url):
+                    yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
+
+    def _allowed(self, url: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
+
+    def failed(self, failure: Failure) -> None:
+        """Count a failed request as a skip with its reason."""
+        stats = self.crawler.stats
+        if failure.check(HttpError):
+            reason = f"http_{failure.value.response.status}"
+        elif failure.check(DownloadCancelledError):  # larger than DOWNLOAD_MAXSIZE
+            reason = "too_big"
+        elif failure.check(IgnoreRequest):
+            reason = "robots_txt" if "robots" in str(failure.value).lower() else "ignored"
+        else:
+            reason = type(failure.value).__name__
+        if stats is not None:
+            stats.inc_value(f"dedup/skipped/{reason}")
+        self.logger.info("skipped %s: %s", failure.request.url, reason)

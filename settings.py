@@ -1,0 +1,38 @@
+"""Scrapy settings for simcrawl (``scrapy.cfg`` names this module).
+
+Service URLs come from the environment: ``REDIS_URL`` and ``MONGO_URI`` (unset: embedded
+servers with data under ``SIMCRAWL_DATA``, default ``./simcrawl-data``). Every ``DEDUP_*``
+setting is documented in :class:`dedup.config.DedupConfig` and in the README.
+"""
+
+import os
+
+BOT_NAME = "simcrawl"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+
+# Identify ourselves, obey robots.txt, throttle, cap bodies.
+USER_AGENT = os.environ.get("SIMCRAWL_USER_AGENT",
+                            "simcrawl/0.1 (+https://github.com/simcrawl/simcrawl)")
+ROBOTSTXT_OBEY = True
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.5
+AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+DOWNLOAD_MAXSIZE = int(os.environ.get("SIMCRAWL_MAX_BODY", 5 * 1024 * 1024))
+DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
+DEPTH_LIMIT = int(os.environ.get("SIMCRAWL_DEPTH_LIMIT", 5))
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+FEED_EXPORT_ENCODING = "utf-8"
+
+# The dedup decision, before the links of a page are scheduled; then storage.
+SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
+ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
+
+# Dedup (see dedup.config.DedupConfig for each).
+DEDUP_ENABLED = True
+DEDUP_MAX_DISTANCE = 3
+DEDUP_DEBUG = False
+REDIS_URL = os.environ.get("REDIS_URL", "")
+MONGO_URI = os.environ.get("MONGO_URI", "")
