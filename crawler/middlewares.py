@@ -12,9 +12,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
 import dedup
-from dedup.decide import NEW, UNCHANGED, Candidate, Decision
 from crawler.items import MatchItem, PageItem
 from crawler.runtime import Runtime, get_runtime
+from dedup.decide import NEW, UNCHANGED, Candidate, Decision
 
 log = logging.getLogger(__name__)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import Any
@@ -10,9 +11,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
-from dedup.store import fingerprint_doc, match_doc
 from crawler.items import MatchItem, PageItem
 from crawler.runtime import Runtime, get_runtime
+from dedup.store import fingerprint_doc, match_doc
 
 log = logging.getLogger(__name__)
 
@@ -111,4 +112,10 @@ class StoragePipeline:
         stats = self.crawler.stats.get_stats()
         summary = {k: v for k, v in sorted(stats.items()) if k.startswith("dedup/")}
         log.info("dedup summary: %s", summary)
+        path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
+        if path:
+            keep = ("dedup/", "downloader/response_count", "item_scraped_count", "start_time")
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump({k: v for k, v in stats.items() if k.startswith(keep)}, fh,
+                          default=str, indent=1)
         self.runtime.close()

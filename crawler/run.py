@@ -1,0 +1,153 @@
+"""The main job: ``python -m crawler.run [URL ...]`` (what ``./simcrawl`` runs).
+
+With no URL it serves the local demo site, crawls it with ``scrapy crawl site`` on the
+embedded services (or ``REDIS_URL`` / ``MONGO_URI``), and prints a summary, how the crawl
+compares with the site's known outcome, and the MongoDB query that lists the matches.
+With URLs it crawls those sites.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
+          log_file: Path) -> dict:
+    """Run ``scrapy crawl site`` in a subprocess; return its summary (dedup stats)."""
+    summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
+    env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri)
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+           "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
+           "-s", f"LOG_FILE={log_file}", *extra]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False)
+    took = time.monotonic() - started
+    try:
+        data = json.loads(summary.read_text() or "{}")
+    except (OSError, ValueError):
+        data = {}
+    finally:
+        summary.unlink(missing_ok=True)
+    if proc.returncode != 0 or not data:
+        tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() \
+            else []
+        raise SystemExit("the crawl failed; the end of its log (" + str(log_file) + "):\n"
+                         + "\n".join(tail))
+    data["seconds"] = took
+    return data
+
+
+def print_summary(stats: dict) -> None:
+    """The crawl's dedup figures as a short table."""
+    rows = [("pages fetched", stats.get("downloader/response_count", 0)),
+            ("admitted (unique)", stats.get("dedup/unique", 0)),
+            ("near duplicates dropped", stats.get("dedup/near_duplicate", 0)),
+            ("exact duplicates dropped", stats.get("dedup/exact_duplicate", 0)),
+            ("outlinks of duplicates not followed", stats.get("dedup/outlinks_dropped", 0)),
+            ("revisits", stats.get("dedup/revisit", 0))]
+    rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
+             if k.startswith("dedup/skipped/")]
+    rows += [("pages stored / match records stored",
+              f"{stats.get('dedup/stored/pages', 0)} / {stats.get('dedup/stored/matches', 0)}"),
+             ("wall time", f"{stats['seconds']:.1f} s")]
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+
+
+QUERY = '''db.matches.find({{}}, {{url: 1, original_url: 1, distance: 1, kind: 1}})
+           .sort({{detected_at: -1}}).limit(10)        // in mongosh, database "{db}"'''
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="./simcrawl", description="Crawl with inline near-duplicate dropping. With no "
+        "URL: crawl the bundled demo site and compare the result with its known outcome.")
+    parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
+    parser.add_argument("--depth", type=int, default=None, help="depth limit (default 5)")
+    parser.add_argument("--data-dir", default=None,
+                        help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
+    args = parser.parse_args(argv)
+
+    from dedup.services import resolve
+
+    redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
+    extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
+    log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.urls:
+            bad = [u for u in args.urls if not u.startswith(("http://", "https://"))]
+            if bad:
+                parser.error(f"not http(s) URLs: {', '.join(bad)}")
+            print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
+            stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log")
+            print_summary(stats)
+            print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
+                  + QUERY.format(db="simcrawl"))
+            return 0
+        return demo(redis_url, mongo_uri, extra, log_dir)
+    finally:
+        if services is not None:
+            services.stop()
+
+
+def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int:
+    """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
+    (cleared first, so every demo run starts alike)."""
+    import redis
+
+    from crawler.demosite import DemoSite
+    from dedup.index import RedisStore
+    from dedup.services import connect_mongo
+
+    database, namespace = "simcrawl_demo", "demo"
+    mongo = connect_mongo(mongo_uri)
+    mongo.drop_database(database)
+    RedisStore(redis.Redis.from_url(redis_url), namespace).clear()
+    with DemoSite() as site:
+        print(f"demo site on {site.url('news')}/ (+3 more hosts); crawling with the embedded "
+              "services ..." if "127.0.0.1" in redis_url else "demo site: crawling ...")
+        stats = crawl(site.start_urls(), redis_url, mongo_uri,
+                      ["-s", f"DEDUP_DATABASE={database}", "-s", f"DEDUP_NAMESPACE={namespace}",
+                       "-s", "AUTOTHROTTLE_ENABLED=0", *extra], log_dir / "demo-crawl.log")
+        requested = set(site.requests)
+        expected = site.content.expected
+        db = mongo[database]
+        stored = {d["url"] for d in db.pages.find({}, {"url": 1})}
+        matched = {d["url"]: d for d in db.matches.find({})}
+        traps = sorted(t for t in expected.traps if t in requested)
+        firsts = [site.path_url(c[0]) for c in expected.clusters] + \
+            [site.path_url(u) for u in expected.unique]
+        copies = [(site.path_url(c), site.path_url(cl[0])) for cl in expected.clusters
+                  for c in cl[1:]]
+        right = sum(1 for c, o in copies if c in matched and matched[c]["original_url"] == o)
+    print()
+    print_summary(stats)
+    print("\ncompared with the demo site's known outcome:")
+    print(f"  originals stored          {sum(u in stored for u in firsts)} / {len(firsts)}")
+    print(f"  copies dropped, naming their original   {right} / {len(copies)}")
+    print(f"  trap pages requested      {len(traps)} (must be 0)")
+    print("\nthe match records, in MongoDB (database \"simcrawl_demo\"):")
+    for m in db.matches.find({}).sort([("kind", 1), ("distance", 1), ("url", 1)]).limit(6):
+        print(f"  {m['kind']:8} d={m['distance']}  {m['url']}\n"
+              f"  {'':8}      copies {m['original_url']}")
+    print(f"  ... {len(matched)} in all. Query them yourself:\n  "
+          + QUERY.format(db=database))
+    print("  (python -m dedup services prints the MongoDB URI while the servers run; "
+          "see docs/queries.md)")
+    ok = not traps and right == len(copies) and all(u in stored for u in firsts)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The main command crawls the demo site end to end: `scrapy crawl` in a subprocess on real
+servers, checked against the site's known outcome and MongoDB's records."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crawler.demosite import build
+from dedup.services import EmbeddedServices, connect_mongo
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
+    folder = tmp_path_factory.mktemp("demo")
+    with EmbeddedServices(folder) as services:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        proc = subprocess.run([sys.executable, "-m", "crawler.run", "--data-dir", str(folder)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                              check=False)
+        db = connect_mongo(services.mongo_uri)["simcrawl_demo"]
+        yield proc, db
+
+
+def test_the_demo_crawl_matches_the_known_outcome(demo_run) -> None:  # type: ignore[no-untyped-def]
+    proc, _ = demo_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    exp = build().expected
+    originals = len(exp.clusters) + len(exp.unique)
+    copies = sum(len(c) - 1 for c in exp.clusters)
+    assert f"originals stored          {originals} / {originals}" in proc.stdout
+    assert f"copies dropped, naming their original   {copies} / {copies}" in proc.stdout
+    assert "trap pages requested      0 (must be 0)" in proc.stdout
+
+
+def test_mongodb_holds_each_original_once_and_a_record_per_copy(demo_run) -> None:  # type: ignore[no-untyped-def]
+    _, db = demo_run
+    exp = build().expected
+    assert db.pages.count_documents({}) == len(exp.clusters) + len(exp.unique)
+    assert db.fingerprints.count_documents({}) == db.pages.count_documents({})
+    kinds = {m["url"].split("/", 3)[3]: m["kind"] for m in db.matches.find({})}
+    assert len(kinds) == sum(len(c) - 1 for c in exp.clusters)
+    for cluster in exp.clusters:
+        for copy in cluster[1:]:
+            path = copy.split("/", 1)[1]
+            assert kinds[path] == ("exact" if copy.startswith("zh/") else "simhash"), copy
+    for m in db.matches.find({}):
+        original = db.pages.find_one({"_id": m["original_id"]})
+        assert original is not None and original["url"] == m["original_url"]
+        assert m["distance"] <= 3 and m["outlinks_dropped"] >= 1
+
+
+def test_gbk_pages_are_stored_as_chinese(demo_run) -> None:  # type: ignore[no-untyped-def]
+    _, db = demo_run
+    titles = {p["title"] for p in db.pages.find({"language": "zh"})}
+    assert set(build().expected.zh_titles) <= titles
+    text = db.pages.find_one({"title": build().expected.zh_titles[0]})["text"]
+    assert "的" in text and "\ufffd" not in text
+
+
+def test_bad_input_is_counted_not_crashed(demo_run) -> None:  # type: ignore[no-untyped-def]
+    proc, _ = demo_run
+    for reason in ("binary", "http_404", "robots_txt", "too_big"):
+        assert f"skipped: {reason}" in proc.stdout
+    assert "Traceback" not in proc.stderr
