@@ -115,7 +115,7 @@ class StoragePipeline:
         path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
         if path:
             keep = ("dedup/", "downloader/response_count", "item_scraped_count", "start_time")
-            with open(path, "w", encoding="utf-8") as fh:
+            with open(path, "w", encoding="utf-8") as fh:  # noqa: ASYNC230 - once, at close
                 json.dump({k: v for k, v in stats.items() if k.startswith(keep)}, fh,
                           default=str, indent=1)
         self.runtime.close()
