@@ -39,6 +39,14 @@ if ! command -v redis-server >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-
   if [ -n "$made_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 
+# The test suite validates docker-compose.yml with Debian's docker-compose (no engine).
+if [[ " ${SIMCRAWL_EXTRAS:-} " == *" test "* ]] && ! command -v docker-compose >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "installing docker-compose (to validate docker-compose.yml) ..."
+  apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null 2>&1 \
+    || say "could not install docker-compose; its test will be skipped"
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   say "creating $venv ..."
   "$python" -m venv "$venv"

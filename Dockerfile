@@ -1,0 +1,22 @@
+# simcrawl crawler image: `docker compose up` builds it and crawls $START_URLS.
+FROM python:3.11-slim
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends build-essential libxxhash-dev \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml setup.py README.md ./
+COPY dedup ./dedup
+COPY crawler ./crawler
+COPY settings.py scrapy.cfg ./
+RUN pip install --no-cache-dir . \
+ && python -c "import dedup, sys; sys.exit(dedup.KERNEL != 'cython')"
+
+RUN useradd --create-home --uid 10001 crawler && mkdir -p /data/jobs \
+ && chown crawler /data/jobs
+USER crawler
+
+# REDIS_URL, MONGO_URI and START_URLS come from the environment (docker-compose.yml).
+ENV PYTHONUNBUFFERED=1
+CMD ["scrapy", "crawl", "site", "-s", "JOBDIR=/data/jobs/site"]
