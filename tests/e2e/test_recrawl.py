@@ -1,0 +1,43 @@
+"""A second crawl of the same site admits nothing new and records revisits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crawler.demosite import DemoSite
+from dedup.services import EmbeddedServices, connect_mongo
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scrapy_crawl(site: DemoSite, services: EmbeddedServices, tmp: Path, n: int) -> dict:
+    summary = tmp / f"summary-{n}.json"
+    env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+         f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=recrawl", "-s",
+         "DEDUP_NAMESPACE=recrawl", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
+         f"DEDUP_SUMMARY_FILE={summary}", "-s", f"LOG_FILE={tmp / f'crawl-{n}.log'}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, (tmp / f"crawl-{n}.log").read_text()[-3000:]
+    return dict(json.loads(summary.read_text()))
+
+
+def test_second_crawl_admits_nothing_new(tmp_path: Path) -> None:
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite() as site:
+        first = scrapy_crawl(site, services, tmp_path, 1)
+        db = connect_mongo(services.mongo_uri)["recrawl"]
+        pages = db.pages.count_documents({})
+        assert first["dedup/unique"] == pages > 0
+        second = scrapy_crawl(site, services, tmp_path, 2)
+        assert "dedup/unique" not in second
+        assert second["dedup/revisit"] == second["dedup/revisit/unchanged"] == pages
+        assert db.pages.count_documents({}) == pages
+        assert not any(t in site.requests for t in site.content.expected.traps)
