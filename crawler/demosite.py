@@ -137,22 +137,41 @@ class Expected:
     zh_titles: list[str] = field(default_factory=list)
 
 
-def _article(rng: random.Random, topic: tuple[str, str, str, str], sentences: int
-             ) -> list[str]:
+_SYLLABLES = ["ka", "lo", "ren", "mi", "dor", "sa", "vel", "tun", "bri", "os", "ham", "quin",
+              "ter", "ula", "gar", "nes", "pol", "vik", "zan", "eth", "mor", "ria", "cal", "du"]
+
+
+def _name(rng: random.Random) -> str:
+    """A made-up proper name (places and people of the large generated sites)."""
+    return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+
+
+def _article(rng: random.Random, topic: tuple[str, str, str, str], sentences: int,
+             invented: bool = False) -> list[str]:
+    """Paragraphs of a news article. ``invented``: people, places and bodies get made-up
+    names, so that thousands of articles stay far apart (the large generated sites)."""
     _, subject, issue, group = topic
-    place = rng.choice(_PLACES)
+    place = _name(rng) if invented else rng.choice(_PLACES)
+    cast = [f"{_name(rng)} {_name(rng)}" for _ in range(4)] if invented else _PEOPLE
+    bodies = [f"the {_name(rng)} {b.split()[-1]}" for b in _BODIES] if invented else _BODIES
+    lexicon = [_name(rng).lower() for _ in range(40)] if invented else []
     out = []
     for _ in range(sentences):
         fields = {
-            "body": rng.choice(_BODIES), "topic": subject, "issue": issue, "group": group,
-            "person": rng.choice(_PEOPLE), "role": rng.choice(_ROLES), "place": place,
-            "place2": rng.choice(_PLACES), "place3": rng.choice(_PLACES),
+            "body": rng.choice(bodies), "topic": subject, "issue": issue, "group": group,
+            "person": rng.choice(cast), "role": rng.choice(_ROLES), "place": place,
+            "place2": _name(rng) if invented else rng.choice(_PLACES),
+            "place3": _name(rng) if invented else rng.choice(_PLACES),
             "month": rng.choice(_MONTHS), "day": rng.choice(_DAYS),
             "n": rng.randint(2, 40), "m": rng.randint(1, 20), "hours": rng.randint(2, 7),
             "pct": rng.randint(3, 68), "money": f"{rng.randint(2, 95) * 100_000:,}"}
         fields["Body"] = fields["body"][0].upper() + fields["body"][1:]
         fields["Person"] = fields["person"]
-        out.append(rng.choice(_SENTENCES).format(**fields))
+        sentence = rng.choice(_SENTENCES).format(**fields)
+        if invented:  # a clause in the article's own words
+            sentence = sentence[:-1] + ", near " + " ".join(
+                rng.choice(lexicon) for _ in range(4)) + "."
+        out.append(sentence)
     return [" ".join(out[i:i + 4]) for i in range(0, len(out), 4)]
 
 
@@ -219,7 +238,7 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
     for i, topic in enumerate(topics):
         slug = f"{topic[0]}-{i}"
         title = f"{topic[1].capitalize()} in {rng.choice(_PLACES)}"
-        paragraphs = _article(rng, topic, rng.randint(24, 32))
+        paragraphs = _article(rng, topic, rng.randint(24, 32), invented=articles > 40)
         stamp = f"2026-10-{1 + i % 28:02d} {8 + i % 10:02d}:15"
         cluster = [f"news/articles/{slug}.html"]
         links = [f'<a href="{{mirror}}/story/{slug}.html">Also at Regional Mirror</a>']

@@ -14,6 +14,7 @@ from twisted.internet.threads import deferToThread
 import dedup
 from crawler.items import MatchItem, PageItem
 from crawler.runtime import Runtime, get_runtime
+from dedup.config import DedupConfig
 from dedup.decide import NEW, UNCHANGED, Candidate, Decision
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,19 @@ log = logging.getLogger(__name__)
 _SNIFF = 2048
 
 
-def _skip_reason(item: PageItem, text_response: bool) -> str | None:
+def fingerprint_item(item: PageItem, config: DedupConfig) -> bool:
+    """Extract the item's main text and fingerprint it (in place); ``False`` if the page
+    has no text at all."""
+    page = dedup.extract_text(item.body, item.url)
+    fp = dedup.fingerprint(page.text, shingle=config.shingle, drop_numbers=config.drop_numbers,
+                           min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram)
+    item.text, item.extraction = page.text, page.method
+    item.checksum, item.simhash = fp.checksum_hex, fp.simhash
+    item.tokens, item.short = fp.tokens, fp.short
+    return fp.tokens > 0
+
+
+def skip_reason(item: PageItem, text_response: bool) -> str | None:
     if not text_response:
         return "not_html"
     head = item.body[:_SNIFF]
@@ -58,17 +71,9 @@ class NearDuplicateMiddleware:
 
     def _work(self, item: PageItem) -> Decision | str:
         """Off the reactor thread: extract, fingerprint, decide."""
-        page = dedup.extract_text(item.body, item.url)
-        fp = dedup.fingerprint(page.text, shingle=self.config.shingle,
-                               drop_numbers=self.config.drop_numbers,
-                               min_tokens=self.config.min_tokens,
-                               cjk_ngram=self.config.cjk_ngram)
-        item.text, item.extraction = page.text, page.method
-        item.checksum, item.simhash = fp.checksum_hex, fp.simhash
-        item.tokens, item.short = fp.tokens, fp.short
-        if fp.tokens == 0:
+        if not fingerprint_item(item, self.config):
             return "empty_text"
-        candidate = Candidate(item.url, item.host, fp.checksum_hex, fp.simhash, fp.short)
+        candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short)
         return self.runtime.deduplicator.decide([candidate])[0]
 
     async def process_spider_output(self, response: scrapy.http.Response,
@@ -81,7 +86,7 @@ class NearDuplicateMiddleware:
             return
         requests = [o for o in outputs if isinstance(o, scrapy.Request)]
         others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
-        reason = _skip_reason(page, isinstance(response, scrapy.http.TextResponse))
+        reason = skip_reason(page, isinstance(response, scrapy.http.TextResponse))
         if reason is None:
             outcome = await maybe_deferred_to_future(deferToThread(self._work, page))
             reason = outcome if isinstance(outcome, str) else None

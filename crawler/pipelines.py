@@ -12,8 +12,9 @@ from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
 from crawler.items import MatchItem, PageItem
+from crawler.middlewares import fingerprint_item, skip_reason
 from crawler.runtime import Runtime, get_runtime
-from dedup.store import fingerprint_doc, match_doc
+from dedup.store import fingerprint_doc, match_doc, new_page_id
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,13 @@ class StoragePipeline:
         self._loop.start(self.config.flush_seconds, now=False)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
+        if isinstance(item, PageItem) and not item.decision:
+            # DEDUP_ENABLED is off: store every page, fingerprinted, without deciding.
+            if skip_reason(item, item.encoding is not None) is not None or not await \
+                    maybe_deferred_to_future(deferToThread(fingerprint_item, item, self.config)):
+                return item
+            item.page_id, item.decision = new_page_id(), "new"
+            item.body = b""
         if isinstance(item, PageItem) and item.decision == "new":
             fields = {"status": item.status, "title": item.title, "language": item.language,
                       "fetched_at": item.fetched_at, "depth": item.depth,
