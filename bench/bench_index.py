@@ -187,12 +187,12 @@ def rebuild(n: int, folder: Path) -> dict[str, float]:
 def print_memory(rows: list) -> None:  # type: ignore[type-arg]
     print("Memory per fingerprint per table (INFO used_memory delta / fingerprints / tables)")
     head = (f"{'fingerprints':>13} {'design':>9} {'bucket bits':>11} {'simcrawl':>9} "
-            f"{'tables only':>11} {'plain zset':>10} {'load/s':>9}")
+            f"{'plain zset':>10} {'load/s':>9}")
     print(head + "\n" + "-" * len(head))
-    for n, layout, total, tables_only, plain, rate in rows:
+    for n, layout, total, plain, rate in rows:
         print(f"{n:>13,} {len(layout.tables):>6} tb {layout.bucket_bits:>11} {total:>9.2f} "
-              f"{tables_only:>11.2f} {plain:>10.1f} {rate:>9,.0f}")
-    print("simcrawl = tables + page-id map (24-digit ids) shared by the tables; target <= 16",
+              f"{plain:>10.1f} {rate:>9,.0f}")
+    print("simcrawl: all keys of the index, page ids (24 hex digits) included; target <= 16",
           flush=True)
 
 
@@ -253,14 +253,9 @@ def main() -> None:
             if speed is None:
                 log(f"timing {args.decisions:,} decisions at {n:,} fingerprints")
                 speed = decisions(index, args.decisions, fps)
-            ids = list(client.scan_iter(match="bench:id:*", count=10_000))
-            before_ids = used(client)
-            for at in range(0, len(ids), 5000):
-                client.unlink(*ids[at:at + 5000])
-            id_bytes = (before_ids - used(client)) / n / tables
             log(f"peer: one plain sorted set at {n:,}")
             plain = plain_zset_bytes(client, fps, index.layout.tables[0])
-            rows_mem.append((n, index.layout, total, total - id_bytes, plain, n / took))
+            rows_mem.append((n, index.layout, total, plain, n / took))
         print_memory(rows_mem)
         client.flushall()
         peer = None
