@@ -70,13 +70,17 @@ def main() -> None:
     print(f"\nGenerated site: {args.articles:,} articles; {os.cpu_count()} cores; embedded "
           "Redis and SecantusDB; scrapy crawl as a subprocess (start-up included)\n")
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "
-            f"{'seconds':>8} {'pages/s':>8}")
+            f"{'seconds':>8} {'fetched/s':>9} {'handled/s':>9}")
     print(head + "\n" + "-" * len(head))
     for name, fetched, stored, dropped, seconds, traps in rows:
         print(f"{name:6} {fetched:>8,} {stored:>7,} {dropped:>8,} {traps:>6,} {seconds:>8.1f} "
-              f"{fetched / seconds:>8.1f}")
+              f"{fetched / seconds:>9.1f} {(stored + dropped) / seconds:>9.1f}")
     off, on = rows[0], rows[1]
-    print(f"\npages/s with dedup on / off: {on[1] / on[4] / (off[1] / off[4]):.2f}")
+    print("handled = pages extracted, fingerprinted and stored or dropped; the trap pages "
+          "that dedup off also fetches are 404s, cheap to fetch")
+    print(f"handled/s with dedup on / off: "
+          f"{(on[2] + on[3]) / on[4] / ((off[2] + off[3]) / off[4]):.2f}; "
+          f"fetched/s: {on[1] / on[4] / (off[1] / off[4]):.2f}")
 
 
 if __name__ == "__main__":

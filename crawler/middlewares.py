@@ -9,6 +9,7 @@ from typing import Any
 import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 import dedup
@@ -21,6 +22,51 @@ log = logging.getLogger(__name__)
 
 #: Bytes of a body sniffed for binary content.
 _SNIFF = 2048
+
+#: Seconds a page waits for others to share its decision batch.
+BATCH_WAIT = 0.01
+
+
+class Batcher:
+    """Collect calls from the reactor thread and run them in batches in a worker thread.
+
+    ``submit(x)`` returns a Deferred that fires with ``fn(batch)[i]`` for its item; a batch
+    runs when ``size`` items are waiting or ``wait`` seconds after the first one came.
+    """
+
+    def __init__(self, fn: Any, size: int, wait: float) -> None:
+        self.fn, self.size, self.wait = fn, size, wait
+        self.pending: list[tuple[Any, Deferred]] = []
+        self._call: Any = None
+
+    def submit(self, value: Any) -> Deferred:
+        d: Deferred = Deferred()
+        self.pending.append((value, d))
+        if len(self.pending) >= self.size:
+            self.flush()
+        elif self._call is None:
+            from twisted.internet import reactor
+
+            self._call = reactor.callLater(self.wait, self.flush)  # type: ignore[attr-defined]
+        return d
+
+    def flush(self) -> None:
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+
+        def done(results: list[Any]) -> None:
+            for (_, d), result in zip(batch, results):
+                d.callback(result)
+
+        def failed(failure: Any) -> None:
+            for _, d in batch:
+                d.errback(failure)
+
+        deferToThread(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
 
 
 def fingerprint_item(item: PageItem, config: DedupConfig) -> bool:
@@ -62,6 +108,8 @@ class NearDuplicateMiddleware:
         self.runtime = runtime
         self.config = runtime.config
         self._first_drop_logged = False
+        self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
+                               BATCH_WAIT)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> NearDuplicateMiddleware:
@@ -69,12 +117,15 @@ class NearDuplicateMiddleware:
             raise NotConfigured("DEDUP_ENABLED is off")
         return cls(crawler, get_runtime(crawler))
 
-    def _work(self, item: PageItem) -> Decision | str:
-        """Off the reactor thread: extract, fingerprint, decide."""
-        if not fingerprint_item(item, self.config):
+    async def _decide(self, item: PageItem) -> Decision | str:
+        """Extract and fingerprint off the reactor thread, then decide together with the
+        other pages in flight (one batch: one MongoDB query and one Redis script)."""
+        has_text = await maybe_deferred_to_future(
+            deferToThread(fingerprint_item, item, self.config))
+        if not has_text:
             return "empty_text"
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short)
-        return self.runtime.deduplicator.decide([candidate])[0]
+        return await maybe_deferred_to_future(self.batcher.submit(candidate))
 
     async def process_spider_output(self, response: scrapy.http.Response,
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -88,7 +139,7 @@ class NearDuplicateMiddleware:
         others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
         reason = skip_reason(page, isinstance(response, scrapy.http.TextResponse))
         if reason is None:
-            outcome = await maybe_deferred_to_future(deferToThread(self._work, page))
+            outcome = await self._decide(page)
             reason = outcome if isinstance(outcome, str) else None
         page.body = b""
         if reason is not None:
