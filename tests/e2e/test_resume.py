@@ -1,0 +1,58 @@
+"""A crawl stopped half-way (SIGINT) and resumed from its JOBDIR ends like an
+uninterrupted one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crawler.demosite import DemoSite
+from dedup.services import EmbeddedServices, connect_mongo
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def command(site: DemoSite, name: str, tmp: Path, jobdir: Path | None) -> list[str]:
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+           f"start_urls={site.start_urls()[0]}", "-s", f"DEDUP_DATABASE={name}",
+           "-s", f"DEDUP_NAMESPACE={name}", "-s", "AUTOTHROTTLE_ENABLED=0",
+           "-s", "DOWNLOAD_DELAY=0.05", "-s", "CONCURRENT_REQUESTS=2",
+           "-s", f"LOG_FILE={tmp / (name + '.log')}"]
+    return cmd + (["-s", f"JOBDIR={jobdir}"] if jobdir else [])
+
+
+def outcome(db) -> tuple[set, set]:  # type: ignore[no-untyped-def]
+    return ({p["url"] for p in db.pages.find({})},
+            {(m["url"], m["original_url"], m["kind"]) for m in db.matches.find({})})
+
+
+def test_interrupted_and_resumed_crawl_ends_like_an_uninterrupted_one(tmp_path: Path) -> None:
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite() as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        mongo = connect_mongo(services.mongo_uri)
+        subprocess.run(command(site, "whole", tmp_path, None), cwd=ROOT, env=env, check=True,
+                       timeout=600)
+        expected = outcome(mongo["whole"])
+        jobdir = tmp_path / "job"
+        before = len(site.requests)
+        proc = subprocess.Popen(command(site, "parts", tmp_path, jobdir), cwd=ROOT, env=env)
+        deadline = time.monotonic() + 120
+        while len(site.requests) < before + 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)  # a graceful stop, as Ctrl-C
+        assert proc.wait(timeout=120) == 0
+        stopped = outcome(mongo["parts"])
+        assert 0 < len(stopped[0]) + len(stopped[1]) < len(expected[0]) + len(expected[1])
+        subprocess.run(command(site, "parts", tmp_path, jobdir), cwd=ROOT, env=env, check=True,
+                       timeout=600)
+        pages, matches = outcome(mongo["parts"])
+        assert pages == expected[0]
+        assert matches == expected[1]
+        assert not any(t in site.requests for t in site.content.expected.traps)
