@@ -217,6 +217,7 @@ def _services(args: argparse.Namespace, op_timeout: float | None = 60.0
 
 
 def cmd_rebuild_index(args: argparse.Namespace) -> int:
+    from .decide import register_checksums
     from .index import IndexLayout, NearDuplicateIndex, RedisStore
     from .progress import Progress
 
@@ -243,8 +244,9 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
         started = time.monotonic()
         added = index.add_many(pages.iter_fingerprints(), progress=progress)
         progress.close()
+        sums = register_checksums(redis_client, args.namespace, pages.iter_checksums())
         took = time.monotonic() - started
-        print(f"rebuilt: {added:,} fingerprints in {took:.1f} s "
+        print(f"rebuilt: {added:,} fingerprints and {sums:,} text checksums in {took:.1f} s "
               f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
         if index.over_capacity():
             print("warning: the index holds more than twice its capacity; rebuild with "
@@ -375,8 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rebuild-index", help="reload the Redis index from MongoDB",
                        description="Clear the near-duplicate index in Redis and load every "
-                       "fingerprint of the MongoDB 'fingerprints' collection into it (MongoDB "
-                       "is the source of truth). Keeps the index's design unless --capacity "
+                       "fingerprint of the MongoDB 'fingerprints' collection into it, and every "
+                       "page's text checksum into the exact-copy registry (MongoDB is the "
+                       "source of truth). Keeps the index's design unless --capacity "
                        "or -k is given. Stop crawlers that use the index first.")
     p.add_argument("--capacity", type=int, default=None,
                    help="plan the design and buckets for this many fingerprints")

@@ -17,7 +17,7 @@ off the reactor thread and reports through Scrapy's stats.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,26 @@ class Decision:
         return self.kind in (EXACT, NEAR)
 
 
+def checksum_key(namespace: str, checksum: str) -> tuple[str, bytes]:
+    """Where a text checksum (32 hex digits) is registered: ``({ns}:sum:{first 4 digits},
+    the other 14 bytes)``; the value is the page id."""
+    return f"{namespace}:sum:{checksum[:4]}", bytes.fromhex(checksum[4:])
+
+
+def register_checksums(client: redis.Redis, namespace: str,
+                       pairs: Iterable[tuple[str, str]], batch: int = 5000) -> int:
+    """Register ``(checksum, page id)`` pairs (``HSETNX``: the first page keeps a text);
+    returns how many were new. Used by ``rebuild-index``."""
+    added, pipe = 0, client.pipeline(transaction=False)
+    for n, (checksum, page_id) in enumerate(pairs, 1):
+        key, field_ = checksum_key(namespace, checksum)
+        pipe.hsetnx(key, field_, page_id)
+        if n % batch == 0:
+            added += sum(pipe.execute())
+    added += sum(pipe.execute())
+    return added
+
+
 class Deduplicator:
     """Decide batches of pages against the shared index, checksum registry and store.
 
@@ -97,7 +117,7 @@ class Deduplicator:
         self._known: dict[str, tuple[str, str]] = {}  # page id -> (url, host), this process
 
     def _sum_key(self, checksum: str) -> tuple[str, bytes]:
-        return f"{self.namespace}:sum:{checksum[:4]}", bytes.fromhex(checksum[4:])
+        return checksum_key(self.namespace, checksum)
 
     def decide(self, batch: Sequence[Candidate]) -> list[Decision]:
         """Decide each page of ``batch`` (in order; later pages see earlier admissions).

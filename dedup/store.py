@@ -260,6 +260,16 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def iter_checksums(self, batch_size: int = 10_000) -> Iterator[tuple[str, str]]:
+        """Every admitted page's ``(checksum, page id)`` (for the exact-copy registry)."""
+        try:
+            for doc in self.pages.find({"checksum": {"$exists": True}}, {"checksum": 1},
+                                       batch_size=batch_size):
+                if isinstance(doc.get("checksum"), str) and len(doc["checksum"]) == 32:
+                    yield doc["checksum"], str(doc["_id"])
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def iter_fingerprints(self, batch_size: int = 10_000) -> Iterator[tuple[int, str]]:
         """Every ``(simhash, page id)`` the index should hold (short texts excluded)."""
         try:

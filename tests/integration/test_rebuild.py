@@ -29,7 +29,8 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     for i in range(3000):
         pid, fp = new_page_id(), rng.getrandbits(64)
         if index.check_and_add(fp, pid) is None:
-            docs.append({"_id": pid, "url": f"https://h.example/{i}", "host": "h.example"})
+            docs.append({"_id": pid, "url": f"https://h.example/{i}", "host": "h.example",
+                         "checksum": f"{i:032x}"})
             fps.append(fingerprint_doc(pid, fp, checksum="0" * 32, tokens=40, short=False,
                                        algorithm="t"))
     pages.save_pages(docs, fps)
@@ -38,11 +39,15 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     store.clear()  # Redis lost everything
     done = cli(services, pages, namespace, "rebuild-index")
     assert done.returncode == 0, done.stderr
-    assert f"rebuilt: {len(before):,} fingerprints" in done.stdout
+    assert f"rebuilt: {len(before):,} fingerprints and {len(docs):,} text checksums" \
+        in done.stdout
     assert f"rebuild-index: about {len(before):,} fingerprints" in done.stderr
     after = NearDuplicateIndex(RedisStore(redis_client, namespace))
     assert sorted(after.entries()) == before
     assert store.read_layout() == layout
+    from dedup.decide import checksum_key
+    key, field = checksum_key(namespace, docs[5]["checksum"])
+    assert redis_client.hget(key, field).decode() == docs[5]["_id"]
     probe = before[17][0] ^ 0b101
     assert after.query(probe) == index.query(probe) and after.query(probe)
 
