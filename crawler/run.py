@@ -104,16 +104,14 @@ def main(argv: list[str] | None = None) -> int:
 def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int:
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
     (cleared first, so every demo run starts alike)."""
-    import redis
-
     from crawler.demosite import DemoSite
     from dedup.index import RedisStore
-    from dedup.services import connect_mongo
+    from dedup.services import connect_mongo, connect_redis
 
     database, namespace = "simcrawl_demo", "demo"
     mongo = connect_mongo(mongo_uri)
     mongo.drop_database(database)
-    RedisStore(redis.Redis.from_url(redis_url), namespace).clear()
+    RedisStore(connect_redis(redis_url), namespace).clear()
     with DemoSite() as site:
         print(f"demo site on {site.url('news')}/ (+3 more hosts); crawling with the embedded "
               "services ..." if "127.0.0.1" in redis_url else "demo site: crawling ...")

@@ -17,6 +17,7 @@ off the reactor thread and reports through Scrapy's stats.
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,9 @@ import redis
 from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
 from .store import PageStore, new_page_id
+
+#: Recently admitted pages whose URL a process remembers for its match records.
+KNOWN_PAGES = 100_000
 
 #: Decision kinds.
 NEW, EXACT, NEAR, UNCHANGED, CHANGED = "new", "exact", "simhash", "unchanged", "changed"
@@ -114,7 +118,9 @@ class Deduplicator:
         self.redis = redis_client
         self.pages = pages
         self.namespace = namespace
-        self._known: dict[str, tuple[str, str]] = {}  # page id -> (url, host), this process
+        # page id -> (url, host) of recent admissions here (their pages may not be stored
+        # yet); older ones are looked up in the store.
+        self._known: OrderedDict[str, tuple[str, str]] = OrderedDict()
 
     def _sum_key(self, checksum: str) -> tuple[str, bytes]:
         return checksum_key(self.namespace, checksum)
@@ -175,6 +181,8 @@ class Deduplicator:
         for c, d in zip(batch, out):
             if d.kind == NEW:
                 self._known[d.page_id] = (c.url, c.host)
+        while len(self._known) > KNOWN_PAGES:
+            self._known.popitem(last=False)
         self._name_originals(out)
         return out
 

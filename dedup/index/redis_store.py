@@ -352,9 +352,6 @@ class RedisStore:
             yield [[(int(h[j]), int.from_bytes(h[j + 1][:nb], "big"), int(h[j + 2]))
                     for j in range(0, len(h), 3)] for h in reply]
 
-    def decide(self, probe: Probe, page_ids: Sequence[str] | None, k: int) -> list[list[Hit]]:
-        return next(iter(self.decide_many([(probe, page_ids)], k)))
-
     def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
         """:meth:`add` for a stream of batches, pipelined."""
         def calls() -> Iterator[tuple[list[Any], list[Any]]]:
@@ -364,9 +361,6 @@ class RedisStore:
 
         for reply in self._eval(_LUA_ADD, calls()):
             yield [bool(x) for x in reply]
-
-    def add(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
-        return next(iter(self.add_many([(probe, page_ids)])))
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         keys, args = self._args(probe, page_ids, ranges=False)
@@ -379,11 +373,12 @@ class RedisStore:
             return []
         layout = self._layout
         assert layout is not None, "attach() a layout first"
-        nb = layout.member_bytes
-        probe_buckets, rests = layout.coordinates(np.array(fps, dtype=np.uint64))
-        members = self._split(rests[:, 0])
+        nb, shift = layout.member_bytes, F - layout.bucket_bits
         pipe = self.client.pipeline(transaction=False)
-        for bucket, member in zip(probe_buckets[:, 0].tolist(), members):
+        for fp in fps:  # the page id lives in table 0 only
+            permuted = layout.tables[0].permute(fp)
+            member = (permuted & ((1 << shift) - 1)).to_bytes(nb, "big")
+            bucket = permuted >> shift if shift < F else 0
             pipe.zrangebylex(self._table_keys[0](bucket), b"[" + member,
                              b"[" + member + b"\xff" * 256, 0, 1)
         return [unpack_page_id(found[0][nb:]) if found else None
