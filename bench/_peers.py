@@ -28,7 +28,7 @@ def ensure(name: str, requirement: str) -> Path | None:
     target.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                            "--target", str(target), requirement],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         print(f"[bench] could not install {requirement}: {proc.stderr.strip()[-300:]}",
               file=sys.stderr)
@@ -45,7 +45,7 @@ def run_worker(script: Path, args: list[str], peer_path: Path | None = None,
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(peer_path),
                                                           env.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, str(script), "--worker", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])

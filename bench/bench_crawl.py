@@ -17,8 +17,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from crawler.demosite import DemoSite, build
 from dedup.services import EmbeddedServices
@@ -26,25 +28,120 @@ from dedup.services import EmbeddedServices
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str, enabled: bool
-        ) -> dict:
+class CpuMeter:
+    """CPU seconds of the crawl process, its extraction workers, the services and this
+    process (which serves the site), sampled every half second while the crawl runs."""
+
+    def __init__(self, crawl_pid: int, services: EmbeddedServices) -> None:
+        import psutil
+
+        self.psutil = psutil
+        self.crawl = psutil.Process(crawl_pid)
+        self.fixed = {"MongoDB": psutil.Process(services.servers["mongo"].pid),
+                      "Redis": psutil.Process(services.servers["redis"].pid),
+                      "site": psutil.Process()}
+        self.base = {k: self._cpu(p) for k, p in self.fixed.items()}
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _cpu(proc: Any) -> float:
+        t = proc.cpu_times()
+        return t.user + t.system
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                procs = [("crawl", self.crawl)] + [
+                    ("workers", c) for c in self.crawl.children(recursive=True)]
+            except self.psutil.Error:
+                return
+            for role, proc in procs:
+                try:
+                    self.seen[proc.pid] = (role, self._cpu(proc))
+                except self.psutil.Error:
+                    continue
+
+    def result(self) -> dict[str, float]:
+        self.stop.set()
+        self.thread.join()
+        out = {"crawl": 0.0, "workers": 0.0}
+        for role, cpu in self.seen.values():
+            out[role] += cpu
+        for k, p in self.fixed.items():
+            out[k] = self._cpu(p) - self.base[k]
+        return out
+
+
+#: Where the crawl process's CPU goes: the innermost frame that matches decides.
+PROFILE_PARTS = (
+    ("spider: parse, link extraction", ("crawler/spiders/",)),
+    ("dedup: middleware, decisions, storage", ("crawler/middlewares.py", "crawler/extraction.py",
+                                               "crawler/pipelines.py", "dedup/")),
+    ("downloader: HTTP client", ("scrapy/core/downloader/", "twisted/web/")),
+    ("scheduler, dupefilter", ("scrapy/core/scheduler.py", "scrapy/dupefilters.py")),
+    ("spider middlewares (Scrapy's)", ("scrapy/spidermiddlewares/",)),
+)
+
+
+def profile_table(raw: Path) -> list[tuple[str, float]]:
+    """Shares of the crawl process's samples (py-spy ``--gil --format raw``) by part."""
+    counts: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        total += int(n)
+        part = "Scrapy engine, Twisted and asyncio (the rest)"
+        for frame in reversed(stack.split(";")):
+            hit = next((name for name, marks in PROFILE_PARTS
+                        if any(m in frame for m in marks)), None)
+            if hit:
+                part = hit
+                break
+        counts[part] = counts.get(part, 0) + int(n)
+    return sorted(((k, v / max(total, 1)) for k, v in counts.items()), key=lambda kv: -kv[1])
+
+
+def run(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str, enabled: bool,
+        settings: list[str], profile: Path | None = None) -> dict:
     summary = tmp / f"{name}.json"
     env = dict(os.environ, REDIS_URL=services.redis_url or "",
                MONGO_URI=services.mongo_uri or "")
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+    spy = [str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "-r", "100",
+           "--format", "raw", "-o", str(profile), "--"] if profile else []
+    proc = subprocess.Popen(
+        [*spy, sys.executable, "-m", "scrapy", "crawl", "site", "-a",
          f"start_urls={site.start_urls()[0]}", "-s", f"DEDUP_ENABLED={enabled}",
          "-s", f"DEDUP_DATABASE=bench_{name}", "-s", f"DEDUP_NAMESPACE=bench-{name}",
          "-s", "AUTOTHROTTLE_ENABLED=0", "-s", "CONCURRENT_REQUESTS=32",
          "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=32", "-s", "DEDUP_CAPACITY=100000",
-         "-s", f"DEDUP_SUMMARY_FILE={summary}", "-s", f"LOG_FILE={tmp / (name + '.log')}"],
-        cwd=ROOT, env=env, check=False)
+         "-s", f"DEDUP_SUMMARY_FILE={summary}", "-s", f"LOG_FILE={tmp / (name + '.log')}",
+         *(a for s in settings for a in ("-s", s))],
+        cwd=ROOT, env=env)
+    pid = proc.pid
+    if profile:  # meter the crawl, py-spy's child
+        import psutil
+
+        for _ in range(100):
+            children = psutil.Process(proc.pid).children()
+            if children:
+                pid = children[0].pid
+                break
+            time.sleep(0.05)
+    meter = CpuMeter(pid, services)
+    returncode = proc.wait()
     took = time.monotonic() - started
-    if done.returncode != 0:
+    cpu = meter.result()
+    if returncode != 0:
         raise SystemExit(f"crawl {name} failed; see {tmp / (name + '.log')}")
     stats = json.loads(summary.read_text())
     stats["seconds"] = took
+    stats["cpu"] = cpu
     return stats
 
 
@@ -53,6 +150,11 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=1800,
                         help="original articles (each with a mirror, and some with wire and "
                         "print copies)")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a Scrapy setting for both crawls (e.g. DEDUP_EXTRACT_WORKERS=0)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also sample the dedup-on crawl process with py-spy and print "
+                        "where its CPU goes (py-spy slows that crawl down)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="simcrawl-crawl-bench-"))
     content = build(articles=args.articles, zh_articles=60)
@@ -61,18 +163,19 @@ def main() -> None:
         for name, enabled in (("off", False), ("on", True)):
             site.requests.clear()
             print(f"[bench] crawling with dedup {name} ...", file=sys.stderr, flush=True)
-            stats = run(site, services, tmp, name, enabled)
+            stats = run(site, services, tmp, name, enabled, args.set,
+                        tmp / "on.pyspy" if args.profile and enabled else None)
             fetched = stats.get("downloader/response_count", 0)
             rows.append((name, fetched, stats.get("dedup/stored/pages", 0),
                          stats.get("dedup/near_duplicate", 0)
                          + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
-                         sum(1 for r in site.requests if "/trap/" in r)))
+                         sum(1 for r in site.requests if "/trap/" in r), stats["cpu"]))
     print(f"\nGenerated site: {args.articles:,} articles; {os.cpu_count()} cores; embedded "
           "Redis and SecantusDB; scrapy crawl as a subprocess (start-up included)\n")
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "
             f"{'seconds':>8} {'fetched/s':>9} {'handled/s':>9}")
     print(head + "\n" + "-" * len(head))
-    for name, fetched, stored, dropped, seconds, traps in rows:
+    for name, fetched, stored, dropped, seconds, traps, _ in rows:
         print(f"{name:6} {fetched:>8,} {stored:>7,} {dropped:>8,} {traps:>6,} {seconds:>8.1f} "
               f"{fetched / seconds:>9.1f} {(stored + dropped) / seconds:>9.1f}")
     off, on = rows[0], rows[1]
@@ -81,7 +184,23 @@ def main() -> None:
     print(f"handled/s with dedup on / off: "
           f"{(on[2] + on[3]) / on[4] / ((off[2] + off[3]) / off[4]):.2f}; "
           f"fetched/s: {on[1] / on[4] / (off[1] / off[4]):.2f}")
-
+    copies = sum(len(c) - 1 for c in content.expected.clusters)
+    print(f"copies on the site: {copies:,}; dedup on dropped {on[3]:,}; the "
+          f"{copies - on[3]:,} kept are farther than k from their original, and the trap "
+          "pages requested are theirs")
+    roles = list(on[6])
+    print(f"\nCPU seconds by process ({os.cpu_count()} cores):")
+    print(f"{'dedup':6} " + " ".join(f"{r:>8}" for r in roles) + f" {'total':>8}")
+    for row in rows:
+        print(f"{row[0]:6} " + " ".join(f"{row[6][r]:>8.1f}" for r in roles)
+              + f" {sum(row[6].values()):>8.1f}")
+    print("crawl = the scrapy process; workers = its extraction processes; site = the "
+          "generated site's server")
+    if args.profile:
+        print("\nThe dedup-on crawl process (py-spy --gil: samples of the thread running "
+              "Python):")
+        for part, share in profile_table(tmp / "on.pyspy"):
+            print(f"  {share:6.1%}  {part}")
 
 if __name__ == "__main__":
     main()

@@ -39,7 +39,7 @@ def make_set(n: int, planted: int, k: int, seed: int = 20070508) -> tuple[np.nda
 
 def popcount(x: np.ndarray) -> np.ndarray:
     return np.bitwise_count(x) if hasattr(np, "bitwise_count") else np.array(
-        [bin(int(v)).count("1") for v in x])
+        [int(v).bit_count() for v in x])
 
 
 def brute_pairs_of(values: np.ndarray, positions: np.ndarray, k: int) -> set[tuple[int, int]]:
@@ -55,7 +55,7 @@ def brute_pairs_of(values: np.ndarray, positions: np.ndarray, k: int) -> set[tup
 def worker_pybind(path: str, k: int, blocks: int) -> None:
     import simhash
     values = np.load(path)
-    hashes = set(int(v) for v in values)
+    hashes = {int(v) for v in values}
     started = time.perf_counter()
     matches = simhash.find_all(hashes, blocks, k)
     elapsed = time.perf_counter() - started

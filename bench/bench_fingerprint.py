@@ -94,7 +94,7 @@ def load_corpora() -> dict[str, list[str]]:
     from dedup import extract_text
     data = _peers.SHARED / "data"
     pages = sorted((data / "near-dup-dev" / "pages").glob("*.html.gz"))
-    english = [extract_text(gzip.open(p).read()).text for p in pages]
+    english = [extract_text(gzip.decompress(p.read_bytes())).text for p in pages]
     chinese = [p.read_text(encoding="utf-8") for p in sorted((data / "zh-dev").glob("*.txt"))]
     if not english or not chinese:
         raise SystemExit(f"development data not found under {data}")

@@ -23,13 +23,14 @@ from dedup import extract_text, fingerprint, hamming
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
 
 
-def load(data: Path) -> tuple[dict[str, str], dict[str, str], list[dict], list[str]]:
+def load(data: Path, fast: bool = True
+         ) -> tuple[dict[str, str], dict[str, str], list[dict], list[str]]:
     pages = [json.loads(line) for line in (data / "pages.jsonl").open()]
     cluster = {p["page"]: p["cluster"] for p in pages}
     texts = {}
     for p in pages:
-        html = gzip.open(data / "pages" / f"{p['page']}.html.gz").read()
-        texts[p["page"]] = extract_text(html, url=p["url"]).text
+        html = gzip.decompress((data / "pages" / f"{p['page']}.html.gz").read_bytes())
+        texts[p["page"]] = extract_text(html, url=p["url"], fast=fast).text
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return texts, cluster, pairs, order
@@ -73,12 +74,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--min-tokens", type=int, default=30)
+    parser.add_argument("--slow-extraction", action="store_true",
+                        help="trafilatura with its fallback extractors (fast=False)")
     args = parser.parse_args()
     if not (args.data / "pages.jsonl").is_file():
         print(f"no development set at {args.data}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    texts, cluster, pairs, order = load(args.data)
+    texts, cluster, pairs, order = load(args.data, fast=not args.slow_extraction)
     print(f"{len(texts)} pages, {len(pairs)} labelled pairs "
           f"(extraction {time.perf_counter() - started:.1f} s)\n")
     print(f"{'shingle':>7} {'numbers':>8} {'k':>2} {'precision':>9} {'recall':>7} "

@@ -154,10 +154,10 @@ def _article(rng: random.Random, topic: tuple[str, str, str, str], sentences: in
     place = _name(rng) if invented else rng.choice(_PLACES)
     cast = [f"{_name(rng)} {_name(rng)}" for _ in range(4)] if invented else _PEOPLE
     bodies = [f"the {_name(rng)} {b.split()[-1]}" for b in _BODIES] if invented else _BODIES
-    lexicon = [_name(rng).lower() for _ in range(40)] if invented else []
+    lexicon = [_name(rng).lower() for _ in range(80)] if invented else []
     out = []
     for _ in range(sentences):
-        fields = {
+        fields: dict[str, Any] = {
             "body": rng.choice(bodies), "topic": subject, "issue": issue, "group": group,
             "person": rng.choice(cast), "role": rng.choice(_ROLES), "place": place,
             "place2": _name(rng) if invented else rng.choice(_PLACES),
@@ -170,19 +170,41 @@ def _article(rng: random.Random, topic: tuple[str, str, str, str], sentences: in
         sentence = rng.choice(_SENTENCES).format(**fields)
         if invented:  # a clause in the article's own words
             sentence = sentence[:-1] + ", near " + " ".join(
-                rng.choice(lexicon) for _ in range(4)) + "."
+                rng.choice(lexicon) for _ in range(10)) + "."
         out.append(sentence)
     return [" ".join(out[i:i + 4]) for i in range(0, len(out), 4)]
 
 
-def _zh_article(rng: random.Random, sentences: int) -> list[str]:
+def _zh_chars() -> list[str]:
+    """The 3,755 level-1 characters of GB2312 (row 0xB0 to 0xD7), decoded by code."""
+    out = []
+    for row in range(0xB0, 0xD8):
+        for cell in range(0xA1, 0xFF):
+            try:
+                out.append(bytes((row, cell)).decode("gb2312"))
+            except UnicodeDecodeError:
+                continue
+    return out
+
+
+def _zh_article(rng: random.Random, sentences: int, invented: bool = False) -> list[str]:
+    """Paragraphs of a Chinese article. ``invented``: each sentence gains a clause of the
+    article's own made-up words, so that many articles stay far apart."""
+    lexicon = ["".join(rng.sample(_ZH_CHARS, 2)) for _ in range(40)] if invented else []
     out = []
     for _ in range(sentences):
-        out.append(rng.choice(_ZH_SENTENCES).format(
+        sentence = rng.choice(_ZH_SENTENCES).format(
             place=rng.choice(_ZH_PLACES), thing=rng.choice(_ZH_THINGS),
             person=rng.choice(_ZH_PEOPLE), season=rng.choice(_ZH_SEASONS),
-            n=rng.randint(3, 90)))
+            n=rng.randint(3, 90))
+        if invented:
+            sentence = sentence[:-1] + "，" + "".join(rng.choice(lexicon) for _ in range(6)) \
+                + sentence[-1]
+        out.append(sentence)
     return ["".join(out[i:i + 3]) for i in range(0, len(out), 3)]
+
+
+_ZH_CHARS = _zh_chars()
 
 
 def _html(title: str, body: str, lang: str = "en", charset: str = "utf-8",
@@ -311,7 +333,7 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
     zh_links = []
     for n in range(zh_articles):
         title = _ZH_TOPICS[n % len(_ZH_TOPICS)]
-        paragraphs = _zh_article(rng, rng.randint(12, 16))
+        paragraphs = _zh_article(rng, rng.randint(12, 16), invented=zh_articles > 8)
         body = "".join(f"<p>{p}</p>" for p in paragraphs)
         pages["zh"][f"/zh/{n}.html"] = Page(_html(
             title, f"<article><h1>{title}</h1>{body}</article><p><a href=\"/zh/copy-{n}.html\">"
@@ -381,6 +403,7 @@ class DemoSite:
 
         class Handler(BaseHTTPRequestHandler):
             server_version = "simcrawl-demo/1"
+            protocol_version = "HTTP/1.1"  # keep-alive, as real sites serve
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -12,10 +12,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
-import dedup
+from crawler.extraction import Extractor, apply
 from crawler.items import MatchItem, PageItem
 from crawler.runtime import Runtime, get_runtime
-from dedup.config import DedupConfig
 from dedup.decide import NEW, UNCHANGED, Candidate, Decision
 
 log = logging.getLogger(__name__)
@@ -47,7 +46,8 @@ class Batcher:
         elif self._call is None:
             from twisted.internet import reactor
 
-            self._call = reactor.callLater(self.wait, self.flush)  # type: ignore[attr-defined]
+            later: Any = reactor.callLater  # type: ignore[attr-defined]
+            self._call = later(self.wait, self.flush)
         return d
 
     def flush(self) -> None:
@@ -69,16 +69,20 @@ class Batcher:
         deferToThread(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
 
 
-def fingerprint_item(item: PageItem, config: DedupConfig) -> bool:
-    """Extract the item's main text and fingerprint it (in place); ``False`` if the page
-    has no text at all."""
-    page = dedup.extract_text(item.body, item.url)
-    fp = dedup.fingerprint(page.text, shingle=config.shingle, drop_numbers=config.drop_numbers,
-                           min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram)
-    item.text, item.extraction = page.text, page.method
-    item.checksum, item.simhash = fp.checksum_hex, fp.simhash
-    item.tokens, item.short = fp.tokens, fp.short
-    return fp.tokens > 0
+async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
+    """Extract the item's main text and fingerprint it (in place, off the reactor thread).
+
+    Returns:
+        ``None``, or the reason to skip the page: ``"empty_text"`` (no text at all) or
+        ``"extract_failed"`` (the extractor raised or its worker died; logged).
+    """
+    try:
+        page = await maybe_deferred_to_future(extractor.submit(item.body, item.url))
+    except Exception as exc:  # noqa: BLE001  (one bad page must not stop the crawl)
+        log.error("extracting %s failed: %s: %s", item.url, type(exc).__name__, exc)
+        return "extract_failed"
+    apply(item, page)
+    return None if page.tokens > 0 else "empty_text"
 
 
 def skip_reason(item: PageItem, text_response: bool) -> str | None:
@@ -120,10 +124,9 @@ class NearDuplicateMiddleware:
     async def _decide(self, item: PageItem) -> Decision | str:
         """Extract and fingerprint off the reactor thread, then decide together with the
         other pages in flight (one batch: one MongoDB query and one Redis script)."""
-        has_text = await maybe_deferred_to_future(
-            deferToThread(fingerprint_item, item, self.config))
-        if not has_text:
-            return "empty_text"
+        reason = await fingerprint_item(item, self.runtime.extractor)
+        if reason is not None:
+            return reason
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short)
         return await maybe_deferred_to_future(self.batcher.submit(candidate))
 

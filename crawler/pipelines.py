@@ -50,8 +50,11 @@ class StoragePipeline:
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         if isinstance(item, PageItem) and not item.decision:
             # DEDUP_ENABLED is off: store every page, fingerprinted, without deciding.
-            if skip_reason(item, item.encoding is not None) is not None or not await \
-                    maybe_deferred_to_future(deferToThread(fingerprint_item, item, self.config)):
+            reason = skip_reason(item, item.encoding is not None)
+            if reason is None:
+                reason = await fingerprint_item(item, self.runtime.extractor)
+            if reason is not None:
+                self.crawler.stats.inc_value(f"dedup/skipped/{reason}")
                 return item
             item.page_id, item.decision = new_page_id(), "new"
             item.body = b""

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from crawler.extraction import Extractor
 from dedup.config import DedupConfig
 from dedup.decide import Deduplicator
 from dedup.errors import redact
@@ -31,9 +32,11 @@ class Runtime:
     crawl_id: str
     redis_url: str
     mongo_uri: str
+    extractor: Extractor
 
     def close(self) -> None:
-        """Stop embedded services this crawl started."""
+        """Stop the extraction workers and the embedded services this crawl started."""
+        self.extractor.close()
         if self.services is not None:
             self.services.stop()
             self.services = None
@@ -66,9 +69,11 @@ def get_runtime(crawler: Any) -> Runtime:
         raise
     runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace), pages,
                       index, services, crawler.settings.get("DEDUP_CRAWL_ID")
-                      or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri))
+                      or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
+                      Extractor(config))
     crawler._simcrawl_runtime = runtime
-    log.info("dedup: index in %s (namespace %r, %s, k=%d), pages in %s database %r",
-             runtime.redis_url, config.namespace, index.layout.design.name, index.k,
-             runtime.mongo_uri, config.database)
+    log.info("dedup: index in %s (namespace %r, %s, k=%d), pages in %s database %r, "
+             "%d extraction workers", runtime.redis_url, config.namespace,
+             index.layout.design.name, index.k, runtime.mongo_uri, config.database,
+             runtime.extractor.workers)
     return runtime

@@ -43,6 +43,10 @@ class DedupConfig:
             [DEDUP_FLUSH_SECONDS, 1.0].
         debug: log every drop [DEDUP_DEBUG, False].
         store_text: keep each page's text in MongoDB [DEDUP_STORE_TEXT, True].
+        extract_workers: processes that extract and fingerprint pages; 0 = a thread of
+            the crawl process, -1 = one per core [DEDUP_EXTRACT_WORKERS, -1].
+        extract_fast: trafilatura without its fallback extractors
+            [DEDUP_EXTRACT_FAST, True].
     """
 
     enabled: bool = True
@@ -61,6 +65,8 @@ class DedupConfig:
     flush_seconds: float = 1.0
     debug: bool = False
     store_text: bool = True
+    extract_workers: int = -1
+    extract_fast: bool = True
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -73,6 +79,7 @@ class DedupConfig:
         need(1 <= self.cjk_ngram <= 8, "DEDUP_CJK_NGRAM", "in 1..8")
         need(self.capacity >= 1, "DEDUP_CAPACITY", "at least 1")
         need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
+        need(-1 <= self.extract_workers <= 256, "DEDUP_EXTRACT_WORKERS", "in -1..256")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")

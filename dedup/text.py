@@ -217,7 +217,8 @@ def _visible_body_text(html: str | bytes) -> str:
     return " ".join(" ".join(root.itertext()).split())
 
 
-def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1) -> ExtractedText:
+def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1,
+                 fast: bool = True) -> ExtractedText:
     """Extract the main text of an HTML page.
 
     trafilatura finds the main text (article body without menus, ads and comments). When it
@@ -229,6 +230,9 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1) 
             encoding detection, which honour ``<meta charset>``; GBK pages included).
         url: the page's URL, used by trafilatura for context only.
         min_chars: the shortest trafilatura result that counts as useful.
+        fast: skip trafilatura's fallback extractors (readability, jusText). About a third
+            faster, and on the near-dup-dev pages as good for near-duplicate detection
+            (``bench/quality_neardup.py --slow-extraction`` compares).
 
     Returns:
         An :class:`ExtractedText`. Never raises on bad HTML: unparseable input gives
@@ -241,7 +245,7 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1) 
     reason = ""
     try:
         main = trafilatura.extract(html, url=url, include_comments=False, include_tables=True,
-                                   deduplicate=False, with_metadata=False)
+                                   deduplicate=False, with_metadata=False, fast=fast)
     except Exception as exc:  # noqa: BLE001  (trafilatura raises assorted errors on hostile input)
         main = None
         reason = f"trafilatura failed: {type(exc).__name__}: {exc}"

@@ -92,4 +92,5 @@ class SiteSpider(scrapy.Spider):
             reason = type(failure.value).__name__
         if stats is not None:
             stats.inc_value(f"dedup/skipped/{reason}")
-        self.logger.info("skipped %s: %s", failure.request.url, reason)
+        self.logger.info("skipped %s: %s", failure.request.url,  # type: ignore[attr-defined]
+                         reason)

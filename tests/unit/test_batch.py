@@ -15,7 +15,7 @@ def brute_pairs(values: np.ndarray, k: int) -> np.ndarray:
     rows = []
     for i in range(len(values)):
         x = np.bitwise_xor(values[i + 1:], values[i])
-        dist = np.array([bin(int(v)).count("1") for v in x], dtype=np.int64)
+        dist = np.array([int(v).bit_count() for v in x], dtype=np.int64)
         for j in np.flatnonzero(dist <= k):
             rows.append((i, i + 1 + j, dist[j]))
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
@@ -80,7 +80,7 @@ def test_query_equals_brute_force(design):
     queries = [int(v) for v in values[:60]] + [flip(int(v), d, rng)
                                                for v in values[60:120] for d in (K, K + 1)]
     for q in queries:
-        dist = [bin(int(v) ^ q).count("1") for v in values]
+        dist = [(int(v) ^ q).bit_count() for v in values]
         expected = sorted(((i, d) for i, d in enumerate(dist) if d <= K),
                           key=lambda t: (t[1], t[0]))
         assert index.query(q) == expected

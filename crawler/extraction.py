@@ -1,0 +1,166 @@
+"""Text extraction and fingerprinting of fetched pages, off the reactor thread.
+
+trafilatura is the costliest step of a crawl (10 to 60 ms a page, pure Python under the
+GIL), so by default it runs in worker processes, one per core: the crawl process keeps
+downloading and parsing links while the workers extract. ``DEDUP_EXTRACT_WORKERS=0``
+runs it in a thread of the crawl process instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThread
+
+import dedup
+from dedup.config import DedupConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PageText:
+    """A page's main text and its fingerprint.
+
+    Attributes:
+        text: the main text; method: how it was found (see :class:`dedup.ExtractedText`);
+        checksum: hex checksum of the normalised text; simhash: the 64-bit simhash;
+        tokens: features hashed; short: fewer tokens than ``DEDUP_MIN_TOKENS`` (matched by
+        checksum only).
+    """
+
+    text: str
+    method: str
+    checksum: str
+    simhash: int
+    tokens: int
+    short: bool
+
+
+def extract_and_fingerprint(body: bytes, url: str, params: tuple[bool, int, bool, int, int]
+                            ) -> PageText:
+    """Extract a page's main text and fingerprint it (runs in a worker).
+
+    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram)``, from
+    :func:`fingerprint_params`.
+    """
+    fast, shingle, drop_numbers, min_tokens, cjk_ngram = params
+    page = dedup.extract_text(body, url, fast=fast)
+    fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
+                           min_tokens=min_tokens, cjk_ngram=cjk_ngram)
+    return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short)
+
+
+def fingerprint_params(config: DedupConfig) -> tuple[bool, int, bool, int, int]:
+    """The settings :func:`extract_and_fingerprint` needs, as a small picklable tuple."""
+    return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
+            config.cjk_ngram)
+
+
+def worker_count(setting: int) -> int:
+    """Worker processes for ``DEDUP_EXTRACT_WORKERS`` (-1 = one per core)."""
+    return (os.cpu_count() or 1) if setting < 0 else setting
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; the crawl process decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Extractor:
+    """Runs :func:`extract_and_fingerprint` in worker processes (or a thread) and hands
+    the result back to the reactor as a Deferred.
+
+    A worker that dies (killed, out of memory) fails only the pages it had; the pool is
+    started again for the next page.
+    """
+
+    def __init__(self, config: DedupConfig) -> None:
+        self.params = fingerprint_params(config)
+        self.workers = worker_count(config.extract_workers)
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context("forkserver"),
+                    initializer=_ignore_sigint)
+            return self._pool
+
+    def submit(self, body: bytes, url: str) -> Deferred:
+        """A Deferred that fires with the page's :class:`PageText` (or fails with the
+        extraction's error), in the reactor thread."""
+        if self.workers == 0:
+            return deferToThread(extract_and_fingerprint, body, url, self.params)
+        from twisted.internet import reactor
+
+        d: Deferred = Deferred()
+
+        def settle(f: Future) -> None:
+            exc = f.exception()
+            if exc is None:
+                d.callback(f.result())
+            else:
+                d.errback(exc)
+
+        self.submit_future(body, url).add_done_callback(
+            lambda f: reactor.callFromThread(settle, f))  # type: ignore[attr-defined]
+        return d
+
+    def submit_future(self, body: bytes, url: str) -> Future:
+        """Run the extraction in a worker process; a :class:`concurrent.futures.Future`.
+
+        A future fails with ``BrokenProcessPool`` when its worker died; the pool is then
+        replaced, so later pages are extracted again.
+        """
+        pool = self._executor()
+        try:
+            future = pool.submit(extract_and_fingerprint, body, url, self.params)
+        except BrokenProcessPool:
+            self._restart(pool)
+            pool = self._executor()
+            future = pool.submit(extract_and_fingerprint, body, url, self.params)
+
+        def check(f: Future) -> None:
+            if isinstance(f.exception(), BrokenProcessPool):
+                self._restart(pool)
+
+        future.add_done_callback(check)
+        return future
+
+    def _restart(self, broken: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._pool is not broken:
+                return
+            self._pool = None
+        log.error("an extraction worker died; its pages are skipped and the worker pool "
+                  "starts again")
+        broken.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop the workers (pages still queued are abandoned)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __repr__(self) -> str:
+        return f"Extractor(workers={self.workers})"
+
+
+def apply(item: Any, page: PageText) -> None:
+    """Copy a :class:`PageText` onto a :class:`~crawler.items.PageItem`."""
+    item.text, item.extraction = page.text, page.method
+    item.checksum, item.simhash = page.checksum, page.simhash
+    item.tokens, item.short = page.tokens, page.short
