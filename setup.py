@@ -37,7 +37,8 @@ extensions = [
         include_dirs=[xxhash_include()],
         define_macros=[("XXH_INLINE_ALL", "1")],
         extra_compile_args=["-O3"],
-    )
+    ),
+    Extension("dedup._pinyin", ["dedup/_pinyin.pyx"], extra_compile_args=["-O3"]),
 ]
 
 setup(

@@ -157,6 +157,26 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pinyin_reference(args: argparse.Namespace) -> int:
+    from .pinyin import DEFAULT_REFERENCE, Reference
+
+    files = list(_iter_files(args.paths))
+    if not files:
+        raise InputError("no files to read")
+    try:
+        ref = Reference.from_texts((_read_document(p)[0] for p in files),
+                                   source=args.source or ", ".join(map(str, args.paths)))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    out = args.output or DEFAULT_REFERENCE
+    ref.save(out)
+    top = " ".join(f"{k}={v:.3f}" for k, v in sorted(ref.frequency.items(),
+                                                       key=lambda kv: -kv[1])[:8])
+    print(f"{len(files)} files, {ref.characters:,} Han characters; most common initials: "
+          f"{top}\nwritten to {out}")
+    return 0
+
+
 def cmd_find_all(args: argparse.Namespace) -> int:
     if args.input == "-":
         values, lines = read_fingerprints(sys.stdin, "<stdin>")
@@ -352,6 +372,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", type=Path, help="files or folders")
     _fingerprint_options(p)
     p.set_defaults(func=cmd_fingerprint)
+
+    p = sub.add_parser("pinyin-reference",
+                       help="compute the pinyin fingerprint's reference distribution",
+                       description="Count the pinyin initials of the Han characters in text "
+                       "and HTML files (folders recursively) and write each letter's share "
+                       "as JSON: the reference the pinyin fingerprint subtracts. Without "
+                       "--output it replaces the shipped default "
+                       "(dedup/data/pinyin_reference.json).")
+    p.add_argument("paths", nargs="+", type=Path, help="corpus files or folders")
+    p.add_argument("-o", "--output", type=Path, help="where to write the JSON")
+    p.add_argument("--source", help="a description of the corpus, stored in the file")
+    p.set_defaults(func=cmd_pinyin_reference)
 
     p = sub.add_parser("find-all", help="all pairs (or clusters) within k bits",
                        description="Read fingerprints, one per line (16 hex digits or a "

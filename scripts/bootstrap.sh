@@ -59,7 +59,7 @@ want="$(cat "$simcrawl_root/pyproject.toml" "$simcrawl_root/setup.py" "$simcrawl
 have="$(cat "$stamp" 2>/dev/null || true)"
 extras="${SIMCRAWL_EXTRAS:-}"
 if [ "${have%% *}" != "$want" ] || { [ -n "$extras" ] && [[ " $have " != *" $extras "* ]]; } \
-   || ! ls "$simcrawl_root"/dedup/_simhash.*.so >/dev/null 2>&1; then
+   || ! ls "$simcrawl_root"/dedup/_simhash.*.so "$simcrawl_root"/dedup/_pinyin.*.so >/dev/null 2>&1; then
   say "installing simcrawl and its dependencies into $venv (first run takes a minute) ..."
   spec="$simcrawl_root"
   [ -n "$extras" ] && spec="$simcrawl_root[$extras]"
