@@ -23,6 +23,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from crawler.demosite import homophone_groups, swap_homophones
 from dedup import extract_text, fingerprint, hamming
 from dedup.pinyin import PinyinFingerprinter, initials, is_copy, score
 
@@ -35,31 +36,6 @@ ADS = ["【广告】夏季特惠，全场五折起，点击立即抢购！", "�
        "版权所有，未经授权不得转载。客服电话：400-800-1234"]
 FILLER = ("本站提供最新的天气预报、交通出行和生活服务信息。用户可以在这里查询航班、火车和长途汽车"
           "的时刻表，也可以订购景区门票和酒店房间。")
-
-
-def homophones() -> dict[str, list[str]]:
-    """Toneless pinyin → the common characters (GB2312) that read so (first reading)."""
-    from pypinyin import Style, lazy_pinyin
-
-    groups: dict[str, list[str]] = defaultdict(list)
-    for row in range(0xB0, 0xF8):
-        for cell in range(0xA1, 0xFF):
-            try:
-                ch = bytes((row, cell)).decode("gb2312")
-            except UnicodeDecodeError:
-                continue
-            groups[lazy_pinyin(ch, style=Style.NORMAL)[0]].append(ch)
-    return groups
-
-
-def substitute(text: str, rate: float, rng: random.Random, groups: dict[str, list[str]],
-               reading: dict[str, str]) -> str:
-    chars = list(text)
-    han = [i for i, c in enumerate(chars) if c in reading and len(groups[reading[c]]) > 1]
-    for i in rng.sample(han, min(len(han), round(rate * len(han)))):
-        others = [c for c in groups[reading[chars[i]]] if c != chars[i]]
-        chars[i] = rng.choice(others)
-    return "".join(chars)
 
 
 def punctuation(text: str, rng: random.Random) -> str:
@@ -105,14 +81,13 @@ def make_copies(texts: list[str]) -> list[tuple[str, int, str, int | None]]:
     import opencc
 
     rng = random.Random(SEED)
-    groups = homophones()
-    reading = {c: p for p, cs in groups.items() for c in cs}
+    groups = homophone_groups()
     s2t = opencc.OpenCC("s2t")
     out = []
     for i, text in enumerate(texts):
         for rate in (0.05, 0.10, 0.20):
             out.append((f"homophone {round(rate * 100)}%", i,
-                        substitute(text, rate, rng, groups, reading), None))
+                        swap_homophones(text, rate, rng, groups), None))
         out.append(("traditional", i, s2t.convert(text), None))
         out.append(("punctuation", i, punctuation(text, rng), None))
         out.append(("ads inserted", i, insert_ads(text, rng), None))

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,11 @@ class Expected:
         traps: paths that must never be requested.
         skipped: paths that are fetched but not stored (binary, oversized, not found).
         zh_titles: Chinese titles, to check GBK decoding.
+        registered: the originals a content owner registers before the crawl (file name
+            → text; the demo registers them under the source ``demo-novels``).
+        pirated: pages that copy a registered original (path → file name): one with 10%
+            of its characters swapped for homophones per chapter, and one page that
+            embeds 30% of a chapter among other text. Each links to a trap.
     """
 
     clusters: list[list[str]] = field(default_factory=list)
@@ -135,6 +141,8 @@ class Expected:
     traps: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     zh_titles: list[str] = field(default_factory=list)
+    registered: dict[str, str] = field(default_factory=dict)
+    pirated: dict[str, str] = field(default_factory=dict)
 
 
 _SYLLABLES = ["ka", "lo", "ren", "mi", "dor", "sa", "vel", "tun", "bri", "os", "ham", "quin",
@@ -207,6 +215,34 @@ def _zh_article(rng: random.Random, sentences: int, invented: bool = False) -> l
 _ZH_CHARS = _zh_chars()
 
 
+@lru_cache(maxsize=1)
+def homophone_groups() -> dict[str, list[str]]:
+    """Toneless pinyin → the GB2312 characters whose first reading it is (pypinyin)."""
+    from pypinyin import Style, lazy_pinyin
+
+    groups: dict[str, list[str]] = {}
+    for row in range(0xB0, 0xF8):
+        for cell in range(0xA1, 0xFF):
+            try:
+                ch = bytes((row, cell)).decode("gb2312")
+            except UnicodeDecodeError:
+                continue
+            groups.setdefault(lazy_pinyin(ch, style=Style.NORMAL)[0], []).append(ch)
+    return groups
+
+
+def swap_homophones(text: str, rate: float, rng: random.Random,
+                    groups: dict[str, list[str]]) -> str:
+    """``text`` with ``rate`` of its Han characters (those that have one) replaced by
+    another character of the same toneless pinyin, as pirate sites do."""
+    reading = {c: p for p, cs in groups.items() for c in cs}
+    chars = list(text)
+    han = [i for i, c in enumerate(chars) if c in reading and len(groups[reading[c]]) > 1]
+    for i in sorted(rng.sample(han, min(len(han), round(rate * len(han))))):
+        chars[i] = rng.choice([c for c in groups[reading[chars[i]]] if c != chars[i]])
+    return "".join(chars)
+
+
 def _html(title: str, body: str, lang: str = "en", charset: str = "utf-8",
           head: str = "") -> str:
     return (f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="{charset}">'
@@ -250,7 +286,7 @@ class SiteContent:
 
 
 def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
-          big_size: int = 12 * 1024 * 1024) -> SiteContent:
+          big_size: int = 12 * 1024 * 1024, novel_chapters: int = 3) -> SiteContent:
     """Generate the site. Paths in :class:`Expected` are ``host/path``."""
     rng = random.Random(seed)
     pages: dict[str, dict[str, Page]] = {h: {} for h in HOSTS}
@@ -348,6 +384,35 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
         exp.traps.append(f"zh/trap/zh-{n}.html")
         exp.zh_titles.append(title)
         zh_links.append(f'<li><a href="/zh/{n}.html">{title}</a></li>')
+    # A novelist's registered chapters, and pirated copies of them (GBK pages).
+    groups = homophone_groups() if novel_chapters else {}
+    for n in range(novel_chapters):
+        name = f"chapter-{n + 1}.txt"
+        text = "\n".join(_zh_article(rng, rng.randint(20, 24), invented=True))
+        exp.registered[name] = f"第{n + 1}章\n{text}\n"
+        pirated = swap_homophones(text, 0.10, rng, groups)
+        body = "".join(f"<p>{p}</p>" for p in pirated.split("\n"))
+        pages["zh"][f"/novel/{n + 1}.html"] = Page(_html(
+            f"第{n + 1}章 免费阅读", f"<div class=\"nav\">首页 | 小说 | 排行</div><article>"
+            f"<h1>第{n + 1}章</h1>{body}</article><div class=\"ad\">广告：充值送书币</div>"
+            f'<a href="/trap/novel-{n + 1}.html">下一章</a>', lang="zh", charset="gbk"
+            ).encode("gbk", errors="xmlcharrefreplace"), content_type="text/html; charset=gbk")
+        exp.pirated[f"zh/novel/{n + 1}.html"] = name
+        exp.traps.append(f"zh/trap/novel-{n + 1}.html")
+        zh_links.append(f'<li><a href="/novel/{n + 1}.html">第{n + 1}章 免费阅读</a></li>')
+    if novel_chapters:
+        chapter = exp.registered["chapter-1.txt"].split("\n")[1:]
+        part = "".join(chapter)[: len("".join(chapter)) * 3 // 10]
+        post = _zh_article(rng, 16, invented=True)
+        body = "".join(f"<p>{p}</p>" for p in post[:2]) + f"<blockquote>{part}</blockquote>" \
+            + "".join(f"<p>{p}</p>" for p in post[2:])
+        pages["zh"]["/forum/1.html"] = Page(_html(
+            "读书论坛：好书分享", f"<h1>好书分享</h1>{body}"
+            '<a href="/trap/forum-1.html">回复</a>', lang="zh", charset="gbk"
+            ).encode("gbk", errors="xmlcharrefreplace"), content_type="text/html; charset=gbk")
+        exp.pirated["zh/forum/1.html"] = "chapter-1.txt"
+        exp.traps.append("zh/trap/forum-1.html")
+        zh_links.append('<li><a href="/forum/1.html">读书论坛</a></li>')
     pages["zh"]["/"] = Page(_html("中文新闻", "<h1>中文新闻</h1><ul>" + "".join(zh_links)
                                   + "</ul>", lang="zh", charset="gbk").encode("gbk"),
                             content_type="text/html; charset=gbk")

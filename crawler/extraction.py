@@ -16,6 +16,7 @@ import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -23,6 +24,7 @@ from twisted.internet.threads import deferToThread
 
 import dedup
 from dedup.config import DedupConfig
+from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,8 @@ class PageText:
         text: the main text; method: how it was found (see :class:`dedup.ExtractedText`);
         checksum: hex checksum of the normalised text; simhash: the 64-bit simhash;
         tokens: features hashed; short: fewer tokens than ``DEDUP_MIN_TOKENS`` (matched by
-        checksum only).
+        checksum only); pinyin: the pinyin fingerprint (``None`` when ``DEDUP_PINYIN`` is
+        off; no windows when the text has too few Han characters).
     """
 
     text: str
@@ -44,26 +47,39 @@ class PageText:
     simhash: int
     tokens: int
     short: bool
+    pinyin: PinyinFingerprint | None = None
 
 
-def extract_and_fingerprint(body: bytes, url: str, params: tuple[bool, int, bool, int, int]
-                            ) -> PageText:
+Params = tuple[bool, int, bool, int, int, tuple[int, float, int] | None]
+
+
+@lru_cache(maxsize=4)
+def pinyin_fingerprinter(size: int, overlap: float, q: int) -> PinyinFingerprinter:
+    """One fingerprinter per parameter set (its tables are built once per process)."""
+    return PinyinFingerprinter(size=size, overlap=overlap, q=q)
+
+
+def extract_and_fingerprint(body: bytes, url: str, params: Params) -> PageText:
     """Extract a page's main text and fingerprint it (runs in a worker).
 
-    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram)``, from
-    :func:`fingerprint_params`.
+    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin)``, from
+    :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q)`` or ``None``).
     """
-    fast, shingle, drop_numbers, min_tokens, cjk_ngram = params
+    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin = params
     page = dedup.extract_text(body, url, fast=fast)
     fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
                            min_tokens=min_tokens, cjk_ngram=cjk_ngram)
-    return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short)
+    py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
+    return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
+                    py)
 
 
-def fingerprint_params(config: DedupConfig) -> tuple[bool, int, bool, int, int]:
+def fingerprint_params(config: DedupConfig) -> Params:
     """The settings :func:`extract_and_fingerprint` needs, as a small picklable tuple."""
+    pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q)
+              if config.pinyin else None)
     return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
-            config.cjk_ngram)
+            config.cjk_ngram, pinyin)
 
 
 def worker_count(setting: int) -> int:
@@ -164,3 +180,4 @@ def apply(item: Any, page: PageText) -> None:
     item.text, item.extraction = page.text, page.method
     item.checksum, item.simhash = page.checksum, page.simhash
     item.tokens, item.short = page.tokens, page.short
+    item.pinyin = page.pinyin

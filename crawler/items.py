@@ -31,6 +31,7 @@ class PageItem:
     tokens: int = 0
     short: bool = False
     decision: str = ""
+    pinyin: Any = None  # dedup.pinyin.PinyinFingerprint of a Chinese page
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -48,3 +49,5 @@ class MatchItem:
     outlinks_dropped: int
     title: str | None = None
     fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    source: str | None = None
+    pinyin: dict[str, Any] | None = None  # share, run, span of a pinyin match

@@ -127,7 +127,8 @@ class NearDuplicateMiddleware:
         reason = await fingerprint_item(item, self.runtime.extractor)
         if reason is not None:
             return reason
-        candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short)
+        candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
+                              item.pinyin)
         return await maybe_deferred_to_future(self.batcher.submit(candidate))
 
     async def process_spider_output(self, response: scrapy.http.Response,
@@ -154,8 +155,11 @@ class NearDuplicateMiddleware:
         assert isinstance(outcome, Decision)
         page.page_id, page.decision = outcome.page_id, outcome.kind
         if outcome.dropped:
-            kind = "exact_duplicate" if outcome.kind == "exact" else "near_duplicate"
+            kind = {"exact": "exact_duplicate", "pinyin": "pinyin_copy"}.get(
+                outcome.kind, "near_duplicate")
             self.stats.inc_value(f"dedup/{kind}")
+            if outcome.source:
+                self.stats.inc_value(f"dedup/copies_of/{outcome.source}")
             self.stats.inc_value("dedup/outlinks_dropped", len(requests))
             msg = ("dropped %s: %s copy of %s (page %s), distance %d, %d outlinks dropped")
             args = (page.url, outcome.kind, outcome.original_url, outcome.original_id,
@@ -169,7 +173,12 @@ class NearDuplicateMiddleware:
                             original_url=outcome.original_url,
                             original_host=outcome.original_host, distance=outcome.distance,
                             kind=outcome.kind, outlinks_dropped=len(requests), title=page.title,
-                            fetched_at=page.fetched_at)
+                            fetched_at=page.fetched_at, source=outcome.source,
+                            pinyin=None if outcome.pinyin is None else {
+                                "share": round(outcome.pinyin.share, 4),
+                                "run": outcome.pinyin.run,
+                                "span": list(outcome.pinyin.span),
+                                "windows_matched": outcome.pinyin.matched})
             return
         if outcome.kind == NEW:
             self.stats.inc_value("dedup/unique")

@@ -14,7 +14,7 @@ from twisted.internet.threads import deferToThread
 from crawler.items import MatchItem, PageItem
 from crawler.middlewares import fingerprint_item, skip_reason
 from crawler.runtime import Runtime, get_runtime
-from dedup.store import fingerprint_doc, match_doc, new_page_id
+from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc
 
 log = logging.getLogger(__name__)
 
@@ -69,17 +69,25 @@ class StoragePipeline:
             with self._lock:
                 self.pages.append({"_id": item.page_id, "url": item.url, "host": item.host,
                                    "checksum": item.checksum, **fields})
+                extra: dict[str, Any] = {}
+                if item.pinyin is not None and item.pinyin.codes:
+                    extra["pinyin"] = pinyin_doc(item.pinyin, self.runtime.pinyin_params)
                 self.fingerprints.append(fingerprint_doc(
                     item.page_id or "", item.simhash, checksum=item.checksum,
-                    tokens=item.tokens, short=item.short, algorithm=ALGORITHM))
+                    tokens=item.tokens, short=item.short, algorithm=ALGORITHM, **extra))
         elif isinstance(item, MatchItem):
+            evidence: dict[str, Any] = {"title": item.title, "fetched_at": item.fetched_at}
+            if item.source:
+                evidence["source"] = item.source
+            if item.pinyin:
+                evidence["pinyin"] = item.pinyin
             with self._lock:
                 self.matches.append(match_doc(
                     url=item.url, host=item.host, original_id=item.original_id,
                     original_url=item.original_url, original_host=item.original_host,
                     distance=item.distance, kind=item.kind,
                     outlinks_dropped=item.outlinks_dropped, crawl_id=self.runtime.crawl_id,
-                    title=item.title, fetched_at=item.fetched_at))
+                    **evidence))
         if len(self.pages) + len(self.matches) >= self.config.batch_size:
             await maybe_deferred_to_future(deferToThread(self.flush))
         return item
@@ -102,7 +110,10 @@ class StoragePipeline:
                 named = store.urls_of(unnamed)
                 for m in matches:
                     if not m.get("original_url") and str(m["original_id"]) in named:
-                        m["original_url"], m["original_host"] = named[str(m["original_id"])]
+                        url, host, source = named[str(m["original_id"])]
+                        m["original_url"], m["original_host"] = url, host
+                        if source:
+                            m["source"] = source
             store.save_matches(matches)
         except Exception:
             with self._lock:  # keep them for the next attempt: nothing is lost silently

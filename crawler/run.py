@@ -52,6 +52,7 @@ def print_summary(stats: dict) -> None:
             ("admitted (unique)", stats.get("dedup/unique", 0)),
             ("near duplicates dropped", stats.get("dedup/near_duplicate", 0)),
             ("exact duplicates dropped", stats.get("dedup/exact_duplicate", 0)),
+            ("copies of registered originals (pinyin)", stats.get("dedup/pinyin_copy", 0)),
             ("outlinks of duplicates not followed", stats.get("dedup/outlinks_dropped", 0)),
             ("revisits", stats.get("dedup/revisit", 0))]
     rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
@@ -101,6 +102,39 @@ def main(argv: list[str] | None = None) -> int:
             services.stop()
 
 
+DEMO_SOURCE = "demo-novels"
+
+
+def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mongo_uri: str,
+                         database: str, namespace: str) -> dict[str, str]:
+    """Write the demo's registered chapters to ``folder`` and register them (as
+    ``python -m dedup register FOLDER --source demo-novels`` would); returns file name →
+    the registered page's URL."""
+    from crawler.runtime import open_window_index
+    from dedup.config import DedupConfig
+    from dedup.index import NearDuplicateIndex, RedisStore
+    from dedup.register import register
+    from dedup.services import connect_mongo, connect_redis
+    from dedup.store import PageStore
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    config = DedupConfig(namespace=namespace, database=database)
+    client = connect_redis(redis_url)
+    pages = PageStore(connect_mongo(mongo_uri), database)
+    pages.ensure_indexes()
+    index = NearDuplicateIndex(RedisStore(client, namespace), capacity=config.capacity)
+    windows, _ = open_window_index(config, client, redis_url)
+    from dedup.pinyin import PinyinFingerprinter
+
+    fper = PinyinFingerprinter(config.pinyin_size, config.pinyin_overlap, config.pinyin_q)
+    done = register(sorted(folder / n for n in texts), DEMO_SOURCE, pages, index, windows,
+                    client, config, fper)
+    print(f"registered {done.added} originals of {DEMO_SOURCE!r} from {folder}")
+    return {name: (folder / name).resolve().as_uri() for name in texts}
+
+
 def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int:
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
     (cleared first, so every demo run starts alike)."""
@@ -113,6 +147,8 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int
     mongo.drop_database(database)
     RedisStore(connect_redis(redis_url), namespace).clear()
     with DemoSite() as site:
+        corpus = register_demo_corpus(site.content.expected.registered, log_dir / "demo-corpus",
+                                      redis_url, mongo_uri, database, namespace)
         print(f"demo site on {site.url('news')}/ (+3 more hosts); crawling with the embedded "
               "services ..." if "127.0.0.1" in redis_url else "demo site: crawling ...")
         stats = crawl(site.start_urls(), redis_url, mongo_uri,
@@ -129,21 +165,32 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int
         copies = [(site.path_url(c), site.path_url(cl[0])) for cl in expected.clusters
                   for c in cl[1:]]
         right = sum(1 for c, o in copies if c in matched and matched[c]["original_url"] == o)
+        pirated = [(site.path_url(p), corpus[name]) for p, name in
+                   expected.pirated.items()]
+        found = sum(1 for p, o in pirated if p in matched and matched[p]["original_url"] == o
+                    and matched[p].get("source") == DEMO_SOURCE)
     print()
     print_summary(stats)
     print("\ncompared with the demo site's known outcome:")
     print(f"  originals stored          {sum(u in stored for u in firsts)} / {len(firsts)}")
     print(f"  copies dropped, naming their original   {right} / {len(copies)}")
+    print(f"  copies of registered originals dropped, naming the original and its source "
+          f"{found} / {len(pirated)}")
     print(f"  trap pages requested      {len(traps)} (must be 0)")
     print("\nthe match records, in MongoDB (database \"simcrawl_demo\"):")
-    for m in db.matches.find({}).sort([("kind", 1), ("distance", 1), ("url", 1)]).limit(6):
-        print(f"  {m['kind']:8} d={m['distance']}  {m['url']}\n"
-              f"  {'':8}      copies {m['original_url']}")
+    for kind in ("exact", "simhash", "pinyin"):
+        for m in db.matches.find({"kind": kind}).sort([("distance", 1), ("url", 1)]).limit(2):
+            how = (f"share {m['pinyin']['share']:.2f}, run {m['pinyin']['run']}"
+                   if kind == "pinyin" else f"d={m['distance']}")
+            source = f" (registered by {m['source']})" if m.get("source") else ""
+            print(f"  {m['kind']:8} {how}  {m['url']}\n"
+                  f"  {'':8} copies {m['original_url']}{source}")
     print(f"  ... {len(matched)} in all. Query them yourself:\n  "
           + QUERY.format(db=database))
     print("  (python -m dedup services prints the MongoDB URI while the servers run; "
           "see docs/queries.md)")
-    ok = not traps and right == len(copies) and all(u in stored for u in firsts)
+    ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
+        and found == len(pirated)
     return 0 if ok else 1
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.extraction import Extractor
@@ -14,6 +14,8 @@ from dedup.config import DedupConfig
 from dedup.decide import Deduplicator
 from dedup.errors import redact
 from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.index.windows import RedisWindowStore, WindowIndex
+from dedup.pinyin import PinyinFingerprinter
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis, resolve
 from dedup.store import PageStore
 
@@ -33,6 +35,8 @@ class Runtime:
     redis_url: str
     mongo_uri: str
     extractor: Extractor
+    windows: WindowIndex | None = None
+    pinyin_params: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         """Stop the extraction workers and the embedded services this crawl started."""
@@ -40,6 +44,22 @@ class Runtime:
         if self.services is not None:
             self.services.stop()
             self.services = None
+
+
+def open_window_index(config: DedupConfig, client: Any, redis_url: str
+                      ) -> tuple[WindowIndex | None, dict[str, Any]]:
+    """The registered originals' pinyin window index in Redis (``None`` when
+    ``DEDUP_PINYIN`` is off) and the fingerprint parameters.
+
+    Raises:
+        IndexMismatchError: the index was built with other ``DEDUP_PINYIN_*`` settings.
+    """
+    if not config.pinyin:
+        return None, {}
+    params = PinyinFingerprinter(size=config.pinyin_size, overlap=config.pinyin_overlap,
+                                 q=config.pinyin_q).describe()
+    return WindowIndex(RedisWindowStore(client, config.namespace, redact(redis_url)), params,
+                       config.pinyin_min_share, config.pinyin_min_run), params
 
 
 def get_runtime(crawler: Any) -> Runtime:
@@ -63,14 +83,15 @@ def get_runtime(crawler: Any) -> Runtime:
                                    k=config.max_distance, capacity=config.capacity,
                                    batch_size=config.batch_size)
         pages.save_layout(config.namespace, index.layout.describe())
+        windows, params = open_window_index(config, client, redis_url)
     except BaseException:
         if services is not None:
             services.stop()
         raise
-    runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace), pages,
-                      index, services, crawler.settings.get("DEDUP_CRAWL_ID")
+    runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace, windows),
+                      pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
                       or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
-                      Extractor(config))
+                      Extractor(config), windows, params)
     crawler._simcrawl_runtime = runtime
     log.info("dedup: index in %s (namespace %r, %s, k=%d), pages in %s database %r, "
              "%d extraction workers", runtime.redis_url, config.namespace,

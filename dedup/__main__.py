@@ -19,11 +19,10 @@ import numpy as np
 
 from . import batch, tables
 from .errors import ServiceUnavailable, redact
+from .files import iter_files, read_document
 from .simhash import DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL, fingerprint
-from .text import extract_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-_HTML_SUFFIXES = {".html", ".htm", ".xhtml", ".shtml"}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 
 
@@ -82,24 +81,13 @@ def read_fingerprints(stream: TextIO, name: str) -> tuple[np.ndarray, np.ndarray
 
 
 def _iter_files(paths: list[Path]) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file())
-        elif path.is_file():
-            yield path
-        else:
-            raise InputError(f"{path}: no such file or folder")
+    try:
+        yield from iter_files(paths)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
 
 
-def _read_document(path: Path) -> tuple[str, str]:
-    """Return (text, method) of a file: HTML files go through extraction."""
-    data = path.read_bytes()
-    looks_html = path.suffix.lower() in _HTML_SUFFIXES or data[:512].lstrip().lower().startswith(
-        (b"<!doctype html", b"<html"))
-    if looks_html:
-        extracted = extract_text(data, url=path.resolve().as_uri())
-        return extracted.text, extracted.method
-    return data.decode("utf-8", "replace"), "text"
+_read_document = read_document
 
 
 # ----------------------------------------------------------------------------- commands
@@ -219,8 +207,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _services(args: argparse.Namespace, op_timeout: float | None = 60.0
               ) -> tuple[Any, Any, Any]:
     """Connect to Redis and MongoDB (or start the embedded servers): returns
-    ``(index, page store, embedded services or None)``; the index is ``None`` until
-    :func:`_open_index`."""
+    ``(redis client, page store, embedded services or None)``."""
     from .services import connect_mongo, connect_redis, resolve
     from .store import PageStore
 
@@ -234,6 +221,24 @@ def _services(args: argparse.Namespace, op_timeout: float | None = 60.0
             services.stop()
         raise
     return redis_client, pages, services
+
+
+def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int, int]:
+    """Reload the registered originals' pinyin windows; ``(loaded, skipped)`` (skipped:
+    computed with parameters other than the first original's)."""
+    from .index.windows import RedisWindowStore, WindowIndex
+    from .pinyin import PinyinFingerprint
+
+    index: WindowIndex | None = None
+    loaded = skipped = 0
+    for page_id, codes, params in pages.iter_pinyin():
+        if index is None:
+            index = WindowIndex(RedisWindowStore(redis_client, namespace), params)
+        if params != index.params:
+            skipped += 1
+            continue
+        loaded += index.add(page_id, PinyinFingerprint(codes))
+    return loaded, skipped
 
 
 def cmd_rebuild_index(args: argparse.Namespace) -> int:
@@ -265,15 +270,66 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
         added = index.add_many(pages.iter_fingerprints(), progress=progress)
         progress.close()
         sums = register_checksums(redis_client, args.namespace, pages.iter_checksums())
+        windows, other = _rebuild_windows(redis_client, args.namespace, pages)
         took = time.monotonic() - started
-        print(f"rebuilt: {added:,} fingerprints and {sums:,} text checksums in {took:.1f} s "
+        print(f"rebuilt: {added:,} fingerprints, {sums:,} text checksums and the pinyin "
+              f"windows of {windows:,} registered originals in {took:.1f} s "
               f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
+        if other:
+            print(f"warning: {other:,} registered originals have pinyin windows computed "
+                  "with other parameters than the first one's; register them again",
+                  file=sys.stderr)
         if index.over_capacity():
             print("warning: the index holds more than twice its capacity; rebuild with "
                   "--capacity for faster, smaller buckets", file=sys.stderr)
     finally:
         if services is not None:
             services.stop()
+    return 0
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    from .config import DedupConfig
+    from .index import IndexMismatchError, NearDuplicateIndex, RedisStore
+    from .index.windows import RedisWindowStore, WindowIndex
+    from .pinyin import PinyinFingerprinter
+    from .progress import Progress
+    from .register import register
+
+    files = list(_iter_files(args.paths))
+    if not files:
+        raise InputError("no files to register")
+    if not args.source.strip():
+        raise InputError("--source must name the originals' owner or collection")
+    config = DedupConfig(namespace=args.namespace, database=args.database)
+    redis_client, pages, services = _services(args)
+    try:
+        pages.ensure_indexes()
+        try:
+            index = NearDuplicateIndex(RedisStore(redis_client, args.namespace),
+                                       capacity=args.capacity or config.capacity)
+            fper = PinyinFingerprinter(config.pinyin_size, config.pinyin_overlap,
+                                       config.pinyin_q)
+            windows = WindowIndex(RedisWindowStore(redis_client, args.namespace),
+                                  fper.describe(), config.pinyin_min_share,
+                                  config.pinyin_min_run)
+        except IndexMismatchError as exc:
+            raise InputError(str(exc)) from None
+        pages.save_layout(args.namespace, index.layout.describe())
+        progress = Progress("register", len(files))
+        done = register(files, args.source, pages, index, windows, redis_client, config,
+                        fper, progress=progress)
+        progress.close()
+    finally:
+        if services is not None:
+            services.stop()
+    print(f"register {args.source!r}: {done.added:,} added, {done.unchanged:,} already "
+          f"registered, {len(done.changed):,} changed since, {len(done.skipped):,} skipped")
+    for path in done.changed:
+        print(f"  changed (kept as first registered; remove its page to register the new "
+              f"text): {path}")
+    for path, reason in done.skipped:
+        print(f"  skipped ({reason}): {path}")
     return 0
 
 
@@ -418,6 +474,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=None, help="largest Hamming distance of the new design")
     _service_options(p)
     p.set_defaults(func=cmd_rebuild_index)
+
+    p = sub.add_parser("register", help="register originals (text or HTML files) to track",
+                       description="Load text and HTML files (folders recursively) as "
+                       "originals of SOURCE: stored in MongoDB with their fingerprints "
+                       "(simhash, and pinyin windows for Chinese), added to the Redis index, "
+                       "so that a crawl drops pages that copy them and names the source. "
+                       "Registering a file again changes nothing. Text files are read as "
+                       "UTF-8, else GB18030.")
+    p.add_argument("paths", nargs="+", type=Path, help="files or folders")
+    p.add_argument("--source", required=True, help="the owner or collection, e.g. 'novels'")
+    p.add_argument("--capacity", type=int, help="plan a new index for this many pages")
+    _service_options(p)
+    p.set_defaults(func=cmd_register)
 
     p = sub.add_parser("remove", help="remove pages (or fingerprints) from the store and index",
                        description="Remove pages by id from MongoDB and their fingerprints "

@@ -47,6 +47,15 @@ class DedupConfig:
             the crawl process, -1 = one per core [DEDUP_EXTRACT_WORKERS, -1].
         extract_fast: trafilatura without its fallback extractors
             [DEDUP_EXTRACT_FAST, True].
+        pinyin: fingerprint Chinese pages by pinyin initials too, and drop copies of
+            registered originals found that way [DEDUP_PINYIN, True].
+        pinyin_size: letters per pinyin window [DEDUP_PINYIN_SIZE, 40].
+        pinyin_overlap: overlap of windows inside a sentence [DEDUP_PINYIN_OVERLAP, 0.5].
+        pinyin_q: quantisation levels [DEDUP_PINYIN_Q, 4].
+        pinyin_min_share: a page copies an original when this share of its windows is
+            the original's [DEDUP_PINYIN_MIN_SHARE, 0.5] ...
+        pinyin_min_run: ... or this many consecutive windows are (an embedded copy)
+            [DEDUP_PINYIN_MIN_RUN, 4].
     """
 
     enabled: bool = True
@@ -67,6 +76,12 @@ class DedupConfig:
     store_text: bool = True
     extract_workers: int = -1
     extract_fast: bool = True
+    pinyin: bool = True
+    pinyin_size: int = 40
+    pinyin_overlap: float = 0.5
+    pinyin_q: int = 4
+    pinyin_min_share: float = 0.5
+    pinyin_min_run: int = 4
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -80,6 +95,11 @@ class DedupConfig:
         need(self.capacity >= 1, "DEDUP_CAPACITY", "at least 1")
         need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
         need(-1 <= self.extract_workers <= 256, "DEDUP_EXTRACT_WORKERS", "in -1..256")
+        need(4 <= self.pinyin_size <= 10_000, "DEDUP_PINYIN_SIZE", "in 4..10000")
+        need(0 <= self.pinyin_overlap < 1, "DEDUP_PINYIN_OVERLAP", "in [0, 1)")
+        need(2 <= self.pinyin_q <= 10, "DEDUP_PINYIN_Q", "in 2..10")
+        need(0 < self.pinyin_min_share <= 1, "DEDUP_PINYIN_MIN_SHARE", "in (0, 1]")
+        need(self.pinyin_min_run >= 1, "DEDUP_PINYIN_MIN_RUN", "at least 1")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")

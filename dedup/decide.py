@@ -6,9 +6,12 @@ Order of the checks (DESIGN.md, Data flow):
    checksum, *unchanged* or *changed*; never a duplicate of itself.
 2. **Exact copy**: the normalised text's checksum is registered to another page (an
    atomic ``HSETNX`` in Redis, so two processes never both register one text).
-3. **Near copy**: the simhash is within k bits of an admitted page (the index's atomic
+3. **Pinyin copy**: a Chinese page whose pinyin windows cover a registered original
+   (:class:`~dedup.index.windows.WindowIndex`: share of windows or a run of them); only
+   when the deduplicator has a window index.
+4. **Near copy**: the simhash is within k bits of an admitted page (the index's atomic
    check-and-add). Short texts skip this step (exact matches only).
-4. Otherwise the page is **new** and admitted.
+5. Otherwise the page is **new** and admitted.
 
 The module holds no Scrapy code: the crawler's middleware calls :meth:`Deduplicator.decide`
 off the reactor thread and reports through Scrapy's stats.
@@ -26,13 +29,16 @@ import redis
 
 from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
+from .index.windows import WindowIndex
+from .pinyin import PinyinFingerprint, PinyinScore
 from .store import PageStore, new_page_id
 
 #: Recently admitted pages whose URL a process remembers for its match records.
 KNOWN_PAGES = 100_000
 
 #: Decision kinds.
-NEW, EXACT, NEAR, UNCHANGED, CHANGED = "new", "exact", "simhash", "unchanged", "changed"
+NEW, EXACT, NEAR, PINYIN, UNCHANGED, CHANGED = ("new", "exact", "simhash", "pinyin",
+                                                "unchanged", "changed")
 
 
 @dataclass
@@ -45,6 +51,7 @@ class Candidate:
         checksum: 32 hex digits (the normalised text's XXH3-128).
         simhash: the 64-bit fingerprint.
         short: below the minimum size (matched by checksum only).
+        pinyin: the pinyin fingerprint of a Chinese page (``None``: not computed).
         page_id: assigned by :meth:`Deduplicator.decide`.
     """
 
@@ -53,6 +60,7 @@ class Candidate:
     checksum: str
     simhash: int
     short: bool
+    pinyin: PinyinFingerprint | None = None
     page_id: str = field(default_factory=new_page_id)
 
 
@@ -61,12 +69,15 @@ class Decision:
     """What to do with a page.
 
     Attributes:
-        kind: ``new``, ``exact``, ``simhash`` (near copy), ``unchanged`` or ``changed``.
+        kind: ``new``, ``exact``, ``simhash`` (near copy), ``pinyin`` (copy of a
+            registered original by pinyin windows), ``unchanged`` or ``changed``.
         page_id: the page's id (for a revisit: the stored page's id).
         original_id: the page it copies (exact / near copies).
         distance: Hamming distance to the original (0 for exact copies).
         original_url: the original's URL when known.
         original_host: the original's host when known.
+        source: the registered original's source name, when the original is one.
+        pinyin: for a pinyin copy, the share of windows, run and span.
     """
 
     kind: str
@@ -75,11 +86,13 @@ class Decision:
     distance: int = 0
     original_url: str | None = None
     original_host: str | None = None
+    source: str | None = None
+    pinyin: PinyinScore | None = None
 
     @property
     def dropped(self) -> bool:
         """Whether the page is a copy (its item and outlinks are dropped)."""
-        return self.kind in (EXACT, NEAR)
+        return self.kind in (EXACT, NEAR, PINYIN)
 
 
 def checksum_key(namespace: str, checksum: str) -> tuple[str, bytes]:
@@ -110,17 +123,20 @@ class Deduplicator:
         redis_client: for the checksum registry (``{namespace}:sum:{bucket}`` hashes).
         pages: the MongoDB page store (revisits; originals' URLs).
         namespace: the Redis key prefix (the index's).
+        windows: the registered originals' pinyin window index (``None``: no pinyin
+            check).
     """
 
     def __init__(self, index: NearDuplicateIndex, redis_client: redis.Redis, pages: PageStore,
-                 namespace: str) -> None:
+                 namespace: str, windows: WindowIndex | None = None) -> None:
         self.index = index
+        self.windows = windows
         self.redis = redis_client
         self.pages = pages
         self.namespace = namespace
         # page id -> (url, host) of recent admissions here (their pages may not be stored
         # yet); older ones are looked up in the store.
-        self._known: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._known: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
 
     def _sum_key(self, checksum: str) -> tuple[str, bytes]:
         return checksum_key(self.namespace, checksum)
@@ -151,7 +167,7 @@ class Deduplicator:
             replies = pipe.execute()
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis failed during the checksum check: {exc}") from exc
-        near_rows = []
+        near_rows, release = [], []
         for n, i in enumerate(rest):
             new, owner = replies[2 * n], replies[2 * n + 1]
             owner_id = owner.decode() if owner is not None else batch[i].page_id
@@ -161,9 +177,18 @@ class Deduplicator:
                 decisions[i] = Decision(NEW, batch[i].page_id)
             else:
                 near_rows.append(i)
+        if self.windows is not None:
+            chinese = [i for i in near_rows if batch[i].pinyin is not None
+                       and batch[i].pinyin.codes]  # type: ignore[union-attr]
+            found = self.windows.query_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
+            for i, copies in zip(chinese, found):
+                if copies:
+                    original, s = copies[0]
+                    decisions[i] = Decision(PINYIN, batch[i].page_id, original, 0, pinyin=s)
+                    release.append(i)
+            near_rows = [i for i in near_rows if decisions[i] is None]
         matches = self.index.check_and_add_many(
             [(batch[i].simhash, batch[i].page_id) for i in near_rows])
-        release = []
         for i, match in zip(near_rows, matches):
             if match is None:
                 decisions[i] = Decision(NEW, batch[i].page_id)
@@ -180,7 +205,7 @@ class Deduplicator:
         assert len(out) == len(batch)
         for c, d in zip(batch, out):
             if d.kind == NEW:
-                self._known[d.page_id] = (c.url, c.host)
+                self._known[d.page_id] = (c.url, c.host, None)
         while len(self._known) > KNOWN_PAGES:
             self._known.popitem(last=False)
         self._name_originals(out)
@@ -193,7 +218,7 @@ class Deduplicator:
             self._known.update(self.pages.urls_of(missing))
         for d in decisions:
             if d.original_id and d.original_id in self._known:
-                d.original_url, d.original_host = self._known[d.original_id]
+                d.original_url, d.original_host, d.source = self._known[d.original_id]
 
 
 def page_document(c: Candidate, **fields_: Any) -> dict[str, Any]:

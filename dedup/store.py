@@ -134,6 +134,7 @@ class PageStore:
             self.matches.create_index([("host", 1), ("detected_at", -1)])
             self.matches.create_index([("detected_at", -1)])
             self.matches.create_index("crawl_id")
+            self.matches.create_index([("source", 1), ("detected_at", -1)])
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
@@ -235,14 +236,16 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
-    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """``page id -> (url, host)`` for the stored ones among ``page_ids``."""
+    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
+        """``page id -> (url, host, source)`` for the stored ones among ``page_ids``
+        (``source``: the name a registered original was registered under, else None)."""
         oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
         if not oids:
             return {}
         try:
-            docs = self.pages.find({"_id": {"$in": oids}}, {"url": 1, "host": 1})
-            return {str(d["_id"]): (d["url"], d.get("host", "")) for d in docs}
+            docs = self.pages.find({"_id": {"$in": oids}}, {"url": 1, "host": 1, "source": 1})
+            return {str(d["_id"]): (d["url"], d.get("host", ""), d.get("source"))
+                    for d in docs}
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
@@ -270,6 +273,20 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def iter_pinyin(self, batch_size: int = 1000
+                    ) -> Iterator[tuple[str, list[int], dict[str, Any]]]:
+        """Every registered original's ``(page id, pinyin window codes, parameters)`` (for
+        the pinyin window index)."""
+        try:
+            cursor = self.fingerprints.find(
+                {"source": {"$exists": True}, "pinyin.codes.0": {"$exists": True}},
+                {"pinyin": 1}, batch_size=batch_size)
+            for doc in cursor:
+                codes = [from_int64(c) for c in doc["pinyin"]["codes"]]
+                yield str(doc["_id"]), codes, dict(doc["pinyin"].get("params") or {})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def iter_fingerprints(self, batch_size: int = 10_000) -> Iterator[tuple[int, str]]:
         """Every ``(simhash, page id)`` the index should hold (short texts excluded)."""
         try:
@@ -289,6 +306,13 @@ def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, s
             "simhash_hex": f"{simhash:016x}", "checksum": checksum, "tokens": tokens,
             "short": short, "algorithm": algorithm,
             "created_at": created_at or dt.datetime.now(dt.timezone.utc), **extra}
+
+
+def pinyin_doc(fp: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The ``pinyin`` field of a fingerprint document: the window codes (Int64), the
+    parameters they were computed with, and the Han character count."""
+    return {"codes": [to_int64(c) for c in fp.codes], "params": params,
+            "han_characters": fp.letters}
 
 
 def match_doc(*, url: str, host: str, original_id: str, original_url: str | None,

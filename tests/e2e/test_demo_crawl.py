@@ -43,10 +43,12 @@ def test_the_demo_crawl_matches_the_known_outcome(demo_run) -> None:  # type: ig
 def test_mongodb_holds_each_original_once_and_a_record_per_copy(demo_run) -> None:  # type: ignore[no-untyped-def]
     _, db = demo_run
     exp = build().expected
-    assert db.pages.count_documents({}) == len(exp.clusters) + len(exp.unique)
+    crawled = {"host": {"$ne": "registered"}}
+    assert db.pages.count_documents(crawled) == len(exp.clusters) + len(exp.unique)
+    assert db.pages.count_documents({"source": "demo-novels"}) == len(exp.registered)
     assert db.fingerprints.count_documents({}) == db.pages.count_documents({})
     kinds = {m["url"].split("/", 3)[3]: m["kind"] for m in db.matches.find({})}
-    assert len(kinds) == sum(len(c) - 1 for c in exp.clusters)
+    assert len(kinds) == sum(len(c) - 1 for c in exp.clusters) + len(exp.pirated)
     for cluster in exp.clusters:
         for copy in cluster[1:]:
             path = copy.split("/", 1)[1]
@@ -55,6 +57,26 @@ def test_mongodb_holds_each_original_once_and_a_record_per_copy(demo_run) -> Non
         original = db.pages.find_one({"_id": m["original_id"]})
         assert original is not None and original["url"] == m["original_url"]
         assert m["distance"] <= 3 and m["outlinks_dropped"] >= 1
+
+
+def test_copies_of_registered_originals_name_the_original_and_source(demo_run) -> None:  # type: ignore[no-untyped-def]
+    _, db = demo_run
+    exp = build().expected
+    for path, name in exp.pirated.items():
+        m = db.matches.find_one({"url": {"$regex": f"/{path.split('/', 1)[1]}$"}})
+        assert m is not None, path
+        assert m["kind"] == "pinyin" and m["source"] == "demo-novels"
+        assert m["original_url"].endswith(f"/demo-corpus/{name}")
+        assert m["title"] and m["fetched_at"] and m["outlinks_dropped"] >= 1
+        share, run = m["pinyin"]["share"], m["pinyin"]["run"]
+        if path.startswith("zh/novel/"):  # a whole chapter with homophones
+            assert share > 0.9
+        else:  # 30% of a chapter inside a forum post
+            assert share < 0.5 and run >= 4
+        first, last = m["pinyin"]["span"]
+        assert last > first
+        fp = db.fingerprints.find_one({"_id": m["original_id"]})
+        assert fp["pinyin"]["codes"] and fp["pinyin"]["params"]["size"] == 40
 
 
 def test_gbk_pages_are_stored_as_chinese(demo_run) -> None:  # type: ignore[no-untyped-def]

@@ -30,14 +30,21 @@ def scrapy_crawl(site: DemoSite, services: EmbeddedServices, tmp: Path, n: int) 
     return dict(json.loads(summary.read_text()))
 
 
-def test_second_crawl_admits_nothing_new(tmp_path: Path) -> None:
+def test_second_crawl_admits_nothing_new(tmp_path: Path, register_corpus) -> None:  # type: ignore[no-untyped-def]
     with EmbeddedServices(tmp_path / "data") as services, DemoSite() as site:
+        registered = len(site.content.expected.registered)
+        done = register_corpus(site, services, tmp_path, "recrawl")
+        assert done.returncode == 0, done.stderr
+        assert f"{registered} added, 0 already registered" in done.stdout
         first = scrapy_crawl(site, services, tmp_path, 1)
         db = connect_mongo(services.mongo_uri)["recrawl"]
-        pages = db.pages.count_documents({})
+        pages = db.pages.count_documents({"host": {"$ne": "registered"}})
         assert first["dedup/unique"] == pages > 0
+        assert first["dedup/pinyin_copy"] == len(site.content.expected.pirated)
+        again = register_corpus(site, services, tmp_path, "recrawl")  # idempotent
+        assert f"0 added, {registered} already registered" in again.stdout, again.stderr
         second = scrapy_crawl(site, services, tmp_path, 2)
         assert "dedup/unique" not in second
         assert second["dedup/revisit"] == second["dedup/revisit/unchanged"] == pages
-        assert db.pages.count_documents({}) == pages
+        assert db.pages.count_documents({}) == pages + registered
         assert not any(t in site.requests for t in site.content.expected.traps)

@@ -33,10 +33,13 @@ def outcome(db) -> tuple[set, set]:  # type: ignore[no-untyped-def]
             {(m["url"], m["original_url"], m["kind"]) for m in db.matches.find({})})
 
 
-def test_interrupted_and_resumed_crawl_ends_like_an_uninterrupted_one(tmp_path: Path) -> None:
+def test_interrupted_and_resumed_crawl_ends_like_an_uninterrupted_one(  # type: ignore[no-untyped-def]
+        tmp_path: Path, register_corpus) -> None:
     with EmbeddedServices(tmp_path / "data") as services, DemoSite() as site:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
         mongo = connect_mongo(services.mongo_uri)
+        for name in ("whole", "parts"):
+            assert register_corpus(site, services, tmp_path, name).returncode == 0
         subprocess.run(command(site, "whole", tmp_path, None), cwd=ROOT, env=env, check=True,
                        timeout=600)
         expected = outcome(mongo["whole"])

@@ -87,6 +87,23 @@ def crawl(pages):  # type: ignore[no-untyped-def]
     return pages
 
 
+@pytest.fixture
+def tracked(pages):  # type: ignore[no-untyped-def]
+    """A novelist's registered chapter and three pirated copies of it on two hosts."""
+    t0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    chapter = new_page_id()
+    pages.save_pages([{"_id": chapter, "url": "file:///novels/1.txt", "host": "registered",
+                       "source": "novels"}])
+    pages.save_matches(match_doc(
+        url=u, host=u.split("/")[2], original_id=chapter, original_url="file:///novels/1.txt",
+        original_host="registered", distance=0, kind="pinyin", source="novels",
+        pinyin={"share": s, "run": r, "span": [0, 99]}, title="第1章", fetched_at=t0,
+        detected_at=t0 + dt.timedelta(hours=h)) for u, s, r, h in [
+            ("https://pirate.example/1", 1.0, 40, 1), ("https://pirate.example/2", 0.9, 30, 2),
+            ("https://forum.example/t/9", 0.2, 8, 3)])
+    return pages
+
+
 def run(name: str, db, **names):  # type: ignore[no-untyped-def]
     scope = {"db": db, **names}
     exec(queries()[name], scope)  # noqa: S102 - the documented query, verbatim
@@ -97,7 +114,8 @@ def test_the_document_lists_the_queries_tested_here() -> None:
     assert set(queries()) == {
         "Copies of a given original", "Recent matches", "Duplicate rate per host",
         "Largest clusters", "Copies on other hosts", "How close the copies are",
-        "A page's fingerprint"}
+        "A page's fingerprint", "All copies of a source, newest first",
+        "Hosts with the most copies"}
 
 
 def test_copies_of_a_given_original(crawl) -> None:
@@ -142,3 +160,20 @@ def test_how_close_the_copies_are(crawl) -> None:
 def test_a_pages_fingerprint(crawl) -> None:
     got = run("A page's fingerprint", crawl.db, original_url="https://b.example/3")
     assert got == (3 << 32, f"{3 << 32:016x}")
+
+
+def test_all_copies_of_a_source(tracked) -> None:
+    got = run("All copies of a source, newest first", tracked.db, source="novels")
+    assert [(m["url"], m["kind"], m["pinyin"]["share"], m["pinyin"]["run"]) for m in got] == [
+        ("https://forum.example/t/9", "pinyin", 0.2, 8),
+        ("https://pirate.example/2", "pinyin", 0.9, 30),
+        ("https://pirate.example/1", "pinyin", 1.0, 40)]
+    assert all(m["original_url"] == "file:///novels/1.txt" and m["title"] == "第1章"
+               for m in got)
+    assert run("All copies of a source, newest first", tracked.db, source="other") == []
+
+
+def test_hosts_with_the_most_copies(tracked) -> None:
+    got = run("Hosts with the most copies", tracked.db, source="novels")
+    assert [(h["_id"], h["copies"]) for h in got] == [("pirate.example", 2),
+                                                       ("forum.example", 1)]

@@ -39,8 +39,8 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     store.clear()  # Redis lost everything
     done = cli(services, pages, namespace, "rebuild-index")
     assert done.returncode == 0, done.stderr
-    assert f"rebuilt: {len(before):,} fingerprints and {len(docs):,} text checksums" \
-        in done.stdout
+    assert f"rebuilt: {len(before):,} fingerprints, {len(docs):,} text checksums and the " \
+        "pinyin windows of 0 registered originals" in done.stdout
     assert f"rebuild-index: about {len(before):,} fingerprints" in done.stderr
     after = NearDuplicateIndex(RedisStore(redis_client, namespace))
     assert sorted(after.entries()) == before

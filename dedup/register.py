@@ -1,0 +1,134 @@
+"""Registered originals: a content owner's texts (articles, novel chapters) loaded as
+originals, so that the crawl drops pages that copy them and names the source.
+
+Each file becomes a ``pages`` document (``url``: the file's ``file://`` URI; ``host``:
+``registered``; ``source``: the name given), with its fingerprints (simhash and, for
+Chinese text, the pinyin window codes) in ``fingerprints``, its simhash in the shared
+index, its checksum in the exact-copy registry and its windows in the pinyin window
+index. Registering the same file again changes nothing (and repairs the Redis entries if
+a previous run stopped half-way).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from .config import DedupConfig
+from .decide import register_checksums
+from .files import read_document
+from .index import NearDuplicateIndex
+from .index.windows import WindowIndex
+from .pinyin import PinyinFingerprinter
+from .simhash import fingerprint
+from .store import PageStore, fingerprint_doc, new_page_id, pinyin_doc
+
+ALGORITHM = "simhash64-xxh3"
+REGISTERED_HOST = "registered"
+
+
+@dataclass
+class RegisterResult:
+    """What a registration did.
+
+    Attributes:
+        added: files registered now.
+        unchanged: files registered before with the same text.
+        changed: files registered before whose text differs now (kept as first
+            registered: remove the page first to register the new text).
+        skipped: ``(file, reason)`` of files with no text.
+    """
+
+    added: int = 0
+    unchanged: int = 0
+    changed: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def register(files: Iterable[Path], source: str, pages: PageStore, index: NearDuplicateIndex,
+             windows: WindowIndex | None, client: redis.Redis, config: DedupConfig,
+             fingerprinter: PinyinFingerprinter | None = None, batch: int = 200,
+             progress: Callable[[int], None] | None = None) -> RegisterResult:
+    """Register ``files`` as originals of ``source`` (see the module docstring).
+
+    Raises:
+        ValueError: an empty source name.
+        ServiceUnavailable: Redis or MongoDB failed (files registered so far stay
+            registered; running the command again finishes the job).
+    """
+    if not source.strip():
+        raise ValueError("the source name must not be empty")
+    result = RegisterResult()
+    pending: list[Path] = []
+    for path in files:
+        pending.append(path)
+        if len(pending) >= batch:
+            _register_batch(pending, source, pages, index, windows, client, config,
+                            fingerprinter, result)
+            if progress:
+                progress(len(pending))
+            pending = []
+    if pending:
+        _register_batch(pending, source, pages, index, windows, client, config, fingerprinter,
+                        result)
+        if progress:
+            progress(len(pending))
+    return result
+
+
+def _register_batch(paths: list[Path], source: str, pages: PageStore,
+                    index: NearDuplicateIndex, windows: WindowIndex | None,
+                    client: redis.Redis, config: DedupConfig,
+                    fingerprinter: PinyinFingerprinter | None, result: RegisterResult) -> None:
+    rows = []
+    for path in paths:
+        text, method = read_document(path)
+        fp = fingerprint(text, shingle=config.shingle, drop_numbers=config.drop_numbers,
+                         min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram)
+        if fp.tokens == 0:
+            result.skipped.append((str(path), "no text"))
+            continue
+        py = fingerprinter.fingerprint(text) if fingerprinter is not None else None
+        rows.append((path.resolve().as_uri(), path, text, method, fp, py))
+    stored = pages.stored_urls(url for url, *_ in rows)
+    docs, fps, index_rows = [], [], []
+    for url, path, text, method, fp, py in rows:
+        if url in stored:
+            page_id, checksum = stored[url]
+            if checksum != fp.checksum_hex:
+                result.changed.append(str(path))
+                continue
+            result.unchanged += 1
+        else:
+            page_id = new_page_id()
+            result.added += 1
+            docs.append({"_id": page_id, "url": url, "host": REGISTERED_HOST, "source": source,
+                         "title": path.stem, "checksum": fp.checksum_hex, "text": text,
+                         "text_length": len(text), "extraction": method,
+                         "registered_at": dt.datetime.now(dt.timezone.utc)})
+            extra: dict[str, Any] = {"source": source}
+            if py is not None and py.codes and fingerprinter is not None:
+                extra["pinyin"] = pinyin_doc(py, fingerprinter.describe())
+            fps.append(fingerprint_doc(page_id, fp.simhash, checksum=fp.checksum_hex,
+                                       tokens=fp.tokens, short=fp.short, algorithm=ALGORITHM,
+                                       **extra))
+        index_rows.append((page_id, fp, py))
+    pages.save_pages(docs, fps)
+    # Redis after MongoDB: every step below is idempotent, so a re-run repairs a half-done
+    # registration.
+    register_checksums(client, config.namespace,
+                       [(fp.checksum_hex, pid) for pid, fp, _ in index_rows])
+    long_rows = [(pid, fp) for pid, fp, _ in index_rows if not fp.short]
+    if long_rows:
+        owners = index.store.lookup([fp.simhash for _, fp in long_rows])
+        index.add_many((fp.simhash, pid) for (pid, fp), owner in zip(long_rows, owners)
+                       if owner is None)
+    if windows is not None:
+        for pid, _, py in index_rows:
+            if py is not None and py.codes:
+                windows.add(pid, py)
