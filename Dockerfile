@@ -10,8 +10,10 @@ COPY pyproject.toml setup.py README.md ./
 COPY dedup ./dedup
 COPY crawler ./crawler
 COPY settings.py scrapy.cfg ./
+# Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
- && python -c "import dedup, sys; sys.exit(dedup.KERNEL != 'cython')"
+ && rm -rf dedup crawler build \
+ && python -c "import dedup, dedup.pinyin as p, sys; sys.exit(dedup.KERNEL != 'cython' or p.KERNEL != 'cython')"
 
 RUN useradd --create-home --uid 10001 crawler && mkdir -p /data/jobs \
  && chown crawler /data/jobs
