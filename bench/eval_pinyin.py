@@ -3,7 +3,8 @@ fingerprint against simhash on character n-grams, and the two combined.
 
 Copies of each essay are generated with a fixed seed: homophone substitution at 5%, 10%
 and 20% of the Han characters (another character with the same toneless pinyin),
-Traditional characters (OpenCC s2t), punctuation and white-space changes, ads and
+Traditional characters (OpenCC s2t), punctuation and white-space changes, every
+punctuation mark removed, ads and
 navigation text inserted, 30% of the essay embedded in an unrelated page, and the essay
 served as an HTML page in GBK and in GB18030 (decoded and extracted as the crawler does).
 Every copy is looked up against all 223 essays; a match with any essay but its source
@@ -20,6 +21,7 @@ import argparse
 import random
 import sys
 import time
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from dedup.pinyin import PinyinFingerprinter, initials, is_copy, score
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "zh-dev"
 SEED = 20071
 KINDS = ["homophone 5%", "homophone 10%", "homophone 20%", "traditional", "punctuation",
-         "ads inserted", "embedded 30%", "GBK page", "GB18030 page"]
+         "no punctuation", "ads inserted", "embedded 30%", "GBK page", "GB18030 page"]
 ADS = ["【广告】夏季特惠，全场五折起，点击立即抢购！", "首页 | 新闻 | 财经 | 体育 | 娱乐 | 科技",
        "相关阅读：本周热门文章排行榜", "扫码关注我们的公众号，获取更多精彩内容。",
        "版权所有，未经授权不得转载。客服电话：400-800-1234"]
@@ -47,6 +49,11 @@ def punctuation(text: str, rng: random.Random) -> str:
         if rng.random() < 0.03:
             out.append(" ")
     return "".join(out)
+
+
+def strip_punctuation(text: str) -> str:
+    """Every punctuation mark removed (some pirate sites do, to defeat matching)."""
+    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
 
 
 def insert_ads(text: str, rng: random.Random) -> str:
@@ -90,6 +97,7 @@ def make_copies(texts: list[str]) -> list[tuple[str, int, str, int | None]]:
                         swap_homophones(text, rate, rng, groups), None))
         out.append(("traditional", i, s2t.convert(text), None))
         out.append(("punctuation", i, punctuation(text, rng), None))
+        out.append(("no punctuation", i, strip_punctuation(text), None))
         out.append(("ads inserted", i, insert_ads(text, rng), None))
         host = rng.choice([j for j in range(len(texts)) if j != i])
         out.append(("embedded 30%", i, embed(text, texts[host], rng), host))
@@ -105,6 +113,8 @@ def main() -> int:
     parser.add_argument("--overlap", type=float, default=0.5)
     parser.add_argument("--q", type=int, default=4, help="quantisation levels")
     parser.add_argument("--letters", type=int, default=20)
+    parser.add_argument("--anchors", default="both", choices=("sentences", "content",
+                                                                   "both"))
     parser.add_argument("--ngrams", default="1,2,3", help="simhash character n-grams to try")
     parser.add_argument("-k", type=int, default=3, help="simhash Hamming distance")
     args = parser.parse_args()
@@ -118,7 +128,8 @@ def main() -> int:
     print(f"{len(texts)} essays, {len(copies)} copies (generated in "
           f"{time.perf_counter() - started:.1f} s, seed {SEED})\n")
 
-    fper = PinyinFingerprinter(args.size, args.overlap, args.q, args.letters)
+    fper = PinyinFingerprinter(args.size, args.overlap, args.q, args.letters,
+                               anchors=args.anchors)
     originals = [set(fper.fingerprint(t).codes) for t in texts]
     postings: dict[int, set[int]] = defaultdict(set)
     for i, codes in enumerate(originals):

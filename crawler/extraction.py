@@ -50,20 +50,21 @@ class PageText:
     pinyin: PinyinFingerprint | None = None
 
 
-Params = tuple[bool, int, bool, int, int, tuple[int, float, int] | None]
+Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None]
 
 
 @lru_cache(maxsize=4)
-def pinyin_fingerprinter(size: int, overlap: float, q: int) -> PinyinFingerprinter:
+def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
+                         ) -> PinyinFingerprinter:
     """One fingerprinter per parameter set (its tables are built once per process)."""
-    return PinyinFingerprinter(size=size, overlap=overlap, q=q)
+    return PinyinFingerprinter(size=size, overlap=overlap, q=q, anchors=anchors)
 
 
 def extract_and_fingerprint(body: bytes, url: str, params: Params) -> PageText:
     """Extract a page's main text and fingerprint it (runs in a worker).
 
     ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin)``, from
-    :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q)`` or ``None``).
+    :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q, anchors)`` or ``None``).
     """
     fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin = params
     page = dedup.extract_text(body, url, fast=fast)
@@ -76,8 +77,8 @@ def extract_and_fingerprint(body: bytes, url: str, params: Params) -> PageText:
 
 def fingerprint_params(config: DedupConfig) -> Params:
     """The settings :func:`extract_and_fingerprint` needs, as a small picklable tuple."""
-    pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q)
-              if config.pinyin else None)
+    pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q,
+               config.pinyin_anchors) if config.pinyin else None)
     return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
             config.cjk_ngram, pinyin)
 

@@ -128,7 +128,7 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     windows, _ = open_window_index(config, client, redis_url)
     from dedup.pinyin import PinyinFingerprinter
 
-    fper = PinyinFingerprinter(config.pinyin_size, config.pinyin_overlap, config.pinyin_q)
+    fper = PinyinFingerprinter.from_config(config)
     done = register(sorted(folder / n for n in texts), DEMO_SOURCE, pages, index, windows,
                     client, config, fper)
     print(f"registered {done.added} originals of {DEMO_SOURCE!r} from {folder}")

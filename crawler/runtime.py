@@ -56,8 +56,7 @@ def open_window_index(config: DedupConfig, client: Any, redis_url: str
     """
     if not config.pinyin:
         return None, {}
-    params = PinyinFingerprinter(size=config.pinyin_size, overlap=config.pinyin_overlap,
-                                 q=config.pinyin_q).describe()
+    params = PinyinFingerprinter.from_config(config).describe()
     return WindowIndex(RedisWindowStore(client, config.namespace, redact(redis_url)), params,
                        config.pinyin_min_share, config.pinyin_min_run), params
 

@@ -308,8 +308,7 @@ def cmd_register(args: argparse.Namespace) -> int:
         try:
             index = NearDuplicateIndex(RedisStore(redis_client, args.namespace),
                                        capacity=args.capacity or config.capacity)
-            fper = PinyinFingerprinter(config.pinyin_size, config.pinyin_overlap,
-                                       config.pinyin_q)
+            fper = PinyinFingerprinter.from_config(config)
             windows = WindowIndex(RedisWindowStore(redis_client, args.namespace),
                                   fper.describe(), config.pinyin_min_share,
                                   config.pinyin_min_run)

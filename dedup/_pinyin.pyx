@@ -8,7 +8,7 @@ table, all in C.
 """
 
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -80,3 +80,48 @@ def window_codes(const uint8_t[::1] letters, const uint8_t[::1] column,
     finally:
         free(cum)
     return result
+
+
+def window_starts(const uint8_t[::1] letters, list sentence_starts, int size, int step,
+                  bint sentences, bint content, int context):
+    """Sorted window starts (see ``PinyinFingerprinter.starts``): sentence starts (and,
+    when ``content`` is off, every ``step`` letters inside a sentence) and content
+    anchors (the ``context`` letters before a position hash to 0 modulo ``step``)."""
+    cdef Py_ssize_t n = letters.shape[0], last = n - size + 1, i, k, s, end
+    cdef Py_ssize_t ns = len(sentence_starts)
+    cdef uint8_t *mark
+    cdef uint64_t v, h
+    out = []
+    if last <= 0:
+        return out
+    mark = <uint8_t *> malloc(last)
+    if mark == NULL:
+        raise MemoryError()
+    try:
+        for i in range(last):
+            mark[i] = 0
+        if sentences:
+            for k in range(ns):
+                s = sentence_starts[k]
+                end = sentence_starts[k + 1] if k + 1 < ns else n
+                if end > last:
+                    end = last
+                while s < end:
+                    mark[s] = 1
+                    if content:
+                        break
+                    s += step
+        if content and n > context:
+            for i in range(context, last):
+                v = 0
+                for k in range(i - context, i):
+                    v = v * 32 + letters[k]
+                h = (v * <uint64_t> 0x9E3779B97F4A7C15ULL) >> 40
+                if h % <uint64_t> step == 0:
+                    mark[i] = 1
+        for i in range(last):
+            if mark[i]:
+                out.append(i)
+    finally:
+        free(mark)
+    return out

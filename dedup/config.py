@@ -52,6 +52,8 @@ class DedupConfig:
         pinyin_size: letters per pinyin window [DEDUP_PINYIN_SIZE, 40].
         pinyin_overlap: overlap of windows inside a sentence [DEDUP_PINYIN_OVERLAP, 0.5].
         pinyin_q: quantisation levels [DEDUP_PINYIN_Q, 4].
+        pinyin_anchors: where windows start: ``sentences``, ``content`` or ``both``
+            [DEDUP_PINYIN_ANCHORS, "both"].
         pinyin_min_share: a page copies an original when this share of its windows is
             the original's [DEDUP_PINYIN_MIN_SHARE, 0.5] ...
         pinyin_min_run: ... or this many consecutive windows are (an embedded copy)
@@ -80,6 +82,7 @@ class DedupConfig:
     pinyin_size: int = 40
     pinyin_overlap: float = 0.5
     pinyin_q: int = 4
+    pinyin_anchors: str = "both"
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
 
@@ -98,6 +101,8 @@ class DedupConfig:
         need(4 <= self.pinyin_size <= 10_000, "DEDUP_PINYIN_SIZE", "in 4..10000")
         need(0 <= self.pinyin_overlap < 1, "DEDUP_PINYIN_OVERLAP", "in [0, 1)")
         need(2 <= self.pinyin_q <= 10, "DEDUP_PINYIN_Q", "in 2..10")
+        need(self.pinyin_anchors in ("sentences", "content", "both"), "DEDUP_PINYIN_ANCHORS",
+             "sentences, content or both")
         need(0 < self.pinyin_min_share <= 1, "DEDUP_PINYIN_MIN_SHARE", "in (0, 1]")
         need(self.pinyin_min_run >= 1, "DEDUP_PINYIN_MIN_RUN", "at least 1")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,8 +51,14 @@ DEFAULT_SIZE = 40
 DEFAULT_OVERLAP = 0.5
 DEFAULT_Q = 4
 DEFAULT_LETTERS = 20
+DEFAULT_ANCHORS = "both"
 
 _END_MARK = "|"
+
+#: Letters of context that decide a content-defined window start.
+_CONTEXT = 4
+
+ANCHORS = ("sentences", "content", "both")
 
 
 @lru_cache(maxsize=1)
@@ -225,7 +232,10 @@ class PinyinFingerprinter:
 
     def __init__(self, size: int = DEFAULT_SIZE, overlap: float = DEFAULT_OVERLAP,
                  q: int = DEFAULT_Q, letters: int = DEFAULT_LETTERS,
-                 reference: Reference | None = None) -> None:
+                 reference: Reference | None = None, anchors: str = DEFAULT_ANCHORS) -> None:
+        if anchors not in ANCHORS:
+            raise ValueError(f"anchors must be one of {', '.join(ANCHORS)}, got {anchors!r}")
+        self.anchors = anchors
         if not 4 <= size <= 10_000:
             raise ValueError(f"window size must be in 4..10000 letters, got {size}")
         if not 0 <= overlap < 1:
@@ -257,26 +267,60 @@ class PinyinFingerprinter:
         self._levels = np.array([[int((c >= t).sum()) for c in range(size + 1)]
                                  for t in thresholds], dtype=np.uint8)
 
+    @classmethod
+    def from_config(cls, config: Any) -> PinyinFingerprinter:
+        """The fingerprinter of a :class:`~dedup.config.DedupConfig` (its
+        ``DEDUP_PINYIN_*`` settings)."""
+        return cls(size=config.pinyin_size, overlap=config.pinyin_overlap, q=config.pinyin_q,
+                   anchors=config.pinyin_anchors)
+
     def describe(self) -> dict:
         """The parameters, as stored with fingerprints."""
         return {"size": self.size, "overlap": self.overlap, "q": self.q,
-                "letters": "".join(self.alphabet)}
+                "letters": "".join(self.alphabet), "anchors": self.anchors}
 
-    def starts(self, sentence_starts: Sequence[int], length: int) -> list[int]:
-        """Window starts: each sentence start, then every ``step`` letters inside the
-        sentence; only windows that fit in the text."""
-        out: list[int] = []
-        bounds = [*sentence_starts, length]
-        for s, end in itertools.pairwise(bounds):
-            out.extend(range(s, min(end, length - self.size + 1), self.step))
-        return out
+    def starts(self, sentence_starts: Sequence[int], length: int, letters: str = ""
+               ) -> list[int]:
+        """Window starts (only windows that fit in the text):
+
+        - ``anchors="sentences"``: each sentence start, then every ``step`` letters inside
+          the sentence;
+        - ``"content"``: each position whose preceding 4 letters hash to 0 modulo
+          ``step`` (content-defined, so independent of punctuation; ``step`` letters
+          apart on average);
+        - ``"both"``: sentence starts and content anchors.
+        """
+        if _kernel is not None:
+            return _kernel.window_starts(letters.encode("ascii"), list(sentence_starts),
+                                         self.size, self.step, self.anchors != "content",
+                                         self.anchors != "sentences", _CONTEXT)
+        return self._starts_py(sentence_starts, length, letters)
+
+    def _starts_py(self, sentence_starts: Sequence[int], length: int, letters: str
+                   ) -> list[int]:
+        """The NumPy twin of the kernel's ``window_starts``."""
+        last = length - self.size + 1
+        out: set[int] = set()
+        if self.anchors in ("sentences", "both"):
+            bounds = [*sentence_starts, length]
+            for s, end in itertools.pairwise(bounds):
+                out.update(range(s, min(end, last),
+                                 self.step if self.anchors == "sentences" else length + 1))
+        if self.anchors in ("content", "both") and length > _CONTEXT:
+            a = np.frombuffer(letters.encode("ascii"), dtype=np.uint8).astype(np.uint64)
+            v = a[3:] + a[2:-1] * np.uint64(32) + a[1:-2] * np.uint64(1024) \
+                + a[:-3] * np.uint64(32768)
+            h = (v * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
+            hits = np.flatnonzero(h % np.uint64(self.step) == 0) + _CONTEXT
+            out.update(int(s) for s in hits[hits < last])
+        return sorted(out)
 
     def fingerprint(self, text: str) -> PinyinFingerprint:
         """The window codes of ``text``. A text with fewer Han characters than one window
         has no windows (an empty fingerprint): it is matched by simhash only."""
         letters, sentence_starts = initials(text)
         n = len(letters)
-        starts = self.starts(sentence_starts, n)
+        starts = self.starts(sentence_starts, n, letters)
         if not starts:
             return PinyinFingerprint([], [], n)
         spans = [(s, s + self.size - 1) for s in starts]

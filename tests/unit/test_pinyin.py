@@ -26,15 +26,22 @@ def test_initials_known_answers():
 def test_kernel_and_numpy_twin_agree():
     text = SPRING * 3 + "。English text. 混合 mixed 文本！？"
     assert initials(text) == pinyin._initials_py(text)
-    fper = PinyinFingerprinter(size=20)
     letters, starts = initials(text)
-    fp = fper.fingerprint(text)
-    assert fp.codes == fper._codes_py(letters, fper.starts(starts, len(letters)))
+    for anchors in ("sentences", "content", "both"):
+        fper = PinyinFingerprinter(size=20, anchors=anchors)
+        windows = fper.starts(starts, len(letters), letters)
+        assert windows == fper._starts_py(starts, len(letters), letters)
+        assert fper.fingerprint(text).codes == fper._codes_py(letters, windows)
+    for short in ("", "中文", "中文。" * 10):
+        short_letters, short_starts = initials(short)
+        assert fper.starts(short_starts, len(short_letters), short_letters) == \
+            fper._starts_py(short_starts, len(short_letters), short_letters)
 
 
 def test_window_codes_are_digits_of_levels():
     fper = PinyinFingerprinter(size=8, overlap=0.5, q=2, letters=3,
-                               reference=Reference({"a": 0.5, "b": 0.25, "c": 0.25}))
+                               reference=Reference({"a": 0.5, "b": 0.25, "c": 0.25}),
+                               anchors="sentences")
     assert fper.alphabet == ["a", "b", "c"]
     # Han characters read a.., b.., c.. : 啊 (a), 八 (b), 擦 (c)
     fp = fper.fingerprint("八八八八八八八八")
@@ -69,6 +76,19 @@ def test_a_homophone_copy_matches_and_an_unrelated_text_does_not():
     assert not is_copy(s)
 
 
+def test_a_copy_without_punctuation_matches_through_content_anchors():
+    stripped = "".join(ch for ch in SPRING if ch not in "，。！？、；：“”")
+    for anchors, matches in (("sentences", False), ("content", True), ("both", True)):
+        fper = PinyinFingerprinter(anchors=anchors)
+        s = score(fper.fingerprint(stripped), set(fper.fingerprint(SPRING).codes))
+        assert is_copy(s) is matches, anchors
+    fper = PinyinFingerprinter()
+    assert fper.anchors == "both"
+    starts = fper.starts(initials(SPRING)[1], len(initials(SPRING)[0]), initials(SPRING)[0])
+    assert set(initials(SPRING)[1]) - set(starts) <= {s for s in initials(SPRING)[1]
+                                                      if s > len(initials(SPRING)[0]) - 40}
+
+
 def test_texts_with_little_or_no_chinese_have_an_empty_fingerprint():
     fper = PinyinFingerprinter()
     for text in ("", "An English page. Nothing else!", "短文本。", "中文" * 19):
@@ -90,6 +110,8 @@ def test_bad_parameters_are_named():
         PinyinFingerprinter(q=11)
     with pytest.raises(ValueError, match="letters"):
         PinyinFingerprinter(letters=40)
+    with pytest.raises(ValueError, match="anchors"):
+        PinyinFingerprinter(anchors="words")
 
 
 def test_reference_command_writes_a_loadable_distribution(tmp_path):
