@@ -157,7 +157,7 @@ def main() -> None:
                         "where its CPU goes (py-spy slows that crawl down)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="simcrawl-crawl-bench-"))
-    content = build(articles=args.articles, zh_articles=60)
+    content = build(articles=args.articles, zh_articles=60, novel_chapters=0)
     rows = []
     with EmbeddedServices(tmp / "data") as services, DemoSite(content) as site:
         for name, enabled in (("off", False), ("on", True)):
