@@ -309,7 +309,9 @@ def cmd_register(args: argparse.Namespace) -> int:
             index = NearDuplicateIndex(RedisStore(redis_client, args.namespace),
                                        capacity=args.capacity or config.capacity)
             fper = PinyinFingerprinter.from_config(config)
-            windows = WindowIndex(RedisWindowStore(redis_client, args.namespace),
+            windows = WindowIndex(RedisWindowStore(redis_client, args.namespace,
+                                                   capacity=args.capacity or
+                                                   max(100_000, len(files))),
                                   fper.describe(), config.pinyin_min_share,
                                   config.pinyin_min_run)
         except IndexMismatchError as exc:
@@ -483,7 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "UTF-8, else GB18030.")
     p.add_argument("paths", nargs="+", type=Path, help="files or folders")
     p.add_argument("--source", required=True, help="the owner or collection, e.g. 'novels'")
-    p.add_argument("--capacity", type=int, help="plan a new index for this many pages")
+    p.add_argument("--capacity", type=int, help="plan new indexes for this many pages "
+                   "(default: the crawl's 1,000,000 for simhash, 100,000 originals for the "
+                   "pinyin windows)")
     _service_options(p)
     p.set_defaults(func=cmd_register)
 

@@ -9,14 +9,22 @@ Redis keys (``ns`` is the namespace):
 
 - ``ns:pw:params``: the fingerprint parameters as JSON (``SET NX``); a fingerprinter with
   other parameters is refused (:class:`~dedup.index.IndexMismatchError`).
-- ``ns:pw:{code hex}``: a set of page ids.
+- ``ns:pw:layout``: ``{"bucket_bits": b}``, planned from the capacity (``SET NX``).
+- ``ns:pw:{bucket hex}``: a hash per bucket (the top ``b`` bits of the code times a
+  64-bit odd constant), about 64 postings each so that Redis keeps it as a compact
+  listpack: field = the code (8 bytes, big-endian), value = its pages, each a length
+  byte and the page id packed as in the simhash tables (a 24-hex id in 13 bytes).
 - ``ns:pwc:{page id}``: the page's distinct codes, 8 bytes each, big-endian (for
   idempotent adds and removal).
+
+Adding and removing a page are each one Lua script (all keys in KEYS), so a page's
+postings and its ``pwc`` marker appear and disappear together.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
@@ -26,6 +34,7 @@ from ..errors import ServiceUnavailable
 from ..pinyin import PinyinFingerprint, PinyinScore, is_copy
 from .core import check_namespace, check_page_id
 from .layout import IndexMismatchError
+from .redis_store import pack_page_id, unpack_page_id
 
 
 class WindowStore(Protocol):
@@ -78,22 +87,105 @@ class MemoryWindowStore:
         return len(self._codes)
 
 
+#: Postings per bucket hash the layout aims at (Redis keeps hashes this small as compact
+#: listpacks).
+BUCKET_TARGET = 64
+
+#: Windows per registered original the layout plans for.
+WINDOWS_PER_ORIGINAL = 128
+
+_ADD = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+for i = 2, #KEYS do
+  local v = redis.call('HGET', KEYS[i], ARGV[i]) or ''
+  redis.call('HSET', KEYS[i], ARGV[i], v .. ARGV[1])
+end
+redis.call('SET', KEYS[1], ARGV[#KEYS + 1])
+return 1
+"""
+
+_REMOVE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local entry = ARGV[1]
+for i = 2, #KEYS do
+  local v = redis.call('HGET', KEYS[i], ARGV[i])
+  if v then
+    local out, pos = {}, 1
+    while pos <= #v do
+      local n = string.byte(v, pos)
+      local e = string.sub(v, pos, pos + n)
+      if e ~= entry then out[#out + 1] = e end
+      pos = pos + n + 1
+    end
+    if #out == 0 then redis.call('HDEL', KEYS[i], ARGV[i])
+    else redis.call('HSET', KEYS[i], ARGV[i], table.concat(out)) end
+  end
+end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+
+def bucket_bits_for(capacity: int) -> int:
+    """Bucket bits for ``capacity`` registered originals: about :data:`BUCKET_TARGET`
+    postings per bucket when they are all in."""
+    postings = max(1, capacity) * WINDOWS_PER_ORIGINAL
+    return max(0, min(32, math.ceil(math.log2(max(postings / BUCKET_TARGET, 1)))))
+
+
+def _entry(page_id: str) -> bytes:
+    packed = pack_page_id(page_id)
+    return bytes((len(packed),)) + packed
+
+
+def _entries(value: bytes) -> list[str]:
+    out, pos = [], 0
+    while pos < len(value):
+        n = value[pos]
+        out.append(unpack_page_id(value[pos + 1:pos + 1 + n]))
+        pos += n + 1
+    return out
+
+
 class RedisWindowStore:
-    """Postings in Redis sets (see the module's key list).
+    """Postings in Redis hashes, bucketed (see the module's key list).
+
+    Args:
+        client: a ``redis.Redis`` (bytes responses).
+        namespace: the key prefix (the crawl's ``DEDUP_NAMESPACE``).
+        url: for messages.
+        capacity: registered originals to plan the buckets for, when the index is new
+            (an existing index keeps its bucketing).
 
     Raises:
         ServiceUnavailable: from any call when Redis cannot be reached.
     """
 
-    def __init__(self, client: redis.Redis, namespace: str, url: str = "redis") -> None:
+    def __init__(self, client: redis.Redis, namespace: str, url: str = "redis",
+                 capacity: int = 100_000) -> None:
         check_namespace(namespace)
         self.client, self.ns, self.url = client, namespace, url
+        key = f"{namespace}:pw:layout"
+
+        def run() -> Any:
+            self.client.set(key, json.dumps({"bucket_bits": bucket_bits_for(capacity)}),
+                            nx=True)
+            return self.client.get(key)
+
+        self.bucket_bits = int(json.loads(self._call(run))["bucket_bits"])
+        self._add = client.register_script(_ADD)
+        self._remove = client.register_script(_REMOVE)
 
     def _call(self, fn: Any) -> Any:
         try:
             return fn()
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis at {self.url} failed: {exc}") from exc
+
+    def _where(self, code: int) -> tuple[str, bytes]:
+        mixed = (code * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        bucket = mixed >> (64 - self.bucket_bits) if self.bucket_bits else 0
+        return f"{self.ns}:pw:{bucket:x}", code.to_bytes(8, "big")
 
     def params(self, wanted: dict[str, Any]) -> dict[str, Any]:
         key = f"{self.ns}:pw:params"
@@ -107,30 +199,31 @@ class RedisWindowStore:
 
     def add(self, page_id: str, codes: Sequence[int]) -> bool:
         distinct = sorted(set(codes))
-        packed = b"".join(c.to_bytes(8, "big") for c in distinct)
-
-        def run() -> bool:
-            if not self.client.set(f"{self.ns}:pwc:{page_id}", packed, nx=True):
-                return False
-            pipe = self.client.pipeline(transaction=False)
-            for c in distinct:
-                pipe.sadd(f"{self.ns}:pw:{c:x}", page_id)
-            pipe.execute()
-            return True
-
-        return bool(self._call(run))
+        where = [self._where(c) for c in distinct]
+        keys = [f"{self.ns}:pwc:{page_id}", *(k for k, _ in where)]
+        args = [_entry(page_id), *(f for _, f in where),
+                b"".join(c.to_bytes(8, "big") for c in distinct)]
+        return bool(self._call(lambda: self._add(keys=keys, args=args)))
 
     def postings(self, codes: Sequence[int]) -> dict[int, set[str]]:
-        distinct = sorted(set(codes))
+        by_bucket: dict[str, list[tuple[int, bytes]]] = {}
+        for c in sorted(set(codes)):
+            key, field_ = self._where(c)
+            by_bucket.setdefault(key, []).append((c, field_))
 
         def run() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
-            for c in distinct:
-                pipe.smembers(f"{self.ns}:pw:{c:x}")
+            for key, items in by_bucket.items():
+                pipe.hmget(key, [f for _, f in items])
             return pipe.execute()
 
-        replies = self._call(run) if distinct else []
-        return {c: {m.decode() for m in r} for c, r in zip(distinct, replies) if r}
+        replies = self._call(run) if by_bucket else []
+        out: dict[int, set[str]] = {}
+        for items, values in zip(by_bucket.values(), replies):
+            for (code, _), value in zip(items, values):
+                if value:
+                    out[code] = set(_entries(value))
+        return out
 
     def remove(self, page_id: str) -> bool:
         def run() -> bool:
@@ -138,13 +231,11 @@ class RedisWindowStore:
                 f"{self.ns}:pwc:{page_id}")
             if packed is None:
                 return False
-            pipe = self.client.pipeline(transaction=False)
-            for i in range(0, len(packed), 8):
-                code = int.from_bytes(packed[i:i + 8], "big")
-                pipe.srem(f"{self.ns}:pw:{code:x}", page_id)
-            pipe.delete(f"{self.ns}:pwc:{page_id}")
-            pipe.execute()
-            return True
+            where = [self._where(int.from_bytes(packed[i:i + 8], "big"))
+                     for i in range(0, len(packed), 8)]
+            return bool(self._remove(keys=[f"{self.ns}:pwc:{page_id}",
+                                           *(k for k, _ in where)],
+                                     args=[_entry(page_id), *(f for _, f in where)]))
 
         return bool(self._call(run))
 

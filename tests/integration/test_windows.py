@@ -13,7 +13,7 @@ import pytest
 from crawler.demosite import _zh_article, homophone_groups, swap_homophones
 from dedup.config import DedupConfig
 from dedup.index import IndexMismatchError, NearDuplicateIndex, RedisStore
-from dedup.index.windows import MemoryWindowStore, RedisWindowStore, WindowIndex
+from dedup.index.windows import MemoryWindowStore, RedisWindowStore, WindowIndex, bucket_bits_for
 from dedup.pinyin import PinyinFingerprinter, score
 from dedup.register import register
 
@@ -56,6 +56,23 @@ def test_copies_find_their_original_and_others_find_nothing(windows) -> None:
     assert [[p for p, _ in r] for r in many] == [["orig2"], []]
     assert windows.remove("orig2") and not windows.remove("orig2")
     assert windows.query(FPER.fingerprint(pirated)) == []
+
+
+def test_pages_sharing_windows_are_removed_one_at_a_time(windows) -> None:
+    text = chapters(1, seed=5)[0]
+    hex_id = "65f1a2b3c4d5e6f708192a3b"
+    assert windows.add(hex_id, FPER.fingerprint(text))
+    assert windows.add("another-id", FPER.fingerprint(text))
+    found = windows.query(FPER.fingerprint(text))
+    assert sorted(p for p, _ in found) == [hex_id, "another-id"]
+    assert windows.remove(hex_id)
+    assert [p for p, _ in windows.query(FPER.fingerprint(text))] == ["another-id"]
+
+
+def test_bucket_bits_grow_with_capacity() -> None:
+    assert bucket_bits_for(1) == 1 and bucket_bits_for(0) == 1
+    assert bucket_bits_for(100_000) == 18  # 12.8M postings / 2^18 buckets = 49 each
+    assert bucket_bits_for(10**9) == 31
 
 
 def test_other_parameters_are_refused(redis_client, namespace) -> None:
