@@ -24,6 +24,7 @@ from twisted.internet.threads import deferToThread
 
 import dedup
 from dedup.config import DedupConfig
+from dedup.decide import VERIFY_SHINGLE
 from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ class PageText:
         text: the main text; method: how it was found (see :class:`dedup.ExtractedText`);
         checksum: hex checksum of the normalised text; simhash: the 64-bit simhash;
         tokens: features hashed; short: fewer tokens than ``DEDUP_MIN_TOKENS`` (matched by
-        checksum only); pinyin: the pinyin fingerprint (``None`` when ``DEDUP_PINYIN`` is
+        checksum only); verify: the second-opinion simhash on word pairs (``None`` when
+        ``DEDUP_VERIFY_DISTANCE`` is -1 or the text is short); pinyin: the pinyin fingerprint (``None`` when ``DEDUP_PINYIN`` is
         off; no windows when the text has too few Han characters).
     """
 
@@ -48,9 +50,10 @@ class PageText:
     tokens: int
     short: bool
     pinyin: PinyinFingerprint | None = None
+    verify: int | None = None
 
 
-Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None]
+Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool]
 
 
 @lru_cache(maxsize=4)
@@ -63,16 +66,20 @@ def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
 def extract_and_fingerprint(body: bytes, url: str, params: Params) -> PageText:
     """Extract a page's main text and fingerprint it (runs in a worker).
 
-    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin)``, from
-    :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q, anchors)`` or ``None``).
+    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify)``,
+    from :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q, anchors)`` or
+    ``None``; ``verify``: also compute the second-opinion simhash).
     """
-    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin = params
+    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify = params
     page = dedup.extract_text(body, url, fast=fast)
     fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
                            min_tokens=min_tokens, cjk_ngram=cjk_ngram)
     py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
+    second = dedup.fingerprint(page.text, shingle=VERIFY_SHINGLE, drop_numbers=drop_numbers,
+                               min_tokens=min_tokens, cjk_ngram=cjk_ngram).simhash \
+        if verify and not fp.short else None
     return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
-                    py)
+                    py, second)
 
 
 def fingerprint_params(config: DedupConfig) -> Params:
@@ -80,7 +87,7 @@ def fingerprint_params(config: DedupConfig) -> Params:
     pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q,
                config.pinyin_anchors) if config.pinyin else None)
     return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
-            config.cjk_ngram, pinyin)
+            config.cjk_ngram, pinyin, config.verify_distance >= 0)
 
 
 def worker_count(setting: int) -> int:
@@ -182,3 +189,4 @@ def apply(item: Any, page: PageText) -> None:
     item.checksum, item.simhash = page.checksum, page.simhash
     item.tokens, item.short = page.tokens, page.short
     item.pinyin = page.pinyin
+    item.verify = page.verify

@@ -32,6 +32,7 @@ class PageItem:
     short: bool = False
     decision: str = ""
     pinyin: Any = None  # dedup.pinyin.PinyinFingerprint of a Chinese page
+    verify: int | None = None  # the second-opinion simhash (word pairs)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -128,7 +128,7 @@ class NearDuplicateMiddleware:
         if reason is not None:
             return reason
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
-                              item.pinyin)
+                              item.pinyin, item.verify)
         return await maybe_deferred_to_future(self.batcher.submit(candidate))
 
     async def process_spider_output(self, response: scrapy.http.Response,

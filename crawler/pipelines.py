@@ -14,7 +14,7 @@ from twisted.internet.threads import deferToThread
 from crawler.items import MatchItem, PageItem
 from crawler.middlewares import fingerprint_item, skip_reason
 from crawler.runtime import Runtime, get_runtime
-from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc
+from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_int64
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,8 @@ class StoragePipeline:
                 self.pages.append({"_id": item.page_id, "url": item.url, "host": item.host,
                                    "checksum": item.checksum, **fields})
                 extra: dict[str, Any] = {}
+                if item.verify is not None:
+                    extra["simhash2"] = to_int64(item.verify)
                 if item.pinyin is not None and item.pinyin.codes:
                     extra["pinyin"] = pinyin_doc(item.pinyin, self.runtime.pinyin_params)
                 self.fingerprints.append(fingerprint_doc(

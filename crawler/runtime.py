@@ -87,7 +87,9 @@ def get_runtime(crawler: Any) -> Runtime:
         if services is not None:
             services.stop()
         raise
-    runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace, windows),
+    verify = config.verify_distance if config.verify_distance >= 0 else None
+    runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace, windows,
+                                           verify),
                       pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
                       or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
                       Extractor(config), windows, params)

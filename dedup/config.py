@@ -47,6 +47,10 @@ class DedupConfig:
             the crawl process, -1 = one per core [DEDUP_EXTRACT_WORKERS, -1].
         extract_fast: trafilatura without its fallback extractors
             [DEDUP_EXTRACT_FAST, True].
+        verify_distance: a near match within k is confirmed by a second simhash on word
+            pairs (two-word shingles), which must be within this distance too; a heavy
+            rewrite that keeps the words but not the phrasing fails it and is admitted.
+            -1 = no second opinion [DEDUP_VERIFY_DISTANCE, 10].
         pinyin: fingerprint Chinese pages by pinyin initials too, and drop copies of
             registered originals found that way [DEDUP_PINYIN, True].
         pinyin_size: letters per pinyin window [DEDUP_PINYIN_SIZE, 40].
@@ -78,6 +82,7 @@ class DedupConfig:
     store_text: bool = True
     extract_workers: int = -1
     extract_fast: bool = True
+    verify_distance: int = 10
     pinyin: bool = True
     pinyin_size: int = 40
     pinyin_overlap: float = 0.5
@@ -98,6 +103,7 @@ class DedupConfig:
         need(self.capacity >= 1, "DEDUP_CAPACITY", "at least 1")
         need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
         need(-1 <= self.extract_workers <= 256, "DEDUP_EXTRACT_WORKERS", "in -1..256")
+        need(-1 <= self.verify_distance <= 64, "DEDUP_VERIFY_DISTANCE", "in -1..64")
         need(4 <= self.pinyin_size <= 10_000, "DEDUP_PINYIN_SIZE", "in 4..10000")
         need(0 <= self.pinyin_overlap < 1, "DEDUP_PINYIN_OVERLAP", "in [0, 1)")
         need(2 <= self.pinyin_q <= 10, "DEDUP_PINYIN_Q", "in 2..10")

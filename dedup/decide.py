@@ -31,10 +31,14 @@ from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .pinyin import PinyinFingerprint, PinyinScore
+from .simhash import hamming
 from .store import PageStore, new_page_id
 
 #: Recently admitted pages whose URL a process remembers for its match records.
 KNOWN_PAGES = 100_000
+
+#: Words per feature of the second-opinion simhash (``DEDUP_VERIFY_DISTANCE``).
+VERIFY_SHINGLE = 2
 
 #: Decision kinds.
 NEW, EXACT, NEAR, PINYIN, UNCHANGED, CHANGED = ("new", "exact", "simhash", "pinyin",
@@ -52,6 +56,7 @@ class Candidate:
         simhash: the 64-bit fingerprint.
         short: below the minimum size (matched by checksum only).
         pinyin: the pinyin fingerprint of a Chinese page (``None``: not computed).
+        verify: the second-opinion simhash on word pairs (``None``: not computed).
         page_id: assigned by :meth:`Deduplicator.decide`.
     """
 
@@ -61,6 +66,7 @@ class Candidate:
     simhash: int
     short: bool
     pinyin: PinyinFingerprint | None = None
+    verify: int | None = None
     page_id: str = field(default_factory=new_page_id)
 
 
@@ -125,12 +131,19 @@ class Deduplicator:
         namespace: the Redis key prefix (the index's).
         windows: the registered originals' pinyin window index (``None``: no pinyin
             check).
+        verify_distance: a near match stands only if the pages' second-opinion
+            simhashes (:attr:`Candidate.verify`) are within this distance too, when both
+            are known (``None``: no second opinion).
     """
 
     def __init__(self, index: NearDuplicateIndex, redis_client: redis.Redis, pages: PageStore,
-                 namespace: str, windows: WindowIndex | None = None) -> None:
+                 namespace: str, windows: WindowIndex | None = None,
+                 verify_distance: int | None = None) -> None:
         self.index = index
         self.windows = windows
+        self.verify_distance = verify_distance
+        # page id -> second-opinion simhash of recent admissions here
+        self._verifiers: OrderedDict[str, int] = OrderedDict()
         self.redis = redis_client
         self.pages = pages
         self.namespace = namespace
@@ -189,8 +202,11 @@ class Deduplicator:
             near_rows = [i for i in near_rows if decisions[i] is None]
         matches = self.index.check_and_add_many(
             [(batch[i].simhash, batch[i].page_id) for i in near_rows])
+        rejected = self._second_opinion(batch, near_rows, matches)
+        if rejected:  # not copies after all: admitted, so into the index
+            self.index.add_many((batch[i].simhash, batch[i].page_id) for i in rejected)
         for i, match in zip(near_rows, matches):
-            if match is None:
+            if match is None or i in rejected:
                 decisions[i] = Decision(NEW, batch[i].page_id)
             else:
                 decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance)
@@ -206,10 +222,33 @@ class Deduplicator:
         for c, d in zip(batch, out):
             if d.kind == NEW:
                 self._known[d.page_id] = (c.url, c.host, None)
+                if c.verify is not None:
+                    self._verifiers[d.page_id] = c.verify
         while len(self._known) > KNOWN_PAGES:
             self._known.popitem(last=False)
+        while len(self._verifiers) > KNOWN_PAGES:
+            self._verifiers.popitem(last=False)
         self._name_originals(out)
         return out
+
+    def _second_opinion(self, batch: Sequence[Candidate], rows: list[int],
+                        matches: Sequence[Any]) -> set[int]:
+        """Rows whose near match the second-opinion simhash rejects."""
+        if self.verify_distance is None:
+            return set()
+        near = [(i, m) for i, m in zip(rows, matches)
+                if m is not None and batch[i].verify is not None]
+        if not near:
+            return set()
+        local = {c.page_id: c.verify for c in batch if c.verify is not None}
+        for _, m in near:
+            if m.page_id not in local and m.page_id in self._verifiers:
+                local[m.page_id] = self._verifiers[m.page_id]
+        missing = {m.page_id for _, m in near if m.page_id not in local}
+        if missing:
+            local.update(self.pages.verifiers_of(missing))
+        return {i for i, m in near if m.page_id in local
+                and hamming(local[m.page_id], batch[i].verify or 0) > self.verify_distance}
 
     def _name_originals(self, decisions: list[Decision]) -> None:
         missing = {d.original_id for d in decisions

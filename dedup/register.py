@@ -20,13 +20,13 @@ from typing import Any
 import redis
 
 from .config import DedupConfig
-from .decide import register_checksums
+from .decide import VERIFY_SHINGLE, register_checksums
 from .files import read_document
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .pinyin import PinyinFingerprinter
 from .simhash import fingerprint
-from .store import PageStore, fingerprint_doc, new_page_id, pinyin_doc
+from .store import PageStore, fingerprint_doc, new_page_id, pinyin_doc, to_int64
 
 ALGORITHM = "simhash64-xxh3"
 REGISTERED_HOST = "registered"
@@ -112,6 +112,10 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
                          "text_length": len(text), "extraction": method,
                          "registered_at": dt.datetime.now(dt.timezone.utc)})
             extra: dict[str, Any] = {"source": source}
+            if not fp.short and config.verify_distance >= 0:
+                extra["simhash2"] = to_int64(fingerprint(
+                    text, shingle=VERIFY_SHINGLE, drop_numbers=config.drop_numbers,
+                    min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram).simhash)
             if py is not None and py.codes and fingerprinter is not None:
                 extra["pinyin"] = pinyin_doc(py, fingerprinter.describe())
             fps.append(fingerprint_doc(page_id, fp.simhash, checksum=fp.checksum_hex,

@@ -249,6 +249,18 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
+        """``page id -> second-opinion simhash`` (``simhash2``) for those that have one."""
+        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
+        if not oids:
+            return {}
+        try:
+            docs = self.fingerprints.find({"_id": {"$in": oids}, "simhash2": {"$exists": True}},
+                                          {"simhash2": 1})
+            return {str(d["_id"]): from_int64(d["simhash2"]) for d in docs}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def count_fingerprints(self, indexed_only: bool = True) -> int:
         """Number of fingerprint documents (by default those the index holds: not short)."""
         try:

@@ -69,3 +69,29 @@ def test_originals_from_another_process_are_named_from_the_store(redis_client, p
     copy = two.decide([cand("http://b/x", "8" * 32, A ^ 1)])[0]
     assert (copy.kind, copy.original_url, copy.original_host) == (NEAR, "http://a/x", "a")
     store.clear()
+
+
+def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pages,
+                                                                   namespace) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(redis_client, namespace)
+    dedup_ = Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
+                          namespace, verify_distance=10)
+    original = Candidate("http://a/1", "a", "1" * 32, A, False, verify=0)
+    copy = Candidate("http://b/1", "b", "2" * 32, A ^ 0b11, False, verify=0b111)
+    rewrite = Candidate("http://c/1", "c", "3" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
+    got = dedup_.decide([original, copy, rewrite])
+    assert [d.kind for d in got] == [NEW, NEAR, NEW]  # 3 pair-bits off: a copy; 20: not
+    # the admitted rewrite is in the index now: its own near copy names it
+    later = Candidate("http://d/1", "d", "4" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
+    assert dedup_.decide([later])[0].original_id == rewrite.page_id
+    # an original whose second opinion is only in MongoDB (another process admitted it)
+    other = Deduplicator(NearDuplicateIndex(store), redis_client, pages, namespace,
+                         verify_distance=10)
+    from dedup.store import fingerprint_doc, to_int64
+
+    pages.save_pages([page_document(original)],
+                     [fingerprint_doc(original.page_id, A, checksum="1" * 32, tokens=99,
+                                      short=False, algorithm="t", simhash2=to_int64(0))])
+    far = Candidate("http://e/1", "e", "5" * 32, A ^ (1 << 40), False, verify=(1 << 30) - 1)
+    assert other.decide([far])[0].kind == NEW
+    store.clear()
