@@ -24,7 +24,7 @@ from twisted.internet.threads import deferToThread
 
 import dedup
 from dedup.config import DedupConfig
-from dedup.decide import VERIFY_SHINGLE
+from dedup.decide import second_opinion
 from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter
 
 log = logging.getLogger(__name__)
@@ -75,8 +75,7 @@ def extract_and_fingerprint(body: bytes, url: str, params: Params) -> PageText:
     fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
                            min_tokens=min_tokens, cjk_ngram=cjk_ngram)
     py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
-    second = dedup.fingerprint(page.text, shingle=VERIFY_SHINGLE, drop_numbers=drop_numbers,
-                               min_tokens=min_tokens, cjk_ngram=cjk_ngram).simhash \
+    second = second_opinion(page.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
     return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
                     py, second)

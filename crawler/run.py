@@ -110,9 +110,9 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     """Write the demo's registered chapters to ``folder`` and register them (as
     ``python -m dedup register FOLDER --source demo-novels`` would); returns file name →
     the registered page's URL."""
-    from crawler.runtime import open_window_index
     from dedup.config import DedupConfig
     from dedup.index import NearDuplicateIndex, RedisStore
+    from dedup.index.windows import open_window_index
     from dedup.register import register
     from dedup.services import connect_mongo, connect_redis
     from dedup.store import PageStore
@@ -126,11 +126,8 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     pages.ensure_indexes()
     index = NearDuplicateIndex(RedisStore(client, namespace), capacity=config.capacity)
     windows, _ = open_window_index(config, client, redis_url)
-    from dedup.pinyin import PinyinFingerprinter
-
-    fper = PinyinFingerprinter.from_config(config)
     done = register(sorted(folder / n for n in texts), DEMO_SOURCE, pages, index, windows,
-                    client, config, fper)
+                    client, config)
     print(f"registered {done.added} originals of {DEMO_SOURCE!r} from {folder}")
     return {name: (folder / name).resolve().as_uri() for name in texts}
 

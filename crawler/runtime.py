@@ -14,8 +14,7 @@ from dedup.config import DedupConfig
 from dedup.decide import Deduplicator
 from dedup.errors import redact
 from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.index.windows import RedisWindowStore, WindowIndex
-from dedup.pinyin import PinyinFingerprinter
+from dedup.index.windows import WindowIndex, open_window_index
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis, resolve
 from dedup.store import PageStore
 
@@ -46,21 +45,6 @@ class Runtime:
             self.services = None
 
 
-def open_window_index(config: DedupConfig, client: Any, redis_url: str
-                      ) -> tuple[WindowIndex | None, dict[str, Any]]:
-    """The registered originals' pinyin window index in Redis (``None`` when
-    ``DEDUP_PINYIN`` is off) and the fingerprint parameters.
-
-    Raises:
-        IndexMismatchError: the index was built with other ``DEDUP_PINYIN_*`` settings.
-    """
-    if not config.pinyin:
-        return None, {}
-    params = PinyinFingerprinter.from_config(config).describe()
-    return WindowIndex(RedisWindowStore(client, config.namespace, redact(redis_url)), params,
-                       config.pinyin_min_share, config.pinyin_min_run), params
-
-
 def get_runtime(crawler: Any) -> Runtime:
     """The crawl's :class:`Runtime`, built on first use from the crawler's settings.
 
@@ -82,7 +66,7 @@ def get_runtime(crawler: Any) -> Runtime:
                                    k=config.max_distance, capacity=config.capacity,
                                    batch_size=config.batch_size)
         pages.save_layout(config.namespace, index.layout.describe())
-        windows, params = open_window_index(config, client, redis_url)
+        windows, params = open_window_index(config, client, redact(redis_url))
     except BaseException:
         if services is not None:
             services.stop()

@@ -87,9 +87,6 @@ def _iter_files(paths: list[Path]) -> Iterator[Path]:
         raise InputError(str(exc)) from None
 
 
-_read_document = read_document
-
-
 # ----------------------------------------------------------------------------- commands
 
 def cmd_scan(args: argparse.Namespace) -> int:
@@ -100,7 +97,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     rows = []
     for path in files:
-        text, method = _read_document(path)
+        text, method = read_document(path)
         fp = fingerprint(text, shingle=args.shingle, drop_numbers=args.drop_numbers,
                          min_tokens=args.min_tokens)
         rows.append((path, method, fp))
@@ -136,7 +133,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
     for path in _iter_files(args.paths):
-        text, method = _read_document(path)
+        text, method = read_document(path)
         fp = fingerprint(text, shingle=args.shingle, drop_numbers=args.drop_numbers,
                          min_tokens=args.min_tokens)
         print(json.dumps({"file": str(path), "simhash": fp.hex, "checksum": fp.checksum_hex,
@@ -152,7 +149,7 @@ def cmd_pinyin_reference(args: argparse.Namespace) -> int:
     if not files:
         raise InputError("no files to read")
     try:
-        ref = Reference.from_texts((_read_document(p)[0] for p in files),
+        ref = Reference.from_texts((read_document(p)[0] for p in files),
                                    source=args.source or ", ".join(map(str, args.paths)))
     except ValueError as exc:
         raise InputError(str(exc)) from None
@@ -291,8 +288,7 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
 def cmd_register(args: argparse.Namespace) -> int:
     from .config import DedupConfig
     from .index import IndexMismatchError, NearDuplicateIndex, RedisStore
-    from .index.windows import RedisWindowStore, WindowIndex
-    from .pinyin import PinyinFingerprinter
+    from .index.windows import open_window_index
     from .progress import Progress
     from .register import register
 
@@ -308,18 +304,14 @@ def cmd_register(args: argparse.Namespace) -> int:
         try:
             index = NearDuplicateIndex(RedisStore(redis_client, args.namespace),
                                        capacity=args.capacity or config.capacity)
-            fper = PinyinFingerprinter.from_config(config)
-            windows = WindowIndex(RedisWindowStore(redis_client, args.namespace,
-                                                   capacity=args.capacity or
-                                                   max(100_000, len(files))),
-                                  fper.describe(), config.pinyin_min_share,
-                                  config.pinyin_min_run)
+            windows, _ = open_window_index(config, redis_client,
+                                           capacity=args.capacity or max(100_000, len(files)))
         except IndexMismatchError as exc:
             raise InputError(str(exc)) from None
         pages.save_layout(args.namespace, index.layout.describe())
         progress = Progress("register", len(files))
         done = register(files, args.source, pages, index, windows, redis_client, config,
-                        fper, progress=progress)
+                        progress=progress)
         progress.close()
     finally:
         if services is not None:

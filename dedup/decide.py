@@ -31,7 +31,7 @@ from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .pinyin import PinyinFingerprint, PinyinScore
-from .simhash import hamming
+from .simhash import fingerprint, hamming
 from .store import PageStore, new_page_id
 
 #: Recently admitted pages whose URL a process remembers for its match records.
@@ -39,6 +39,12 @@ KNOWN_PAGES = 100_000
 
 #: Words per feature of the second-opinion simhash (``DEDUP_VERIFY_DISTANCE``).
 VERIFY_SHINGLE = 2
+
+
+def second_opinion(text: str, drop_numbers: bool, min_tokens: int, cjk_ngram: int) -> int:
+    """The second-opinion simhash of a text (features: :data:`VERIFY_SHINGLE` words)."""
+    return fingerprint(text, shingle=VERIFY_SHINGLE, drop_numbers=drop_numbers,
+                       min_tokens=min_tokens, cjk_ngram=cjk_ngram).simhash
 
 #: Decision kinds.
 NEW, EXACT, NEAR, PINYIN, UNCHANGED, CHANGED = ("new", "exact", "simhash", "pinyin",
@@ -224,10 +230,9 @@ class Deduplicator:
                 self._known[d.page_id] = (c.url, c.host, None)
                 if c.verify is not None:
                     self._verifiers[d.page_id] = c.verify
-        while len(self._known) > KNOWN_PAGES:
-            self._known.popitem(last=False)
-        while len(self._verifiers) > KNOWN_PAGES:
-            self._verifiers.popitem(last=False)
+        for recent in (self._known, self._verifiers):
+            while len(recent) > KNOWN_PAGES:
+                recent.popitem(last=False)
         self._name_originals(out)
         return out
 

@@ -291,10 +291,13 @@ class PinyinFingerprinter:
         - ``"both"``: sentence starts and content anchors.
         """
         if _kernel is not None:
-            return _kernel.window_starts(letters.encode("ascii"), list(sentence_starts),
-                                         self.size, self.step, self.anchors != "content",
-                                         self.anchors != "sentences", _CONTEXT)
+            return self._kernel_starts(letters.encode("ascii"), sentence_starts)
         return self._starts_py(sentence_starts, length, letters)
+
+    def _kernel_starts(self, raw: bytes, sentence_starts: Sequence[int]) -> list[int]:
+        return _kernel.window_starts(raw, list(sentence_starts), self.size, self.step,
+                                     self.anchors != "content", self.anchors != "sentences",
+                                     _CONTEXT)
 
     def _starts_py(self, sentence_starts: Sequence[int], length: int, letters: str
                    ) -> list[int]:
@@ -318,18 +321,19 @@ class PinyinFingerprinter:
     def fingerprint(self, text: str) -> PinyinFingerprint:
         """The window codes of ``text``. A text with fewer Han characters than one window
         has no windows (an empty fingerprint): it is matched by simhash only."""
-        letters, sentence_starts = initials(text)
-        n = len(letters)
-        starts = self.starts(sentence_starts, n, letters)
-        if not starts:
-            return PinyinFingerprint([], [], n)
-        spans = [(s, s + self.size - 1) for s in starts]
-        if _kernel is not None:
-            codes = _kernel.window_codes(letters.encode("ascii"), self._column,
-                                         np.asarray(starts, dtype=np.int64), self.size,
-                                         self._levels, self._weights)
-            return PinyinFingerprint(codes.tolist(), spans, n)
-        return PinyinFingerprint(self._codes_py(letters, starts), spans, n)
+        if _kernel is not None:  # the letters stay bytes from one kernel call to the next
+            raw, sentence_starts = _kernel.initials(text, _byte_table())
+            starts = self._kernel_starts(raw, sentence_starts)
+            codes = _kernel.window_codes(raw, self._column, np.asarray(starts, dtype=np.int64),
+                                         self.size, self._levels, self._weights).tolist() \
+                if starts else []
+            n = len(raw)
+        else:
+            letters, sentence_starts = _initials_py(text)
+            n = len(letters)
+            starts = self.starts(sentence_starts, n, letters)
+            codes = self._codes_py(letters, starts) if starts else []
+        return PinyinFingerprint(codes, [(s, s + self.size - 1) for s in starts], n)
 
     def _codes_py(self, letters: str, starts: list[int]) -> list[int]:
         """The NumPy twin of the kernel's ``window_codes``."""
@@ -369,20 +373,26 @@ def score(page: PinyinFingerprint, original_codes: set[int] | frozenset[int]) ->
     >>> score(PinyinFingerprint([1, 2, 3, 4], [(0, 9), (5, 14), (10, 19), (15, 24)]), {2, 3})
     PinyinScore(share=0.5, run=2, span=(5, 19), matched=2)
     """
+    return score_windows(page, [i for i, c in enumerate(page.codes) if c in original_codes])
+
+
+def score_windows(page: PinyinFingerprint, matched: Sequence[int]) -> PinyinScore:
+    """The score of a page whose windows ``matched`` (indices, ascending) are an
+    original's.
+
+    >>> score_windows(PinyinFingerprint([7, 8, 9], [(0, 9), (5, 14), (10, 19)]), [0, 2])
+    PinyinScore(share=0.6666666666666666, run=1, span=(0, 9), matched=2)
+    """
     best = run = 0
-    best_end = -1
-    matched = 0
-    for i, code in enumerate(page.codes):
-        if code in original_codes:
-            matched += 1
-            run += 1
-            if run > best:
-                best, best_end = run, i
-        else:
-            run = 0
+    best_end = previous = -1
+    for i in matched:
+        run = run + 1 if i == previous + 1 else 1
+        previous = i
+        if run > best:
+            best, best_end = run, i
     total = len(page.codes)
     span = (page.spans[best_end - best + 1][0], page.spans[best_end][1]) if best else (0, 0)
-    return PinyinScore(matched / total if total else 0.0, best, span, matched)
+    return PinyinScore(len(matched) / total if total else 0.0, best, span, len(matched))
 
 
 def is_copy(s: PinyinScore, min_share: float = 0.5, min_run: int = 4) -> bool:

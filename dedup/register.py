@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 from .config import DedupConfig
-from .decide import VERIFY_SHINGLE, register_checksums
+from .decide import register_checksums, second_opinion
 from .files import read_document
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
@@ -52,9 +52,10 @@ class RegisterResult:
 
 def register(files: Iterable[Path], source: str, pages: PageStore, index: NearDuplicateIndex,
              windows: WindowIndex | None, client: redis.Redis, config: DedupConfig,
-             fingerprinter: PinyinFingerprinter | None = None, batch: int = 200,
-             progress: Callable[[int], None] | None = None) -> RegisterResult:
-    """Register ``files`` as originals of ``source`` (see the module docstring).
+             batch: int = 200, progress: Callable[[int], None] | None = None
+             ) -> RegisterResult:
+    """Register ``files`` as originals of ``source`` (see the module docstring); pinyin
+    windows (with ``config``'s ``DEDUP_PINYIN_*`` settings) when ``windows`` is given.
 
     Raises:
         ValueError: an empty source name.
@@ -64,6 +65,7 @@ def register(files: Iterable[Path], source: str, pages: PageStore, index: NearDu
     if not source.strip():
         raise ValueError("the source name must not be empty")
     result = RegisterResult()
+    fingerprinter = PinyinFingerprinter.from_config(config) if windows is not None else None
     pending: list[Path] = []
     for path in files:
         pending.append(path)
@@ -113,9 +115,8 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
                          "registered_at": dt.datetime.now(dt.timezone.utc)})
             extra: dict[str, Any] = {"source": source}
             if not fp.short and config.verify_distance >= 0:
-                extra["simhash2"] = to_int64(fingerprint(
-                    text, shingle=VERIFY_SHINGLE, drop_numbers=config.drop_numbers,
-                    min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram).simhash)
+                extra["simhash2"] = to_int64(second_opinion(
+                    text, config.drop_numbers, config.min_tokens, config.cjk_ngram))
             if py is not None and py.codes and fingerprinter is not None:
                 extra["pinyin"] = pinyin_doc(py, fingerprinter.describe())
             fps.append(fingerprint_doc(page_id, fp.simhash, checksum=fp.checksum_hex,

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import redis
 
 from ..errors import ServiceUnavailable
-from ..pinyin import PinyinFingerprint, PinyinScore, is_copy
+from ..pinyin import PinyinFingerprint, PinyinFingerprinter, PinyinScore, is_copy, score_windows
 from .core import check_namespace, check_page_id
 from .layout import IndexMismatchError
 from .redis_store import pack_page_id, unpack_page_id
@@ -290,26 +290,12 @@ class WindowIndex:
     def score_all(self, fp: PinyinFingerprint, postings: dict[int, set[str]]
                   ) -> list[tuple[str, PinyinScore]]:
         """Score every page in ``postings`` against ``fp`` and keep the copies."""
-        matched: dict[str, int] = {}
-        run: dict[str, int] = {}
-        best: dict[str, tuple[int, int]] = {}  # page -> (run length, end window)
+        matched: dict[str, list[int]] = {}
         for i, code in enumerate(fp.codes):
-            pages = postings.get(code, ())
-            for p in pages:
-                matched[p] = matched.get(p, 0) + 1
-                run[p] = run.get(p, 0) + 1
-                if run[p] > best.get(p, (0, -1))[0]:
-                    best[p] = (run[p], i)
-            for p in [p for p in run if p not in pages]:
-                del run[p]
-        out = []
-        total = len(fp.codes)
-        for p, m in matched.items():
-            length, end = best[p]
-            span = (fp.spans[end - length + 1][0], fp.spans[end][1]) if fp.spans else (0, 0)
-            s = PinyinScore(m / total, length, span, m)
-            if is_copy(s, self.min_share, self.min_run):
-                out.append((p, s))
+            for p in postings.get(code, ()):
+                matched.setdefault(p, []).append(i)
+        scores = ((p, score_windows(fp, windows)) for p, windows in matched.items())
+        out = [(p, s) for p, s in scores if is_copy(s, self.min_share, self.min_run)]
         out.sort(key=lambda ps: (-ps[1].share, -ps[1].run, ps[0]))
         return out
 
@@ -319,3 +305,19 @@ class WindowIndex:
         codes = [c for fp in fps for c in fp.codes]
         postings = self.store.postings(codes) if codes else {}
         return [self.score_all(fp, postings) if fp.codes else [] for fp in fps]
+
+
+def open_window_index(config: Any, client: redis.Redis, url: str = "redis",
+                      capacity: int = 100_000) -> tuple[WindowIndex | None, dict[str, Any]]:
+    """The registered originals' pinyin window index in Redis for a
+    :class:`~dedup.config.DedupConfig` (``None`` when ``DEDUP_PINYIN`` is off), and the
+    fingerprint parameters; ``capacity`` plans the buckets of a new index.
+
+    Raises:
+        IndexMismatchError: the index was built with other ``DEDUP_PINYIN_*`` settings.
+    """
+    if not config.pinyin:
+        return None, {}
+    params = PinyinFingerprinter.from_config(config).describe()
+    store = RedisWindowStore(client, config.namespace, url, capacity=capacity)
+    return WindowIndex(store, params, config.pinyin_min_share, config.pinyin_min_run), params

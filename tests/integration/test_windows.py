@@ -94,9 +94,9 @@ def test_register_is_idempotent_and_rebuild_index_restores_the_windows(
     index = NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=1000)
     windows = WindowIndex(RedisWindowStore(redis_client, namespace), FPER.describe())
     files = sorted(folder.iterdir())
-    done = register(files, "novels", pages, index, windows, redis_client, config, FPER)
+    done = register(files, "novels", pages, index, windows, redis_client, config)
     assert (done.added, done.unchanged, len(done.skipped)) == (3, 0, 1)
-    again = register(files, "novels", pages, index, windows, redis_client, config, FPER)
+    again = register(files, "novels", pages, index, windows, redis_client, config)
     assert (again.added, again.unchanged) == (0, 3)
     assert len(index) == 3 and len(windows) == 3
     stored = pages.db.pages.find_one({"url": (folder / "1.txt").resolve().as_uri()})
