@@ -10,6 +10,8 @@ import os
 BOT_NAME = "simcrawl"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
+# `scrapy crawl` that exits non-zero when pages were lost (crawler/commands/crawl.py)
+COMMANDS_MODULE = "crawler.commands"
 
 # Identify ourselves, obey robots.txt, throttle, cap bodies.
 USER_AGENT = os.environ.get("SIMCRAWL_USER_AGENT",

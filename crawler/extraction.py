@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -94,9 +95,27 @@ def worker_count(setting: int) -> int:
     return (os.cpu_count() or 1) if setting < 0 else setting
 
 
-def _ignore_sigint() -> None:
-    # Ctrl-C reaches the whole process group; the crawl process decides when workers stop.
+#: Seconds between a worker's checks that the crawl process still runs.
+WATCH_INTERVAL = 1.0
+
+
+def _init_worker(crawl_pid: int) -> None:
+    """Set up an extraction worker: Ctrl-C reaches the whole process group, but the crawl
+    process decides when workers stop; and a worker exits by itself when the crawl
+    process is gone (SIGKILL, a crash), instead of lingering."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            try:
+                os.kill(crawl_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:  # pragma: no cover - the pid was reused by another user
+                os._exit(0)
+
+    threading.Thread(target=watch, name="simcrawl-watch-parent", daemon=True).start()
 
 
 class Extractor:
@@ -118,7 +137,7 @@ class Extractor:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context("forkserver"),
-                    initializer=_ignore_sigint)
+                    initializer=_init_worker, initargs=(os.getpid(),))
             return self._pool
 
     def submit(self, body: bytes, url: str) -> Deferred:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from crawler.extraction import Extractor, apply
 from crawler.items import MatchItem, PageItem
 from crawler.runtime import Runtime, get_runtime
 from dedup.decide import NEW, UNCHANGED, Candidate, Decision
+from dedup.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,25 @@ _SNIFF = 2048
 
 #: Seconds a page waits for others to share its decision batch.
 BATCH_WAIT = 0.01
+
+#: Why a page was not decided (it counts as lost, not skipped).
+LOST = "lost"
+
+
+def stop_crawl(crawler: Any, reason: str) -> None:
+    """Close the spider (once; later calls join the first) with ``reason``."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    engine = crawler.engine
+    if engine is not None and engine.spider is not None:
+        deferred_from_coro(engine.close_spider_async(reason=reason))
+
+
+async def sleep(seconds: float) -> None:
+    """Wait without blocking the reactor."""
+    from twisted.internet import reactor, task
+
+    await maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
 
 
 class Batcher:
@@ -112,6 +133,7 @@ class NearDuplicateMiddleware:
         self.runtime = runtime
         self.config = runtime.config
         self._first_drop_logged = False
+        self._outage_since: float | None = None
         self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
                                BATCH_WAIT)
 
@@ -129,7 +151,36 @@ class NearDuplicateMiddleware:
             return reason
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
                               item.pinyin, item.verify)
-        return await maybe_deferred_to_future(self.batcher.submit(candidate))
+        delay = 0.25
+        while True:
+            try:
+                decision = await maybe_deferred_to_future(self.batcher.submit(candidate))
+            except ServiceUnavailable as exc:
+                if not self._wait_for_services(exc):
+                    return LOST
+                await sleep(delay)
+                delay = min(delay * 2, 8.0)
+                continue
+            if self._outage_since is not None:
+                log.warning("Redis and MongoDB answer again after %.1f s; deciding pages again",
+                            time.monotonic() - self._outage_since)
+                self._outage_since = None
+            return decision
+
+    def _wait_for_services(self, exc: Exception) -> bool:
+        """During an outage, whether to keep retrying (the crawl waits meanwhile)."""
+        now = time.monotonic()
+        if self._outage_since is None:
+            self._outage_since = now
+            log.warning("deciding pages failed; the crawl waits and retries for up to "
+                        "%.0f s (DEDUP_RETRY_SECONDS): %s", self.config.retry_seconds, exc)
+        self.stats.inc_value("dedup/retries/decide")
+        if now - self._outage_since < self.config.retry_seconds:
+            return True
+        log.error("Redis or MongoDB has failed for %.0f s; stopping the crawl (pages not "
+                  "decided are lost and named at the end): %s", now - self._outage_since, exc)
+        stop_crawl(self.crawler, "service_unavailable")
+        return False
 
     async def process_spider_output(self, response: scrapy.http.Response,
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -146,6 +197,10 @@ class NearDuplicateMiddleware:
             outcome = await self._decide(page)
             reason = outcome if isinstance(outcome, str) else None
         page.body = b""
+        if reason == LOST:  # not decided: neither stored nor followed; the next crawl does
+            self.stats.inc_value("dedup/lost/undecided")
+            self.runtime.lost.append(page.url)
+            return
         if reason is not None:
             self.stats.inc_value(f"dedup/skipped/{reason}")
             log.debug("skipped %s: %s", page.url, reason)

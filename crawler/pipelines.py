@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -12,8 +13,9 @@ from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
 from crawler.items import MatchItem, PageItem
-from crawler.middlewares import fingerprint_item, skip_reason
+from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.runtime import Runtime, get_runtime
+from dedup.errors import ServiceUnavailable
 from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_int64
 
 log = logging.getLogger(__name__)
@@ -25,8 +27,13 @@ class StoragePipeline:
     """Write admitted pages (with their fingerprints) and match records to MongoDB.
 
     Documents are buffered and written by a worker thread every ``DEDUP_BATCH_SIZE``
-    items or ``DEDUP_FLUSH_SECONDS``, so the crawl does not wait for MongoDB. Everything
-    buffered is written when the spider closes.
+    items or ``DEDUP_FLUSH_SECONDS``, so the crawl does not wait for MongoDB; one write
+    runs at a time. Written pages are confirmed to the admission journal
+    (:mod:`dedup.journal`). When MongoDB does not answer, the buffer is kept and the
+    crawl waits (retrying with backoff) for up to ``DEDUP_RETRY_SECONDS``; past that the
+    buffered pages count as lost (``dedup/lost/pages``, ``dedup/lost/matches``), the
+    crawl stops, and it exits non-zero naming them. Everything buffered is written when
+    the spider closes, and the summary is written after that.
     """
 
     def __init__(self, crawler: Any, runtime: Runtime) -> None:
@@ -36,8 +43,11 @@ class StoragePipeline:
         self.pages: list[dict[str, Any]] = []
         self.fingerprints: list[dict[str, Any]] = []
         self.matches: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the buffers
+        self._flush_lock = threading.Lock()  # one write at a time
         self._loop: task.LoopingCall | None = None
+        self._unconfirmed: list[str] = []
+        self._failing_since: float | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> StoragePipeline:
@@ -91,19 +101,60 @@ class StoragePipeline:
                     outlinks_dropped=item.outlinks_dropped, crawl_id=self.runtime.crawl_id,
                     **evidence))
         if len(self.pages) + len(self.matches) >= self.config.batch_size:
-            await maybe_deferred_to_future(deferToThread(self.flush))
+            await self._flush_or_wait()
         return item
+
+    async def _flush_or_wait(self) -> None:
+        """Write the buffer; while MongoDB fails, hold the crawl here (backoff) until it
+        answers or ``DEDUP_RETRY_SECONDS`` have passed (then the buffer is lost)."""
+        delay = 0.25
+        while not await maybe_deferred_to_future(deferToThread(self.flush)):
+            if self._give_up_if_overdue():
+                return
+            await sleep(delay)
+            delay = min(delay * 2, 8.0)
+
+    def _give_up_if_overdue(self) -> bool:
+        since = self._failing_since
+        if since is None or time.monotonic() - since < self.config.retry_seconds:
+            return False
+        with self._lock:
+            pages, matches = self.pages, self.matches
+            self.pages, self.fingerprints, self.matches = [], [], []
+        if pages or matches:
+            self.runtime.lost.extend(str(d["url"]) for d in [*pages, *matches])
+            self.crawler.stats.inc_value("dedup/lost/pages", len(pages))
+            self.crawler.stats.inc_value("dedup/lost/matches", len(matches))
+            log.error("MongoDB at %s has failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages "
+                      "and %d match records are lost; stopping the crawl", self.runtime.mongo_uri,
+                      time.monotonic() - since, len(pages), len(matches))
+            stop_crawl(self.crawler, "store_unavailable")
+        return True
 
     def _flush_in_thread(self) -> Any:
         return deferToThread(self.flush)
 
-    def flush(self) -> None:
-        """Write everything buffered (called in a worker thread)."""
-        with self._lock:
-            pages, fps, matches = self.pages, self.fingerprints, self.matches
-            self.pages, self.fingerprints, self.matches = [], [], []
-        if not (pages or matches):
-            return
+    def flush(self) -> bool:
+        """Write everything buffered (called in a worker thread; one write at a time).
+
+        Returns:
+            Whether the buffer is written (``False``: MongoDB failed; the buffer is kept
+            for the next attempt).
+        """
+        with self._flush_lock:
+            with self._lock:
+                pages, fps, matches = self.pages, self.fingerprints, self.matches
+                self.pages, self.fingerprints, self.matches = [], [], []
+            if (pages or matches) and not self._write(pages, fps, matches):
+                with self._lock:  # keep them for the next attempt
+                    self.pages[:0], self.fingerprints[:0] = pages, fps
+                    self.matches[:0] = matches
+                return False
+            self._confirm([str(p["_id"]) for p in pages])
+            return True
+
+    def _write(self, pages: list[dict[str, Any]], fps: list[dict[str, Any]],
+               matches: list[dict[str, Any]]) -> bool:
         store = self.runtime.pages
         try:
             store.save_pages(pages, fps)
@@ -117,29 +168,70 @@ class StoragePipeline:
                         if source:
                             m["source"] = source
             store.save_matches(matches)
-        except Exception:
-            with self._lock:  # keep them for the next attempt: nothing is lost silently
-                self.pages[:0], self.fingerprints[:0], self.matches[:0] = pages, fps, matches
-            log.exception("writing %d pages and %d matches to %s failed; will retry",
-                          len(pages), len(matches), self.runtime.mongo_uri)
-            return
+        except ServiceUnavailable as exc:
+            first = self._failing_since is None
+            if first:
+                self._failing_since = time.monotonic()
+            self.crawler.stats.inc_value("dedup/retries/store")
+            (log.warning if first else log.debug)(
+                "writing %d pages and %d match records failed; retrying for up to %.0f s "
+                "(DEDUP_RETRY_SECONDS): %s", len(pages), len(matches),
+                self.config.retry_seconds, exc)
+            return False
+        if self._failing_since is not None:
+            log.warning("MongoDB answers again after %.1f s; the buffered records are written",
+                        time.monotonic() - self._failing_since)
+            self._failing_since = None
         self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
+        return True
+
+    def _confirm(self, page_ids: list[str]) -> None:
+        journal = self.runtime.journal
+        if journal is None:
+            return
+        ids, self._unconfirmed = self._unconfirmed + page_ids, []
+        try:
+            journal.confirm(ids)
+        except ServiceUnavailable as exc:  # stored all the same; confirmed next time
+            self._unconfirmed = ids
+            log.debug("confirming %d stored pages to the journal failed: %s", len(ids), exc)
+
+    def _flush_before_close(self) -> bool:
+        """The last write: retried with backoff while MongoDB fails, for up to
+        ``DEDUP_RETRY_SECONDS`` from when the failures began (at least a few seconds)."""
+        delay = 0.25
+        started = time.monotonic()
+        while not self.flush():
+            since = self._failing_since or started
+            if time.monotonic() - since >= max(self.config.retry_seconds,
+                                               started + 5 - since):
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 8.0)
+        return True
 
     async def close_spider(self, spider: Any = None) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        await maybe_deferred_to_future(deferToThread(self.flush))
-        if self.pages or self.matches:
-            log.error("%d pages and %d matches could not be written to %s",
-                      len(self.pages), len(self.matches), self.runtime.mongo_uri)
-        stats = self.crawler.stats.get_stats()
-        summary = {k: v for k, v in sorted(stats.items()) if k.startswith("dedup/")}
+        if not await maybe_deferred_to_future(deferToThread(self._flush_before_close)):
+            self._give_up_if_overdue()
+        stats = self.crawler.stats
+        lost = self.runtime.lost
+        if lost:
+            shown = lost[:50]
+            log.error("%d pages could not be decided or stored (they are crawled again by "
+                      "the next crawl): %s%s", len(lost), ", ".join(shown),
+                      f" ... and {len(lost) - len(shown)} more" if len(lost) > len(shown)
+                      else "")
+        summary = {k: v for k, v in sorted(stats.get_stats().items()) if k.startswith("dedup/")}
         log.info("dedup summary: %s", summary)
         path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
         if path:
             keep = ("dedup/", "downloader/response_count", "item_scraped_count", "start_time")
+            data = {k: v for k, v in stats.get_stats().items() if k.startswith(keep)}
+            data["lost_urls"] = lost
             with open(path, "w", encoding="utf-8") as fh:  # noqa: ASYNC230 - once, at close
-                json.dump({k: v for k, v in stats.items() if k.startswith(keep)}, fh,
-                          default=str, indent=1)
+                json.dump(data, fh, default=str, indent=1)
         self.runtime.close()
+

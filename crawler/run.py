@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,14 +23,33 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
           log_file: Path) -> dict:
-    """Run ``scrapy crawl site`` in a subprocess; return its summary (dedup stats)."""
+    """Run ``scrapy crawl site`` in a subprocess; return its summary (dedup stats, and
+    ``lost_urls``: pages that could not be decided or stored).
+
+    Interrupted (Ctrl-C, SIGTERM), it lets the crawl stop gracefully (Scrapy saves a
+    ``JOBDIR`` then) before it returns to the caller.
+
+    Raises:
+        SystemExit: the crawl failed without a summary (the message quotes its log).
+    """
     summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
     env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
            "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
            "-s", f"LOG_FILE={log_file}", *extra]
     started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    try:
+        proc.wait()
+    except KeyboardInterrupt as exc:
+        if str(exc).startswith("signal"):  # SIGTERM / SIGHUP reached only us
+            proc.send_signal(signal.SIGTERM)  # Scrapy's graceful stop, as Ctrl-C
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
     took = time.monotonic() - started
     try:
         data = json.loads(summary.read_text() or "{}")
@@ -37,12 +57,13 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         data = {}
     finally:
         summary.unlink(missing_ok=True)
-    if proc.returncode != 0 or not data:
+    if not data:
         tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() \
             else []
         raise SystemExit("the crawl failed; the end of its log (" + str(log_file) + "):\n"
                          + "\n".join(tail))
     data["seconds"] = took
+    data["returncode"] = proc.returncode
     return data
 
 
@@ -57,6 +78,10 @@ def print_summary(stats: dict) -> None:
             ("revisits", stats.get("dedup/revisit", 0))]
     rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
              if k.startswith("dedup/skipped/")]
+    lost = stats.get("lost_urls") or []
+    if lost:
+        rows.append(("LOST: not decided or not stored", f"{len(lost)} (crawled again by the "
+                     "next crawl): " + ", ".join(lost[:5]) + (" ..." if len(lost) > 5 else "")))
     rows += [("pages stored / match records stored",
               f"{stats.get('dedup/stored/pages', 0)} / {stats.get('dedup/stored/matches', 0)}"),
              ("wall time", f"{stats['seconds']:.1f} s")]
@@ -69,37 +94,63 @@ QUERY = '''db.matches.find({{}}, {{url: 1, original_url: 1, distance: 1, kind: 1
            .sort({{detected_at: -1}}).limit(10)        // in mongosh, database "{db}"'''
 
 
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="./simcrawl", description="Crawl with inline near-duplicate dropping. With no "
-        "URL: crawl the bundled demo site and compare the result with its known outcome.")
+        "URL: crawl the bundled demo site and compare the result with its known outcome. "
+        "Exit status: 0 done, 1 the crawl failed or lost pages (named in its log), 2 bad "
+        "arguments, 3 a service is unreachable.")
     parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
-    parser.add_argument("--depth", type=int, default=None, help="depth limit (default 5)")
+    parser.add_argument("--depth", type=positive, default=None,
+                        help="depth limit (default 5)")
     parser.add_argument("--data-dir", default=None,
                         help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
     args = parser.parse_args(argv)
+    bad = [u for u in args.urls if not u.startswith(("http://", "https://"))]
+    if bad:
+        parser.error(f"not http(s) URLs: {', '.join(bad)}")
 
-    from dedup.services import resolve
+    from dedup.errors import ServiceUnavailable
+    from dedup.services import DataDirError, private_folder, resolve, stop_on_signals
 
-    redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
-    extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
-    log_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        if args.urls:
-            bad = [u for u in args.urls if not u.startswith(("http://", "https://"))]
-            if bad:
-                parser.error(f"not http(s) URLs: {', '.join(bad)}")
-            print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
-            stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log")
-            print_summary(stats)
-            print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
-                  + QUERY.format(db="simcrawl"))
-            return 0
-        return demo(redis_url, mongo_uri, extra, log_dir)
-    finally:
-        if services is not None:
-            services.stop()
+    extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
+    services = None
+    with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
+        try:
+            private_folder(log_dir)
+            redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
+            if args.urls:
+                print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
+                stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log")
+                print_summary(stats)
+                print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
+                      + QUERY.format(db="simcrawl"))
+                return 1 if stats.get("lost_urls") else 0
+            return demo(redis_url, mongo_uri, extra, log_dir)
+        except DataDirError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except ServiceUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 3
+        except KeyboardInterrupt:
+            print("interrupted; the embedded services are stopped", file=sys.stderr)
+            return 130
+        finally:
+            if services is not None:
+                services.stop()
 
 
 DEMO_SOURCE = "demo-novels"
@@ -187,7 +238,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int
     print("  (python -m dedup services prints the MongoDB URI while the servers run; "
           "see docs/queries.md)")
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
-        and found == len(pirated)
+        and found == len(pirated) and not stats.get("lost_urls")
     return 0 if ok else 1
 
 

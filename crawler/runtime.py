@@ -15,6 +15,7 @@ from dedup.decide import Deduplicator
 from dedup.errors import redact
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.index.windows import WindowIndex, open_window_index
+from dedup.journal import AdmissionJournal, live_owners, recover
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis, resolve
 from dedup.store import PageStore
 
@@ -36,10 +37,17 @@ class Runtime:
     extractor: Extractor
     windows: WindowIndex | None = None
     pinyin_params: dict[str, Any] = field(default_factory=dict)
+    journal: AdmissionJournal | None = None
+    #: URLs of pages that could not be decided or stored (the crawl exits non-zero)
+    lost: list[str] = field(default_factory=list)
 
     def close(self) -> None:
-        """Stop the extraction workers and the embedded services this crawl started."""
+        """Stop the extraction workers, give up the journal's lease, and stop the
+        embedded services this crawl started."""
         self.extractor.close()
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
         if self.services is not None:
             self.services.stop()
             self.services = None
@@ -48,9 +56,14 @@ class Runtime:
 def get_runtime(crawler: Any) -> Runtime:
     """The crawl's :class:`Runtime`, built on first use from the crawler's settings.
 
+    Before the first decision it recovers what crawls killed on this namespace left
+    half-done (:func:`dedup.journal.recover`), and it refuses to run beside another live
+    crawl on the namespace unless ``DEDUP_CONCURRENT`` is set.
+
     Raises:
         ValueError: a bad ``DEDUP_*`` setting.
         ServiceUnavailable: Redis or MongoDB cannot be reached (the message names the URL).
+        RuntimeError: another crawl is live on the namespace.
     """
     runtime = getattr(crawler, "_simcrawl_runtime", None)
     if runtime is not None:
@@ -58,6 +71,7 @@ def get_runtime(crawler: Any) -> Runtime:
     config = DedupConfig.from_settings(crawler.settings.get)
     redis_url, mongo_uri, services = resolve(config.redis_url or None,
                                              config.mongo_uri or None, config.data_dir)
+    journal: AdmissionJournal | None = None
     try:
         client = connect_redis(redis_url)
         pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri))
@@ -67,19 +81,34 @@ def get_runtime(crawler: Any) -> Runtime:
                                    batch_size=config.batch_size)
         pages.save_layout(config.namespace, index.layout.describe())
         windows, params = open_window_index(config, client, redact(redis_url))
+        journal = AdmissionJournal(client, config.namespace)
+        others = live_owners(client, config.namespace)
+        if others and not config.concurrent:
+            raise RuntimeError(
+                f"another crawl is running on namespace {config.namespace!r} in "
+                f"{redact(redis_url)} ({others[0].describe()}). Without a shared frontier "
+                "both would fetch every page: wait for it, use another DEDUP_NAMESPACE, or "
+                "set DEDUP_CONCURRENT=1 to run beside it anyway.")
+        journal.open()
+        recovered = recover(client, config.namespace, pages, index, exclude=journal.owner)
     except BaseException:
+        if journal is not None:
+            journal.close()
         if services is not None:
             services.stop()
         raise
     verify = config.verify_distance if config.verify_distance >= 0 else None
     runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace, windows,
-                                           verify),
+                                           verify, journal),
                       pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
                       or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
-                      Extractor(config), windows, params)
+                      Extractor(config), windows, params, journal)
+    if recovered.journals:
+        crawler.stats.set_value("dedup/recovered/pages_removed", len(recovered.removed))
+        log.info("dedup: %s", recovered)
     crawler._simcrawl_runtime = runtime
-    log.info("dedup: index in %s (namespace %r, %s, k=%d), pages in %s database %r, "
-             "%d extraction workers", runtime.redis_url, config.namespace,
+    log.info("dedup: crawl %s; index in %s (namespace %r, %s, k=%d), pages in %s database "
+             "%r, %d extraction workers", runtime.crawl_id, runtime.redis_url, config.namespace,
              index.layout.design.name, index.k, runtime.mongo_uri, config.database,
              runtime.extractor.workers)
     return runtime

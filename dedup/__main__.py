@@ -20,6 +20,7 @@ import numpy as np
 from . import batch, tables
 from .errors import ServiceUnavailable, redact
 from .files import iter_files, read_document
+from .services import DataDirError, stop_on_signals
 from .simhash import DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL, fingerprint
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -354,24 +355,31 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_services(args: argparse.Namespace) -> int:
-    from .services import DEFAULT_DATA_DIR, EmbeddedServices
+    from .services import DEFAULT_DATA_DIR, EmbeddedServices, stop_services
 
     folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
-    services = EmbeddedServices(folder).start()
-    try:
-        print(f"REDIS_URL={services.redis_url}")
-        print(f"MONGO_URI={services.mongo_uri}", flush=True)
-        if not any(s.owned for s in services.servers.values()):
-            print("(already running, started by another process)", file=sys.stderr)
-            return 0
-        print(f"embedded services running, data in {services.data_dir}; Ctrl-C stops them",
-              file=sys.stderr, flush=True)
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
+    if args.action == "stop":
+        stopped, users = stop_services(folder)
+        print(f"stopped {', '.join(stopped) or 'nothing (no servers were running)'} in "
+              f"{Path(folder).resolve()}" + (f"; {users} processes were still using them"
+                                              if users else ""))
         return 0
-    finally:
-        services.stop()
+    services = EmbeddedServices(folder)
+    with stop_on_signals():
+        try:
+            services.start()
+            print(f"REDIS_URL={services.redis_url}")
+            print(f"MONGO_URI={services.mongo_uri}", flush=True)
+            joined = not any(s.owned for s in services.servers.values())
+            print(f"embedded services {'joined (already running)' if joined else 'running'}, "
+                  f"data in {services.data_dir}; they stay up while this runs and other "
+                  "processes use them; Ctrl-C leaves", file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            services.stop()
 
 
 def _service_options(parser: argparse.ArgumentParser) -> None:
@@ -394,9 +402,12 @@ def _service_options(parser: argparse.ArgumentParser) -> None:
 def _fingerprint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shingle", type=int, default=DEFAULT_SHINGLE,
                         help=f"tokens per feature (default {DEFAULT_SHINGLE})")
-    parser.add_argument("--keep-numbers", dest="drop_numbers", action="store_false",
+    parser.add_argument("--drop-numbers", dest="drop_numbers", action="store_true",
                         default=DEFAULT_DROP_NUMBERS,
-                        help="keep number-only tokens (dropped by default)")
+                        help="leave number-only tokens (counters, dates) out of the features "
+                        "(default: keep them, as the crawl does: DEDUP_DROP_NUMBERS)")
+    parser.add_argument("--keep-numbers", dest="drop_numbers", action="store_false",
+                        help="keep number-only tokens (the default)")
     parser.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS,
                         help="texts with fewer tokens are matched by checksum only "
                              f"(default {DEFAULT_MIN_TOKENS})")
@@ -415,12 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", type=Path, help="files or folders")
     p.add_argument("-k", type=int, default=3, help="largest Hamming distance (default 3)")
     _fingerprint_options(p)
-    p.set_defaults(func=cmd_scan)
+    p.set_defaults(func=cmd_scan, parser=p)
 
     p = sub.add_parser("fingerprint", help="print the fingerprints of files as JSON lines")
     p.add_argument("paths", nargs="+", type=Path, help="files or folders")
     _fingerprint_options(p)
-    p.set_defaults(func=cmd_fingerprint)
+    p.set_defaults(func=cmd_fingerprint, parser=p)
 
     p = sub.add_parser("pinyin-reference",
                        help="compute the pinyin fingerprint's reference distribution",
@@ -432,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", type=Path, help="corpus files or folders")
     p.add_argument("-o", "--output", type=Path, help="where to write the JSON")
     p.add_argument("--source", help="a description of the corpus, stored in the file")
-    p.set_defaults(func=cmd_pinyin_reference)
+    p.set_defaults(func=cmd_pinyin_reference, parser=p)
 
     p = sub.add_parser("find-all", help="all pairs (or clusters) within k bits",
                        description="Read fingerprints, one per line (16 hex digits or a "
@@ -441,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-", help="file to read (default: stdin)")
     p.add_argument("-k", type=int, default=3, help="largest Hamming distance (default 3)")
     p.add_argument("--clusters", action="store_true", help="print clusters, not pairs")
-    p.set_defaults(func=cmd_find_all)
+    p.set_defaults(func=cmd_find_all, parser=p)
 
     p = sub.add_parser("plan", help="choose a table design for a corpus size",
                        description="Print the trade-off of the permuted-table designs "
@@ -454,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bytes per fingerprint per table (8 in memory, ~16 in Redis)")
     p.add_argument("--max-tables", type=int, default=100,
                    help="leave out designs with more tables (default 100)")
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=cmd_plan, parser=p)
 
     p = sub.add_parser("rebuild-index", help="reload the Redis index from MongoDB",
                        description="Clear the near-duplicate index in Redis and load every "
@@ -466,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan the design and buckets for this many fingerprints")
     p.add_argument("-k", type=int, default=None, help="largest Hamming distance of the new design")
     _service_options(p)
-    p.set_defaults(func=cmd_rebuild_index)
+    p.set_defaults(func=cmd_rebuild_index, parser=p)
 
     p = sub.add_parser("register", help="register originals (text or HTML files) to track",
                        description="Load text and HTML files (folders recursively) as "
@@ -481,7 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the crawl's 1,000,000 for simhash, 100,000 originals for the "
                    "pinyin windows)")
     _service_options(p)
-    p.set_defaults(func=cmd_register)
+    p.set_defaults(func=cmd_register, parser=p)
 
     p = sub.add_parser("remove", help="remove pages (or fingerprints) from the store and index",
                        description="Remove pages by id from MongoDB and their fingerprints "
@@ -491,31 +502,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fingerprint", action="append", default=[], metavar="HEX",
                    help="a fingerprint to remove from the index (repeatable)")
     _service_options(p)
-    p.set_defaults(func=cmd_remove)
+    p.set_defaults(func=cmd_remove, parser=p)
 
-    p = sub.add_parser("services", help="run the embedded Redis and MongoDB servers",
-                       description="Start the embedded redis-server and SecantusDB (or find "
-                       "them running) on loopback, print their URLs, and keep them running "
-                       "until Ctrl-C: for querying the stored pages and matches with other "
-                       "tools, or for sharing them between crawler processes.")
+    p = sub.add_parser("services", help="run (or stop) the embedded Redis and MongoDB servers",
+                       description="Start the embedded redis-server and SecantusDB (or join "
+                       "them if running) on loopback, print their URLs, and keep them up "
+                       "until Ctrl-C or SIGTERM: for querying the stored pages and matches "
+                       "with other tools, or for sharing them between crawler processes. "
+                       "Every process using a data folder counts as a user; the last one "
+                       "to leave stops the servers. 'services stop' stops them at once.")
+    p.add_argument("action", nargs="?", choices=["run", "stop"], default="run",
+                   help="run (default) or stop the servers of the data folder")
     p.add_argument("--data-dir", default=None,
                    help="data folder (default $SIMCRAWL_DATA or ./simcrawl-data)")
-    p.set_defaults(func=cmd_services)
+    p.set_defaults(func=cmd_services, parser=p)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    own = getattr(args, "parser", parser)  # errors show the subcommand's usage
+    if extra:
+        own.error(f"unrecognized arguments: {' '.join(extra)}")
     k = getattr(args, "k", None)
     if k is not None and not 0 <= k <= 31:
-        parser.error(f"k must be between 0 and 31, got {k}")
+        own.error(f"-k must be between 0 and 31, got {k}")
     try:
         return int(args.func(args))
+    except DataDirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -62,6 +62,13 @@ class DedupConfig:
             the original's [DEDUP_PINYIN_MIN_SHARE, 0.5] ...
         pinyin_min_run: ... or this many consecutive windows are (an embedded copy)
             [DEDUP_PINYIN_MIN_RUN, 4].
+        retry_seconds: how long decisions and writes wait, retrying with backoff, for
+            Redis or MongoDB to answer again before the pages concerned count as lost
+            (the crawl then stops and exits non-zero, naming them)
+            [DEDUP_RETRY_SECONDS, 300].
+        concurrent: let this crawl share its namespace with another live crawl process
+            (without a shared frontier both would fetch every page; by default the second
+            one refuses to start) [DEDUP_CONCURRENT, False].
     """
 
     enabled: bool = True
@@ -90,6 +97,8 @@ class DedupConfig:
     pinyin_anchors: str = "both"
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
+    retry_seconds: float = 300.0
+    concurrent: bool = False
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -112,6 +121,7 @@ class DedupConfig:
         need(0 < self.pinyin_min_share <= 1, "DEDUP_PINYIN_MIN_SHARE", "in (0, 1]")
         need(self.pinyin_min_run >= 1, "DEDUP_PINYIN_MIN_RUN", "at least 1")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
+        need(0 <= self.retry_seconds <= 86_400, "DEDUP_RETRY_SECONDS", "in [0, 86400]")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")
         check_namespace(self.namespace)
@@ -166,4 +176,6 @@ def _convert(name: str, raw: Any, kind: Any) -> Any:
             return float(raw)
         return str(raw)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a {kind}, got {raw!r}") from None
+        what = {"bool": "true or false", "int": "an integer", "float": "a number"}.get(
+            kind, "a string")
+        raise ValueError(f"{name} must be {what}, got {raw!r}") from None

@@ -4,8 +4,10 @@ Order of the checks (DESIGN.md, Data flow):
 
 1. **Revisit**: the URL is stored already (a re-crawl): compared with its own stored
    checksum, *unchanged* or *changed*; never a duplicate of itself.
-2. **Exact copy**: the normalised text's checksum is registered to another page (an
-   atomic ``HSETNX`` in Redis, so two processes never both register one text).
+2. **Exact copy**: the normalised text's checksum is registered to another page. Only
+   admitted pages register their text (short texts with an atomic ``HSETNX``, which
+   is their whole decision; others once the near check admitted them), so an exact copy
+   never names a page that was itself dropped.
 3. **Pinyin copy**: a Chinese page whose pinyin windows cover a registered original
    (:class:`~dedup.index.windows.WindowIndex`: share of windows or a run of them); only
    when the deduplicator has a window index.
@@ -30,6 +32,7 @@ import redis
 from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
+from .journal import AdmissionJournal
 from .pinyin import PinyinFingerprint, PinyinScore
 from .simhash import fingerprint, hamming
 from .store import PageStore, new_page_id
@@ -140,12 +143,16 @@ class Deduplicator:
         verify_distance: a near match stands only if the pages' second-opinion
             simhashes (:attr:`Candidate.verify`) are within this distance too, when both
             are known (``None``: no second opinion).
+        journal: this process's admission journal (:mod:`dedup.journal`), so that a
+            kill before the admitted pages are stored can be repaired.
     """
 
     def __init__(self, index: NearDuplicateIndex, redis_client: redis.Redis, pages: PageStore,
                  namespace: str, windows: WindowIndex | None = None,
-                 verify_distance: int | None = None) -> None:
+                 verify_distance: int | None = None, journal: AdmissionJournal | None = None
+                 ) -> None:
         self.index = index
+        self.journal = journal
         self.windows = windows
         self.verify_distance = verify_distance
         # page id -> second-opinion simhash of recent admissions here
@@ -163,34 +170,59 @@ class Deduplicator:
     def decide(self, batch: Sequence[Candidate]) -> list[Decision]:
         """Decide each page of ``batch`` (in order; later pages see earlier admissions).
 
+        With a journal, every page that may be admitted is journaled before any admission
+        step runs, and pages that turn out to be copies leave it again; the caller
+        confirms admitted pages once they are stored (:mod:`dedup.journal`).
+
+        A text's checksum is registered only once its page is admitted, so an exact copy
+        always names an admitted page. Pages of one batch with the same text follow the
+        first of them: its exact copies if it is admitted, copies of what it copies if
+        it is not.
+
+        Deciding a batch again after a failure is safe: a page already admitted under its
+        own id is admitted, not taken for a copy of itself.
+
         Raises:
-            ServiceUnavailable: Redis or MongoDB failed; nothing in the batch was decided
-                (pages registered before the failure are released).
+            ServiceUnavailable: Redis or MongoDB failed; the batch may be decided again.
         """
         decisions: list[Decision | None] = [None] * len(batch)
         stored = self.pages.stored_urls([c.url for c in batch])
-        rest = []
+        rest: list[int] = []
+        leader: dict[str, int] = {}  # a long text's checksum -> its first row
+        followers: dict[int, int] = {}
         for i, c in enumerate(batch):
             if c.url in stored:
                 page_id, checksum = stored[c.url]
                 decisions[i] = Decision(UNCHANGED if checksum == c.checksum else CHANGED,
                                         page_id)
+            elif not c.short and c.checksum in leader:
+                followers[i] = leader[c.checksum]
             else:
+                if not c.short:
+                    leader[c.checksum] = i
                 rest.append(i)
         try:
             pipe = self.redis.pipeline(transaction=False)
+            if self.journal is not None:
+                self.journal.record(pipe, ((batch[i].page_id, batch[i].simhash,
+                                            batch[i].checksum) for i in rest))
             for i in rest:
                 key, field_ = self._sum_key(batch[i].checksum)
-                pipe.hsetnx(key, field_, batch[i].page_id)
+                if batch[i].short:  # short texts: the registry is the whole decision
+                    pipe.hsetnx(key, field_, batch[i].page_id)
                 pipe.hget(key, field_)
             replies = pipe.execute()
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis failed during the checksum check: {exc}") from exc
-        near_rows, release = [], []
-        for n, i in enumerate(rest):
-            new, owner = replies[2 * n], replies[2 * n + 1]
-            owner_id = owner.decode() if owner is not None else batch[i].page_id
-            if not new and owner_id != batch[i].page_id:
+        replies = replies[1:] if self.journal is not None and rest else replies
+        near_rows, at = [], 0
+        for i in rest:
+            if batch[i].short:
+                at += 1  # the HSETNX reply
+            owner = replies[at]
+            at += 1
+            owner_id = owner.decode() if owner is not None else None
+            if owner_id is not None and owner_id != batch[i].page_id:
                 decisions[i] = Decision(EXACT, batch[i].page_id, owner_id, 0)
             elif batch[i].short:
                 decisions[i] = Decision(NEW, batch[i].page_id)
@@ -204,25 +236,44 @@ class Deduplicator:
                 if copies:
                     original, s = copies[0]
                     decisions[i] = Decision(PINYIN, batch[i].page_id, original, 0, pinyin=s)
-                    release.append(i)
             near_rows = [i for i in near_rows if decisions[i] is None]
         matches = self.index.check_and_add_many(
             [(batch[i].simhash, batch[i].page_id) for i in near_rows])
         rejected = self._second_opinion(batch, near_rows, matches)
         if rejected:  # not copies after all: admitted, so into the index
             self.index.add_many((batch[i].simhash, batch[i].page_id) for i in rejected)
+        ids = {c.page_id: n for n, c in enumerate(batch)}
         for i, match in zip(near_rows, matches):
             if match is None or i in rejected:
                 decisions[i] = Decision(NEW, batch[i].page_id)
+            elif match.distance == 0 and match.page_id in ids \
+                    and batch[ids[match.page_id]].checksum == batch[i].checksum:
+                decisions[i] = Decision(EXACT, batch[i].page_id, match.page_id, 0)
             else:
                 decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance)
-                release.append(i)
-        if release:  # a near copy does not keep its text registered
+        for i, first in followers.items():
+            d = decisions[first]
+            assert d is not None
+            if d.dropped:  # a copy of a copy is a copy of the same original
+                decisions[i] = Decision(d.kind, batch[i].page_id, d.original_id, d.distance,
+                                        pinyin=d.pinyin)
+            else:
+                decisions[i] = Decision(EXACT, batch[i].page_id, batch[first].page_id, 0)
+        admitted = [i for i in rest if decisions[i].kind == NEW  # type: ignore[union-attr]
+                    and not batch[i].short]
+        dropped_ids = [batch[i].page_id for i in rest
+                       if decisions[i].dropped]  # type: ignore[union-attr]
+        try:
             pipe = self.redis.pipeline(transaction=False)
-            for i in release:
+            for i in admitted:  # the text is now an admitted page's: register it
                 key, field_ = self._sum_key(batch[i].checksum)
-                pipe.hdel(key, field_)
+                pipe.hsetnx(key, field_, batch[i].page_id)
+            if self.journal is not None:
+                self.journal.forget(pipe, dropped_ids)
             pipe.execute()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed while registering checksums: {exc}"
+                                     ) from exc
         out = [d for d in decisions if d is not None]
         assert len(out) == len(batch)
         for c, d in zip(batch, out):

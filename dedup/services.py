@@ -7,9 +7,9 @@ and a SecantusDB server (a MongoDB wire-protocol server on WiredTiger). Their da
 under a local folder (default ``./simcrawl-data``) and survives restarts. The code that
 uses them is the same as in production: redis-py and pymongo over TCP.
 
-A second process that starts the services on the same folder while they run finds them
-(``services.json`` in the folder) and shares them; the process that started them stops
-them.
+Every process that uses one data folder shares its servers: ``services.json`` in the
+folder (written under a lock) names them and counts their users, and the last user to
+leave stops them (:class:`EmbeddedServices`).
 
     >>> import tempfile
     >>> with EmbeddedServices(tempfile.mkdtemp()) as services:       # doctest: +SKIP
@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,18 +136,53 @@ def redis_server_binary() -> str:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
+    """A TCP port on 127.0.0.1 that is free right now (another program may take it before
+    a server binds it: :meth:`EmbeddedServer.start` retries on another port then)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (on this host; a zombie does not)."""
     try:
         os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:
         return False
-    return True
+    except PermissionError:
+        return True
+    # a zombie (exited, not yet reaped by its parent) is not alive
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def private_folder(path: Path) -> Path:
+    """Create ``path`` (and parents) readable by its owner only; return it.
+
+    Raises:
+        DataDirError: it cannot be created or is not a folder (one-line message).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise DataDirError(f"cannot use {path} as a data folder: {exc.strerror or exc}"
+                           ) from None
+    if not path.is_dir():
+        raise DataDirError(f"cannot use {path} as a data folder: not a folder")
+    return path
+
+
+class DataDirError(OSError):
+    """The data folder cannot be created or used (the message names it and why)."""
+
+
+#: How many ports to try when another program takes the one chosen.
+PORT_ATTEMPTS = 5
+
+_PORT_TAKEN = ("address already in use", "errno 98", "could not create server tcp")
 
 
 class EmbeddedServer:
@@ -187,10 +223,12 @@ class EmbeddedServer:
                     "--dir", str(self.folder), "--appendonly", "yes",
                     "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
                     "--protected-mode", "yes", "--logfile", ""]
+        # --sync-on-commit: an acknowledged write is on disk, so a killed server loses
+        # nothing it acknowledged (bench/bench_store.py measures the cost).
         return [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port",
                 str(self.port), "--storage-path", str(self.folder), "--standalone",
                 "--log-level", "WARNING", "--cache-size", "256M",
-                "--oplog-max-entries", "10000"]
+                "--oplog-max-entries", "10000", "--sync-on-commit"]
 
     def _ping(self) -> bool:
         try:
@@ -208,24 +246,39 @@ class EmbeddedServer:
     def adopt(self, pid: int, port: int) -> bool:
         """Use a server another process started, if it still answers."""
         self.pid, self.port = pid, port
-        if _alive(pid) and self._ping():
+        if process_alive(pid) and self._ping():
             self.owned = False
             return True
         self.pid = None
         return False
 
     def start(self) -> None:
-        """Start the server and wait until it answers.
+        """Start the server and wait until it answers (on another port if the chosen one
+        was taken meanwhile).
 
         Raises:
             ServiceUnavailable: it exited or did not answer within ``START_TIMEOUT``
                 seconds (the message quotes its log).
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if self.port is None:
-            self.port = free_port()
+        private_folder(self.folder)
+        fixed = self.port is not None
+        for _ in range(1 if fixed else PORT_ATTEMPTS):
+            if not fixed:
+                self.port = free_port()
+            log_path, tail = self._start_once()
+            if tail is None:
+                return
+            if fixed or not any(t in tail.lower() for t in _PORT_TAKEN):
+                break
+            log.info("port %s was taken; trying another", self.port)
+        raise ServiceUnavailable(f"the embedded {self.name} server did not start on port "
+                                 f"{self.port}; its log ({log_path}) ends:\n{tail}")
+
+    def _start_once(self) -> tuple[Path, str | None]:
         log_path = self.data_dir / f"{self.name}.log"
-        self._log = open(log_path, "ab")  # noqa: SIM115 - held while the server runs
+        start_at = log_path.stat().st_size if log_path.exists() else 0
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._log = os.fdopen(fd, "ab")
         self._proc = subprocess.Popen(self._command(), stdout=self._log, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
         self.pid, self.owned = self._proc.pid, True
@@ -235,25 +288,29 @@ class EmbeddedServer:
                 break
             if self._ping():
                 log.info("embedded %s on %s (data in %s)", self.name, self.url, self.folder)
-                return
+                return log_path, None
             time.sleep(0.1)
         self.stop()
-        tail = log_path.read_text(errors="replace")[-2000:]
-        raise ServiceUnavailable(f"the embedded {self.name} server did not start on port "
-                                 f"{self.port}; its log ({log_path}) ends:\n{tail}")
+        with open(log_path, "rb") as fh:
+            fh.seek(start_at)
+            return log_path, fh.read().decode(errors="replace")[-2000:]
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop the server if this process started it (SIGTERM: Redis flushes its
-        append-only file, SecantusDB closes WiredTiger), then SIGKILL after ``timeout``."""
+        """Stop the server if this object is responsible for it (SIGTERM: Redis flushes its
+        append-only file, SecantusDB closes WiredTiger), then SIGKILL after ``timeout``.
+        A server started by another process is stopped by its pid."""
         if not self.owned or self.pid is None:
             return
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.send_signal(signal.SIGTERM)
+                try:
+                    self._proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait()
+        else:
+            terminate(self.pid, timeout)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -268,17 +325,44 @@ class EmbeddedServer:
         self.stop()
 
 
+def terminate(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM a process that is not our child and wait for it to go (SIGKILL after
+    ``timeout`` seconds)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if process_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 class EmbeddedServices:
-    """The embedded Redis and MongoDB-wire servers, as a context manager.
+    """The embedded Redis and MongoDB-wire servers, shared by every process that uses one
+    data folder, as a context manager.
+
+    The first process to start them starts the servers; later ones join them. Each user
+    is counted in ``services.json`` (under a lock file, so two processes starting at once
+    never start two servers on one folder), and the servers stop when the last user
+    leaves, whoever started them. A user that died (SIGKILL, a crash) is dropped from the
+    count by the next process that starts or stops; servers whose users all died are
+    joined by the next process and stopped when it leaves (``python -m dedup services
+    stop`` stops them at once).
 
     Args:
-        data_dir: folder for their data, logs and ``services.json``.
+        data_dir: folder for their data, logs and ``services.json`` (created readable by
+            its owner only).
         redis: start Redis.
         mongo: start SecantusDB.
 
     Attributes:
         redis_url: the Redis URL (``None`` if not started).
         mongo_uri: the MongoDB URI (``None`` if not started).
+
+    Raises (from :meth:`start`):
+        DataDirError: the folder cannot be created or used.
+        ServiceUnavailable: a server did not start.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str] = DEFAULT_DATA_DIR, *,
@@ -289,6 +373,7 @@ class EmbeddedServices:
             self.servers["redis"] = EmbeddedServer("redis", self.data_dir)
         if mongo:
             self.servers["mongo"] = EmbeddedServer("mongo", self.data_dir)
+        self._joined = False
 
     @property
     def redis_url(self) -> str | None:
@@ -304,53 +389,120 @@ class EmbeddedServices:
     def _state_path(self) -> Path:
         return self.data_dir / "services.json"
 
-    def _read_state(self) -> dict[str, Any]:
-        try:
-            return dict(json.loads(self._state_path.read_text()))
-        except (OSError, ValueError):
-            return {}
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        """The state file, read and written under an exclusive lock."""
+        import fcntl
 
-    def _write_state(self) -> None:
-        state = {name: {"pid": s.pid, "port": s.port}
-                 for name, s in self.servers.items() if s.owned}
-        if state:
-            self._state_path.write_text(json.dumps(state))
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                self._state_path.unlink()
+        private_folder(self.data_dir)
+        fd = os.open(self.data_dir / "services.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                state = dict(json.loads(self._state_path.read_text()))
+            except (OSError, ValueError):
+                state = {}
+            state["users"] = [p for p in state.get("users", []) if process_alive(int(p))]
+            yield state
+            servers = {n: v for n, v in state.items() if n != "users"}
+            if servers:
+                tmp = self._state_path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(state))
+                os.chmod(tmp, 0o600)
+                tmp.replace(self._state_path)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    self._state_path.unlink()
+        finally:
+            os.close(fd)  # releases the lock
 
     def start(self) -> EmbeddedServices:
-        """Start (or join) the servers. Returns ``self``."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        state = self._read_state()
-        try:
-            for name, server in self.servers.items():
-                known = state.get(name)
-                if known and server.adopt(int(known["pid"]), int(known["port"])):
-                    log.info("using the embedded %s already running on %s", name, server.url)
-                    continue
-                server.port = None
-                server.start()
-        except BaseException:
-            self.stop()
-            raise
-        if any(s.owned for s in self.servers.values()):
-            self._write_state()
+        """Start (or join) the servers and count this process as a user. Returns
+        ``self``."""
+        with self._locked() as state:
+            try:
+                for name, server in self.servers.items():
+                    known = state.get(name)
+                    if known and server.adopt(int(known["pid"]), int(known["port"])):
+                        log.info("using the embedded %s already running on %s", name,
+                                 server.url)
+                        continue
+                    if known:  # it died, or does not answer: not ours to keep
+                        if process_alive(int(known["pid"])):
+                            terminate(int(known["pid"]))
+                        state.pop(name, None)
+                    server.port = None
+                    server.start()
+                    state[name] = {"pid": server.pid, "port": server.port}
+            except BaseException:
+                for name, server in self.servers.items():
+                    if server.owned:
+                        server.stop()
+                        state.pop(name, None)
+                raise
+            state["users"].append(os.getpid())
+            self._joined = True
         return self
 
     def stop(self) -> None:
-        """Stop the servers this object started."""
-        owned = [s for s in self.servers.values() if s.owned]
-        for server in owned:
-            server.stop()
-        if owned:
-            self._write_state()
+        """Leave the servers; the last user stops them."""
+        if not self._joined:
+            return
+        with self._locked() as state:
+            users = state["users"]
+            if os.getpid() in users:
+                users.remove(os.getpid())
+            self._joined = False
+            if users:
+                for server in self.servers.values():  # others still use them
+                    server.owned = False
+                return
+            for name, server in self.servers.items():
+                server.owned = server.pid is not None
+                server.stop()
+                state.pop(name, None)
 
     def __enter__(self) -> EmbeddedServices:  # noqa: PYI034
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stop_services(data_dir: str | os.PathLike[str]) -> tuple[list[str], int]:
+    """Stop the embedded servers of a data folder, whoever uses them.
+
+    Returns:
+        The names of the servers stopped, and how many live processes were still using
+        them.
+    """
+    helper = EmbeddedServices(data_dir)
+    with helper._locked() as state:
+        users = len(state["users"])
+        stopped = []
+        for name in ("redis", "mongo"):
+            known = state.pop(name, None)
+            if known and process_alive(int(known["pid"])):
+                terminate(int(known["pid"]))
+                stopped.append(name)
+        state["users"] = []
+    return stopped, users
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does, so
+    that ``finally`` clauses stop the embedded servers and child processes instead of
+    leaving them to run on. The previous handlers come back afterwards."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    saved = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def resolve(redis_url: str | None = None, mongo_uri: str | None = None,

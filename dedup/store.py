@@ -22,9 +22,13 @@ Collections and fields:
     ``tokens``, ``short`` (below the minimum size: exact matches only), ``algorithm``,
     ``created_at``.
 ``matches``
-    ``url``, ``host`` (the dropped page), ``original_id``, ``original_url``,
-    ``original_host``, ``distance``, ``kind`` (exact / simhash / ...), ``similarity``
-    (1 - distance / 64), ``outlinks_dropped``, ``detected_at``, ``crawl_id``.
+    One document per dropped URL (``url`` is unique: re-crawls and concurrent crawls
+    update it, never duplicate it): ``url``, ``host`` (the dropped page),
+    ``original_id``, ``original_url``, ``original_host``, ``distance``, ``kind`` (exact /
+    simhash / pinyin), ``similarity`` (1 - distance / 64), ``outlinks_dropped``,
+    ``detected_at`` (the latest detection), ``first_detected_at``, ``crawl_id`` (the
+    latest crawl that saw the copy), ``crawl_ids`` (every crawl that saw it: restrict a
+    query to one crawl with ``{crawl_ids: ID}``), ``times_seen``.
 
 The queries users run on these are in ``docs/queries.md``; the indexes below serve them.
 """
@@ -32,15 +36,18 @@ The queries users run on these are in ``docs/queries.md``; the indexes below ser
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pymongo
 from bson import Int64, ObjectId
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo import UpdateOne
+from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from .errors import ServiceUnavailable
 
+log = logging.getLogger(__name__)
 #: Default database name.
 DEFAULT_DATABASE = "simcrawl"
 
@@ -130,13 +137,33 @@ class PageStore:
             self.pages.create_index("checksum")
             self.pages.create_index([("source", 1), ("fetched_at", -1)])
             self.fingerprints.create_index("simhash")
+            self._unique_match_urls()
             self.matches.create_index([("original_id", 1), ("detected_at", -1)])
             self.matches.create_index([("host", 1), ("detected_at", -1)])
             self.matches.create_index([("detected_at", -1)])
-            self.matches.create_index("crawl_id")
+            self.matches.create_index("crawl_ids")
             self.matches.create_index([("source", 1), ("detected_at", -1)])
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
+
+    def _unique_match_urls(self) -> None:
+        """One match record per URL. A database written by an older simcrawl may hold
+        several for one URL (one per crawl): keep the latest of each, then index."""
+        try:
+            self.matches.create_index("url", unique=True)
+            return
+        except OperationFailure as exc:
+            if exc.code != 11000:
+                raise
+        doubled = self.matches.aggregate([
+            {"$sort": {"detected_at": -1}},
+            {"$group": {"_id": "$url", "ids": {"$push": "$_id"}, "n": {"$sum": 1}}},
+            {"$match": {"n": {"$gt": 1}}}])
+        extra = [i for d in doubled for i in d["ids"][1:]]
+        self.matches.delete_many({"_id": {"$in": extra}})
+        log.warning("%s: removed %d older duplicate match records (one per URL is kept)",
+                    self.db.name, len(extra))
+        self.matches.create_index("url", unique=True)
 
     # ------------------------------------------------------------------ writes
     def save_pages(self, pages: Iterable[Mapping[str, Any]],
@@ -144,7 +171,9 @@ class PageStore:
         """Insert page documents and their fingerprint documents (batched, unordered).
 
         A page whose ``url`` is stored already is skipped (a re-run of the same crawl),
-        with its fingerprint.
+        and so is its fingerprint. Pages are written before fingerprints: a page without
+        a fingerprint is incomplete (the admission journal's recovery removes it), a
+        fingerprint without a page would be indexed by ``rebuild-index``.
 
         Args:
             pages: page documents; ``_id`` may be a hex page id or an ``ObjectId``.
@@ -159,25 +188,77 @@ class PageStore:
         """
         docs = [_with_oid(p) for p in pages]
         fps = [_with_oid(f) for f in fingerprints]
-        inserted = self._insert(self.pages, docs)
+        inserted, refused = self._insert(self.pages, docs)
+        if refused:  # their URL was stored already: those pages are not ours
+            skip = {docs[i]["_id"] for i in refused}
+            fps = [f for f in fps if f["_id"] not in skip]
         if fps:
             self._insert(self.fingerprints, fps)
         return inserted
 
     def save_matches(self, matches: Iterable[Mapping[str, Any]]) -> int:
-        """Insert match records (see :func:`match_doc`). Returns how many."""
-        return self._insert(self.matches, [_with_oid(m) for m in matches])
-
-    def _insert(self, collection: Any, docs: list[dict[str, Any]]) -> int:
-        if not docs:
+        """Upsert match records (see :func:`match_doc`), one per URL: a URL seen again
+        (a re-crawl, another process) updates its record, adds the crawl to
+        ``crawl_ids`` and counts ``times_seen``. Returns how many were new."""
+        ops = []
+        for m in matches:
+            doc = _with_oid(m)
+            for derived in ("_id", "times_seen", "crawl_ids"):  # kept by the server
+                doc.pop(derived, None)
+            first = doc.pop("first_detected_at", None) or doc["detected_at"]
+            crawl = doc.get("crawl_id")
+            update: dict[str, Any] = {"$set": doc, "$setOnInsert": {"first_detected_at": first},
+                                      "$inc": {"times_seen": 1}}
+            if crawl is not None:
+                update["$addToSet"] = {"crawl_ids": crawl}
+            ops.append(UpdateOne({"url": doc["url"]}, update, upsert=True))
+        if not ops:
             return 0
         try:
-            return len(collection.insert_many(docs, ordered=False).inserted_ids)
+            return int(self.matches.bulk_write(ops, ordered=True).upserted_count)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def _insert(self, collection: Any, docs: list[dict[str, Any]]) -> tuple[int, list[int]]:
+        """Insert unordered; returns (inserted, positions refused as duplicates)."""
+        if not docs:
+            return 0, []
+        try:
+            return len(collection.insert_many(docs, ordered=False).inserted_ids), []
         except BulkWriteError as exc:
             errors = exc.details.get("writeErrors", [])
             if any(e.get("code") != 11000 for e in errors):
-                raise
-            return int(exc.details.get("nInserted", 0))  # duplicates of stored documents
+                raise self._unavailable(exc) from exc
+            # duplicates of stored documents
+            return int(exc.details.get("nInserted", 0)), [int(e["index"]) for e in errors]
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def complete_pages(self, page_ids: Iterable[str]) -> set[str]:
+        """The ids among ``page_ids`` stored completely: the page and its fingerprint."""
+        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
+        if not oids:
+            return set()
+        try:
+            with_page = {d["_id"] for d in self.pages.find({"_id": {"$in": oids}}, {"_id": 1})}
+            if not with_page:
+                return set()
+            both = self.fingerprints.find({"_id": {"$in": list(with_page)}}, {"_id": 1})
+            return {str(d["_id"]) for d in both}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def forget_pages(self, page_ids: Sequence[str]) -> int:
+        """Delete whatever is stored of pages that were never completely stored (their
+        page, fingerprint, and the match records naming them as the original). Returns
+        how many match records were deleted."""
+        oids = [object_id(p) for p in page_ids]
+        if not oids:
+            return 0
+        try:
+            self.fingerprints.delete_many({"_id": {"$in": oids}})
+            self.pages.delete_many({"_id": {"$in": oids}})
+            return int(self.matches.delete_many({"original_id": {"$in": oids}}).deleted_count)
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 

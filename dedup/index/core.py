@@ -251,7 +251,10 @@ class NearDuplicateIndex:
     def check_and_add_many(self, items: Iterable[tuple[int, str]]) -> list[Match | None]:
         """:meth:`check_and_add` for many ``(fingerprint, page_id)`` pairs, in order (a
         later item is checked against earlier ones that were admitted). Sent to the store
-        in batches of ``batch_size``, each batch atomic."""
+        in batches of ``batch_size``, each batch atomic. A pair whose closest match is
+        itself (the same fingerprint under the same page id: an earlier call was applied
+        but its reply lost) counts as admitted, so a call can be repeated after a
+        failure."""
         pairs = [(check_fingerprint(fp), check_page_id(pid)) for fp, pid in items]
         return self._decide(pairs, attempts=3)
 
@@ -275,6 +278,9 @@ class NearDuplicateIndex:
                 out.append(None)
                 continue
             pid = next(ids)
+            if (b[0], pid) == pairs[i]:  # admitted by an earlier try whose reply was lost
+                out.append(None)
+                continue
             if pid is None and attempts > 1:
                 retry.append(i)  # the original was removed after the decision: decide again
             out.append(Match(b[0], pid, b[1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,17 @@ def scrapy_crawl(site: DemoSite, services: EmbeddedServices, tmp: Path, n: int) 
     return dict(json.loads(summary.read_text()))
 
 
+def run_query(title: str, db, **names) -> list:  # type: ignore[no-untyped-def]
+    """Run the python block under ``### title`` in docs/queries.md; its ``result``."""
+    text = (ROOT / "docs" / "queries.md").read_text(encoding="utf-8")
+    block = re.search(rf"^### {re.escape(title)}\n.*?```python\n(.*?)```", text,
+                      re.DOTALL | re.MULTILINE)
+    assert block, title
+    scope = {"db": db, **names}
+    exec(block.group(1), scope)  # noqa: S102 - the documented query, verbatim
+    return list(scope["result"])
+
+
 def test_second_crawl_admits_nothing_new(tmp_path: Path, register_corpus) -> None:  # type: ignore[no-untyped-def]
     with EmbeddedServices(tmp_path / "data") as services, DemoSite() as site:
         registered = len(site.content.expected.registered)
@@ -41,10 +53,21 @@ def test_second_crawl_admits_nothing_new(tmp_path: Path, register_corpus) -> Non
         pages = db.pages.count_documents({"host": {"$ne": "registered"}})
         assert first["dedup/unique"] == pages > 0
         assert first["dedup/pinyin_copy"] == len(site.content.expected.pirated)
+        copies = db.matches.count_documents({})
+        # the summary is written after the last write: its counts are MongoDB's
+        assert (first["dedup/stored/pages"], first["dedup/stored/matches"]) == (pages, copies)
         again = register_corpus(site, services, tmp_path, "recrawl")  # idempotent
         assert f"0 added, {registered} already registered" in again.stdout, again.stderr
         second = scrapy_crawl(site, services, tmp_path, 2)
         assert "dedup/unique" not in second
         assert second["dedup/revisit"] == second["dedup/revisit/unchanged"] == pages
         assert db.pages.count_documents({}) == pages + registered
+        # one match record per copy, however often it is crawled; each knows both crawls
+        assert db.matches.count_documents({}) == copies
+        assert {(len(m["crawl_ids"]), m["times_seen"]) for m in db.matches.find({})} == {(2, 2)}
+        per_host = run_query("Duplicate rate per host", db)
+        assert sum(row[2] for row in per_host) == copies
+        one_crawl = run_query("Matches of one crawl", db, crawl_id=db.matches.find_one(
+            {})["crawl_ids"][0])
+        assert len(one_crawl) == copies
         assert not any(t in site.requests for t in site.content.expected.traps)

@@ -54,6 +54,15 @@ def test_identical_fingerprint_is_a_match_at_distance_zero(store) -> None:
     assert len(index) == 1
 
 
+def test_offering_the_same_page_again_is_idempotent(store) -> None:
+    """A retry after a lost reply offers a page that is already in: it stays admitted."""
+    index = NearDuplicateIndex(store, capacity=1000)
+    assert index.check_and_add_many([(M64, "a"), (M64 ^ 1, "b")]) == [None, Match(M64, "a", 1)]
+    assert index.check_and_add_many([(M64, "a"), (M64 ^ 1, "b")]) == [None, Match(M64, "a", 1)]
+    assert index.check_and_add(M64 ^ 1, "a") == Match(M64, "a", 1)  # same id, another page
+    assert len(index) == 1
+
+
 def test_extreme_fingerprints(store) -> None:
     index = NearDuplicateIndex(store, capacity=1000)
     stored = {0: "zero", M64: "ones", 0x5555555555555555: "fives", (1 << 63) | 0xFF: "top"}

@@ -34,7 +34,7 @@ WORKER = textwrap.dedent("""
     admitted, at = [], 0
     while at < len(items):
         n = rng.randint(1, 40)
-        chunk = [(fp, f"w{seed}-{i}") for fp, i in items[at:at + n]]
+        chunk = [(fp, f"w{seed}-{i}-{at + j}") for j, (fp, i) in enumerate(items[at:at + n])]
         index.batch_size = rng.randint(1, 16)
         for (fp, _), result in zip(chunk, index.check_and_add_many(chunk)):
             if result is None:

@@ -115,7 +115,7 @@ def test_the_document_lists_the_queries_tested_here() -> None:
         "Copies of a given original", "Recent matches", "Duplicate rate per host",
         "Largest clusters", "Copies on other hosts", "How close the copies are",
         "A page's fingerprint", "All copies of a source, newest first",
-        "Hosts with the most copies"}
+        "Hosts with the most copies", "Matches of one crawl"}
 
 
 def test_copies_of_a_given_original(crawl) -> None:
@@ -177,3 +177,47 @@ def test_hosts_with_the_most_copies(tracked) -> None:
     got = run("Hosts with the most copies", tracked.db, source="novels")
     assert [(h["_id"], h["copies"]) for h in got] == [("pirate.example", 2),
                                                        ("forum.example", 1)]
+
+
+def test_a_url_has_one_match_record_however_often_it_is_seen(pages) -> None:
+    original = new_page_id()
+
+    def record(crawl: str, distance: int) -> dict:
+        return match_doc(url="https://b.example/copy", host="b.example", original_id=original,
+                         original_url="https://a.example/", original_host="a.example",
+                         distance=distance, kind="simhash", crawl_id=crawl)
+
+    assert pages.save_matches([record("crawl-1", 2)]) == 1
+    assert pages.save_matches([record("crawl-2", 1), record("crawl-2", 1)]) == 0
+    docs = list(pages.matches.find({}))
+    assert len(docs) == 1
+    doc = docs[0]
+    assert (doc["distance"], doc["crawl_id"], sorted(doc["crawl_ids"]), doc["times_seen"]) == \
+        (1, "crawl-2", ["crawl-1", "crawl-2"], 3)
+    assert doc["first_detected_at"] <= doc["detected_at"]
+
+
+def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> None:
+    from dedup.store import PageStore
+
+    db = mongo_client["test_old_matches"]
+    try:
+        for n in range(3):
+            db.matches.insert_one(match_doc(
+                url="https://b.example/copy", host="b.example", original_id=new_page_id(),
+                original_url=None, original_host=None, distance=n, kind="simhash",
+                detected_at=dt.datetime(2026, 1, 1 + n, tzinfo=dt.timezone.utc)))
+        PageStore(mongo_client, "test_old_matches").ensure_indexes()
+        assert [d["distance"] for d in db.matches.find({})] == [2]  # the latest is kept
+    finally:
+        mongo_client.drop_database("test_old_matches")
+
+
+def test_matches_of_one_crawl(crawl) -> None:
+    first = list(crawl.matches.find({}))
+    again = [dict(m, crawl_id="recrawl") for m in first[:2]]  # a re-crawl sees two again
+    crawl.save_matches(again)
+    got = run("Matches of one crawl", crawl.db, crawl_id="recrawl")
+    assert [m["url"] for m in got] == sorted(m["url"] for m in first[:2])
+    assert crawl.matches.count_documents({}) == len(first)
+    assert len(run("Recent matches", crawl.db)) == len(first)

@@ -1,0 +1,270 @@
+"""The admission journal: the index and the store agree after any kill.
+
+A crawl admits a page in Redis (the index's atomic check-and-add, the exact-copy checksum
+registry) and writes it to MongoDB a moment later, in batches. A process killed in
+between would leave the index holding pages the store never got: later copies of them
+would be dropped naming a page that does not exist, and the lost pages' own URLs would
+be dropped as copies of themselves.
+
+So every page a process may admit is first written to its journal, a Redis hash
+``{namespace}:inflight:{owner}`` (page id -> simhash and checksum), *before* any admission
+step runs; the entry is removed when MongoDB holds the page and its fingerprint
+(:meth:`AdmissionJournal.confirm`), or when the page turned out to be a copy. The owner
+holds a lease, ``{namespace}:owner:{owner}`` (its host, process id and start time), kept
+alive by a heartbeat thread. :func:`recover` runs when a crawl starts, before its first
+decision: for each journal whose owner is gone (lease expired, or a process id on this
+host that no longer runs), every page it names that is not fully stored is taken out of
+the index and the checksum registry, its partial documents are deleted, and so are
+match records that name it (their copies are decided again when next fetched). The
+index and the store then agree again, and a re-crawl finds every lost page anew.
+
+The same leases tell a crawl that another one is running on its namespace
+(:func:`live_owners`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from .errors import ServiceUnavailable
+from .index import NearDuplicateIndex
+from .services import process_alive
+from .store import PageStore
+
+log = logging.getLogger(__name__)
+
+#: Seconds an owner's lease lasts without a heartbeat.
+DEFAULT_LEASE = 30.0
+
+# Delete a checksum registration only if it still names this page.
+_RELEASE_CHECKSUM = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
+
+def _checksum_key(namespace: str, checksum: str) -> tuple[str, bytes]:
+    # the registry's layout is dedup.decide.checksum_key's; imported lazily (no cycle)
+    from .decide import checksum_key
+
+    return checksum_key(namespace, checksum)
+
+
+def _this_host() -> str:
+    return socket.gethostname()
+
+
+@dataclass
+class Owner:
+    """A process holding (or having held) a journal on a namespace."""
+
+    token: str
+    host: str = ""
+    pid: int = 0
+    started: str = ""
+    alive: bool = False
+
+    def describe(self) -> str:
+        """``pid 123 on host-a, started 2026-11-23T10:00:00+00:00``."""
+        return f"pid {self.pid} on {self.host or '?'}, started {self.started or '?'}"
+
+
+class AdmissionJournal:
+    """One process's journal of pages admitted but not yet stored (see the module doc).
+
+    Args:
+        client: redis-py client of the index's server.
+        namespace: the index's key prefix.
+        lease: seconds the lease lasts without a heartbeat (renewed every third of it).
+        owner: a stable token for this process (default: random).
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str, lease: float = DEFAULT_LEASE,
+                 owner: str | None = None) -> None:
+        if lease <= 0:
+            raise ValueError(f"lease must be positive, got {lease}")
+        self.client = client
+        self.namespace = namespace
+        self.lease = lease
+        self.owner = owner or uuid.uuid4().hex[:16]
+        self.key = f"{namespace}:inflight:{self.owner}"
+        self.lease_key = f"{namespace}:owner:{self.owner}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._info = json.dumps({"host": _this_host(), "pid": os.getpid(),
+                                 "started": dt.datetime.now(dt.timezone.utc).isoformat(
+                                     timespec="seconds")})
+
+    def _renew(self) -> None:
+        self.client.set(self.lease_key, self._info, px=int(self.lease * 1000))
+
+    def open(self) -> AdmissionJournal:
+        """Take the lease and start the heartbeat. Returns ``self``.
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        try:
+            self._renew()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed while opening the journal: {exc}") from exc
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._beat, name="simcrawl-lease", daemon=True)
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.lease / 3):
+            try:
+                self._renew()
+            except redis.RedisError as exc:  # an outage: the decisions report it
+                log.debug("renewing the journal lease failed: %s", exc)
+
+    def record(self, pipe: Any, entries: Iterable[tuple[str, int, str]]) -> None:
+        """Queue, on a redis-py pipeline, the journal entries of pages about to be
+        decided: ``(page id, simhash, checksum)``. The caller runs the pipeline before any
+        admission step."""
+        mapping = {pid: f"{fp:016x}{checksum}" for pid, fp, checksum in entries}
+        if mapping:
+            pipe.hset(self.key, mapping=mapping)
+
+    def forget(self, pipe: Any, page_ids: Sequence[str]) -> None:
+        """Queue the removal of entries (pages that were copies after all) on a pipeline."""
+        if page_ids:
+            pipe.hdel(self.key, *page_ids)
+
+    def confirm(self, page_ids: Sequence[str]) -> None:
+        """The pages are stored (page and fingerprint): drop their entries.
+
+        Raises:
+            ServiceUnavailable: Redis failed (the entries stay; recovery finds the pages
+                stored and only clears them).
+        """
+        if not page_ids:
+            return
+        try:
+            self.client.hdel(self.key, *page_ids)
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed while confirming stored pages: {exc}"
+                                     ) from exc
+
+    def pending(self) -> int:
+        """Entries not yet confirmed."""
+        return int(self.client.hlen(self.key))
+
+    def close(self) -> None:
+        """Stop the heartbeat and give up the lease. Unconfirmed entries stay, so that the
+        next crawl on the namespace recovers them at once."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        try:
+            self.client.delete(self.lease_key)
+        except redis.RedisError as exc:
+            log.warning("could not release the journal lease %s: %s", self.lease_key, exc)
+
+
+def owners(client: redis.Redis, namespace: str) -> list[Owner]:
+    """Every process with a lease or a journal on ``namespace``, alive or not."""
+    found: dict[str, Owner] = {}
+    for prefix in ("owner", "inflight"):
+        for key in client.scan_iter(match=f"{namespace}:{prefix}:*", count=1000):
+            token = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
+            found.setdefault(token, Owner(token))
+    for token, owner in found.items():
+        raw = client.get(f"{namespace}:owner:{token}")
+        if raw is None:
+            continue
+        try:
+            info = json.loads(raw)
+        except ValueError:
+            info = {}
+        owner.host, owner.pid = str(info.get("host", "")), int(info.get("pid", 0))
+        owner.started = str(info.get("started", ""))
+        # a lease on this host whose process is gone is dead, whatever its TTL says
+        owner.alive = not (owner.host == _this_host() and owner.pid
+                           and not process_alive(owner.pid))
+    return sorted(found.values(), key=lambda o: o.token)
+
+
+def live_owners(client: redis.Redis, namespace: str, exclude: str | None = None
+                ) -> list[Owner]:
+    """Processes other than ``exclude`` that hold a live lease on ``namespace``."""
+    return [o for o in owners(client, namespace) if o.alive and o.token != exclude]
+
+
+@dataclass
+class Recovery:
+    """What :func:`recover` found and did."""
+
+    journals: int = 0
+    confirmed: int = 0
+    removed: list[str] = field(default_factory=list)
+    matches_removed: int = 0
+
+    def __str__(self) -> str:
+        return (f"{self.journals} journals of stopped crawls: {self.confirmed} pages were "
+                f"stored, {len(self.removed)} were not and left the index "
+                f"({self.matches_removed} match records naming them removed)")
+
+
+def recover(client: redis.Redis, namespace: str, pages: PageStore, index: NearDuplicateIndex,
+            exclude: str | None = None) -> Recovery:
+    """Make the index agree with the store after crawls that stopped without storing
+    what they admitted (see the module doc). Journals of live owners are left alone.
+
+    Raises:
+        ServiceUnavailable: Redis or MongoDB failed (run it again: every step is
+            idempotent).
+    """
+    result = Recovery()
+    try:
+        for owner in owners(client, namespace):
+            if owner.alive or owner.token == exclude:
+                continue
+            key = f"{namespace}:inflight:{owner.token}"
+            raw: dict[bytes, bytes] = client.hgetall(key)  # type: ignore[assignment]
+            entries = {k.decode(): v.decode() for k, v in raw.items()}
+            result.journals += 1
+            if entries:
+                _recover_entries(client, namespace, pages, index, entries, result)
+            client.delete(key, f"{namespace}:owner:{owner.token}")
+    except redis.RedisError as exc:
+        raise ServiceUnavailable(f"Redis failed during recovery: {exc}") from exc
+    if result.removed:
+        log.warning("recovered the index: %s", result)
+    return result
+
+
+def _recover_entries(client: redis.Redis, namespace: str, pages: PageStore,
+                     index: NearDuplicateIndex, entries: dict[str, str],
+                     result: Recovery) -> None:
+    stored = pages.complete_pages(entries)
+    result.confirmed += len(stored)
+    lost = [pid for pid in entries if pid not in stored]
+    if not lost:
+        return
+    release = client.register_script(_RELEASE_CHECKSUM)
+    for pid in lost:
+        value = entries[pid]
+        fp, checksum = int(value[:16], 16), value[16:]
+        index.remove(fp, pid)
+        if len(checksum) == 32:
+            key, field_ = _checksum_key(namespace, checksum)
+            release(keys=[key], args=[field_, pid])
+    result.matches_removed += pages.forget_pages(lost)
+    result.removed.extend(lost)

@@ -1,0 +1,99 @@
+"""The record stays true across kills: a crawler SIGKILLed at several moments (with
+admitted pages still buffered), then a full re-crawl, leaves exactly one stored page per
+copy group, every match naming a stored page, and no extraction worker behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from crawler.demosite import DemoSite, build
+from dedup.services import EmbeddedServices, connect_mongo
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def crawl_command(site: DemoSite, name: str, log: Path) -> list[str]:
+    # A long flush interval keeps many admitted pages buffered at any moment: the window
+    # in which a kill used to lose them.
+    return [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+            f"start_urls={site.start_urls()[0]}", "-s", f"DEDUP_DATABASE={name}",
+            "-s", f"DEDUP_NAMESPACE={name}", "-s", "AUTOTHROTTLE_ENABLED=0",
+            "-s", "CONCURRENT_REQUESTS=4", "-s", "DEDUP_FLUSH_SECONDS=5",
+            "-s", "DEDUP_EXTRACT_WORKERS=2", "-s", f"LOG_FILE={log}"]
+
+
+def processes_with(marker: str) -> list[int]:
+    """Processes whose environment holds ``marker`` (the crawl and its children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def check_record(db, site: DemoSite) -> None:  # type: ignore[no-untyped-def]
+    pages = {d["url"]: d["_id"] for d in db.pages.find({}, {"url": 1})}
+    matches = list(db.matches.find({}))
+    exp = site.content.expected
+    for cluster in exp.clusters:
+        urls = [site.path_url(p) for p in cluster]
+        kept = [u for u in urls if u in pages]
+        assert len(kept) == 1, f"copy group {cluster[0]}: stored {kept}"
+        assert all(u in pages or any(m["url"] == u for m in matches) for u in urls)
+    assert all(site.path_url(u) in pages for u in exp.unique)
+    ids = set(pages.values())
+    ghosts = [m["url"] for m in matches if m["original_id"] not in ids]
+    assert not ghosts, f"match records naming a page that is not stored: {ghosts}"
+    assert not {m["url"] for m in matches} & set(pages)
+    assert len({m["url"] for m in matches}) == len(matches)
+    assert not [t for t in exp.traps if t in site.requests]
+
+
+@pytest.mark.parametrize("stop", ["SIGKILL", "double SIGINT"])
+def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop: str) -> None:
+    content = build(articles=60, zh_articles=2, novel_chapters=0)
+    name = "kills"
+    marker = f"SIMCRAWL_TEST_MARK={uuid.uuid4().hex}"
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        env[marker.split("=")[0]] = marker.split("=")[1]
+        db = connect_mongo(services.mongo_uri)[name]
+        for n, moment in enumerate((12, 45, 90)):
+            before = len(site.requests)
+            proc = subprocess.Popen(crawl_command(site, name, tmp_path / f"{n}.log"),
+                                    cwd=ROOT, env=env)
+            deadline = time.monotonic() + 120
+            while len(site.requests) < before + moment and time.monotonic() < deadline:
+                assert proc.poll() is None, "the crawl ended before the kill"
+                time.sleep(0.02)
+            if stop == "SIGKILL":
+                proc.kill()
+            else:  # Scrapy's forced shutdown: the second Ctrl-C
+                proc.send_signal(signal.SIGINT)
+                time.sleep(0.3)
+                proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+            deadline = time.monotonic() + 15
+            while processes_with(marker) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert processes_with(marker) == [], "processes of the killed crawl linger"
+        done = subprocess.run(crawl_command(site, name, tmp_path / "last.log"), cwd=ROOT,
+                              env=env, timeout=600, check=False)
+        assert done.returncode == 0, (tmp_path / "last.log").read_text()[-3000:]
+        check_record(db, site)
+        log = (tmp_path / "last.log").read_text()
+        assert "recovered" in log or stop != "SIGKILL"

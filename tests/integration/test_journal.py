@@ -1,0 +1,131 @@
+"""The admission journal: after a crawler dies between admitting pages and storing them,
+the index and the store agree again before the next decision."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dedup.decide import EXACT, NEAR, NEW, Candidate, Deduplicator, page_document
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.journal import AdmissionJournal, live_owners, owners, recover
+from dedup.store import fingerprint_doc, match_doc
+
+pytestmark = pytest.mark.integration
+
+A = 0x0F0F0F0F0F0F0F0F
+B = 0x7777000011112222
+
+
+def cand(url: str, checksum: str, fp: int) -> Candidate:
+    return Candidate(url, url.split("/")[2], checksum, fp, False)
+
+
+def store_page(pages, c: Candidate) -> None:  # type: ignore[no-untyped-def]
+    pages.save_pages([page_document(c)], [fingerprint_doc(
+        c.page_id, c.simhash, checksum=c.checksum, tokens=50, short=False, algorithm="t")])
+
+
+@pytest.fixture
+def index(redis_client, namespace):  # type: ignore[no-untyped-def]
+    store = RedisStore(redis_client, namespace)
+    yield NearDuplicateIndex(store, capacity=1000)
+    store.clear()
+    for key in redis_client.scan_iter(match=f"{namespace}:*"):
+        redis_client.delete(key)
+
+
+def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, namespace,
+                                                         index) -> None:  # type: ignore[no-untyped-def]
+    journal = AdmissionJournal(redis_client, namespace).open()
+    crawl = Deduplicator(index, redis_client, pages, namespace, journal=journal)
+    stored, lost = cand("http://a/1", "1" * 32, A), cand("http://a/2", "2" * 32, B)
+    copy_of_lost = cand("http://b/2", "3" * 32, B ^ 1)
+    assert [d.kind for d in crawl.decide([stored, lost, copy_of_lost])] == [NEW, NEW, NEAR]
+    assert journal.pending() == 2  # the copy left the journal at once
+    store_page(pages, stored)
+    journal.confirm([stored.page_id])
+    # the copy's record was written, the lost original's page was not: then the crawl dies
+    pages.save_matches([match_doc(url="http://b/2", host="b", original_id=lost.page_id,
+                                  original_url="http://a/2", original_host="a", distance=1,
+                                  kind="simhash")])
+    journal._stop.set()  # the heartbeat dies with the process ...
+    redis_client.delete(journal.lease_key)  # ... and its lease runs out
+    # a new crawl recovers before it decides anything
+    done = recover(redis_client, namespace, pages, index)
+    assert (done.journals, len(done.removed), done.matches_removed) == (1, 1, 1)
+    assert done.removed == [lost.page_id]
+    assert index.page_id(B) is None and index.page_id(A) == stored.page_id
+    assert pages.matches.count_documents({}) == 0  # no record names a page not stored
+    again = Deduplicator(index, redis_client, pages, namespace)
+    # the lost page's own URL is a new page again, not an exact copy of a ghost
+    assert again.decide([cand("http://a/2", "2" * 32, B)])[0].kind == NEW
+    assert owners(redis_client, namespace) == []
+    assert recover(redis_client, namespace, pages, index).journals == 0
+
+
+def test_a_page_stored_without_its_fingerprint_is_removed_too(redis_client, pages, namespace,
+                                                              index) -> None:  # type: ignore[no-untyped-def]
+    journal = AdmissionJournal(redis_client, namespace).open()
+    crawl = Deduplicator(index, redis_client, pages, namespace, journal=journal)
+    half = cand("http://a/3", "4" * 32, A)
+    crawl.decide([half])
+    pages.save_pages([page_document(half)])  # killed between the page and its fingerprint
+    journal.close()  # a clean stop with unconfirmed entries: recovered at once
+    done = recover(redis_client, namespace, pages, index)
+    assert done.removed == [half.page_id] and pages.pages.count_documents({}) == 0
+
+
+def test_a_live_crawl_is_seen_and_its_journal_left_alone(redis_client, pages, namespace,
+                                                         index) -> None:  # type: ignore[no-untyped-def]
+    journal = AdmissionJournal(redis_client, namespace).open()
+    Deduplicator(index, redis_client, pages, namespace, journal=journal).decide(
+        [cand("http://a/1", "1" * 32, A)])
+    assert [o.pid for o in live_owners(redis_client, namespace)] == [os.getpid()]
+    assert live_owners(redis_client, namespace, exclude=journal.owner) == []
+    assert recover(redis_client, namespace, pages, index).journals == 0
+    assert index.page_id(A) is not None
+    journal.close()
+
+
+def test_a_lease_of_a_dead_process_on_this_host_is_dead_at_once(redis_client, namespace
+                                                                ) -> None:  # type: ignore[no-untyped-def]
+    code = ("import sys, redis; from dedup.journal import AdmissionJournal; "
+            "AdmissionJournal(redis.Redis.from_url(sys.argv[1]), sys.argv[2], lease=3600).open()")
+    url = redis_client.connection_pool.connection_kwargs
+    subprocess.run([sys.executable, "-c", code, f"redis://127.0.0.1:{url['port']}/0",
+                    namespace], check=True, timeout=60)
+    found = owners(redis_client, namespace)
+    assert len(found) == 1 and not found[0].alive  # its TTL is an hour, its process gone
+    assert live_owners(redis_client, namespace) == []
+
+
+def test_an_exact_copy_of_a_dropped_copy_names_the_original(redis_client, pages, namespace,
+                                                            index) -> None:  # type: ignore[no-untyped-def]
+    crawl = Deduplicator(index, redis_client, pages, namespace)
+    original = cand("http://a/1", "1" * 32, A)
+    crawl.decide([original])
+    store_page(pages, original)
+    # in one batch: a near copy, then an exact copy of that near copy's text
+    near, twin = cand("http://b/1", "2" * 32, A ^ 0b11), cand("http://c/1", "2" * 32, A ^ 0b11)
+    got = crawl.decide([near, twin])
+    assert [(d.kind, d.original_id, d.distance) for d in got] == \
+        [(NEAR, original.page_id, 2), (NEAR, original.page_id, 2)]
+    assert got[1].original_url == "http://a/1"
+    # in a later batch too: the dropped copy never registered its text
+    later = crawl.decide([cand("http://d/1", "2" * 32, A ^ 0b11)])[0]
+    assert (later.kind, later.original_id) == (NEAR, original.page_id)
+    # an exact copy of an admitted page is still exact
+    same = crawl.decide([cand("http://e/1", "1" * 32, A)])[0]
+    assert (same.kind, same.original_id) == (EXACT, original.page_id)
+
+
+def test_a_decision_repeated_after_a_lost_reply_admits_the_page(redis_client, pages,
+                                                                namespace, index) -> None:  # type: ignore[no-untyped-def]
+    crawl = Deduplicator(index, redis_client, pages, namespace)
+    page = cand("http://a/1", "1" * 32, A)
+    assert crawl.decide([page])[0].kind == NEW
+    assert crawl.decide([page])[0].kind == NEW  # not "a copy of itself"

@@ -1,0 +1,102 @@
+"""The embedded services are shared by every process on a data folder: the last user
+stops them, whoever started them; signals and crashes leave nothing running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dedup.services import EmbeddedServices, process_alive
+
+pytestmark = pytest.mark.integration
+
+
+def server_pids(folder: Path) -> list[int]:
+    state = json.loads((folder / "services.json").read_text())
+    return [state[n]["pid"] for n in ("redis", "mongo")]
+
+
+def wait_gone(pids: list[int], seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(process_alive(p) for p in pids)
+
+
+def services_process(folder: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "dedup", "services", "--data-dir",
+                             str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("REDIS_URL=")
+    return proc
+
+
+def test_the_last_user_stops_the_servers_whoever_started_them(tmp_path: Path) -> None:
+    first = EmbeddedServices(tmp_path).start()
+    second = EmbeddedServices(tmp_path).start()
+    assert second.redis_url == first.redis_url and second.mongo_uri == first.mongo_uri
+    pids = server_pids(tmp_path)
+    first.stop()  # the one that started them leaves first: another still uses them
+    assert all(process_alive(p) for p in pids)
+    assert second.servers["redis"]._ping()
+    second.stop()
+    assert wait_gone(pids) and not (tmp_path / "services.json").exists()
+    assert oct((tmp_path).stat().st_mode & 0o777) == "0o700"
+    assert oct((tmp_path / "redis.log").stat().st_mode & 0o777) == "0o600"
+
+
+def test_two_starts_at_once_on_a_new_folder_share_one_set_of_servers(tmp_path: Path) -> None:
+    procs = [services_process(tmp_path) for _ in range(1)]
+    procs.append(services_process(tmp_path))  # both run now; one started, one joined
+    pids = server_pids(tmp_path)
+    state = json.loads((tmp_path / "services.json").read_text())
+    assert sorted(state["users"]) == sorted(p.pid for p in procs)
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    assert wait_gone(pids), "SIGTERM left the servers running"
+
+
+def test_servers_of_a_killed_user_are_adopted_and_stopped(tmp_path: Path) -> None:
+    proc = services_process(tmp_path)
+    pids = server_pids(tmp_path)
+    proc.kill()  # a crash: nothing runs its clean-up
+    proc.wait()
+    assert all(process_alive(p) for p in pids)
+    later = EmbeddedServices(tmp_path).start()  # the next run adopts them ...
+    assert later.servers["mongo"]._ping()
+    later.stop()  # ... and, as their last user, stops them
+    assert wait_gone(pids)
+
+
+def test_services_stop(tmp_path: Path) -> None:
+    proc = services_process(tmp_path)
+    pids = server_pids(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "dedup", "services", "stop", "--data-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0 and "stopped redis, mongo" in done.stdout
+    assert "1 processes were still using them" in done.stdout
+    assert wait_gone(pids)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+
+
+def test_a_bad_data_folder_is_one_line(tmp_path: Path) -> None:
+    for args in (["services", "--data-dir", "/proc/nope"],
+                 ["register", str(tmp_path), "--source", "x", "--data-dir", "/dev/null/x"]):
+        (tmp_path / "a.txt").write_text("some text of a page " * 10)
+        done = subprocess.run([sys.executable, "-m", "dedup", *args], capture_output=True,
+                              text=True, timeout=60, check=False, env=dict(
+                                  os.environ, REDIS_URL="", MONGO_URI=""))
+        assert done.returncode == 2
+        assert done.stderr.strip().count("\n") == 0, done.stderr
+        assert "cannot use /" in done.stderr and "as a data folder" in done.stderr
