@@ -16,7 +16,13 @@ from dedup.errors import redact
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.index.windows import WindowIndex, open_window_index
 from dedup.journal import AdmissionJournal, live_owners, recover
-from dedup.services import EmbeddedServices, connect_mongo, connect_redis, resolve
+from dedup.services import (
+    EmbeddedServices,
+    connect_mongo,
+    connect_redis,
+    durability_warning,
+    resolve,
+)
 from dedup.store import PageStore
 
 log = logging.getLogger(__name__)
@@ -90,6 +96,9 @@ def get_runtime(crawler: Any) -> Runtime:
                 "both would fetch every page: wait for it, use another DEDUP_NAMESPACE, or "
                 "set DEDUP_CONCURRENT=1 to run beside it anyway.")
         journal.open()
+        warning = durability_warning(client)
+        if warning:
+            log.warning("dedup: %s", warning)
         recovered = recover(client, config.namespace, pages, index, exclude=journal.owner)
     except BaseException:
         if journal is not None:

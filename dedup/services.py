@@ -77,6 +77,25 @@ def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
     return client
 
 
+def durability_warning(client: redis.Redis) -> str | None:
+    """A sentence saying how a crash of this Redis could lose acknowledged index writes
+    (append-only file off, or fsync only every second), or ``None`` when it cannot, or
+    when the server does not say (managed services often refuse ``CONFIG GET``)."""
+    try:
+        config = client.config_get("append*")
+    except redis.RedisError:
+        return None
+    if config.get("appendonly") != "yes":
+        return ("Redis runs without its append-only file: a crash loses the index since the "
+                "last snapshot; run python -m dedup rebuild-index after one")
+    if config.get("appendfsync") != "always":
+        return (f"Redis fsyncs its append-only file {config.get('appendfsync')!r}, not "
+                "'always': a crash can lose the last second of admissions, and copies of "
+                "those pages would be admitted; set appendfsync always, or run python -m "
+                "dedup rebuild-index after a Redis crash")
+    return None
+
+
 def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
                   op_timeout: float | None = 60.0) -> pymongo.MongoClient:
     """A pymongo client for ``uri``, checked with a ping.
@@ -219,9 +238,11 @@ class EmbeddedServer:
 
     def _command(self) -> list[str]:
         if self.name == "redis":
+            # appendfsync always: an admission Redis acknowledged survives a crash of
+            # Redis (MongoDB holds the page; losing its index entry would let copies in)
             return [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(self.port),
                     "--dir", str(self.folder), "--appendonly", "yes",
-                    "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
+                    "--appendfsync", "always", "--save", "", "--daemonize", "no",
                     "--protected-mode", "yes", "--logfile", ""]
         # --sync-on-commit: an acknowledged write is on disk, so a killed server loses
         # nothing it acknowledged (bench/bench_store.py measures the cost).

@@ -34,3 +34,64 @@ def register_corpus(site: DemoSite, services: EmbeddedServices, tmp: Path, name:
 def register_corpus_fixture():  # type: ignore[no-untyped-def]
     """The :func:`register_corpus` function."""
     return register_corpus
+
+
+def outcome(db) -> tuple[set[str], set[tuple[str, str, str]]]:  # type: ignore[no-untyped-def]
+    """A crawl's record: stored page URLs and (copy URL, original URL, kind)."""
+    return ({p["url"] for p in db.pages.find({"host": {"$ne": "registered"}})},
+            {(m["url"], m["original_url"], m["kind"]) for m in db.matches.find({})})
+
+
+def reference_crawl(site: DemoSite, env: dict[str, str], tmp: Path
+                    ) -> tuple[set[str], set[tuple[str, str, str]], set[str]]:
+    """Crawl ``site`` once without faults (database and namespace ``reference``) and
+    return its :func:`outcome` and the traps it requested (those linked from copies
+    too far from their original to be dropped): what a crawl disturbed by faults must
+    end with."""
+    subprocess.run([sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+                    f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=reference",
+                    "-s", "DEDUP_NAMESPACE=reference", "-s", "AUTOTHROTTLE_ENABLED=0",
+                    "-s", f"LOG_FILE={tmp / 'reference.log'}"], cwd=ROOT, env=env,
+                   check=True, timeout=600)
+    from dedup.services import connect_mongo
+
+    traps = {t for t in site.content.expected.traps if t in site.requests}
+    return (*outcome(connect_mongo(env["MONGO_URI"])["reference"]), traps)
+
+
+def _check_record(db, site: DemoSite, expected) -> None:  # type: ignore[no-untyped-def]
+    """What a user of the store must be able to rely on after any crawl, killed or not:
+    the pages and match records of an uninterrupted crawl (``expected``, from
+    :func:`reference_crawl`), every unique page stored, every match naming a stored page,
+    no URL both stored and matched, one match record per URL, and no trap requested."""
+    pages = {d["url"]: d["_id"] for d in db.pages.find({}, {"url": 1})}
+    matches = list(db.matches.find({}))
+    exp = site.content.expected
+    missing = [u for u in exp.unique if site.path_url(u) not in pages]
+    assert not missing, f"unique pages not stored: {missing}"
+    for cluster in exp.clusters:
+        urls = [site.path_url(p) for p in cluster]
+        assert any(u in pages for u in urls), f"copy group {cluster[0]}: nothing stored"
+    ids = set(pages.values())
+    ghosts = [m["url"] for m in matches if m["original_id"] not in ids]
+    assert not ghosts, f"match records naming a page that is not stored: {ghosts}"
+    assert not {m["url"] for m in matches} & set(pages)
+    assert len({m["url"] for m in matches}) == len(matches)
+    assert not [t for t in exp.traps if t in site.requests and t not in expected[2]]
+    got = outcome(db)
+    assert got[0] == expected[0], (f"stored: missing {expected[0] - got[0]}, "
+                                   f"extra {got[0] - expected[0]}")
+    assert got[1] == expected[1], (f"matches: missing {expected[1] - got[1]}, "
+                                   f"extra {got[1] - expected[1]}")
+
+
+@pytest.fixture(name="check_record")
+def check_record_fixture():  # type: ignore[no-untyped-def]
+    """The :func:`_check_record` function."""
+    return _check_record
+
+
+@pytest.fixture(name="reference_crawl")
+def reference_crawl_fixture():  # type: ignore[no-untyped-def]
+    """The :func:`reference_crawl` function."""
+    return reference_crawl

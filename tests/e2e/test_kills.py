@@ -45,26 +45,10 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-def check_record(db, site: DemoSite) -> None:  # type: ignore[no-untyped-def]
-    pages = {d["url"]: d["_id"] for d in db.pages.find({}, {"url": 1})}
-    matches = list(db.matches.find({}))
-    exp = site.content.expected
-    for cluster in exp.clusters:
-        urls = [site.path_url(p) for p in cluster]
-        kept = [u for u in urls if u in pages]
-        assert len(kept) == 1, f"copy group {cluster[0]}: stored {kept}"
-        assert all(u in pages or any(m["url"] == u for m in matches) for u in urls)
-    assert all(site.path_url(u) in pages for u in exp.unique)
-    ids = set(pages.values())
-    ghosts = [m["url"] for m in matches if m["original_id"] not in ids]
-    assert not ghosts, f"match records naming a page that is not stored: {ghosts}"
-    assert not {m["url"] for m in matches} & set(pages)
-    assert len({m["url"] for m in matches}) == len(matches)
-    assert not [t for t in exp.traps if t in site.requests]
-
-
 @pytest.mark.parametrize("stop", ["SIGKILL", "double SIGINT"])
-def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop: str) -> None:
+def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop: str,
+                                                            check_record, reference_crawl
+                                                            ) -> None:  # type: ignore[no-untyped-def]
     content = build(articles=60, zh_articles=2, novel_chapters=0)
     name = "kills"
     marker = f"SIMCRAWL_TEST_MARK={uuid.uuid4().hex}"
@@ -72,6 +56,7 @@ def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
         env[marker.split("=")[0]] = marker.split("=")[1]
         db = connect_mongo(services.mongo_uri)[name]
+        expected = reference_crawl(site, env, tmp_path)
         for n, moment in enumerate((12, 45, 90)):
             before = len(site.requests)
             proc = subprocess.Popen(crawl_command(site, name, tmp_path / f"{n}.log"),
@@ -94,6 +79,6 @@ def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop
         done = subprocess.run(crawl_command(site, name, tmp_path / "last.log"), cwd=ROOT,
                               env=env, timeout=600, check=False)
         assert done.returncode == 0, (tmp_path / "last.log").read_text()[-3000:]
-        check_record(db, site)
+        check_record(db, site, expected)
         log = (tmp_path / "last.log").read_text()
         assert "recovered" in log or stop != "SIGKILL"
