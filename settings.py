@@ -29,11 +29,20 @@ DOWNLOAD_MAXSIZE = int(os.environ.get("SIMCRAWL_MAX_BODY", str(5 * 1024 * 1024))
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 DEPTH_LIMIT = int(os.environ.get("SIMCRAWL_DEPTH_LIMIT", "5"))
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+# Logs people can read: INFO (SIMCRAWL_LOG_LEVEL=DEBUG for more); third-party libraries
+# log at WARNING (crawler/logs.py); items print as one short line (crawler/items.py).
+LOG_LEVEL = os.environ.get("SIMCRAWL_LOG_LEVEL", "INFO")
+# Scrapy's telnet console would listen on a port and log its password: off.
+TELNETCONSOLE_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 
 # The dedup decision, before the links of a page are scheduled; then storage.
 SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
+# Never request the crawl's own Redis / MongoDB (redirects included); SIMCRAWL_ALLOWED_PORTS
+DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50}
 ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
+# A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
+EXTENSIONS = {"crawler.extensions.JobGuard": 0}
 
 # Dedup (see dedup.config.DedupConfig for each).
 DEDUP_ENABLED = True

@@ -1,10 +1,15 @@
-"""What durable writes cost on the embedded MongoDB-wire server.
+"""What durable writes cost on the embedded servers.
 
-The embedded SecantusDB runs with ``--sync-on-commit`` (every acknowledged write is on
-disk, so a killed server loses nothing it acknowledged). This measures the price, against
-the same server without it, in the same run: the crawl's write pattern (batches of
-``--batch`` pages, each with a fingerprint document, then the batch's match records as
-upserts), pages with a few kB of text.
+The embedded SecantusDB runs with ``--sync-on-commit`` and the embedded Redis with
+``appendfsync always``: every write either acknowledges is on disk, so a killed server
+loses nothing it acknowledged. This measures the price against the same servers without
+it, in the same run:
+
+- MongoDB: the crawl's write pattern (batches of ``--batch`` pages, each with a
+  fingerprint document, then the batch's match records as upserts), pages with a few kB
+  of text;
+- Redis: the crawl's decisions (``check_and_add_many`` in batches of ``--batch``, with
+  the journal and checksum writes around them) on an append-only Redis.
 
     python bench/bench_store.py [--pages 5000] [--batch 64] [--repeat 3]
 """
@@ -69,6 +74,41 @@ def run(uri: str, pages: int, batch: int) -> float:
     return took
 
 
+def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
+    import random
+
+    from dedup.decide import Candidate, Deduplicator
+    from dedup.index import NearDuplicateIndex, RedisStore
+    from dedup.journal import AdmissionJournal
+    from dedup.services import EmbeddedServer, connect_redis
+
+    server = EmbeddedServer("redis", folder)
+    server.start()
+    mongo = EmbeddedServer("mongo", folder)
+    mongo.start()
+    try:
+        client = connect_redis(server.url)
+        client.config_set("appendfsync", appendfsync)
+        store = PageStore(connect_mongo(mongo.url), "bench")
+        ns = f"bench{appendfsync}"
+        index = NearDuplicateIndex(RedisStore(client, ns), capacity=max(pages, 1000))
+        journal = AdmissionJournal(client, ns).open()
+        decide = Deduplicator(index, client, store, ns, journal=journal)
+        rng = random.Random(1)
+        rows = [Candidate(f"https://a.example/{n}", "a.example", f"{n:032x}",
+                          rng.getrandbits(64), False) for n in range(pages)]
+        started = time.perf_counter()
+        for at in range(0, pages, batch):
+            decided = decide.decide(rows[at:at + batch])
+            journal.confirm([d.page_id for d in decided])
+        took = time.perf_counter() - started
+        journal.close()
+        return took
+    finally:
+        server.stop()
+        mongo.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=5000)
@@ -87,11 +127,21 @@ def main() -> None:
                 proc.terminate()
                 proc.wait()
             rows.append((sync, times[len(times) // 2]))
+        redis_rows = []
+        for mode in ("everysec", "always"):
+            times = sorted(redis_run(mode, args.pages, args.batch, Path(tmp) / f"r{mode}{n}")
+                           for n in range(args.repeat))
+            redis_rows.append((mode, times[len(times) // 2]))
     base = rows[0][1]
-    print(f"{'SecantusDB':<30} {'seconds':>8} {'pages/s':>9} {'vs. no sync':>12}")
+    print(f"\n{'MongoDB writes (SecantusDB)':<36} {'seconds':>8} {'pages/s':>9} {'cost':>7}")
     for sync, took in rows:
         name = "--sync-on-commit (simcrawl)" if sync else "no sync on commit (peer)"
-        print(f"{name:<30} {took:>8.2f} {args.pages / took:>9,.0f} {took / base:>11.2f}x")
+        print(f"{name:<36} {took:>8.2f} {args.pages / took:>9,.0f} {took / base:>6.2f}x")
+    base = redis_rows[0][1]
+    print(f"\n{'Redis decisions (append-only)':<36} {'seconds':>8} {'pages/s':>9} {'cost':>7}")
+    for mode, took in redis_rows:
+        name = f"appendfsync {mode}" + (" (simcrawl)" if mode == "always" else " (peer)")
+        print(f"{name:<36} {took:>8.2f} {args.pages / took:>9,.0f} {took / base:>6.2f}x")
 
 
 if __name__ == "__main__":

@@ -109,12 +109,14 @@ _ZH_SEASONS = ["春天", "夏天", "秋天", "冬天"]
 
 @dataclass
 class Page:
-    """One page of the site: body, content type, charset, status, redirect target."""
+    """One page of the site: body, content type, charset, status, redirect target, other
+    headers."""
 
     body: bytes
     content_type: str = "text/html; charset=utf-8"
     status: int = 200
     location: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -495,6 +497,8 @@ class DemoSite:
                     self.send_header("Location", page.location)
                 body = site._links(page.body)
                 self.send_header("Content-Type", page.content_type)
+                for name, value in page.headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 try:

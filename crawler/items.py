@@ -1,4 +1,10 @@
-"""Items the crawler yields: an admitted page, or the match record of a dropped copy."""
+"""Items the crawler yields: an admitted page, or the match record of a dropped copy.
+
+Both export with Scrapy's feed exporters (``scrapy crawl site -o items.jsonl``): fields
+that are not plain data say how to export themselves (``serializer`` in the field's
+metadata). For CSV, write one feed per item class (``FEEDS`` with ``item_classes``), as
+pages and match records have different fields.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+def _pinyin_codes(fp: Any) -> list[int] | None:
+    return None if fp is None else list(fp.codes)
+
+
+@dataclass(repr=False)
 class PageItem:
     """A fetched page. The spider fills the fetch fields; the dedup middleware adds the
     text, fingerprint and decision before the item reaches the storage pipeline."""
@@ -20,7 +30,8 @@ class PageItem:
     title: str | None = None
     language: str | None = None
     fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
-    body: bytes = b""
+    # the HTML (emptied once decided); exported as its length, never as bytes
+    body: bytes = field(default=b"", metadata={"serializer": len})
     encoding: str | None = None
     # set by the middleware
     page_id: str | None = None
@@ -31,12 +42,17 @@ class PageItem:
     tokens: int = 0
     short: bool = False
     decision: str = ""
-    pinyin: Any = None  # dedup.pinyin.PinyinFingerprint of a Chinese page
+    # dedup.pinyin.PinyinFingerprint of a Chinese page; exported as its window codes
+    pinyin: Any = field(default=None, metadata={"serializer": _pinyin_codes})
     verify: int | None = None  # the second-opinion simhash (word pairs)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # one short line in logs, never the page's text
+        return (f"PageItem({self.url}, {self.decision or 'undecided'}, status {self.status}, "
+                f"{len(self.text)} characters)")
 
-@dataclass
+
+@dataclass(repr=False)
 class MatchItem:
     """The record of a dropped copy (one per dropped page)."""
 
@@ -45,10 +61,20 @@ class MatchItem:
     original_id: str
     original_url: str | None
     original_host: str | None
-    distance: int
+    distance: int | None  # Hamming distance; None for pinyin matches (see pinyin)
     kind: str
     outlinks_dropped: int
     title: str | None = None
     fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     source: str | None = None
     pinyin: dict[str, Any] | None = None  # share, run, span of a pinyin match
+
+    def __repr__(self) -> str:  # one short line in logs
+        return (f"MatchItem({self.url} copies {self.original_url or self.original_id}, "
+                f"{self.kind}, {self.measure()})")
+
+    def measure(self) -> str:
+        """How close the copy is: ``distance 2``, or for pinyin ``share 0.85, run 12``."""
+        if self.pinyin:
+            return f"share {self.pinyin['share']:.2f}, run {self.pinyin['run']} windows"
+        return f"distance {self.distance}"

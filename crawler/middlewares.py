@@ -192,7 +192,7 @@ class NearDuplicateMiddleware:
             return
         requests = [o for o in outputs if isinstance(o, scrapy.Request)]
         others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
-        reason = skip_reason(page, isinstance(response, scrapy.http.TextResponse))
+        reason = skip_reason(page, isinstance(response, scrapy.http.HtmlResponse))
         if reason is None:
             outcome = await self._decide(page)
             reason = outcome if isinstance(outcome, str) else None
@@ -216,24 +216,25 @@ class NearDuplicateMiddleware:
             if outcome.source:
                 self.stats.inc_value(f"dedup/copies_of/{outcome.source}")
             self.stats.inc_value("dedup/outlinks_dropped", len(requests))
-            msg = ("dropped %s: %s copy of %s (page %s), distance %d, %d outlinks dropped")
+            match = MatchItem(
+                url=page.url, host=page.host, original_id=outcome.original_id or "",
+                original_url=outcome.original_url, original_host=outcome.original_host,
+                distance=None if outcome.pinyin is not None else outcome.distance,
+                kind=outcome.kind, outlinks_dropped=len(requests), title=page.title,
+                fetched_at=page.fetched_at, source=outcome.source,
+                pinyin=None if outcome.pinyin is None else {
+                    "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,
+                    "span": list(outcome.pinyin.span),
+                    "windows_matched": outcome.pinyin.matched})
+            msg = "dropped %s: %s copy of %s (page %s), %s, %d outlinks dropped"
             args = (page.url, outcome.kind, outcome.original_url, outcome.original_id,
-                    outcome.distance, len(requests))
+                    match.measure(), len(requests))
             if not self._first_drop_logged:
                 self._first_drop_logged = True
                 log.info(msg + " (further drops are logged at DEBUG with DEDUP_DEBUG)", *args)
             elif self.config.debug:
                 log.info(msg, *args)
-            yield MatchItem(url=page.url, host=page.host, original_id=outcome.original_id or "",
-                            original_url=outcome.original_url,
-                            original_host=outcome.original_host, distance=outcome.distance,
-                            kind=outcome.kind, outlinks_dropped=len(requests), title=page.title,
-                            fetched_at=page.fetched_at, source=outcome.source,
-                            pinyin=None if outcome.pinyin is None else {
-                                "share": round(outcome.pinyin.share, 4),
-                                "run": outcome.pinyin.run,
-                                "span": list(outcome.pinyin.span),
-                                "windows_matched": outcome.pinyin.matched})
+            yield match
             return
         if outcome.kind == NEW:
             self.stats.inc_value("dedup/unique")
@@ -243,3 +244,84 @@ class NearDuplicateMiddleware:
         yield page
         for o in [*others, *requests]:
             yield o
+
+
+class ServiceGuard:
+    """Never request the crawl's own services, and (optionally) only allowed ports.
+
+    Allowed domains are matched on host names, ports ignored, so a page or a redirect
+    could send the crawler to ``http://127.0.0.1:6379/`` on an allowed host: its own
+    Redis. This downloader middleware refuses any request (redirects included) to the
+    address of the crawl's Redis or MongoDB, and, when ``SIMCRAWL_ALLOWED_PORTS`` is set
+    (comma-separated, e.g. ``80,443,8080``), to any other port. Refused requests count as
+    ``dedup/skipped/forbidden_port``.
+
+    Settings: SIMCRAWL_ALLOWED_PORTS (default: any port but the services').
+    """
+
+    def __init__(self, stats: Any, forbidden: set[tuple[str, int]],
+                 allowed: set[int] | None) -> None:
+        self.stats = stats
+        self.forbidden = forbidden
+        self.allowed = allowed
+        self._logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> ServiceGuard:
+        runtime = get_runtime(crawler)
+        forbidden = {(name, port) for url in (runtime.redis_url, runtime.mongo_uri)
+                     for host, port in _addresses(url) for name in _names_of(host)}
+        raw = crawler.settings.get("SIMCRAWL_ALLOWED_PORTS") or ""
+        try:
+            allowed = {int(p) for p in str(raw).split(",") if p.strip()} or None
+        except ValueError:
+            raise ValueError(f"SIMCRAWL_ALLOWED_PORTS must be comma-separated port numbers, "
+                             f"got {raw!r}") from None
+        return cls(crawler.stats, forbidden, allowed)
+
+    def process_request(self, request: scrapy.Request, spider: Any = None) -> None:
+        from urllib.parse import urlsplit
+
+        from scrapy.exceptions import IgnoreRequest
+
+        parts = urlsplit(request.url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            port = -1
+        host = (parts.hostname or "").lower()
+        if (host, port) in self.forbidden or (self.allowed is not None
+                                              and port not in self.allowed):
+            self.stats.inc_value("dedup/skipped/forbidden_port")
+            if not self._logged:
+                self._logged = True
+                log.warning("refused %s: the port of one of this crawl's own services, or "
+                            "not in SIMCRAWL_ALLOWED_PORTS (further ones counted in "
+                            "dedup/skipped/forbidden_port)", request.url)
+            raise IgnoreRequest(f"forbidden port: {request.url}")
+
+
+def _addresses(url: str) -> list[tuple[str, int]]:
+    """``(host, port)`` of each server a service URL names (MongoDB URIs may list
+    several; default ports 6379 and 27017)."""
+    scheme, _, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+    default = 6379 if scheme.startswith("redis") else 27017
+    out = []
+    for part in netloc.split(","):
+        host, colon, port = part.rpartition(":") if "]" not in part.rsplit(":", 1)[-1] \
+            else ("", "", "")
+        if not colon:
+            host, port = part, ""
+        host = host.strip("[]").lower()
+        if host:
+            out.append((host, int(port) if port.isdigit() else default))
+    return out
+
+
+def _names_of(host: str) -> set[str]:
+    """A service host and the loopback names that reach the same server."""
+    names = {host.lower()}
+    if host in ("127.0.0.1", "localhost", "::1", "0.0.0.0"):
+        names |= {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+    return names

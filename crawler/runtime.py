@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.extraction import Extractor
+from crawler.logs import quiet_third_party
 from dedup.config import DedupConfig
 from dedup.decide import Deduplicator
 from dedup.errors import redact
@@ -74,6 +75,7 @@ def get_runtime(crawler: Any) -> Runtime:
     runtime = getattr(crawler, "_simcrawl_runtime", None)
     if runtime is not None:
         return runtime
+    quiet_third_party()
     config = DedupConfig.from_settings(crawler.settings.get)
     redis_url, mongo_uri, services = resolve(config.redis_url or None,
                                              config.mongo_uri or None, config.data_dir)

@@ -144,7 +144,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
 
 
 def cmd_pinyin_reference(args: argparse.Namespace) -> int:
-    from .pinyin import DEFAULT_REFERENCE, Reference
+    from .pinyin import Reference
 
     files = list(_iter_files(args.paths))
     if not files:
@@ -154,7 +154,7 @@ def cmd_pinyin_reference(args: argparse.Namespace) -> int:
                                    source=args.source or ", ".join(map(str, args.paths)))
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    out = args.output or DEFAULT_REFERENCE
+    out = args.output
     ref.save(out)
     top = " ".join(f"{k}={v:.3f}" for k, v in sorted(ref.frequency.items(),
                                                        key=lambda kv: -kv[1])[:8])
@@ -260,12 +260,24 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
               f"(database {pages.db.name!r}) into {store.describe()}; design "
               f"{layout.design.name}, {len(layout.tables)} tables, capacity "
               f"{layout.capacity:,}", file=sys.stderr)
+        audit = pages.audit()
+        before = {pid for _, pid in NearDuplicateIndex(store).entries()} \
+            if store.read_layout() else set()
         store.clear()
         index = NearDuplicateIndex(store, layout=layout, batch_size=1024)
         pages.save_layout(args.namespace, layout.describe())
         progress = Progress("rebuild-index", total)
         started = time.monotonic()
-        added = index.add_many(pages.iter_fingerprints(), progress=progress)
+        orphans = audit.fingerprints_without_page
+        stored: set[str] = set()
+
+        def rows() -> Iterator[tuple[int, str]]:  # streams; orphans are left out
+            for fp, pid in pages.iter_fingerprints():
+                if pid not in orphans:
+                    stored.add(pid)
+                    yield fp, pid
+
+        added = index.add_many(rows(), progress=progress)
         progress.close()
         sums = register_checksums(redis_client, args.namespace, pages.iter_checksums())
         windows, other = _rebuild_windows(redis_client, args.namespace, pages)
@@ -273,6 +285,21 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
         print(f"rebuilt: {added:,} fingerprints, {sums:,} text checksums and the pinyin "
               f"windows of {windows:,} registered originals in {took:.1f} s "
               f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
+        problems = audit.problems()
+        if before:
+            ghosts = sum(1 for pid in before if pid not in stored)
+            lost = sum(1 for pid in stored if pid not in before)
+            if ghosts:
+                problems.append(f"the index held {ghosts:,} fingerprints of pages that are "
+                                "not stored (admitted, never written): now gone from it")
+            if lost:
+                problems.append(f"the index lacked {lost:,} stored fingerprints (lost by "
+                                "Redis): restored")
+        for problem in problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        print("the store and the index " + (f"disagreed in {len(problems)} ways (above); "
+                                            "the index now follows the store"
+                                            if problems else "agreed"))
         if other:
             print(f"warning: {other:,} registered originals have pinyin windows computed "
                   "with other parameters than the first one's; register them again",
@@ -441,7 +468,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "--output it replaces the shipped default "
                        "(dedup/data/pinyin_reference.json).")
     p.add_argument("paths", nargs="+", type=Path, help="corpus files or folders")
-    p.add_argument("-o", "--output", type=Path, help="where to write the JSON")
+    p.add_argument("-o", "--output", type=Path, required=True,
+                   help="where to write the JSON (required: the shipped reference, "
+                   "dedup/data/pinyin_reference.json inside the installed package, is "
+                   "only replaced when you name it)")
     p.add_argument("--source", help="a description of the corpus, stored in the file")
     p.set_defaults(func=cmd_pinyin_reference, parser=p)
 

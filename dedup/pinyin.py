@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from .kernels import load
+
 #: Characters that end a sentence (window starts align to what follows them).
 SENTENCE_ENDS = "。！？!?．.；;｡"
 
@@ -79,13 +81,11 @@ def initials_table() -> dict[int, str]:
 
 _NOT_KEPT = re.compile(r"[^A-Z|]+")
 
-try:
-    from . import _pinyin as _kernel  # type: ignore[attr-defined]
-
-    KERNEL = "cython"
-except ImportError:  # not built: the NumPy twin below gives the same codes
-    _kernel = None
-    KERNEL = "python"
+# dedup.kernels: SIMCRAWL_PURE_PYTHON and the warning; the NumPy twin below gives the
+# same codes
+_kernel: Any = load("_pinyin")
+#: Which implementation is in use: ``"cython"`` or ``"python"``.
+KERNEL = "python" if _kernel is None else "cython"
 
 
 @lru_cache(maxsize=1)

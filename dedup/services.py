@@ -34,7 +34,7 @@ from typing import Any
 
 import pymongo
 import redis
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 
 from .errors import ServiceUnavailable, redact
 
@@ -112,6 +112,9 @@ def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
         ValueError: the URI is malformed.
     """
     ms = int(timeout * 1000)
+    if not uri.startswith(("mongodb://", "mongodb+srv://")):
+        raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: it must start "
+                         "with mongodb:// or mongodb+srv://")
     try:
         client: pymongo.MongoClient = pymongo.MongoClient(
             uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=ms,
@@ -121,6 +124,13 @@ def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
         raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: {exc}") from exc
     try:
         client.admin.command("ping")
+    except OperationFailure as exc:
+        client.close()
+        if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+            raise ServiceUnavailable(
+                f"MongoDB at {redact(uri)} refused the login ({exc.details and exc.details.get('errmsg') or exc}). "
+                "Fix the user name and password in MONGO_URI.") from exc
+        raise ServiceUnavailable(f"MongoDB at {redact(uri)} failed: {exc}") from exc
     except PyMongoError as exc:
         client.close()
         raise ServiceUnavailable(
@@ -438,8 +448,11 @@ class EmbeddedServices:
             os.close(fd)  # releases the lock
 
     def start(self) -> EmbeddedServices:
-        """Start (or join) the servers and count this process as a user. Returns
-        ``self``."""
+        """Start (or join) the servers and count this process as a user (once: calling
+        it again, or entering the object as a context manager after it, does nothing).
+        Returns ``self``."""
+        if self._joined:
+            return self
         with self._locked() as state:
             try:
                 for name, server in self.servers.items():

@@ -9,25 +9,17 @@ loaded (``"cython"`` or ``"python"``).
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 from . import _simhash_py
+from .kernels import load
 
 log = logging.getLogger(__name__)
 
 FINGERPRINT_BITS = 64
 MASK64 = (1 << 64) - 1
 
-if os.environ.get("SIMCRAWL_PURE_PYTHON", "") not in ("", "0"):
-    _kernel = _simhash_py
-else:
-    try:
-        from . import _simhash as _kernel  # type: ignore[no-redef, attr-defined]
-    except ImportError as exc:  # not built: say so once, run on the reference
-        log.warning("dedup: compiled simhash kernel not available (%s); using the slow "
-                    "pure-Python reference", exc)
-        _kernel = _simhash_py
+_kernel = load("_simhash") or _simhash_py  # dedup.kernels: the switch and the warning
 
 #: Which implementation is in use: ``"cython"`` or ``"python"``.
 KERNEL: str = _kernel.KERNEL

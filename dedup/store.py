@@ -24,8 +24,10 @@ Collections and fields:
 ``matches``
     One document per dropped URL (``url`` is unique: re-crawls and concurrent crawls
     update it, never duplicate it): ``url``, ``host`` (the dropped page),
-    ``original_id``, ``original_url``, ``original_host``, ``distance``, ``kind`` (exact /
-    simhash / pinyin), ``similarity`` (1 - distance / 64), ``outlinks_dropped``,
+    ``original_id``, ``original_url``, ``original_host``, ``distance`` (Hamming; null for
+    pinyin matches, measured by ``pinyin.share`` / ``pinyin.run``), ``kind`` (exact /
+    simhash / pinyin), ``similarity`` (1 - distance / 64; the window share for pinyin),
+    ``outlinks_dropped``,
     ``detected_at`` (the latest detection), ``first_detected_at``, ``crawl_id`` (the
     latest crawl that saw the copy), ``crawl_ids`` (every crawl that saw it: restrict a
     query to one crawl with ``{crawl_ids: ID}``), ``times_seen``.
@@ -38,6 +40,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pymongo
@@ -356,6 +359,24 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def audit(self) -> StoreAudit:
+        """Check the store against itself: pages without a fingerprint, fingerprints
+        without a page, match records naming a page that is not stored (reads every id
+        once; ``rebuild-index`` reports it)."""
+        try:
+            page_ids = {d["_id"] for d in self.pages.find({}, {"_id": 1}, batch_size=10_000)}
+            fp_ids = {d["_id"] for d in self.fingerprints.find({}, {"_id": 1},
+                                                                 batch_size=10_000)}
+            originals = {d["_id"]: d["n"] for d in self.matches.aggregate(
+                [{"$group": {"_id": "$original_id", "n": {"$sum": 1}}}])}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        return StoreAudit(
+            pages=len(page_ids), fingerprints=len(fp_ids),
+            pages_without_fingerprint={str(i) for i in page_ids - fp_ids},
+            fingerprints_without_page={str(i) for i in fp_ids - page_ids},
+            matches_naming_missing=sum(n for i, n in originals.items() if i not in page_ids))
+
     def iter_checksums(self, batch_size: int = 10_000) -> Iterator[tuple[str, str]]:
         """Every admitted page's ``(checksum, page id)`` (for the exact-copy registry)."""
         try:
@@ -391,6 +412,32 @@ class PageStore:
             raise self._unavailable(exc) from exc
 
 
+@dataclass
+class StoreAudit:
+    """What :meth:`PageStore.audit` found."""
+
+    pages: int
+    fingerprints: int
+    pages_without_fingerprint: set[str] = field(default_factory=set)
+    fingerprints_without_page: set[str] = field(default_factory=set)
+    matches_naming_missing: int = 0
+
+    def problems(self) -> list[str]:
+        """One sentence per disagreement (empty: the store agrees with itself)."""
+        out = []
+        if self.pages_without_fingerprint:
+            out.append(f"{len(self.pages_without_fingerprint):,} pages have no fingerprint "
+                       "(not indexed; remove them with python -m dedup remove, or crawl "
+                       "them again)")
+        if self.fingerprints_without_page:
+            out.append(f"{len(self.fingerprints_without_page):,} fingerprints have no page "
+                       "(left out of the index)")
+        if self.matches_naming_missing:
+            out.append(f"{self.matches_naming_missing:,} match records name a page that is "
+                       "not stored")
+        return out
+
+
 def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, short: bool,
                     algorithm: str, created_at: dt.datetime | None = None,
                     **extra: Any) -> dict[str, Any]:
@@ -409,14 +456,21 @@ def pinyin_doc(fp: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def match_doc(*, url: str, host: str, original_id: str, original_url: str | None,
-              original_host: str | None, distance: int, kind: str,
+              original_host: str | None, distance: int | None, kind: str,
               outlinks_dropped: int = 0, crawl_id: str | None = None,
-              detected_at: dt.datetime | None = None, **extra: Any) -> dict[str, Any]:
-    """A ``matches`` document; ``similarity`` is ``1 - distance / 64``."""
+              detected_at: dt.datetime | None = None, similarity: float | None = None,
+              **extra: Any) -> dict[str, Any]:
+    """A ``matches`` document. ``distance`` is the Hamming distance of a simhash or exact
+    match (``None`` for a pinyin match, whose measure is its ``pinyin`` share and run);
+    ``similarity`` defaults to ``1 - distance / 64`` (for pinyin: the share of windows)."""
+    if similarity is None:
+        share = (extra.get("pinyin") or {}).get("share")
+        similarity = float(share) if distance is None and share is not None else \
+            1 - int(distance or 0) / 64
     return {"url": url, "host": host, "original_id": object_id(original_id),
             "original_url": original_url, "original_host": original_host,
-            "distance": int(distance), "kind": kind,
-            "similarity": round(1 - int(distance) / 64, 4),
+            "distance": None if distance is None else int(distance), "kind": kind,
+            "similarity": round(similarity, 4),
             "outlinks_dropped": int(outlinks_dropped),
             "detected_at": detected_at or dt.datetime.now(dt.timezone.utc),
             "crawl_id": crawl_id, **extra}

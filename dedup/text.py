@@ -30,6 +30,8 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from html.parser import HTMLParser
+from typing import Any
 
 SEP, WORD, CJK, MARK, DIGIT = 0, 1, 2, 3, 4
 
@@ -204,17 +206,62 @@ class ExtractedText:
     reason: str = ""
 
 
-def _visible_body_text(html: str | bytes) -> str:
+def _deep_tree(html: str | bytes) -> Any:
+    """The page parsed with lxml's ``huge_tree`` option: libxml2 otherwise gives up below
+    256 levels of nesting (254 unclosed ``<font>`` tags are enough) and the text is lost."""
     import lxml.html  # trafilatura depends on lxml
+
+    parser = lxml.html.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
+    return lxml.html.document_fromstring(html, parser=parser)
+
+
+def _visible_body_text(doc: Any) -> str:
     from lxml import etree
 
-    doc = lxml.html.document_fromstring(html)
     for el in list(doc.iter(*_INVISIBLE, etree.Comment, etree.ProcessingInstruction)):
         el.drop_tree()
     body = doc.find("body")
     root = body if body is not None else doc
     # Pieces joined by a space: block elements ("<div>Menu</div><p>Hi") stay apart.
     return " ".join(" ".join(root.itertext()).split())
+
+
+class _TextCollector(HTMLParser):
+    """Visible text from a stream of tags: no tree, so no nesting limit (the last resort
+    for pages nested deeper than any tree parser goes)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in _INVISIBLE:
+            self._hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _INVISIBLE and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def _streamed_text(html: str | bytes) -> str:
+    if isinstance(html, bytes):
+        from w3lib.encoding import html_body_declared_encoding
+
+        raw: bytes = html
+        encoding = html_body_declared_encoding(raw) or "utf-8"
+        try:
+            html = raw.decode(encoding, errors="replace")
+        except LookupError:
+            html = raw.decode("utf-8", errors="replace")
+    collector = _TextCollector()
+    collector.feed(str(html))
+    collector.close()
+    return " ".join(" ".join(collector.parts).split())
 
 
 def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1,
@@ -253,9 +300,16 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1,
         return ExtractedText(main.strip(), "trafilatura")
     reason = reason or "trafilatura found no main text"
     try:
-        body = _visible_body_text(html)
+        doc = _deep_tree(html)  # deeply nested pages: trafilatura again, on a deep tree
+        main = trafilatura.extract(doc, url=url, include_comments=False, include_tables=True,
+                                   deduplicate=False, with_metadata=False, fast=fast)
+        if main and len(main.strip()) >= min_chars:
+            return ExtractedText(main.strip(), "trafilatura")
+        body = _visible_body_text(_deep_tree(html))
     except Exception as exc:  # noqa: BLE001  (lxml: empty or undecodable documents)
-        return ExtractedText("", "empty", f"{reason}; body text failed: {type(exc).__name__}: {exc}")
+        body, reason = "", f"{reason}; body text failed: {type(exc).__name__}: {exc}"
+    if not body:  # nested deeper than lxml goes: the text of the tag stream
+        body = _streamed_text(html)
     if not body:
         return ExtractedText("", "empty", f"{reason}; no visible body text")
     return ExtractedText(body, "body", reason)

@@ -1,35 +1,74 @@
-"""``scrapy crawl``, exiting non-zero when the crawl lost pages.
+"""``scrapy crawl``, with clear start-up errors and exit codes that say whether the
+record is complete.
 
-Scrapy's own ``crawl`` exits 1 only when the spider cannot start. simcrawl's version
-also exits 1 when pages could not be decided or stored (Redis or MongoDB stayed
-unreachable past ``DEDUP_RETRY_SECONDS``): the log and ``DEDUP_SUMMARY_FILE`` name them,
-and the next crawl fetches them again.
+- A crawl that cannot start says why in one sentence on stderr (and in the log), with
+  the traceback only at DEBUG: exit status 2 for a bad setting or spider argument
+  (``ValueError``), 3 for a server that cannot be reached, 1 for anything else (another
+  crawl running on the namespace, an index built with other settings).
+- A crawl that lost pages (Redis or MongoDB stayed unreachable past
+  ``DEDUP_RETRY_SECONDS``) exits 1: the log and ``DEDUP_SUMMARY_FILE`` name them, and
+  the next crawl fetches them again.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import sys
 from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
+
+log = logging.getLogger(__name__)
 
 #: Finish reasons that mean the crawl stopped on a fault, not because it was done.
 FAULTS = ("service_unavailable", "store_unavailable")
 
 
 class Command(ScrapyCrawl):
-    """``scrapy crawl SPIDER``; exit status 1 when pages were lost."""
+    """``scrapy crawl SPIDER``; see the module docstring for its errors and exit codes."""
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give one spider name: scrapy crawl site -a start_urls=URL")
         assert self.crawler_process
         crawler = self._create_crawler(args[0])
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        failures: list[BaseException] = []
+        started = self.crawler_process.crawl(crawler, **opts.spargs)
+        if isinstance(started, asyncio.Future):
+            started.add_done_callback(lambda task: _retrieve(task, failures))
+        else:  # a Twisted Deferred (Scrapy's non-asyncio crawler process)
+            started.addErrback(  # type: ignore[attr-defined]
+                lambda failure: failures.append(failure.value))
         self.crawler_process.start()
-        if self.crawler_process.bootstrap_failed or lost_pages(crawler):
+        if failures:
+            self.exitcode = report_start_failure(failures[0])
+        elif self.crawler_process.bootstrap_failed or lost_pages(crawler):
             self.exitcode = 1
+
+
+def _retrieve(task: asyncio.Future, failures: list[BaseException]) -> None:
+    # retrieving the exception keeps asyncio from printing "Task exception was never
+    # retrieved" with the whole traceback
+    if not task.cancelled() and task.exception() is not None:
+        failures.append(task.exception())  # type: ignore[arg-type]
+
+
+def report_start_failure(exc: BaseException) -> int:
+    """Say in one line why the crawl could not start; return the exit status."""
+    from dedup.errors import ServiceUnavailable
+
+    log.debug("the crawl could not start", exc_info=exc)
+    message = str(exc).strip() or type(exc).__name__
+    log.error("the crawl could not start: %s", message)
+    print(f"error: {message}", file=sys.stderr)
+    if isinstance(exc, ServiceUnavailable):
+        return 3
+    if isinstance(exc, ValueError):
+        return 2
+    return 1
 
 
 def lost_pages(crawler: Any) -> bool:

@@ -9,12 +9,15 @@ from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from crawler.items import PageItem
+
+#: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
+MAX_OUTLINKS = 1000
 
 
 class SiteSpider(scrapy.Spider):
@@ -26,7 +29,9 @@ class SiteSpider(scrapy.Spider):
         allowed_domains: comma-separated domains (default: the start URLs' hosts).
 
     The depth limit is Scrapy's ``DEPTH_LIMIT`` setting; robots.txt, throttling and the
-    body-size cap come from the project settings.
+    body-size cap come from the project settings. ``SIMCRAWL_MAX_OUTLINKS`` (default
+    1000, 0 = no cap) caps the links followed from one page (counted in
+    ``dedup/outlinks_capped/pages`` and ``.../links``).
     """
 
     name = "site"
@@ -55,6 +60,7 @@ class SiteSpider(scrapy.Spider):
             self.allowed_domains = sorted({urlsplit(u).hostname or "" for u in urls})
         # Domains are matched on the host name (ports ignored), like Scrapy's offsite check.
         self.link_extractor = LinkExtractor()
+        self._capped_logged = False
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.start_urls:
@@ -65,15 +71,32 @@ class SiteSpider(scrapy.Spider):
         item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
                         status=response.status, depth=response.meta.get("depth", 0),
                         referer=ref.decode("latin-1") if ref else None, body=response.body)
-        if isinstance(response, TextResponse):
-            item.encoding = response.encoding
+        # HTML only: JSON, plain text and other text types are counted as not_html by the
+        # dedup middleware (a JSON response has no CSS selectors at all).
+        html = isinstance(response, HtmlResponse)
+        if html:
+            item.encoding = response.encoding  # type: ignore[attr-defined]
             item.title = (response.css("title::text").get() or "").strip() or None
             item.language = response.css("html::attr(lang)").get()
         yield item
-        if isinstance(response, TextResponse):
-            for link in self.link_extractor.extract_links(response):
-                if self._allowed(link.url):
-                    yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
+        if not html:
+            return
+        links = [lk for lk in self.link_extractor.extract_links(response)  # type: ignore[arg-type]
+                 if self._allowed(lk.url)]
+        cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
+        if 0 < cap < len(links):
+            stats = self.crawler.stats
+            if stats is not None:
+                stats.inc_value("dedup/outlinks_capped/pages")
+                stats.inc_value("dedup/outlinks_capped/links", len(links) - cap)
+            if not self._capped_logged:
+                self._capped_logged = True
+                self.logger.warning("%s has %d links; following the first %d "
+                                    "(SIMCRAWL_MAX_OUTLINKS; later pages counted in "
+                                    "dedup/outlinks_capped)", response.url, len(links), cap)
+            links = links[:cap]
+        for link in links:
+            yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
 
     def _allowed(self, url: str) -> bool:
         host = urlsplit(url).hostname or ""
@@ -87,7 +110,9 @@ class SiteSpider(scrapy.Spider):
         elif failure.check(DownloadCancelledError):  # larger than DOWNLOAD_MAXSIZE
             reason = "too_big"
         elif failure.check(IgnoreRequest):
-            reason = "robots_txt" if "robots" in str(failure.value).lower() else "ignored"
+            text = str(failure.value)
+            reason = ("robots_txt" if "robots" in text.lower() else
+                      "too_big" if "DOWNLOAD_MAXSIZE" in text else "ignored")
         else:
             reason = type(failure.value).__name__
         if stats is not None:

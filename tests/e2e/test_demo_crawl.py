@@ -26,6 +26,7 @@ def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
                               check=False)
         db = connect_mongo(services.mongo_uri)["simcrawl_demo"]
+        proc.folder = folder  # type: ignore[attr-defined]
         yield proc, db
 
 
@@ -56,7 +57,11 @@ def test_mongodb_holds_each_original_once_and_a_record_per_copy(demo_run) -> Non
     for m in db.matches.find({}):
         original = db.pages.find_one({"_id": m["original_id"]})
         assert original is not None and original["url"] == m["original_url"]
-        assert m["distance"] <= 3 and m["outlinks_dropped"] >= 1
+        assert m["outlinks_dropped"] >= 1
+        if m["kind"] == "pinyin":  # no Hamming distance: measured by its windows
+            assert m["distance"] is None and m["similarity"] == m["pinyin"]["share"]
+        else:
+            assert m["distance"] <= 3 and m["similarity"] == round(1 - m["distance"] / 64, 4)
 
 
 def test_copies_of_registered_originals_name_the_original_and_source(demo_run) -> None:  # type: ignore[no-untyped-def]
@@ -92,3 +97,16 @@ def test_bad_input_is_counted_not_crashed(demo_run) -> None:  # type: ignore[no-
     for reason in ("binary", "http_404", "robots_txt", "too_big"):
         assert f"skipped: {reason}" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_the_crawl_log_is_readable_and_private(demo_run) -> None:  # type: ignore[no-untyped-def]
+    proc, db = demo_run
+    folder = proc.folder
+    log = folder / "demo-crawl.log"
+    text = log.read_text(encoding="utf-8")
+    assert "[pymongo" not in text  # third-party loggers at WARNING
+    assert " DEBUG: " not in text  # INFO by default
+    assert "telnet console listening" not in text.lower() and "password" not in text.lower()
+    page = db.pages.find_one({"text": {"$exists": True}, "text_length": {"$gt": 500}})
+    assert page["text"][100:200] not in text  # items are one short line, never the text
+    assert len(text) < 200_000

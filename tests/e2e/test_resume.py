@@ -59,3 +59,31 @@ def test_interrupted_and_resumed_crawl_ends_like_an_uninterrupted_one(  # type: 
         assert pages == expected[0]
         assert matches == expected[1]
         assert not any(t in site.requests for t in site.content.expected.traps)
+
+
+def test_a_forced_shutdown_is_not_resumed_empty(tmp_path: Path, check_record,
+                                                reference_crawl) -> None:  # type: ignore[no-untyped-def]
+    """A double Ctrl-C loses Scrapy's queue but keeps its seen-requests file: the resume
+    must re-seed the job, not end "finished" with pages never fetched."""
+    from crawler.demosite import build
+
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        expected = reference_crawl(site, env, tmp_path)
+        jobdir = tmp_path / "job"
+        before = len(site.requests)
+        proc = subprocess.Popen(command(site, "forced", tmp_path, jobdir), cwd=ROOT, env=env)
+        deadline = time.monotonic() + 120
+        while len(site.requests) < before + 15 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)  # the forced shutdown, while it closes
+        proc.wait(timeout=120)
+        subprocess.run(command(site, "forced", tmp_path, jobdir), cwd=ROOT, env=env, check=True,
+                       timeout=600)
+        assert "did not close cleanly" in (tmp_path / "forced.log").read_text()
+        check_record(connect_mongo(services.mongo_uri)["forced"], site, expected)
+        # a clean stop is resumed as before: the marker is gone
+        assert not (jobdir / "simcrawl.running").exists()

@@ -85,3 +85,32 @@ def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
     assert done.returncode == 3
     assert "error: Redis at redis://127.0.0.1:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_rebuild_index_reports_where_store_and_index_disagree(services, redis_client, pages,
+                                                             namespace) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(redis_client, namespace)
+    index = NearDuplicateIndex(store, capacity=5000)
+    pages.save_layout(namespace, store.read_layout())
+    ok, no_fp, ghost, orphan, lost = (new_page_id() for _ in range(5))
+    index.add_many([(1 << 40, ok), (2 << 40, ghost)])  # ghost: admitted, never stored
+    pages.save_pages([{"_id": ok, "url": "https://h/1", "host": "h"},
+                      {"_id": no_fp, "url": "https://h/2", "host": "h"},
+                      {"_id": lost, "url": "https://h/3", "host": "h"}],
+                     [fingerprint_doc(ok, 1 << 40, checksum="1" * 32, tokens=40, short=False,
+                                      algorithm="t"),
+                      fingerprint_doc(lost, 3 << 40, checksum="3" * 32, tokens=40, short=False,
+                                      algorithm="t")])  # lost: stored, not in the index
+    pages.fingerprints.insert_one(fingerprint_doc(orphan, 4 << 40, checksum="4" * 32,
+                                                  tokens=40, short=False, algorithm="t"))
+    done = cli(services, pages, namespace, "rebuild-index")
+    assert done.returncode == 0, done.stderr
+    for text in ("1 pages have no fingerprint", "1 fingerprints have no page",
+                 "the index held 1 fingerprints of pages that are not stored",
+                 "the index lacked 1 stored fingerprints"):
+        assert text in done.stderr, done.stderr
+    assert "disagreed in 4 ways" in done.stdout
+    after = NearDuplicateIndex(RedisStore(redis_client, namespace))
+    assert sorted(pid for _, pid in after.entries()) == sorted([ok, lost])
+    again = cli(services, pages, namespace, "rebuild-index")
+    assert "disagreed in 2 ways" in again.stdout  # the store's own two remain

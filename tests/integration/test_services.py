@@ -40,6 +40,7 @@ def services_process(folder: Path) -> subprocess.Popen:
 
 
 def test_the_last_user_stops_the_servers_whoever_started_them(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "new" / "data"  # created here, for its owner only
     first = EmbeddedServices(tmp_path).start()
     second = EmbeddedServices(tmp_path).start()
     assert second.redis_url == first.redis_url and second.mongo_uri == first.mongo_uri

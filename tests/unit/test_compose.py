@@ -17,28 +17,38 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.skipif(shutil.which("docker-compose") is None,
                     reason="docker-compose not installed (./run-tests installs it as root)")
 def test_compose_file_validates() -> None:
-    env = dict(os.environ, START_URLS="https://example.org/")
+    secrets = {"REDIS_PASSWORD": "r3d1s", "MONGO_PASSWORD": "m0ng0"}
+    env = dict(os.environ, START_URLS="https://example.org/", **secrets)
     done = subprocess.run(["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "config"],
                           env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     config = yaml.safe_load(done.stdout)
-    assert config["services"]["crawler"]["environment"]["START_URLS"] == "https://example.org/"
-    missing = subprocess.run(["docker-compose", "-f", str(ROOT / "docker-compose.yml"),
-                              "config", "-q"], env={k: v for k, v in os.environ.items()
-                                                    if k != "START_URLS"},
-                             capture_output=True, text=True, timeout=60, check=False)
-    assert missing.returncode != 0 and "START_URLS" in missing.stderr
+    crawler = config["services"]["crawler"]["environment"]
+    assert crawler["START_URLS"] == "https://example.org/"
+    assert crawler["REDIS_URL"] == "redis://:r3d1s@redis:6379/0"
+    assert crawler["MONGO_URI"] == "mongodb://simcrawl:m0ng0@mongo:27017/?authSource=admin"
+    mongo = config["services"]["mongo"]["environment"]
+    assert (mongo["MONGO_INITDB_ROOT_USERNAME"], mongo["MONGO_INITDB_ROOT_PASSWORD"]) == \
+        ("simcrawl", "m0ng0")
+    assert "--requirepass" in " ".join(config["services"]["redis"]["command"])
+    for name in ("START_URLS", "REDIS_PASSWORD", "MONGO_PASSWORD"):  # required, said so
+        missing = subprocess.run(["docker-compose", "-f", str(ROOT / "docker-compose.yml"),
+                                  "config", "-q"], env={k: v for k, v in env.items()
+                                                        if k != name},
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert missing.returncode != 0 and name in missing.stderr
 
 
 def test_compose_promises() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert "--appendonly" in services["redis"]["command"]
+    assert "--appendonly yes --appendfsync always" in " ".join(services["redis"]["command"])
     assert any(v.startswith("mongo-data:") for v in services["mongo"]["volumes"])
     for name in ("redis", "mongo"):
         assert all(str(p).startswith("127.0.0.1:") for p in services[name].get("ports", []))
     for service in services.values():  # secrets only ever come from the environment
         for key, value in (service.get("environment") or {}).items():
-            if "PASSWORD" in key or "USERNAME" in key:
-                assert str(value).startswith("${"), key
+            if "PASSWORD" in key or key in ("REDIS_URL", "MONGO_URI"):
+                assert "${REDIS_PASSWORD}" in str(value) or "${MONGO_PASSWORD" in str(value) \
+                    or str(value).startswith("${"), key
     assert "ports" not in services["crawler"]

@@ -139,3 +139,13 @@ def test_the_shipped_reference_covers_the_code_letters():
     ref = pinyin.default_reference()
     assert ref.characters > 100_000
     assert len(ref.letters(20)) == 20
+
+
+def test_the_reference_command_never_overwrites_the_shipped_file_unasked(tmp_path):
+    (tmp_path / "a.txt").write_text(SPRING, encoding="utf-8")
+    shipped = pinyin.DEFAULT_REFERENCE.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "dedup", "pinyin-reference", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False)
+    assert done.returncode == 2 and "-o/--output" in done.stderr
+    assert pinyin.DEFAULT_REFERENCE.read_bytes() == shipped

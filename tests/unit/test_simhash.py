@@ -198,3 +198,28 @@ def test_normalize_gives_the_tokens_of_full_nfkc(text):
     from dedup.text import iter_tokens
     assert list(iter_tokens(normalize(text))) == \
         list(iter_tokens(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def test_one_switch_selects_the_pure_python_twins_of_both_kernels() -> None:
+    import subprocess
+    import sys
+
+    code = "import dedup, dedup.pinyin as p; print(dedup.KERNEL, p.KERNEL)"
+    forced = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True,
+                            env={**__import__("os").environ, "SIMCRAWL_PURE_PYTHON": "1"})
+    assert forced.stdout.split() == ["python", "python"]
+
+
+def test_a_kernel_that_does_not_load_is_said_on_the_console() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['dedup._simhash'] = None; sys.modules['dedup._pinyin'] "
+            "= None; import dedup, dedup.pinyin as p; print(dedup.KERNEL, p.KERNEL)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True,
+                          env={**__import__("os").environ, "SIMCRAWL_PURE_PYTHON": ""})
+    assert done.stdout.split() == ["python", "python"]
+    assert done.stderr.count("SlowKernelWarning") == 2
+    assert "100 times slower" in done.stderr

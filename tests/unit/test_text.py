@@ -46,3 +46,14 @@ def test_bad_documents_get_a_defined_result():
         assert isinstance(got.text, str)
         if got.method == "empty":
             assert got.text == "" and got.reason
+
+
+def test_deeply_nested_pages_keep_their_text() -> None:
+    words = "Deep text about the harbour wall repairs and the council budget. " * 30
+    divs = "<html><body>" + "<div>" * 10_000 + f"<p>{words}</p>" + "</div>" * 10_000 + \
+        "</body></html>"
+    fonts = "<html><body>" + "<font>" * 254 + f"<p>{words}</p></body></html>"
+    for html in (divs, fonts):
+        got = extract_text(html.encode())
+        assert got.method in ("trafilatura", "body")
+        assert "harbour wall repairs" in got.text and len(got.text) > 1000

@@ -1,0 +1,73 @@
+"""A crawl that cannot start says why in one line, with an exit status that says what
+kind of problem it is; it never prints a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crawler.demosite import DemoSite
+from dedup.services import EmbeddedServices, free_port
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scrapy_crawl(tmp: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scrapy", "crawl", "site", *args,
+                           "-s", f"LOG_FILE={tmp / 'crawl.log'}",
+                           "-s", f"DEDUP_DATA_DIR={tmp / 'data'}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+                          env=env or dict(os.environ, REDIS_URL="", MONGO_URI=""))
+
+
+@pytest.mark.parametrize("args,env,status,message", [
+    (["-a", "start_urls=http://127.0.0.1:9/", "-s", "DEDUP_MAX_DISTANCE=x"], {}, 2,
+     "DEDUP_MAX_DISTANCE must be an integer, got 'x'"),
+    ([], {}, 2, "give http(s) start URLs"),
+    (["-a", "start_urls=http://127.0.0.1:9/"], {"MONGO_URI": "garbage"}, 2,
+     "MONGO_URI 'garbage' is not a MongoDB URI"),
+    (["-a", "start_urls=http://127.0.0.1:9/"], {"REDIS_URL": "redis://127.0.0.1:{port}/0"},
+     3, "Redis at redis://127.0.0.1:{port}/0 is unreachable"),
+])
+def test_start_errors_are_one_line(tmp_path: Path, args: list[str], env: dict, status: int,
+                                   message: str) -> None:
+    port = str(free_port())
+    environ = dict(os.environ, REDIS_URL="", MONGO_URI="")
+    environ.update({k: v.replace("{port}", port) for k, v in env.items()})
+    started = time.monotonic()
+    done = scrapy_crawl(tmp_path, *args, env=environ)
+    assert done.returncode == status, done.stderr
+    assert done.stderr.startswith(f"error: {message.replace('{port}', port)}")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "Task exception was never retrieved" not in (tmp_path / "crawl.log").read_text()
+    assert time.monotonic() - started < 30  # a malformed URI is refused at once
+
+
+def test_a_second_crawl_on_a_live_namespace_is_refused(tmp_path: Path) -> None:
+    with EmbeddedServices(tmp_path / "services") as services, DemoSite() as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        slow = subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+             f"start_urls={site.start_urls()[0]}", "-s", "DOWNLOAD_DELAY=2", "-s",
+             "AUTOTHROTTLE_ENABLED=0", "-s", "DEDUP_NAMESPACE=shared", "-s",
+             f"LOG_FILE={tmp_path / 'first.log'}"], cwd=ROOT, env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while not site.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            second = scrapy_crawl(tmp_path, "-a", f"start_urls={site.start_urls()[0]}", "-s",
+                                  "DEDUP_NAMESPACE=shared", env=env)
+            assert second.returncode == 1
+            assert second.stderr.startswith("error: another crawl is running on namespace "
+                                            "'shared'") and "DEDUP_CONCURRENT" in second.stderr
+            assert second.stderr.count("\n") == 1
+        finally:
+            slow.send_signal(signal.SIGINT)
+            slow.wait(timeout=120)
