@@ -9,7 +9,6 @@ WORKDIR /app
 COPY pyproject.toml setup.py README.md ./
 COPY dedup ./dedup
 COPY crawler ./crawler
-COPY settings.py scrapy.cfg ./
 # Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
  && rm -rf dedup crawler build \
@@ -20,5 +19,6 @@ RUN useradd --create-home --uid 10001 crawler && mkdir -p /data/jobs \
 USER crawler
 
 # REDIS_URL, MONGO_URI and START_URLS come from the environment (docker-compose.yml).
-ENV PYTHONUNBUFFERED=1
+# The settings module inside the installed package (no scrapy.cfg needed).
+ENV PYTHONUNBUFFERED=1 SCRAPY_SETTINGS_MODULE=crawler.settings
 CMD ["scrapy", "crawl", "site", "-s", "JOBDIR=/data/jobs/site"]

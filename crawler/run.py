@@ -18,8 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
           log_file: Path) -> dict:
@@ -33,12 +31,14 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         SystemExit: the crawl failed without a summary (the message quotes its log).
     """
     summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
-    env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri)
+    # the settings module inside the package: the crawl runs from any folder
+    env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri,
+               SCRAPY_SETTINGS_MODULE="crawler.settings")
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
            "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
            "-s", f"LOG_FILE={log_file}", *extra]
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    proc = subprocess.Popen(cmd, env=env)
     try:
         proc.wait()
     except KeyboardInterrupt as exc:
@@ -103,9 +103,10 @@ def positive(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
+    """The main job (``./simcrawl``, ``simcrawl crawl``); returns the exit status."""
     parser = argparse.ArgumentParser(
-        prog="./simcrawl", description="Crawl with inline near-duplicate dropping. With no "
+        prog=prog, description="Crawl with inline near-duplicate dropping. With no "
         "URL: crawl the bundled demo site and compare the result with its known outcome. "
         "Exit status: 0 done, 1 the crawl failed or lost pages (named in its log), 2 bad "
         "arguments, 3 a service is unreachable.")

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import batch, tables
 from .errors import ServiceUnavailable, redact
-from .files import iter_files, read_document
+from .files import MAX_BYTES, SkipFile, iter_files, read_document
 from .services import DataDirError, stop_on_signals
 from .simhash import DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, KERNEL, fingerprint
 
@@ -97,8 +97,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
         raise InputError("no files to scan")
     started = time.perf_counter()
     rows = []
-    for path in files:
-        text, method = read_document(path)
+    skipped: list[tuple[Path, str]] = []
+    for path, text, method in _documents(files, args.max_size, skipped):
         fp = fingerprint(text, shingle=args.shingle, drop_numbers=args.drop_numbers,
                          min_tokens=args.min_tokens)
         rows.append((path, method, fp))
@@ -107,7 +107,12 @@ def cmd_scan(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     by_checksum: dict[int, int] = {}
     out = sys.stdout
-    print(f"{len(files)} documents fingerprinted in {elapsed:.2f} s (kernel: {KERNEL})\n", file=out)
+    print(f"{len(rows)} documents fingerprinted in {elapsed:.2f} s (kernel: {KERNEL})"
+          + (f"; {len(skipped)} files skipped" if skipped else "") + "\n", file=out)
+    for path, reason in skipped:
+        print(f"skipped ({reason}): {path}", file=out)
+    if skipped:
+        print(file=out)
     print(f"{'simhash':<16}  {'tokens':>7}  {'text from':<11}  file", file=out)
     for path, method, fp in rows:
         note = "  (short: checksum only)" if fp.short else ""
@@ -132,14 +137,33 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _documents(files: list[Path], max_mb: float, skipped: list[tuple[Path, str]]
+               ) -> Iterator[tuple[Path, str, str]]:
+    """``(path, text, method)`` of each file that is a document; the others go to
+    ``skipped`` with their reason (binary, too big, not text, unreadable)."""
+    for path in files:
+        try:
+            text, method = read_document(path, int(max_mb * 1e6))
+        except SkipFile as exc:
+            skipped.append((path, str(exc)))
+            continue
+        except OSError as exc:
+            skipped.append((path, f"unreadable: {exc.strerror or exc}"))
+            continue
+        yield path, text, method
+
+
 def cmd_fingerprint(args: argparse.Namespace) -> int:
-    for path in _iter_files(args.paths):
-        text, method = read_document(path)
+    skipped: list[tuple[Path, str]] = []
+    for path, text, method in _documents(list(_iter_files(args.paths)), args.max_size,
+                                         skipped):
         fp = fingerprint(text, shingle=args.shingle, drop_numbers=args.drop_numbers,
                          min_tokens=args.min_tokens)
         print(json.dumps({"file": str(path), "simhash": fp.hex, "checksum": fp.checksum_hex,
                           "tokens": fp.tokens, "features": fp.features, "short": fp.short,
                           "text_from": method}, ensure_ascii=False))
+    for path, reason in skipped:  # one JSON line each too, so nothing is silently lost
+        print(json.dumps({"file": str(path), "skipped": reason}, ensure_ascii=False))
     return 0
 
 
@@ -150,7 +174,8 @@ def cmd_pinyin_reference(args: argparse.Namespace) -> int:
     if not files:
         raise InputError("no files to read")
     try:
-        ref = Reference.from_texts((read_document(p)[0] for p in files),
+        skipped: list[tuple[Path, str]] = []
+        ref = Reference.from_texts((text for _, text, _ in _documents(files, 16, skipped)),
                                    source=args.source or ", ".join(map(str, args.paths)))
     except ValueError as exc:
         raise InputError(str(exc)) from None
@@ -158,8 +183,10 @@ def cmd_pinyin_reference(args: argparse.Namespace) -> int:
     ref.save(out)
     top = " ".join(f"{k}={v:.3f}" for k, v in sorted(ref.frequency.items(),
                                                        key=lambda kv: -kv[1])[:8])
-    print(f"{len(files)} files, {ref.characters:,} Han characters; most common initials: "
-          f"{top}\nwritten to {out}")
+    print(f"{len(files) - len(skipped)} files, {ref.characters:,} Han characters; most "
+          f"common initials: {top}\nwritten to {out}")
+    for path, reason in skipped:
+        print(f"  skipped ({reason}): {path}")
     return 0
 
 
@@ -427,6 +454,10 @@ def _service_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _fingerprint_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-size", type=float, default=MAX_BYTES / 1e6, metavar="MB",
+                        help=f"skip files larger than this (default {MAX_BYTES / 1e6:.0f} MB); "
+                        "binary files and data files (.json, .csv, ...) are skipped too, "
+                        "each listed with its reason")
     parser.add_argument("--shingle", type=int, default=DEFAULT_SHINGLE,
                         help=f"tokens per feature (default {DEFAULT_SHINGLE})")
     parser.add_argument("--drop-numbers", dest="drop_numbers", action="store_true",

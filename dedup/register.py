@@ -21,7 +21,7 @@ import redis
 
 from .config import DedupConfig
 from .decide import register_checksums, second_opinion
-from .files import read_document
+from .files import SkipFile, read_document
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .pinyin import PinyinFingerprinter
@@ -41,7 +41,8 @@ class RegisterResult:
         unchanged: files registered before with the same text.
         changed: files registered before whose text differs now (kept as first
             registered: remove the page first to register the new text).
-        skipped: ``(file, reason)`` of files with no text.
+        skipped: ``(file, reason)`` of files not registered: no text, binary, too big, not a
+            text or HTML document, unreadable.
     """
 
     added: int = 0
@@ -89,7 +90,14 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
                     fingerprinter: PinyinFingerprinter | None, result: RegisterResult) -> None:
     rows = []
     for path in paths:
-        text, method = read_document(path)
+        try:
+            text, method = read_document(path)
+        except SkipFile as exc:
+            result.skipped.append((str(path), str(exc)))
+            continue
+        except OSError as exc:
+            result.skipped.append((str(path), f"unreadable: {exc.strerror or exc}"))
+            continue
         fp = fingerprint(text, shingle=config.shingle, drop_numbers=config.drop_numbers,
                          min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram)
         if fp.tokens == 0:

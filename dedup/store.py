@@ -192,8 +192,15 @@ class PageStore:
         docs = [_with_oid(p) for p in pages]
         fps = [_with_oid(f) for f in fingerprints]
         inserted, refused = self._insert(self.pages, docs)
-        if refused:  # their URL was stored already: those pages are not ours
-            skip = {docs[i]["_id"] for i in refused}
+        if refused:  # their URL was stored already: by another page, or by an earlier try
+            urls = [docs[i]["url"] for i in refused]
+            try:
+                owner = {d["url"]: d["_id"] for d in self.pages.find({"url": {"$in": urls}},
+                                                                     {"url": 1})}
+            except PyMongoError as exc:
+                raise self._unavailable(exc) from exc
+            skip = {docs[i]["_id"] for i in refused if owner.get(docs[i]["url"]) !=
+                    docs[i]["_id"]}
             fps = [f for f in fps if f["_id"] not in skip]
         if fps:
             self._insert(self.fingerprints, fps)

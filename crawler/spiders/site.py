@@ -17,7 +17,7 @@ from twisted.python.failure import Failure
 from crawler.items import PageItem
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
-MAX_OUTLINKS = 1000
+MAX_OUTLINKS = 10_000
 
 
 class SiteSpider(scrapy.Spider):
@@ -30,7 +30,8 @@ class SiteSpider(scrapy.Spider):
 
     The depth limit is Scrapy's ``DEPTH_LIMIT`` setting; robots.txt, throttling and the
     body-size cap come from the project settings. ``SIMCRAWL_MAX_OUTLINKS`` (default
-    1000, 0 = no cap) caps the links followed from one page (counted in
+    10,000, 0 = no cap: index and sitemap pages can list thousands; the cap bounds what
+    one hostile page can queue) caps the links followed from one page (counted in
     ``dedup/outlinks_capped/pages`` and ``.../links``).
     """
 

@@ -71,3 +71,38 @@ def test_a_second_crawl_on_a_live_namespace_is_refused(tmp_path: Path) -> None:
         finally:
             slow.send_signal(signal.SIGINT)
             slow.wait(timeout=120)
+
+
+def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: Path) -> None:
+    import json
+
+    from dedup.services import process_alive
+
+    data = tmp_path / "data"
+    env = dict(os.environ, REDIS_URL="", MONGO_URI="", SIMCRAWL_TEST_MARK=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "crawler.run", "--data-dir", str(data)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while not (data / "demo-crawl.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    state = json.loads((data / "services.json").read_text())
+    servers = [state[n]["pid"] for n in ("redis", "mongo")]
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in err
+    deadline = time.monotonic() + 30
+    while any(process_alive(p) for p in servers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(process_alive(p) for p in servers), "SIGTERM left the servers running"
+    assert not (data / "services.json").exists()
+    children = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+                and _has_mark(p, str(tmp_path))]
+    assert children == [], "the crawl or its workers still run"
+
+
+def _has_mark(proc_dir: Path, mark: str) -> bool:
+    try:
+        return f"SIMCRAWL_TEST_MARK={mark}".encode() in (proc_dir / "environ").read_bytes()
+    except OSError:
+        return False

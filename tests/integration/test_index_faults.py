@@ -16,7 +16,7 @@ import pytest
 from dedup.errors import ServiceUnavailable
 from dedup.index import Match, NearDuplicateIndex, RedisStore
 from dedup.services import EmbeddedServer, EmbeddedServices, connect_mongo, connect_redis, free_port
-from dedup.store import PageStore
+from dedup.store import PageStore, fingerprint_doc, new_page_id
 
 pytestmark = pytest.mark.integration
 
@@ -155,3 +155,60 @@ def test_a_second_process_shares_running_embedded_services(tmp_path: Path) -> No
                              text=True, timeout=60, check=True, env=dict(os.environ)).stdout
         assert out.split() == [first.redis_url, first.mongo_uri]
         connect_redis(first.redis_url).ping()  # the second process did not stop them
+
+
+def test_the_embedded_mongodb_keeps_every_acknowledged_write_across_a_kill(tmp_path: Path
+                                                                         ) -> None:
+    server = EmbeddedServer("mongo", tmp_path)
+    server.start()
+    port = server.port
+    try:
+        store = PageStore(connect_mongo(server.url), "durable")
+        ids = [new_page_id() for _ in range(300)]
+        for at in range(0, 300, 30):  # the crawl's pattern: batches, acknowledged
+            store.save_pages([{"_id": pid, "url": f"https://d.example/{at + n}", "host": "d"}
+                              for n, pid in enumerate(ids[at:at + 30])],
+                             [fingerprint_doc(pid, at + n, checksum="0" * 32, tokens=50,
+                                              short=False, algorithm="t")
+                              for n, pid in enumerate(ids[at:at + 30])])
+        server.kill()  # SIGKILL right after the last acknowledgement
+        server.port = port
+        server.start()
+        store = PageStore(connect_mongo(server.url), "durable")
+        assert store.pages.count_documents({}) == 300
+        assert store.fingerprints.count_documents({}) == 300
+    finally:
+        server.stop()
+
+
+def test_a_refused_mongodb_login_is_said_as_such(tmp_path: Path) -> None:
+    port = free_port()
+    base = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(port),
+            "--storage-path", str(tmp_path), "--standalone", "--log-level", "WARNING"]
+    uri = f"mongodb://127.0.0.1:{port}/?directConnection=true"
+
+    def serve(*extra: str) -> subprocess.Popen:
+        proc = subprocess.Popen([*base, *extra])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                connect_mongo(uri, timeout=0.5).close()
+                return proc
+            except ServiceUnavailable as exc:
+                if "refused the login" in str(exc):
+                    return proc
+                time.sleep(0.2)
+        raise AssertionError("SecantusDB did not start")
+
+    proc = serve()
+    connect_mongo(uri).admin.command("createUser", "alice", pwd="right", roles=["root"])
+    proc.terminate()
+    proc.wait()
+    proc = serve("--auth")
+    try:
+        with pytest.raises(ServiceUnavailable, match="refused the login .*Fix the user name"):
+            connect_mongo(f"mongodb://alice:wrong@127.0.0.1:{port}/?directConnection=true")
+        connect_mongo(f"mongodb://alice:right@127.0.0.1:{port}/?directConnection=true").close()
+    finally:
+        proc.terminate()
+        proc.wait()

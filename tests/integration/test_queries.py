@@ -221,3 +221,16 @@ def test_matches_of_one_crawl(crawl) -> None:
     assert [m["url"] for m in got] == sorted(m["url"] for m in first[:2])
     assert crawl.matches.count_documents({}) == len(first)
     assert len(run("Recent matches", crawl.db)) == len(first)
+
+
+def test_a_write_repeated_after_a_failure_keeps_the_fingerprints(pages) -> None:
+    pid = new_page_id()
+    page = {"_id": pid, "url": "https://a.example/again", "host": "a.example"}
+    fp = fingerprint_doc(pid, 99, checksum="e" * 32, tokens=80, short=False, algorithm="t")
+    pages.save_pages([page])  # the first try stored the page, then failed
+    pages.save_pages([page], [fp])  # the retry: the page is ours, its fingerprint goes in
+    assert pages.fingerprint_of(pid) == 99
+    other = {"_id": new_page_id(), "url": "https://a.example/again", "host": "a.example"}
+    pages.save_pages([other], [fingerprint_doc(other["_id"], 7, checksum="f" * 32, tokens=80,
+                                               short=False, algorithm="t")])
+    assert pages.fingerprint_of(other["_id"]) is None  # another page's URL: not ours

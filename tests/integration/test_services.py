@@ -101,3 +101,24 @@ def test_a_bad_data_folder_is_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2
         assert done.stderr.strip().count("\n") == 0, done.stderr
         assert "cannot use /" in done.stderr and "as a data folder" in done.stderr
+
+
+def test_a_port_taken_before_the_server_binds_it_is_retried(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    import dedup.services as services_module
+    from dedup.services import EmbeddedServer
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    real = services_module.free_port
+    monkeypatch.setattr(services_module, "free_port", lambda: next(ports, None) or real())
+    server = EmbeddedServer("redis", tmp_path)
+    try:
+        server.start()  # the first port is another program's: it tries another
+        assert server.port != taken.getsockname()[1] and server._ping()
+    finally:
+        server.stop()
+        taken.close()

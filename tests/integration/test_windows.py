@@ -3,6 +3,7 @@ rebuild."""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -90,12 +91,17 @@ def test_register_is_idempotent_and_rebuild_index_restores_the_windows(
     for i, t in enumerate(texts):
         (folder / f"{i}.txt").write_bytes(t.encode("gb18030"))  # not UTF-8: decoded as GBK
     (folder / "empty.txt").write_text("   \n")
+    (folder / "report.json").write_text(json.dumps({"copies": texts[0][:200]}))  # data
+    (folder / "cover.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(range(256)) * 8)
     config = DedupConfig(namespace=namespace, database=pages.db.name)
     index = NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=1000)
     windows = WindowIndex(RedisWindowStore(redis_client, namespace), FPER.describe())
     files = sorted(folder.iterdir())
     done = register(files, "novels", pages, index, windows, redis_client, config)
-    assert (done.added, done.unchanged, len(done.skipped)) == (3, 0, 1)
+    assert (done.added, done.unchanged) == (3, 0)
+    assert sorted((Path(f).name, why) for f, why in done.skipped) == [
+        ("cover.jpg", "binary content"), ("empty.txt", "no text"),
+        ("report.json", "not a text or HTML document (.json file)")]
     again = register(files, "novels", pages, index, windows, redis_client, config)
     assert (again.added, again.unchanged) == (0, 3)
     assert len(index) == 3 and len(windows) == 3

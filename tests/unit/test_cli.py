@@ -67,3 +67,58 @@ def test_fingerprint_json():
 def test_no_command_prints_help():
     out = run()
     assert out.returncode == 2 and "scan" in out.stdout
+
+
+def test_a_subcommands_errors_show_its_own_usage():
+    for args, message in ((["scan", "-k", "-1"], "-k must be between 0 and 31, got -1"),
+                          (["scan", "--bogus"], "unrecognized arguments: --bogus")):
+        out = run(*args)
+        assert out.returncode == 2
+        assert "usage: python -m dedup scan" in out.stderr and message in out.stderr
+        assert "{scan,fingerprint" not in out.stderr  # not the top-level usage
+
+
+def test_number_options_say_what_they_do():
+    text = run("scan", "--help").stdout
+    assert "--drop-numbers" in text and "default: keep them" in " ".join(text.split())
+    assert "(dropped by default)" not in text
+
+
+def test_the_main_command_refuses_bad_arguments_in_one_line(tmp_path):
+    main = [sys.executable, "-m", "crawler.run"]
+    for args, message in ((["--depth", "-3", "https://example.org/"], "must be at least 1"),
+                          (["--data-dir", "/dev/null/x", "https://example.org/"],
+                           "cannot use /dev/null/x as a data folder")):
+        out = subprocess.run(main + args, capture_output=True, text=True, cwd=ROOT, timeout=60,
+                             check=False)
+        assert out.returncode == 2 and message in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+
+
+FRENCH = ("Le conseil municipal a approuvé mardi le projet de rénovation du port. Selon le "
+          "maire, les travaux commenceront en février et dureront environ dix-huit mois. Les "
+          "pêcheurs, inquiets, ont demandé une réunion publique avant toute décision.")
+
+
+def test_scan_skips_binary_big_and_data_files_and_decodes_latin1(tmp_path):
+    (tmp_path / "latin1.txt").write_bytes(FRENCH.encode("latin-1"))
+    (tmp_path / "copy.txt").write_text(FRENCH, encoding="utf-8")
+    (tmp_path / "program.bin").write_bytes(b"\x7fELF" + bytes(range(256)) * 40)
+    (tmp_path / "report.json").write_text('{"pages": 3}')
+    with open(tmp_path / "huge.txt", "wb") as fh:  # sparse: 256 MB, never read
+        fh.truncate(256 * 1024 * 1024)
+        fh.seek(0)
+        fh.write(b"text " * 3000)
+    out = subprocess.run([sys.executable, "-m", "dedup", "scan", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "2 documents fingerprinted" in out.stdout and "3 files skipped" in out.stdout
+    assert f"skipped (binary content): {tmp_path / 'program.bin'}" in out.stdout
+    assert "skipped (not a text or HTML document (.json file))" in out.stdout
+    assert "skipped (too big (268 MB; the limit is 17 MB))" in out.stdout
+    assert "text/damaged" not in out.stdout
+    assert "exact duplicate" in out.stdout  # the Latin-1 file decoded to the same text
+    lines = [json.loads(line) for line in run("fingerprint", str(tmp_path)).stdout.splitlines()]
+    assert {line["file"].rsplit("/", 1)[1]: line.get("skipped", line.get("text_from"))
+            for line in lines}["latin1.txt"].startswith("text/")
+    assert sum(1 for line in lines if "skipped" in line) == 3

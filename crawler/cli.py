@@ -1,0 +1,47 @@
+"""The ``simcrawl`` command of an installed simcrawl (the package's console script).
+
+    simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]   crawl (no URL: the demo site)
+    simcrawl URL ...                                        the same as crawl URL ...
+    simcrawl scan | fingerprint | find-all | plan | register | rebuild-index | remove |
+             services | pinyin-reference ...                 the dedup library's commands
+    simcrawl VERB --help                                     each verb's options
+
+It runs from any folder: the crawl uses the settings module inside the package
+(:mod:`crawler.settings`), and ``scrapy crawl site`` does too with
+``SCRAPY_SETTINGS_MODULE=crawler.settings``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]
+       simcrawl URL ...
+       simcrawl {scan,fingerprint,find-all,plan,rebuild-index,register,remove,services,
+                 pinyin-reference} ...
+
+A web crawler that drops near-duplicate pages while it crawls.
+
+  crawl             crawl the URLs (no URL: the bundled demo site, compared with its
+                    known outcome), on REDIS_URL / MONGO_URI or embedded servers
+  scan ... services the dedup library's commands (python -m dedup); VERB --help for each
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``simcrawl``; returns the exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0 if args else 2
+    if args[0] == "crawl" or args[0].startswith(("http://", "https://")):
+        from crawler.run import main as crawl
+
+        return crawl(args[1:] if args[0] == "crawl" else args, prog="simcrawl crawl")
+    from dedup.__main__ import main as dedup_main
+
+    return dedup_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

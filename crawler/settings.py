@@ -1,0 +1,54 @@
+"""Scrapy settings for simcrawl, inside the package so an installed crawler runs from any
+folder: ``scrapy.cfg`` names this module in the source tree, and elsewhere
+``SCRAPY_SETTINGS_MODULE=crawler.settings`` does (``simcrawl crawl`` sets it).
+
+Service URLs come from the environment: ``REDIS_URL`` and ``MONGO_URI`` (unset: embedded
+servers with data under ``SIMCRAWL_DATA``, default ``./simcrawl-data``). Every ``DEDUP_*``
+setting is documented in :class:`dedup.config.DedupConfig` and in the README.
+"""
+
+import os
+
+BOT_NAME = "simcrawl"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+# `scrapy crawl` that exits non-zero when pages were lost (crawler/commands/crawl.py)
+COMMANDS_MODULE = "crawler.commands"
+
+# Identify ourselves, obey robots.txt, throttle, cap bodies.
+USER_AGENT = os.environ.get("SIMCRAWL_USER_AGENT",
+                            "simcrawl/0.1 (+https://github.com/simcrawl/simcrawl)")
+ROBOTSTXT_OBEY = True
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.5
+AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+# Scrapy starts this many tasks for each response's output; a page yields one item and a
+# few dozen links, and 100 (the default) costs about a sixth of the crawl process's CPU.
+CONCURRENT_ITEMS = 16
+DOWNLOAD_MAXSIZE = int(os.environ.get("SIMCRAWL_MAX_BODY", str(5 * 1024 * 1024)))
+DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
+DEPTH_LIMIT = int(os.environ.get("SIMCRAWL_DEPTH_LIMIT", "5"))
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+# Logs people can read: INFO (SIMCRAWL_LOG_LEVEL=DEBUG for more); third-party libraries
+# log at WARNING (crawler/logs.py); items print as one short line (crawler/items.py).
+LOG_LEVEL = os.environ.get("SIMCRAWL_LOG_LEVEL", "INFO")
+# Scrapy's telnet console would listen on a port and log its password: off.
+TELNETCONSOLE_ENABLED = False
+FEED_EXPORT_ENCODING = "utf-8"
+
+# The dedup decision, before the links of a page are scheduled; then storage.
+SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
+# Never request the crawl's own Redis / MongoDB (redirects included); SIMCRAWL_ALLOWED_PORTS
+DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50}
+ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
+# A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
+EXTENSIONS = {"crawler.extensions.JobGuard": 0}
+
+# Dedup (see dedup.config.DedupConfig for each).
+DEDUP_ENABLED = True
+DEDUP_MAX_DISTANCE = 3
+DEDUP_DEBUG = False
+REDIS_URL = os.environ.get("REDIS_URL", "")
+MONGO_URI = os.environ.get("MONGO_URI", "")

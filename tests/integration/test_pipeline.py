@@ -1,0 +1,50 @@
+"""The storage pipeline on real servers: the last write waits for one already running,
+so the summary and the final stats are MongoDB's."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from crawler.pipelines import StoragePipeline
+from crawler.runtime import get_runtime
+from dedup.store import fingerprint_doc, new_page_id
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_last_write_waits_for_one_already_running(services, mongo_client, namespace,
+                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    database = namespace.replace("-", "_")
+    crawler = get_crawler(settings_dict={
+        "REDIS_URL": services.redis_url, "MONGO_URI": services.mongo_uri,
+        "DEDUP_NAMESPACE": namespace, "DEDUP_DATABASE": database,
+        "DEDUP_EXTRACT_WORKERS": 0})
+    runtime = get_runtime(crawler)
+    try:
+        pipeline = StoragePipeline(crawler, runtime)
+        real = runtime.pages.save_pages
+
+        def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
+            time.sleep(0.8)  # a write that takes its time
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(runtime.pages, "save_pages", slow)
+        for n in range(5):
+            pid = new_page_id()
+            pipeline.pages.append({"_id": pid, "url": f"https://p.example/{n}", "host": "p"})
+            pipeline.fingerprints.append(fingerprint_doc(pid, n, checksum="0" * 32, tokens=50,
+                                                         short=False, algorithm="t"))
+        periodic = threading.Thread(target=pipeline.flush)  # the periodic flush, running
+        periodic.start()
+        time.sleep(0.2)
+        assert pipeline._flush_before_close()  # the spider closes meanwhile
+        assert crawler.stats.get_value("dedup/stored/pages") == 5  # not 0: it waited
+        assert mongo_client[database].pages.count_documents({}) == 5
+        periodic.join()
+    finally:
+        runtime.close()
+        mongo_client.drop_database(database)
