@@ -19,6 +19,16 @@ PEERS = ROOT / ".bench-peers"
 SHARED = ROOT.parent / "shared"
 
 
+def missing_data(path: Path, what: str) -> SystemExit:
+    """The error for a benchmark whose development data is not where it looked."""
+    return SystemExit(
+        f"{what} not found at {path}. It is the project's development data (labelled "
+        "near-duplicate news pages in near-dup-dev/, Chinese essays in zh-dev/), kept "
+        f"outside the repository: on the development machines in {SHARED / 'data'}, next "
+        "to the checkout. Copy it there, or pass --data PATH to a copy; nothing in the "
+        "test suite needs it.")
+
+
 def ensure(name: str, requirement: str) -> Path | None:
     """Install ``requirement`` into ``.bench-peers/name`` (once); return the folder or None."""
     target = PEERS / name

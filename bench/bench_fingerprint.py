@@ -97,7 +97,7 @@ def load_corpora() -> dict[str, list[str]]:
     english = [extract_text(gzip.decompress(p.read_bytes())).text for p in pages]
     chinese = [p.read_text(encoding="utf-8") for p in sorted((data / "zh-dev").glob("*.txt"))]
     if not english or not chinese:
-        raise SystemExit(f"development data not found under {data}")
+        raise _peers.missing_data(data, "The development data (near-dup-dev/, zh-dev/)")
     return {"English news": [t for t in english if t], "Chinese essays": chinese}
 
 

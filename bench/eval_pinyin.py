@@ -25,6 +25,8 @@ import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
+from _peers import missing_data  # bench/ is the script's folder: on sys.path
+
 from crawler.demosite import homophone_groups, swap_homophones
 from dedup import extract_text, fingerprint, hamming
 from dedup.pinyin import PinyinFingerprinter, initials, is_copy, score
@@ -120,8 +122,7 @@ def main() -> int:
     args = parser.parse_args()
     files = sorted(args.data.glob("*.txt"))
     if not files:
-        print(f"no essays in {args.data}", file=sys.stderr)
-        return 2
+        raise missing_data(args.data, "The Chinese development essays (*.txt)")
     texts = [f.read_text(encoding="utf-8") for f in files]
     started = time.perf_counter()
     copies = make_copies(texts)

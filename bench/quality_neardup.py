@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from _peers import missing_data  # bench/ is the script's folder: on sys.path
+
 from dedup import extract_text, fingerprint, hamming
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
@@ -84,8 +86,7 @@ def main() -> int:
                         help="trafilatura with its fallback extractors (fast=False)")
     args = parser.parse_args()
     if not (args.data / "pages.jsonl").is_file():
-        print(f"no development set at {args.data}", file=sys.stderr)
-        return 2
+        raise missing_data(args.data, "The near-duplicate development set (pages.jsonl)")
     started = time.perf_counter()
     texts, cluster, pairs, order = load(args.data, fast=not args.slow_extraction)
     print(f"{len(texts)} pages, {len(pairs)} labelled pairs "

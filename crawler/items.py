@@ -1,15 +1,17 @@
 """Items the crawler yields: an admitted page, or the match record of a dropped copy.
 
-Both export with Scrapy's feed exporters (``scrapy crawl site -o items.jsonl``): fields
-that are not plain data say how to export themselves (``serializer`` in the field's
-metadata). For CSV, write one feed per item class (``FEEDS`` with ``item_classes``), as
-pages and match records have different fields.
+Both export with Scrapy's feed exporters (``scrapy crawl site -o items.jsonl`` or
+``-o items.csv``): fields that are not plain data say how to export themselves
+(``serializer`` in the field's metadata), and :data:`EXPORT_FIELDS` (the settings'
+``FEED_EXPORT_FIELDS``) names the fields of both, so a CSV file has a column for each and
+a match record's row keeps its fields. ``FEEDS`` with ``item_classes`` writes pages and
+match records to separate files.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -78,3 +80,9 @@ class MatchItem:
         if self.pinyin:
             return f"share {self.pinyin['share']:.2f}, run {self.pinyin['run']} windows"
         return f"distance {self.distance}"
+
+
+#: Every field of both items, pages' first: the columns of a feed export (a CSV file's
+#: header is otherwise the first item's fields only).
+EXPORT_FIELDS = list(dict.fromkeys(
+    [f.name for f in fields(PageItem)] + [f.name for f in fields(MatchItem)]))

@@ -9,6 +9,8 @@ setting is documented in :class:`dedup.config.DedupConfig` and in the README.
 
 import os
 
+from crawler.items import EXPORT_FIELDS
+
 BOT_NAME = "simcrawl"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
@@ -37,6 +39,8 @@ LOG_LEVEL = os.environ.get("SIMCRAWL_LOG_LEVEL", "INFO")
 # Scrapy's telnet console would listen on a port and log its password: off.
 TELNETCONSOLE_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
+# -o items.csv: a column for every field of pages and match records (crawler/items.py)
+FEED_EXPORT_FIELDS = EXPORT_FIELDS
 
 # The dedup decision, before the links of a page are scheduled; then storage.
 SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}

@@ -1,6 +1,6 @@
 """The crawl decision for a batch of fetched pages: revisit, exact copy, near copy, or new.
 
-Order of the checks (DESIGN.md, Data flow):
+Order of the checks (docs/design.md, The decision):
 
 1. **Revisit**: the URL is stored already (a re-crawl): compared with its own stored
    checksum, *unchanged* or *changed*; never a duplicate of itself.

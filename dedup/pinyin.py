@@ -1,5 +1,5 @@
 """The pinyin-initial frequency fingerprint of Chinese text (the 达观 content-tracking
-fingerprint, as DESIGN.md defines it).
+fingerprint, as docs/design.md defines it).
 
 A copy that swaps characters for homophones (same pinyin), converts Simplified to
 Traditional characters or changes the encoding keeps the same sequence of pinyin

@@ -1,4 +1,4 @@
-"""The page store in MongoDB: ``pages``, ``fingerprints`` and ``matches`` (DESIGN.md,
+"""The page store in MongoDB: ``pages``, ``fingerprints`` and ``matches`` (docs/design.md,
 Storage). MongoDB is the source of truth; the Redis index can be rebuilt from it.
 
 Fingerprints are unsigned 64-bit integers in the API and signed 64-bit integers in

@@ -3,6 +3,7 @@ with hundreds of links, a decompression bomb, text nested thousands of levels de
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -53,7 +54,7 @@ def test_hostile_pages_are_counted_and_deep_text_is_kept(tmp_path: Path) -> None
              f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=hostile", "-s",
              "DEDUP_NAMESPACE=hostile", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
              "SIMCRAWL_MAX_OUTLINKS=50", "-s", f"DEDUP_SUMMARY_FILE={summary}",
-             "-o", str(tmp_path / "items.jsonl"), "-s",
+             "-o", str(tmp_path / "items.jsonl"), "-o", str(tmp_path / "items.csv"), "-s",
              f"LOG_FILE={tmp_path / 'crawl.log'}"], cwd=ROOT, env=env, timeout=600,
             check=False)
         assert done.returncode == 0
@@ -81,3 +82,8 @@ def test_hostile_pages_are_counted_and_deep_text_is_kept(tmp_path: Path) -> None
             stats["dedup/exact_duplicate"]
         assert sum(1 for i in items if "page_id" in i and i.get("decision") == "new") == \
             stats["dedup/unique"]
+        with (tmp_path / "items.csv").open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        matches = [r for r in rows if r["original_url"]]  # match records keep their fields
+        assert len(matches) == stats["dedup/near_duplicate"] + stats["dedup/exact_duplicate"]
+        assert all(r["kind"] in ("simhash", "exact") and r["distance"] for r in matches)

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,62 +38,75 @@ def wait_for(site: DemoSite, n: int, proc: subprocess.Popen) -> None:
         time.sleep(0.02)
 
 
+@dataclass
+class Setup:
+    """Servers the test can kill and restart, the site, the environment of a crawl on
+    them, and what an uninterrupted crawl of the site ends with."""
+
+    redis: EmbeddedServer
+    mongo: EmbeddedServer
+    site: DemoSite
+    env: dict[str, str]
+    expected: tuple
+
+
+@pytest.fixture
+def setup(tmp_path: Path, reference_crawl) -> Iterator[Setup]:  # type: ignore[no-untyped-def]
+    redis_server, mongo = EmbeddedServer("redis", tmp_path), EmbeddedServer("mongo", tmp_path)
+    redis_server.start()
+    mongo.start()
+    try:
+        with DemoSite(build(articles=40, zh_articles=2, novel_chapters=0)) as site:
+            env = dict(os.environ, REDIS_URL=redis_server.url, MONGO_URI=mongo.url)
+            yield Setup(redis_server, mongo, site, env, reference_crawl(site, env, tmp_path))
+    finally:
+        redis_server.stop()
+        mongo.stop()
+
+
+def start_crawl(s: Setup, tmp: Path, name: str, retry: float) -> subprocess.Popen:
+    """Start a crawl and return once it has fetched 40 pages."""
+    start = len(s.site.requests)
+    proc = subprocess.Popen(command(s.site, tmp, name, retry), cwd=ROOT, env=s.env)
+    wait_for(s.site, start + 40, proc)
+    return proc
+
+
+def restart(server: EmbeddedServer, port: int) -> None:
+    server.port = port
+    server.start()  # back on the same port
+
+
 @pytest.mark.parametrize("service", ["redis", "mongo"])
-def test_a_short_outage_loses_nothing(tmp_path: Path, service: str, check_record,
-                                      reference_crawl) -> None:  # type: ignore[no-untyped-def]
-    redis_server, mongo = EmbeddedServer("redis", tmp_path), EmbeddedServer("mongo", tmp_path)
-    redis_server.start()
-    mongo.start()
-    try:
-        with DemoSite(build(articles=40, zh_articles=2, novel_chapters=0)) as site:
-            env = dict(os.environ, REDIS_URL=redis_server.url, MONGO_URI=mongo.url)
-            expected = reference_crawl(site, env, tmp_path)
-            start = len(site.requests)
-            proc = subprocess.Popen(command(site, tmp_path, "short", 120), cwd=ROOT, env=env)
-            wait_for(site, start + 40, proc)
-            server = redis_server if service == "redis" else mongo
-            port = server.port
-            server.kill()  # SIGKILL
-            time.sleep(6)
-            server.port = port
-            server.start()  # back on the same port
-            assert proc.wait(timeout=600) == 0, (tmp_path / "short.log").read_text()[-3000:]
-            summary = json.loads((tmp_path / "short.json").read_text())
-            assert summary["lost_urls"] == []
-            assert summary.get("dedup/retries/decide", 0) + summary.get(
-                "dedup/retries/store", 0) > 0  # the outage was felt, and waited out
-            check_record(connect_mongo(mongo.url)["outage"], site, expected)
-    finally:
-        redis_server.stop()
-        mongo.stop()
+def test_a_short_outage_loses_nothing(tmp_path: Path, service: str, setup: Setup,
+                                      check_record) -> None:  # type: ignore[no-untyped-def]
+    proc = start_crawl(setup, tmp_path, "short", 120)
+    server = setup.redis if service == "redis" else setup.mongo
+    port = server.port or 0
+    server.kill()  # SIGKILL
+    time.sleep(6)
+    restart(server, port)
+    assert proc.wait(timeout=600) == 0, (tmp_path / "short.log").read_text()[-3000:]
+    summary = json.loads((tmp_path / "short.json").read_text())
+    assert summary["lost_urls"] == []
+    assert summary.get("dedup/retries/decide", 0) + summary.get(
+        "dedup/retries/store", 0) > 0  # the outage was felt, and waited out
+    check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)
 
 
-def test_a_long_outage_exits_1_naming_the_lost_pages(tmp_path: Path, check_record,
-                                                     reference_crawl) -> None:  # type: ignore[no-untyped-def]
-    redis_server, mongo = EmbeddedServer("redis", tmp_path), EmbeddedServer("mongo", tmp_path)
-    redis_server.start()
-    mongo.start()
-    try:
-        with DemoSite(build(articles=40, zh_articles=2, novel_chapters=0)) as site:
-            env = dict(os.environ, REDIS_URL=redis_server.url, MONGO_URI=mongo.url)
-            expected = reference_crawl(site, env, tmp_path)
-            start = len(site.requests)
-            proc = subprocess.Popen(command(site, tmp_path, "long", 2), cwd=ROOT, env=env)
-            wait_for(site, start + 40, proc)
-            port = mongo.port
-            mongo.kill()
-            assert proc.wait(timeout=600) == 1  # it stopped by itself, and says why
-            summary = json.loads((tmp_path / "long.json").read_text())
-            lost = summary["lost_urls"]
-            assert lost
-            log = (tmp_path / "long.log").read_text()
-            assert "could not be decided or stored" in log and lost[0] in log
-            mongo.port = port
-            mongo.start()
-            again = subprocess.run(command(site, tmp_path, "again", 120), cwd=ROOT, env=env,
-                                   timeout=600, check=False)
-            assert again.returncode == 0, (tmp_path / "again.log").read_text()[-3000:]
-            check_record(connect_mongo(mongo.url)["outage"], site, expected)
-    finally:
-        redis_server.stop()
-        mongo.stop()
+def test_a_long_outage_exits_1_naming_the_lost_pages(tmp_path: Path, setup: Setup,
+                                                     check_record) -> None:  # type: ignore[no-untyped-def]
+    proc = start_crawl(setup, tmp_path, "long", 2)
+    port = setup.mongo.port or 0
+    setup.mongo.kill()
+    assert proc.wait(timeout=600) == 1  # it stopped by itself, and says why
+    summary = json.loads((tmp_path / "long.json").read_text())
+    lost = summary["lost_urls"]
+    assert lost
+    log = (tmp_path / "long.log").read_text()
+    assert "could not be decided or stored" in log and lost[0] in log
+    restart(setup.mongo, port)
+    again = subprocess.run(command(setup.site, tmp_path, "again", 120), cwd=ROOT, env=setup.env,
+                           timeout=600, check=False)
+    assert again.returncode == 0, (tmp_path / "again.log").read_text()[-3000:]
+    check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)

@@ -1,0 +1,49 @@
+"""The docs are true to the repository: every link resolves inside it, nothing cites a
+file a clone does not have, and a benchmark whose data is missing says where it lives."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_relative_link_resolves() -> None:
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text("utf-8")):
+            if "://" in target:
+                continue
+            assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
+
+
+def test_nothing_cites_files_outside_the_repository() -> None:
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    for name in tracked:
+        if not name.endswith((".py", ".pyx", ".md", ".toml", ".cfg", ".yml")):
+            continue
+        text = (ROOT / name).read_text("utf-8")
+        assert "DESIGN.md" not in text, name
+        if not name.startswith(("bench/", "tests/")):  # benchmarks read ../shared by design
+            assert "shared/data" not in text, name
+
+
+def test_the_readme_is_a_short_guide_that_links_the_rest() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert len(readme.splitlines()) < 320
+    for page in ("operations", "queries", "benchmarks", "fingerprints", "chinese",
+                 "index-and-store", "design"):
+        assert f"docs/{page}.md" in readme
+
+
+def test_a_benchmark_without_its_data_says_where_it_comes_from(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "quality_neardup.py"),
+                           "--data", str(tmp_path / "nope")], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode != 0
+    assert "development data" in done.stderr and "kept outside the repository" in done.stderr
+    assert "--data PATH" in done.stderr
