@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.extraction import Extractor
+from crawler.frontier import frontier_of
 from crawler.logs import quiet_third_party
 from dedup.config import DedupConfig
 from dedup.decide import Deduplicator
@@ -91,12 +92,14 @@ def get_runtime(crawler: Any) -> Runtime:
         windows, params = open_window_index(config, client, redact(redis_url))
         journal = AdmissionJournal(client, config.namespace)
         others = live_owners(client, config.namespace)
-        if others and not config.concurrent:
+        shared = frontier_of(crawler.settings) == "redis"  # processes share one crawl
+        if others and not config.concurrent and not shared:
             raise RuntimeError(
                 f"another crawl is running on namespace {config.namespace!r} in "
                 f"{redact(redis_url)} ({others[0].describe()}). Without a shared frontier "
                 "both would fetch every page: wait for it, use another DEDUP_NAMESPACE, or "
-                "set DEDUP_CONCURRENT=1 to run beside it anyway.")
+                "set DEDUP_CONCURRENT=1 to run beside it anyway; to share one crawl between "
+                "processes, run every one with SIMCRAWL_FRONTIER=redis.")
         journal.open()
         warning = durability_warning(client)
         if warning:

@@ -48,7 +48,16 @@ SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
 DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50}
 ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
 # A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
-EXTENSIONS = {"crawler.extensions.JobGuard": 0}
+EXTENSIONS = {"crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10}
+
+# The frontier: Scrapy's own ("memory"), or one in Redis shared by every crawl process on
+# the namespace ("redis": scrapy-redis; crawler/frontier.py). SIMCRAWL_IDLE_SECONDS: how
+# long a shared crawl waits with no work anywhere before it ends; SIMCRAWL_KEEP_WAITING:
+# never end (a service waiting for URLs).
+SCHEDULER = "crawler.frontier.Scheduler"
+SIMCRAWL_FRONTIER = os.environ.get("SIMCRAWL_FRONTIER", "memory")
+SIMCRAWL_IDLE_SECONDS = float(os.environ.get("SIMCRAWL_IDLE_SECONDS", "10"))
+SIMCRAWL_KEEP_WAITING = False
 
 # Dedup (see dedup.config.DedupConfig for each).
 DEDUP_ENABLED = True

@@ -1,0 +1,47 @@
+"""One crawl on several processes through the shared frontier in Redis
+(SIMCRAWL_FRONTIER=redis): every URL requested once across them, the same record as one
+process, no trap requested, and every process ends by itself when the crawl is done."""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crawler.demosite import DemoSite, build
+from dedup.services import EmbeddedServices, connect_mongo, connect_redis
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shared_crawl(site: DemoSite, tmp: Path, n: int) -> list[str]:
+    return [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+            f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=shared", "-s",
+            "DEDUP_NAMESPACE=shared", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
+            "SIMCRAWL_FRONTIER=redis", "-s", "SIMCRAWL_IDLE_SECONDS=2", "-s",
+            "DEDUP_EXTRACT_WORKERS=1", "-s", f"LOG_FILE={tmp / f'shared-{n}.log'}"]
+
+
+def test_three_processes_share_one_crawl(tmp_path: Path, check_record,
+                                         reference_crawl) -> None:  # type: ignore[no-untyped-def]
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=80, zh_articles=2, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        expected = reference_crawl(site, env, tmp_path)
+        before = len(site.requests)
+        procs = [subprocess.Popen(shared_crawl(site, tmp_path, n), cwd=ROOT, env=env)
+                 for n in range(3)]
+        assert [p.wait(timeout=600) for p in procs] == [0, 0, 0]  # each ended by itself
+        fetched = collections.Counter(r for r in site.requests[before:]
+                                      if not r.endswith("/robots.txt"))
+        assert fetched and max(fetched.values()) == 1, "a URL was requested twice"
+        check_record(connect_mongo(services.mongo_uri)["shared"], site, expected)
+        logs = [(tmp_path / f"shared-{n}.log").read_text() for n in range(3)]
+        assert all("the crawl is complete" in log for log in logs)
+        # the finished crawl left no frontier behind: the next one starts afresh
+        assert not list(connect_redis(services.redis_url).scan_iter(match="shared:frontier:*"))
