@@ -14,11 +14,12 @@ RUN pip install --no-cache-dir . \
  && rm -rf dedup crawler build \
  && python -c "import dedup, dedup.pinyin as p, sys; sys.exit(dedup.KERNEL != 'cython' or p.KERNEL != 'cython')"
 
-RUN useradd --create-home --uid 10001 crawler && mkdir -p /data/jobs \
- && chown crawler /data/jobs
+RUN useradd --create-home --uid 10001 crawler
 USER crawler
 
 # REDIS_URL, MONGO_URI and START_URLS come from the environment (docker-compose.yml).
 # The settings module inside the installed package (no scrapy.cfg needed).
 ENV PYTHONUNBUFFERED=1 SCRAPY_SETTINGS_MODULE=crawler.settings
-CMD ["scrapy", "crawl", "site", "-s", "JOBDIR=/data/jobs/site"]
+# The frontier lives in Redis (SIMCRAWL_FRONTIER=redis from docker-compose.yml): any number
+# of these containers share one crawl, and a stopped crawl resumes from Redis.
+CMD ["scrapy", "crawl", "site"]

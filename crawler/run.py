@@ -20,49 +20,74 @@ from pathlib import Path
 
 
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
-          log_file: Path) -> dict:
-    """Run ``scrapy crawl site`` in a subprocess; return its summary (dedup stats, and
-    ``lost_urls``: pages that could not be decided or stored).
+          log_file: Path, processes: int = 1) -> dict:
+    """Run ``scrapy crawl site`` in subprocesses (``processes`` of them share one crawl
+    through the frontier in Redis); return the combined summary (dedup stats summed,
+    ``lost_urls``: pages that could not be decided or stored, ``per_process``: each
+    one's pages handled).
 
-    Interrupted (Ctrl-C, SIGTERM), it lets the crawl stop gracefully (Scrapy saves a
-    ``JOBDIR`` then) before it returns to the caller.
+    Interrupted (Ctrl-C, SIGTERM), it lets the crawls stop gracefully (Scrapy saves a
+    ``JOBDIR``; the shared frontier keeps its queue) before it returns to the caller.
 
     Raises:
-        SystemExit: the crawl failed without a summary (the message quotes its log).
+        SystemExit: a crawl failed without a summary (it said why on stderr).
     """
-    summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
     # the settings module inside the package: the crawl runs from any folder
     env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri,
                SCRAPY_SETTINGS_MODULE="crawler.settings")
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
-           "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
-           "-s", f"LOG_FILE={log_file}", *extra]
+    shared = ["-s", "SIMCRAWL_FRONTIER=redis"] if processes > 1 else []
+    runs = []
+    for n in range(processes):
+        summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
+        log = log_file if processes == 1 else log_file.with_name(
+            f"{log_file.stem}-{n + 1}{log_file.suffix}")
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+               "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
+               "-s", f"LOG_FILE={log}", *shared, *extra]
+        runs.append((subprocess.Popen(cmd, env=env), summary, log))
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env)
     try:
-        proc.wait()
-    except KeyboardInterrupt as exc:
-        if str(exc).startswith("signal"):  # SIGTERM / SIGHUP reached only us
-            proc.send_signal(signal.SIGTERM)  # Scrapy's graceful stop, as Ctrl-C
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for proc, _, _ in runs:
             proc.wait()
+    except KeyboardInterrupt as exc:
+        for proc, _, _ in runs:
+            if str(exc).startswith("signal") and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)  # SIGTERM / SIGHUP reached only us
+        for proc, _, _ in runs:
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         raise
-    took = time.monotonic() - started
-    try:
-        data = json.loads(summary.read_text() or "{}")
-    except (OSError, ValueError):
-        data = {}
     finally:
-        summary.unlink(missing_ok=True)
-    if not data:  # it said why on stderr (crawler/commands/crawl.py)
-        raise SystemExit(f"the crawl did not run (exit status {proc.returncode}); its log: "
-                         f"{log_file}")
-    data["seconds"] = took
-    data["returncode"] = proc.returncode
-    return data
+        took = time.monotonic() - started
+    combined: dict = {"lost_urls": [], "per_process": []}
+    for proc, summary, log in runs:
+        try:
+            data = json.loads(summary.read_text() or "{}")
+        except (OSError, ValueError):
+            data = {}
+        finally:
+            summary.unlink(missing_ok=True)
+        if not data:  # it said why on stderr (crawler/commands/crawl.py)
+            raise SystemExit(f"the crawl did not run (exit status {proc.returncode}); its "
+                             f"log: {log}")
+        combined["lost_urls"] += data.pop("lost_urls", [])
+        combined["per_process"].append(sum(v for k, v in data.items() if k in HANDLED))
+        for key, value in data.items():
+            if isinstance(value, (int, float)):
+                combined[key] = combined.get(key, 0) + value
+            else:
+                combined.setdefault(key, value)
+    combined["seconds"] = took
+    combined["returncode"] = max(proc.returncode for proc, _, _ in runs)
+    return combined
+
+
+#: The stats that count a page handled (decided, or admitted with dedup off).
+HANDLED = ("dedup/unique", "dedup/near_duplicate", "dedup/exact_duplicate",
+           "dedup/pinyin_copy", "dedup/revisit")
 
 
 def print_summary(stats: dict) -> None:
@@ -80,6 +105,9 @@ def print_summary(stats: dict) -> None:
     if lost:
         rows.append(("LOST: not decided or not stored", f"{len(lost)} (crawled again by the "
                      "next crawl): " + ", ".join(lost[:5]) + (" ..." if len(lost) > 5 else "")))
+    if len(stats.get("per_process", [])) > 1:
+        rows.append(("pages handled per process", " / ".join(
+            str(n) for n in stats["per_process"])))
     rows += [("pages stored / match records stored",
               f"{stats.get('dedup/stored/pages', 0)} / {stats.get('dedup/stored/matches', 0)}"),
              ("wall time", f"{stats['seconds']:.1f} s")]
@@ -113,6 +141,9 @@ def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
     parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
     parser.add_argument("--depth", type=positive, default=None,
                         help="depth limit (default 5)")
+    parser.add_argument("--processes", type=positive, default=1,
+                        help="crawl processes sharing one crawl through the frontier in Redis "
+                        "(default 1); the services are started once for all")
     parser.add_argument("--data-dir", default=None,
                         help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
     args = parser.parse_args(argv)
@@ -132,12 +163,13 @@ def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
             redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
             if args.urls:
                 print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
-                stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log")
+                stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log",
+                              args.processes)
                 print_summary(stats)
                 print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
                       + QUERY.format(db="simcrawl"))
                 return 1 if stats.get("lost_urls") else 0
-            return demo(redis_url, mongo_uri, extra, log_dir)
+            return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
         except DataDirError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -182,7 +214,8 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     return {name: (folder / name).resolve().as_uri() for name in texts}
 
 
-def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int:
+def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
+         processes: int = 1) -> int:
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
     (cleared first, so every demo run starts alike)."""
     from crawler.demosite import DemoSite
@@ -200,7 +233,8 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path) -> int
               "services ..." if "127.0.0.1" in redis_url else "demo site: crawling ...")
         stats = crawl(site.start_urls(), redis_url, mongo_uri,
                       ["-s", f"DEDUP_DATABASE={database}", "-s", f"DEDUP_NAMESPACE={namespace}",
-                       "-s", "AUTOTHROTTLE_ENABLED=0", *extra], log_dir / "demo-crawl.log")
+                       "-s", "AUTOTHROTTLE_ENABLED=0", "-s", "SIMCRAWL_IDLE_SECONDS=2", *extra],
+                      log_dir / "demo-crawl.log", processes)
         requested = set(site.requests)
         expected = site.content.expected
         db = mongo[database]

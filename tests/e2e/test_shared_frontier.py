@@ -45,3 +45,20 @@ def test_three_processes_share_one_crawl(tmp_path: Path, check_record,
         assert all("the crawl is complete" in log for log in logs)
         # the finished crawl left no frontier behind: the next one starts afresh
         assert not list(connect_redis(services.redis_url).scan_iter(match="shared:frontier:*"))
+
+
+def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MONGO_URI")}
+    done = subprocess.run([sys.executable, "-m", "crawler.run", "--processes", "2",
+                           "--data-dir", str(folder)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    exp = build().expected
+    originals = len(exp.clusters) + len(exp.unique)
+    copies = sum(len(c) - 1 for c in exp.clusters)
+    assert f"originals stored          {originals} / {originals}" in done.stdout
+    assert f"copies dropped, naming their original   {copies} / {copies}" in done.stdout
+    assert "trap pages requested      0 (must be 0)" in done.stdout
+    assert "pages handled per process" in done.stdout
+    assert (folder / "demo-crawl-1.log").exists() and (folder / "demo-crawl-2.log").exists()

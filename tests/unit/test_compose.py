@@ -52,3 +52,8 @@ def test_compose_promises() -> None:
                 assert "${REDIS_PASSWORD}" in str(value) or "${MONGO_PASSWORD" in str(value) \
                     or str(value).startswith("${"), key
     assert "ports" not in services["crawler"]
+    # scalable (--scale crawler=N): one shared frontier, no per-container name or job folder
+    crawler = services["crawler"]
+    assert crawler["environment"]["SIMCRAWL_FRONTIER"] == "redis"
+    assert "container_name" not in crawler and "volumes" not in crawler
+    assert "JOBDIR" not in (ROOT / "Dockerfile").read_text()
