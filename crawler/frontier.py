@@ -10,6 +10,13 @@ configured by this adapter (it subclasses, never copies):
   be a way to run code in every crawler;
 - the queue persists when a process stops (``SCHEDULER_PERSIST`` would otherwise let the
   first process that stops flush everybody's queue);
+- a request taken from the queue is recorded, in the same atomic step, as in flight in
+  ``{ns}:frontier:inflight:{owner}``, and settled once its outcome is durable (its page or
+  match record stored, or the page skipped, failed, revisited or redirected); a process
+  opening the frontier, and every few seconds after, repairs what processes that died
+  (their lease, the admission journal's, is gone) left: the pages they admitted but
+  never stored leave the index, copies recorded against those pages are queued again,
+  and so are the requests they had in flight; so a SIGKILL loses no URL;
 - a shared crawl ends when the queue is empty and no live process has had work for
   ``SIMCRAWL_IDLE_SECONDS``; every process then exits by itself, and the last clears
   the frontier so that the next crawl on the namespace starts afresh.
@@ -24,6 +31,7 @@ harmless (the shared dupefilter sees the start URLs once).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -32,7 +40,7 @@ import time
 import uuid
 from typing import Any
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler as MemoryScheduler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy_redis.dupefilter import RFPDupeFilter
@@ -89,9 +97,42 @@ class JsonSerializer:
 
 
 def frontier_keys(namespace: str) -> dict[str, str]:
-    """The shared frontier's Redis keys for a namespace."""
+    """The shared frontier's Redis keys for a namespace (``active`` and ``inflight`` are
+    prefixes: one key per process)."""
     return {"queue": f"{namespace}:frontier:queue", "seen": f"{namespace}:frontier:seen",
-            "active": f"{namespace}:frontier:active"}
+            "active": f"{namespace}:frontier:active",
+            "inflight": f"{namespace}:frontier:inflight"}
+
+
+# Take the best request and record it as in flight, in one step (a kill in between
+# would otherwise lose it): KEYS = queue, in-flight hash.
+_POP = """
+local m = redis.call('ZRANGE', KEYS[1], 0, 0)
+if #m == 0 then return false end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, 0)
+redis.call('HSET', KEYS[2], redis.sha1hex(m[1]), m[1])
+return m[1]
+"""
+
+# Move an in-flight hash back into the queue, each request at its own priority, in one
+# step: KEYS = queue, in-flight hash.
+_REQUEUE = """
+local members = redis.call('HVALS', KEYS[2])
+for _, m in ipairs(members) do
+  local ok, r = pcall(cjson.decode, m)
+  local p = 0
+  if ok and type(r) == 'table' and tonumber(r['priority']) then p = tonumber(r['priority']) end
+  redis.call('ZADD', KEYS[1], -p, m)
+end
+redis.call('DEL', KEYS[2])
+return #members
+"""
+
+#: The meta key that carries a popped request's in-flight id.
+INFLIGHT_ID = "simcrawl_inflight"
+
+#: Seconds between two looks for processes that died (``recover_dead_processes``).
+RECOVER_SECONDS = 5.0
 
 
 # ------------------------------------------------------------------------ scheduler
@@ -142,13 +183,106 @@ class SharedFrontier(RedisScheduler):
         scheduler.owner = runtime.journal.owner if runtime.journal else uuid.uuid4().hex[:16]
         scheduler.active_key = f"{keys['active']}:{scheduler.owner}"
         scheduler.lease = runtime.journal.lease if runtime.journal else 30.0
+        scheduler.namespace = runtime.config.namespace
+        scheduler.inflight_prefix = keys["inflight"]
+        scheduler.inflight_key = f"{keys['inflight']}:{scheduler.owner}"
         scheduler._active = False
+        runtime.frontier = scheduler  # the middleware and the pipeline settle requests
+        scheduler.runtime = runtime
         return scheduler
+
+    def open(self, spider: Any) -> Any:
+        from twisted.internet import task
+
+        result = super().open(spider)
+        self._pop = self.server.register_script(_POP)
+        self._requeue = self.server.register_script(_REQUEUE)
+        self.recover_dead_processes(sweep=True)
+        # processes may die while this one runs: look again every few seconds
+        self._recovery = task.LoopingCall(self._recover_in_thread)
+        self._recovery.start(RECOVER_SECONDS, now=False)
+        return result
+
+    def _recover_in_thread(self) -> Any:
+        from twisted.internet.threads import deferToThread
+
+        def failed(failure: Any) -> None:  # an outage: the decisions report it; retried
+            log.debug("recovering dead processes failed: %s", failure.value)
+
+        return deferToThread(self.recover_dead_processes).addErrback(failed)
+
+    def recover_dead_processes(self, sweep: bool = False) -> int:
+        """Repair what processes that died left (their lease is gone), in this order: the
+        pages they admitted but never stored leave the index (:func:`dedup.journal.recover`),
+        the copies whose records named those pages are queued again, and so are the
+        requests they had in flight. Returns how many requests were queued again."""
+        from dedup.journal import recover
+
+        runtime = self.runtime
+        done = recover(self.server, self.namespace, runtime.pages, runtime.index,
+                       exclude=self.owner)
+        copies = list(dict.fromkeys([*runtime.recovered_copies, *done.copies]))
+        runtime.recovered_copies = []
+        for url in copies:  # their records named a page that was never stored
+            self.queue.push(Request(url, callback=self.spider.parse,
+                                    errback=self.spider.failed, dont_filter=True))
+        dead = [*runtime.recovered_owners, *done.dead]
+        runtime.recovered_owners = []
+        moved = len(copies) + self.requeue_dead(dead, sweep)
+        if moved:
+            self.stats.inc_value("frontier/requeued", moved)
+            log.warning("put %d requests back into the shared queue: processes that died "
+                        "had them in flight, or their records named pages that were lost",
+                        moved)
+        return moved
 
     def next_request(self) -> Any:
         if not self._active:  # say "I have work" before taking any, so no one ends early
             self.mark(True)
-        return super().next_request()
+        member = self._pop(keys=[self.queue.key, self.inflight_key])
+        if member is None:
+            return None
+        request = self.queue._decode_request(member)
+        request.meta[INFLIGHT_ID] = hashlib.sha1(member).hexdigest()
+        self.stats.inc_value("scheduler/dequeued/redis")
+        return request
+
+    def enqueue_request(self, request: Any) -> bool:
+        # a redirect or a retry carries the in-flight id of the request it replaces:
+        # once the new one is queued (or known), the old one is settled
+        replaced = request.meta.pop(INFLIGHT_ID, None)
+        queued = bool(super().enqueue_request(request))
+        if replaced:
+            self.settle([replaced])
+        return queued
+
+    def settle(self, ids: list[str]) -> None:
+        """Requests whose outcome is durable: no longer in flight."""
+        ids = [i for i in ids if i]
+        if ids:
+            self.server.hdel(self.inflight_key, *ids)
+
+    def requeue_dead(self, dead: list[str], sweep: bool = False) -> int:
+        """Put the in-flight requests of dead processes (``dead`` owner tokens) back into
+        the queue; with ``sweep``, also those of any process not alive (a key scan, done
+        once when the frontier opens). Returns how many."""
+        from dedup.journal import owners
+
+        keys = {f"{self.inflight_prefix}:{token}" for token in dead}
+        if sweep:
+            live = {o.token for o in owners(self.server, self.namespace) if o.alive}
+            live.add(self.owner)
+            for key in self.server.scan_iter(match=f"{self.inflight_prefix}:*", count=1000):
+                name = key.decode() if isinstance(key, bytes) else key
+                if name.rsplit(":", 1)[1] not in live:
+                    keys.add(name)
+        keys.discard(self.inflight_key)
+        return sum(self.requeue(key) for key in keys)
+
+    def requeue(self, key: Any) -> int:
+        """Move the requests of one in-flight hash back into the queue, atomically (two
+        processes recovering the same dead one cannot both queue them); returns how many."""
+        return int(self._requeue(keys=[self.queue.key, key]))
 
     def mark(self, active: bool) -> None:
         """Publish whether this process has work (with the lease's expiry: a dead
@@ -161,18 +295,30 @@ class SharedFrontier(RedisScheduler):
             self.server.delete(self.active_key)
 
     def others_active(self) -> bool:
-        """Whether another live process has work."""
+        """Whether another live process has work (a killed one's flag, until its lease
+        runs out, does not count: the admission journal's liveness says it is dead)."""
+        from dedup.journal import owners
+
         prefix = self.active_key.rsplit(":", 1)[0]
-        return any(k.decode() != self.active_key
-                   for k in self.server.scan_iter(match=f"{prefix}:*", count=1000))
+        live = [o.token for o in owners(self.server, self.namespace)
+                if o.alive and o.token != self.owner]
+        return bool(live) and bool(self.server.exists(*[f"{prefix}:{t}" for t in live]))
 
     def clear_frontier(self) -> None:
         """The crawl is complete: drop its queue and seen-set (the next crawl starts
         afresh)."""
-        self.server.delete(self.queue.key, self.df.key)
+        self.server.delete(self.queue.key, self.df.key, self.inflight_key)
 
     def close(self, reason: str) -> None:
+        recovery = getattr(self, "_recovery", None)
+        if recovery is not None and recovery.running:
+            recovery.stop()
         self.mark(False)
+        if reason != "finished":  # stopped early: what it had taken goes back at once
+            back = self.requeue(self.inflight_key)
+            if back:
+                log.info("put the %d requests this process had in flight back into the "
+                         "shared queue", back)
         super().close(reason)
 
 
@@ -231,3 +377,11 @@ class SharedCrawlEnd:
         scheduler = self._scheduler()
         if scheduler is not None and reason == "finished" and getattr(self, "_finished", False):
             scheduler.clear_frontier()
+
+
+def settle_request(crawler: Any, request: Any) -> None:
+    """A request whose outcome needs nothing stored (a failure, a skip): settle it."""
+    runtime = getattr(crawler, "_simcrawl_runtime", None)
+    frontier = getattr(runtime, "frontier", None)
+    if frontier is not None and request is not None:
+        frontier.settle([request.meta.get(INFLIGHT_ID, "")])

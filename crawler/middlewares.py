@@ -14,6 +14,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from crawler.extraction import Extractor, apply
+from crawler.frontier import INFLIGHT_ID
 from crawler.items import MatchItem, PageItem
 from crawler.runtime import Runtime, get_runtime
 from dedup.decide import NEW, UNCHANGED, Candidate, Decision
@@ -186,9 +187,11 @@ class NearDuplicateMiddleware:
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         outputs = [o async for o in result]
         page = next((o for o in outputs if isinstance(o, PageItem)), None)
+        inflight = response.request.meta.get(INFLIGHT_ID, "") if response.request else ""
         if page is None:
             for o in outputs:
                 yield o
+            self._settle(inflight)
             return
         requests = [o for o in outputs if isinstance(o, scrapy.Request)]
         others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
@@ -197,7 +200,7 @@ class NearDuplicateMiddleware:
             outcome = await self._decide(page)
             reason = outcome if isinstance(outcome, str) else None
         page.body = b""
-        if reason == LOST:  # not decided: neither stored nor followed; the next crawl does
+        if reason == LOST:  # not decided: neither stored nor followed; it stays in flight
             self.stats.inc_value("dedup/lost/undecided")
             self.runtime.lost.append(page.url)
             return
@@ -206,8 +209,11 @@ class NearDuplicateMiddleware:
             log.debug("skipped %s: %s", page.url, reason)
             for o in [*others, *requests]:
                 yield o
+            self._settle(inflight)
             return
         assert isinstance(outcome, Decision)
+        if inflight and (outcome.dropped or outcome.kind == NEW):
+            self.runtime.pending[page.url] = inflight  # settled once its record is stored
         page.page_id, page.decision = outcome.page_id, outcome.kind
         if outcome.dropped:
             kind = {"exact": "exact_duplicate", "pinyin": "pinyin_copy"}.get(
@@ -244,6 +250,12 @@ class NearDuplicateMiddleware:
         yield page
         for o in [*others, *requests]:
             yield o
+        if outcome.kind != NEW:  # a revisit stores nothing new
+            self._settle(inflight)
+
+    def _settle(self, inflight: str) -> None:
+        if inflight and self.runtime.frontier is not None:
+            self.runtime.frontier.settle([inflight])
 
 
 class ServiceGuard:

@@ -16,6 +16,7 @@ from crawler.items import MatchItem, PageItem
 from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.runtime import Runtime, get_runtime
 from dedup.errors import ServiceUnavailable
+from dedup.journal import lost_pages
 from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_int64
 
 log = logging.getLogger(__name__)
@@ -151,6 +152,7 @@ class StoragePipeline:
                     self.matches[:0] = matches
                 return False
             self._confirm([str(p["_id"]) for p in pages])
+            self.runtime.settle([str(d["url"]) for d in [*pages, *matches]])
             return True
 
     def _write(self, pages: list[dict[str, Any]], fps: list[dict[str, Any]],
@@ -167,6 +169,7 @@ class StoragePipeline:
                         m["original_url"], m["original_host"] = url, host
                         if source:
                             m["source"] = source
+            matches = self._without_lost_originals(matches)
             store.save_matches(matches)
         except ServiceUnavailable as exc:
             first = self._failing_since is None
@@ -185,6 +188,19 @@ class StoragePipeline:
         self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
         return True
+
+    def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Match records naming a page a recovery removed (its process died before storing
+        it) are not written: their copies are queued to be decided again."""
+        lost = lost_pages(self.runtime.deduplicator.redis, self.config.namespace,
+                          [str(m["original_id"]) for m in matches])
+        if not lost:
+            return matches
+        again = [m for m in matches if str(m["original_id"]) in lost]
+        self.runtime.recovered_copies.extend(str(m["url"]) for m in again)
+        self.runtime.settle(str(m["url"]) for m in again)
+        self.crawler.stats.inc_value("dedup/requeued/copies_of_lost_pages", len(again))
+        return [m for m in matches if str(m["original_id"]) not in lost]
 
     def _confirm(self, page_ids: list[str]) -> None:
         journal = self.runtime.journal

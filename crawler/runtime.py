@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,23 @@ class Runtime:
     journal: AdmissionJournal | None = None
     #: URLs of pages that could not be decided or stored (the crawl exits non-zero)
     lost: list[str] = field(default_factory=list)
+    #: the shared frontier (crawler.frontier.SharedFrontier), when SIMCRAWL_FRONTIER=redis
+    frontier: Any = None
+    #: page URL -> the in-flight id of its request, settled once its record is stored
+    pending: dict[str, str] = field(default_factory=dict)
+    #: copies whose records named a page a killed crawl never stored: decided again
+    #: (the shared frontier queues them; a crawl from the start finds them anyway)
+    recovered_copies: list[str] = field(default_factory=list)
+    #: dead processes whose journals this process recovered at start (the shared frontier
+    #: puts back their requests in flight)
+    recovered_owners: list[str] = field(default_factory=list)
+
+    def settle(self, urls: Iterable[str]) -> None:
+        """The records of these pages are stored: their requests are no longer in flight
+        in the shared frontier."""
+        ids = [i for i in (self.pending.pop(u, "") for u in urls) if i]
+        if ids and self.frontier is not None:
+            self.frontier.settle(ids)
 
     def close(self) -> None:
         """Stop the extraction workers, give up the journal's lease, and stop the
@@ -117,6 +135,8 @@ def get_runtime(crawler: Any) -> Runtime:
                       pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
                       or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
                       Extractor(config), windows, params, journal)
+    runtime.recovered_copies = list(recovered.copies)
+    runtime.recovered_owners = list(recovered.dead)
     if recovered.journals:
         crawler.stats.set_value("dedup/recovered/pages_removed", len(recovered.removed))
         log.info("dedup: %s", recovered)

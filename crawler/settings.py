@@ -36,8 +36,11 @@ REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 # Logs people can read: INFO (SIMCRAWL_LOG_LEVEL=DEBUG for more); third-party libraries
 # log at WARNING (crawler/logs.py); items print as one short line (crawler/items.py).
 LOG_LEVEL = os.environ.get("SIMCRAWL_LOG_LEVEL", "INFO")
-# Scrapy's telnet console would listen on a port and log its password: off.
+# Scrapy's telnet console would listen on a port and log its password, and its remote
+# control would serve an HTTP endpoint that runs Python code in the crawler (which holds
+# the services' credentials): both off.
 TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 # -o items.csv: a column for every field of pages and match records (crawler/items.py)
 FEED_EXPORT_FIELDS = EXPORT_FIELDS

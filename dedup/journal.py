@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 #: Seconds an owner's lease lasts without a heartbeat.
 DEFAULT_LEASE = 30.0
 
+#: Seconds the ids of pages removed by a recovery are remembered (``{ns}:lost``).
+TOMBSTONE_SECONDS = 86_400
+
 # Delete a checksum registration only if it still names this page.
 _RELEASE_CHECKSUM = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
@@ -119,6 +122,7 @@ class AdmissionJournal:
         """
         try:
             self._renew()
+            self.client.sadd(registry_key(self.namespace), self.owner)
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis failed while opening the journal: {exc}") from exc
         self._stop.clear()
@@ -173,21 +177,29 @@ class AdmissionJournal:
             self._thread.join(timeout=5)
             self._thread = None
         try:
+            if not self.client.hlen(self.key):  # nothing to recover: leave the registry
+                self.client.srem(registry_key(self.namespace), self.owner)
             self.client.delete(self.lease_key)
         except redis.RedisError as exc:
             log.warning("could not release the journal lease %s: %s", self.lease_key, exc)
 
 
+def registry_key(namespace: str) -> str:
+    """The set of every process that opened a journal on ``namespace`` and has not been
+    recovered yet (so that finding them costs no key scan)."""
+    return f"{namespace}:owners"
+
+
 def owners(client: redis.Redis, namespace: str) -> list[Owner]:
-    """Every process with a lease or a journal on ``namespace``, alive or not."""
-    found: dict[str, Owner] = {}
-    for prefix in ("owner", "inflight"):
-        for key in client.scan_iter(match=f"{namespace}:{prefix}:*", count=1000):
-            token = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
-            found.setdefault(token, Owner(token))
-    for token, owner in found.items():
-        raw = client.get(f"{namespace}:owner:{token}")
-        if raw is None:
+    """Every process with a journal on ``namespace`` (the registry), alive or not."""
+    tokens = sorted(t.decode() if isinstance(t, bytes) else str(t)
+                    for t in client.smembers(registry_key(namespace)))  # type: ignore[union-attr]
+    leases = client.mget([f"{namespace}:owner:{t}" for t in tokens]) if tokens else []
+    found = []
+    for token, raw in zip(tokens, leases):  # type: ignore[arg-type]
+        owner = Owner(token)
+        found.append(owner)
+        if raw is None:  # the lease ran out (or was given up): dead
             continue
         try:
             info = json.loads(raw)
@@ -198,7 +210,7 @@ def owners(client: redis.Redis, namespace: str) -> list[Owner]:
         # a lease on this host whose process is gone is dead, whatever its TTL says
         owner.alive = not (owner.host == _this_host() and owner.pid
                            and not process_alive(owner.pid))
-    return sorted(found.values(), key=lambda o: o.token)
+    return found
 
 
 def live_owners(client: redis.Redis, namespace: str, exclude: str | None = None
@@ -214,7 +226,16 @@ class Recovery:
     journals: int = 0
     confirmed: int = 0
     removed: list[str] = field(default_factory=list)
-    matches_removed: int = 0
+    #: URLs of the match records removed (copies of the lost pages, to decide again)
+    copies: list[str] = field(default_factory=list)
+    #: the owner tokens of the dead processes recovered (their other state, such as
+    #: requests in flight, is theirs to repair too)
+    dead: list[str] = field(default_factory=list)
+
+    @property
+    def matches_removed(self) -> int:
+        """How many match records named a lost page and were removed."""
+        return len(self.copies)
 
     def __str__(self) -> str:
         return (f"{self.journals} journals of stopped crawls: {self.confirmed} pages were "
@@ -243,6 +264,8 @@ def recover(client: redis.Redis, namespace: str, pages: PageStore, index: NearDu
             if entries:
                 _recover_entries(client, namespace, pages, index, entries, result)
             client.delete(key, f"{namespace}:owner:{owner.token}")
+            client.srem(registry_key(namespace), owner.token)
+            result.dead.append(owner.token)
     except redis.RedisError as exc:
         raise ServiceUnavailable(f"Redis failed during recovery: {exc}") from exc
     if result.removed:
@@ -266,5 +289,28 @@ def _recover_entries(client: redis.Redis, namespace: str, pages: PageStore,
         if len(checksum) == 32:
             key, field_ = _checksum_key(namespace, checksum)
             release(keys=[key], args=[field_, pid])
-    result.matches_removed += pages.forget_pages(lost)
+    result.copies.extend(pages.forget_pages(lost))
     result.removed.extend(lost)
+    # tombstones: a live process that decided a copy against one of these pages before
+    # this recovery must not write that record afterwards (see lost_pages)
+    tomb = f"{namespace}:lost"
+    client.sadd(tomb, *lost)
+    client.expire(tomb, TOMBSTONE_SECONDS)
+
+
+def lost_pages(client: redis.Redis, namespace: str, page_ids: Sequence[str]) -> set[str]:
+    """The ids among ``page_ids`` that a recovery removed (admitted by a process that
+    died before storing them): a match record must not name them.
+
+    Raises:
+        ServiceUnavailable: Redis failed.
+    """
+    ids = [p for p in dict.fromkeys(page_ids) if p]
+    if not ids:
+        return set()
+    try:
+        flags = client.smismember(f"{namespace}:lost", ids)
+    except redis.RedisError as exc:
+        raise ServiceUnavailable(f"Redis failed while checking recovered pages: {exc}"
+                                 ) from exc
+    return {p for p, f in zip(ids, flags) if f}

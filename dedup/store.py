@@ -258,17 +258,20 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
-    def forget_pages(self, page_ids: Sequence[str]) -> int:
+    def forget_pages(self, page_ids: Sequence[str]) -> list[str]:
         """Delete whatever is stored of pages that were never completely stored (their
         page, fingerprint, and the match records naming them as the original). Returns
-        how many match records were deleted."""
+        the URLs of the match records deleted: copies to decide again."""
         oids = [object_id(p) for p in page_ids]
         if not oids:
-            return 0
+            return []
         try:
             self.fingerprints.delete_many({"_id": {"$in": oids}})
             self.pages.delete_many({"_id": {"$in": oids}})
-            return int(self.matches.delete_many({"original_id": {"$in": oids}}).deleted_count)
+            named = {"original_id": {"$in": oids}}
+            urls = [str(d["url"]) for d in self.matches.find(named, {"url": 1})]
+            self.matches.delete_many(named)
+            return urls
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 

@@ -14,6 +14,7 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+from crawler.frontier import settle_request
 from crawler.items import PageItem
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
@@ -118,5 +119,6 @@ class SiteSpider(scrapy.Spider):
             reason = type(failure.value).__name__
         if stats is not None:
             stats.inc_value(f"dedup/skipped/{reason}")
+        settle_request(self.crawler, failure.request)  # type: ignore[attr-defined]
         self.logger.info("skipped %s: %s", failure.request.url,  # type: ignore[attr-defined]
                          reason)

@@ -107,6 +107,7 @@ def test_the_crawl_log_is_readable_and_private(demo_run) -> None:  # type: ignor
     assert "[pymongo" not in text  # third-party loggers at WARNING
     assert " DEBUG: " not in text  # INFO by default
     assert "telnet console listening" not in text.lower() and "password" not in text.lower()
+    assert "remote control http server" not in text.lower()  # no code-running endpoint
     page = db.pages.find_one({"text": {"$exists": True}, "text_length": {"$gt": 500}})
     assert page["text"][100:200] not in text  # items are one short line, never the text
     assert len(text) < 200_000

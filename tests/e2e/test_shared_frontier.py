@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ def shared_crawl(site: DemoSite, tmp: Path, n: int) -> list[str]:
             f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=shared", "-s",
             "DEDUP_NAMESPACE=shared", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
             "SIMCRAWL_FRONTIER=redis", "-s", "SIMCRAWL_IDLE_SECONDS=2", "-s",
-            "DEDUP_EXTRACT_WORKERS=1", "-s", f"LOG_FILE={tmp / f'shared-{n}.log'}"]
+            "DEDUP_EXTRACT_WORKERS=1", "-s", "DEDUP_DEBUG=1",
+            "-s", f"LOG_FILE={tmp / f'shared-{n}.log'}"]
 
 
 def test_three_processes_share_one_crawl(tmp_path: Path, check_record,
@@ -62,3 +64,41 @@ def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> No
     assert "trap pages requested      0 (must be 0)" in done.stdout
     assert "pages handled per process" in done.stdout
     assert (folder / "demo-crawl-1.log").exists() and (folder / "demo-crawl-2.log").exists()
+
+
+def test_a_process_killed_mid_crawl_loses_no_url(tmp_path: Path, check_groups,
+                                                 reference_crawl) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import time
+
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=80, zh_articles=2, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        expected = reference_crawl(site, env, tmp_path)
+        before = len(site.requests)
+
+        def wait_for(n: int) -> None:
+            deadline = time.monotonic() + 120
+            while len(site.requests) < before + n and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+        procs = [subprocess.Popen(shared_crawl(site, tmp_path, 0), cwd=ROOT, env=env)]
+        wait_for(30)  # the one to be killed is working before the others join
+        procs += [subprocess.Popen(shared_crawl(site, tmp_path, n), cwd=ROOT, env=env)
+                  for n in (1, 2)]
+        wait_for(90)
+        procs[0].send_signal(signal.SIGKILL)  # with requests in flight and pages buffered
+        procs[0].wait()
+        procs[0] = subprocess.Popen(shared_crawl(site, tmp_path, 3), cwd=ROOT, env=env)
+        assert [p.wait(timeout=600) for p in procs] == [0, 0, 0]
+        check_groups(connect_mongo(services.mongo_uri)["shared"], site, expected)
+        fetched = collections.Counter(r for r in site.requests[before:]
+                                      if not r.endswith("/robots.txt"))
+        again = sum(n - 1 for n in fetched.values())
+        logs = "".join((tmp_path / f"shared-{n}.log").read_text() for n in (1, 2, 3))
+        back = sum(int(n) for n in re.findall(r"put (\d+) requests back into the shared queue",
+                                              logs))
+        # whichever process opened the frontier next put back what the killed one had
+        # taken and not settled (in flight, or buffered for MongoDB); only those, and the
+        # copies of the originals it lost, are fetched again
+        assert 0 < back and again <= back

@@ -58,6 +58,7 @@ def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, na
     done = recover(redis_client, namespace, pages, index)
     assert (done.journals, len(done.removed), done.matches_removed) == (1, 1, 1)
     assert done.removed == [lost.page_id]
+    assert done.copies == ["http://b/2"]  # the copy is to be decided again
     assert index.page_id(B) is None and index.page_id(A) == stored.page_id
     assert pages.matches.count_documents({}) == 0  # no record names a page not stored
     again = Deduplicator(index, redis_client, pages, namespace)
