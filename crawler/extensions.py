@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,82 @@ class JobGuard:
     def spider_closed(self, spider: Any, reason: str) -> None:
         """The queue is saved after this (scheduler close): the job can be resumed."""
         self.marker.unlink(missing_ok=True)
+
+
+#: Seconds between two progress writes (``SIMCRAWL_PROGRESS_SECONDS``).
+PROGRESS_SECONDS = 2.0
+
+
+class ProgressFile:
+    """Write the crawl's counters to a JSON file every few seconds, for a display in
+    another process (``./simcrawl`` combines its crawl processes' files into one live
+    line): fetched, admitted, dropped, skipped, lost, queue length, elapsed seconds.
+
+    The file is replaced atomically, so a reader never sees half of it.
+
+    Settings: SIMCRAWL_PROGRESS_FILE (off without it), SIMCRAWL_PROGRESS_SECONDS.
+    """
+
+    def __init__(self, crawler: Any, path: Path, interval: float) -> None:
+        self.crawler = crawler
+        self.path = path
+        self.interval = interval
+        self._loop: Any = None
+        self._started = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> ProgressFile:
+        path = crawler.settings.get("SIMCRAWL_PROGRESS_FILE")
+        if not path:
+            raise NotConfigured("no SIMCRAWL_PROGRESS_FILE")
+        interval = crawler.settings.getfloat("SIMCRAWL_PROGRESS_SECONDS", PROGRESS_SECONDS)
+        if interval <= 0:
+            raise ValueError(f"SIMCRAWL_PROGRESS_SECONDS must be positive, got {interval}")
+        ext = cls(crawler, Path(path), interval)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider: Any = None) -> None:
+        from twisted.internet import task
+
+        self._started = time.monotonic()
+        self._loop = task.LoopingCall(self.write)
+        self._loop.start(self.interval, now=True)
+
+    def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self.write(done=True)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counters now."""
+        stats = self.crawler.stats.get_stats()
+        engine = self.crawler.engine
+        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        try:
+            queue = len(scheduler) if scheduler is not None else 0
+        except Exception:  # noqa: BLE001 - a queue that cannot say (Redis down): unknown
+            queue = -1
+
+        def total(prefix: str) -> int:
+            return int(sum(v for k, v in stats.items() if k.startswith(prefix)
+                           and isinstance(v, (int, float))))
+
+        return {"fetched": int(stats.get("downloader/response_count", 0)),
+                "admitted": int(stats.get("dedup/unique", 0)),
+                "dropped": sum(int(stats.get(f"dedup/{k}", 0)) for k in (
+                    "near_duplicate", "exact_duplicate", "pinyin_copy")),
+                "revisits": int(stats.get("dedup/revisit", 0)),
+                "skipped": total("dedup/skipped/"), "lost": total("dedup/lost/"),
+                "queue": queue, "elapsed": round(time.monotonic() - self._started, 1)}
+
+    def write(self, done: bool = False) -> None:
+        """Replace the file with the counters now."""
+        data = dict(self.snapshot(), done=done)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(data))
+            tmp.replace(self.path)
+        except OSError as exc:  # the display is a nicety: never stop the crawl for it
+            log.debug("writing the progress file %s failed: %s", self.path, exc)

@@ -15,8 +15,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
@@ -37,15 +39,21 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
                SCRAPY_SETTINGS_MODULE="crawler.settings")
     shared = ["-s", "SIMCRAWL_FRONTIER=redis"] if processes > 1 else []
     runs = []
+    progress_files = []
     for n in range(processes):
         summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
+        progress_files.append(Path(tempfile.mkstemp(prefix="simcrawl-progress-",
+                                                    suffix=".json")[1]))
         log = log_file if processes == 1 else log_file.with_name(
             f"{log_file.stem}-{n + 1}{log_file.suffix}")
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
                "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
-               "-s", f"LOG_FILE={log}", *shared, *extra]
+               "-s", f"LOG_FILE={log}", "-s", f"SIMCRAWL_PROGRESS_FILE={progress_files[-1]}",
+               *shared, *extra]
         runs.append((subprocess.Popen(cmd, env=env), summary, log))
     started = time.monotonic()
+    live = LiveProgress(progress_files, float(os.environ.get("SIMCRAWL_PROGRESS_SECONDS")
+                                              or 10)).start()
     try:
         for proc, _, _ in runs:
             proc.wait()
@@ -62,6 +70,9 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         raise
     finally:
         took = time.monotonic() - started
+        live.stop()
+        for path in progress_files:
+            path.unlink(missing_ok=True)
     combined: dict = {"lost_urls": [], "per_process": []}
     for proc, summary, log in runs:
         try:
@@ -83,6 +94,82 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     combined["seconds"] = took
     combined["returncode"] = max(proc.returncode for proc, _, _ in runs)
     return combined
+
+
+class LiveProgress:
+    """One live line for the crawl processes of ``./simcrawl``, from the files their
+    :class:`crawler.extensions.ProgressFile` writes: fetched (and per second), admitted,
+    dropped, skipped, queue length, pages handled per process, elapsed. On a terminal it
+    is a rich live line; otherwise (a log, a pipe) one plain line every ``quiet_every``
+    seconds.
+    """
+
+    def __init__(self, files: list[Path], quiet_every: float = 10.0,
+                 out: Any = None) -> None:
+        self.files = files
+        self.quiet_every = quiet_every
+        self.out = out or sys.stdout
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = time.monotonic()
+
+    def read(self) -> list[dict]:
+        """Each process's latest counters (empty before its first write)."""
+        out = []
+        for path in self.files:
+            try:
+                out.append(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                out.append({})
+        return out
+
+    def line(self) -> str:
+        """The combined line now."""
+        rows = self.read()
+
+        def total(key: str) -> int:
+            return sum(int(r.get(key, 0)) for r in rows)
+
+        elapsed = time.monotonic() - self._started
+        fetched = total("fetched")
+        queues = [int(r["queue"]) for r in rows if int(r.get("queue", -1)) >= 0]
+        queue = (max(queues) if len(rows) > 1 else sum(queues)) if queues else "?"
+        text = (f"{elapsed:6.1f} s  fetched {fetched} ({fetched / max(elapsed, 1e-9):.1f}/s)"
+                f"  admitted {total('admitted')}  dropped {total('dropped')}  skipped "
+                f"{total('skipped')}  queue {queue}")
+        if total("lost"):
+            text += f"  LOST {total('lost')}"
+        if len(rows) > 1:
+            text += "  per process " + " / ".join(
+                str(int(r.get("admitted", 0)) + int(r.get("dropped", 0))
+                    + int(r.get("revisits", 0))) for r in rows)
+        return text
+
+    def start(self) -> LiveProgress:
+        """Show the line until :meth:`stop`."""
+        self._thread = threading.Thread(target=self._run, name="simcrawl-progress",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        if getattr(self.out, "isatty", lambda: False)():
+            from rich.console import Console
+            from rich.live import Live
+
+            with Live(self.line(), console=Console(file=self.out), refresh_per_second=2,
+                      transient=True) as live:
+                while not self._stop.wait(0.5):
+                    live.update(self.line())
+            return
+        while not self._stop.wait(self.quiet_every):
+            print(f"progress: {self.line()}", file=self.out, flush=True)
+
+    def stop(self) -> None:
+        """Stop the display."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
 #: The stats that count a page handled (decided, or admitted with dedup off).

@@ -51,7 +51,9 @@ SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
 DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50}
 ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
 # A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
-EXTENSIONS = {"crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10}
+EXTENSIONS = {"crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10,
+              # counters for ./simcrawl's live display (SIMCRAWL_PROGRESS_FILE)
+              "crawler.extensions.ProgressFile": 20}
 
 # The frontier: Scrapy's own ("memory"), or one in Redis shared by every crawl process on
 # the namespace ("redis": scrapy-redis; crawler/frontier.py). SIMCRAWL_IDLE_SECONDS: how

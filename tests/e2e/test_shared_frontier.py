@@ -52,6 +52,7 @@ def test_three_processes_share_one_crawl(tmp_path: Path, check_record,
 def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MONGO_URI")}
+    env["SIMCRAWL_PROGRESS_SECONDS"] = "1"  # not a terminal: a plain line every second
     done = subprocess.run([sys.executable, "-m", "crawler.run", "--processes", "2",
                            "--data-dir", str(folder)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -64,6 +65,11 @@ def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> No
     assert "trap pages requested      0 (must be 0)" in done.stdout
     assert "pages handled per process" in done.stdout
     assert (folder / "demo-crawl-1.log").exists() and (folder / "demo-crawl-2.log").exists()
+    # one combined live line for both processes while they crawl
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("progress:")]
+    assert lines and all("per process" in ln and "queue" in ln for ln in lines)
+    last = re.search(r"fetched (\d+) .* admitted (\d+)  dropped (\d+)", lines[-1])
+    assert last and int(last.group(2)) == originals and int(last.group(3)) >= copies
 
 
 def test_a_process_killed_mid_crawl_loses_no_url(tmp_path: Path, check_groups,
