@@ -424,6 +424,101 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
     return SiteContent(pages, exp, big_size)
 
 
+def build_groups(groups: int = 1000, per_page: int = 50, seed: int = SEED) -> SiteContent:
+    """A large site of copy groups, for crawls on several processes and their benchmark.
+
+    Every group is an article on ``news`` (reached from paginated list pages, ``per_page``
+    articles each) and its copies: a mirror under another template with ads and comments
+    (every group), a syndicated copy on ``wire`` (every second group) and a print version
+    (every third). The copies carry the article's text unchanged, so the members of a
+    group are pairwise within any k: exactly one of them must be stored, whichever a
+    crawl on several processes decides first (near duplication is not transitive, so a
+    group of copies that were only each within k of the original could rightly keep two).
+
+    The article links to its copies. The mirror and the wire copy are reached only that
+    way and link to a trap, which no crawl may request. The print version is also linked
+    from the list page, so it races its article across processes (either may be stored;
+    it links to no trap). The list pages and the home page are unique pages.
+    """
+    rng = random.Random(seed)
+    pages: dict[str, dict[str, Page]] = {h: {} for h in HOSTS}
+    exp = Expected()
+    lists: list[list[str]] = []
+    for i in range(groups):
+        topic = _TOPICS[i % len(_TOPICS)]
+        slug = f"{topic[0]}-{i}"
+        title = f"{topic[1].capitalize()} in {_name(rng)}"
+        paragraphs = _article(rng, topic, rng.randint(16, 24), invented=True)
+        stamp = f"2026-10-{1 + i % 28:02d} {8 + i % 10:02d}:15"
+        story = "".join(f"<p>{p}</p>" for p in paragraphs)
+        cluster = [f"news/articles/{slug}.html", f"mirror/story/{slug}.html"]
+        links = [f'<a href="{{mirror}}/story/{slug}.html">Also at Regional Mirror</a>']
+        mirror = _mirror_template(title, paragraphs, f'<a href="/trap/{slug}.html">Sponsored '
+                                  "links</a>", "", rng)  # same text: no timestamp
+        pages["mirror"][f"/story/{slug}.html"] = Page(mirror.replace(
+            '<span class="time">Updated </span>', "").encode())
+        exp.traps.append(f"mirror/trap/{slug}.html")
+        if i % 2 == 0:
+            links.append(f'<a href="{{wire}}/wire/{slug}.html">Wire copy</a>')
+            edited = "".join(f"<p>{p}</p>" for p in paragraphs[:-1]) + "<p>{}</p>".format(
+                paragraphs[-1].replace(" the ", " this ", 1))  # a near copy, not an exact one
+            pages["wire"][f"/wire/{slug}.html"] = Page(_html(
+                f"{title} - Harbour Wire", f"<div class=\"top\">Harbour Wire | Latest</div>"
+                f"<article><h1>{title}</h1>{edited}</article><p><a href=\"/trap/{slug}.html\">"
+                "More wire stories</a></p>").encode())
+            cluster.append(f"wire/wire/{slug}.html")
+            exp.traps.append(f"wire/trap/{slug}.html")
+        if i % 3 == 0:
+            links.append(f'<a href="/print/{slug}.html">Print this article</a>')
+            pages["news"][f"/print/{slug}.html"] = Page(_html(
+                f"{title} (print)", f"<article><h1>{title}</h1>{story}</article>").encode())
+            cluster.append(f"news/print/{slug}.html")
+        pages["news"][f"/articles/{slug}.html"] = Page(_news_template(
+            title, paragraphs, " ".join(links), stamp).encode())
+        exp.clusters.append(cluster)
+        if i % per_page == 0:
+            lists.append([])
+        teaser = paragraphs[0].split(". ")[0]  # list pages differ as their articles do
+        lists[-1].append(f'<li><a href="/articles/{slug}.html">{title}</a>' + (
+            f' (<a href="/print/{slug}.html">print</a>)' if i % 3 == 0 else "")
+            + f"<p>{teaser}.</p></li>")
+    for n, items in enumerate(lists, 1):
+        nav = "".join(f'<a href="/list/{k}.html">{k}</a> ' for k in range(
+            max(1, n - 2), min(len(lists), n + 2) + 1))
+        pages["news"][f"/list/{n}.html"] = Page(_html(
+            f"Stories, page {n}", f"<h1>Stories, page {n}</h1><ul>{''.join(items)}</ul>"
+            f"<nav>{nav}</nav>").encode())
+        exp.unique.append(f"news/list/{n}.html")
+    pages["news"]["/"] = Page(_html("The Daily Harbour", "<h1>The Daily Harbour</h1><ul>" + "".join(
+        f'<li><a href="/list/{n}.html">Stories, page {n}</a></li>'
+        for n in range(1, len(lists) + 1)) + "</ul>").encode())
+    exp.unique.append("news/")
+    pages["news"]["/robots.txt"] = Page(b"User-agent: *\nDisallow: /private/\n",
+                                        content_type="text/plain")
+    for host in ("mirror", "wire", "zh"):
+        pages[host]["/"] = Page(_html(host, "<p>Nothing here.</p>").encode())
+    return SiteContent(pages, exp, 0)
+
+
+def export(content: SiteContent, folder: Path, urls: dict[str, str]) -> None:
+    """Write a site as static files for another web server: ``folder/<host>/<path>``
+    (``/`` as ``index.html``), with links to the other hosts pointing at ``urls``
+    (host name -> base URL, e.g. ``http://127.0.0.1:8081``). Only pages with status 200
+    and a body are written."""
+    for host, host_pages in content.pages.items():
+        for path, page in host_pages.items():
+            if page.status != 200 or not page.body:
+                continue
+            body = page.body
+            for name, base in urls.items():
+                body = body.replace(b"{" + name.encode() + b"}", base.encode())
+            target = folder / host / (path.lstrip("/") or "index.html")
+            if path.endswith("/"):
+                target = target / "index.html"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(body)
+
+
 class DemoSite:
     """Serve the generated site on loopback, one port per host, logging every request.
 

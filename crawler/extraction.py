@@ -1,9 +1,15 @@
-"""Text extraction and fingerprinting of fetched pages, off the reactor thread.
+"""Text extraction, link extraction and fingerprinting of fetched pages, off the reactor
+thread.
 
 trafilatura is the costliest step of a crawl (10 to 60 ms a page, pure Python under the
 GIL), so by default it runs in worker processes, one per core: the crawl process keeps
-downloading and parsing links while the workers extract. ``DEDUP_EXTRACT_WORKERS=0``
-runs it in a thread of the crawl process instead.
+downloading while the workers extract. ``DEDUP_EXTRACT_WORKERS=0`` runs it in a thread of
+the crawl process instead.
+
+A page is parsed once, in the worker: the tree trafilatura reads is also the tree
+Scrapy's link extractor and the title and language selectors read (through
+:class:`ParsedResponse`). The crawl process never parses HTML, and it builds requests
+only for the links of pages that are not copies.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from scrapy.http import HtmlResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.selector import Selector
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
@@ -27,6 +36,7 @@ import dedup
 from dedup.config import DedupConfig
 from dedup.decide import second_opinion
 from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter
+from dedup.text import ExtractedText, parse_html
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +62,53 @@ class PageText:
     short: bool
     pinyin: PinyinFingerprint | None = None
     verify: int | None = None
+    links: list[str] | None = None
+    title: str | None = None
+    language: str | None = None
+
+
+class ParsedResponse(HtmlResponse):
+    """An :class:`~scrapy.http.HtmlResponse` whose selector reads a tree already parsed
+    (:func:`dedup.text.parse_html`), so Scrapy's link extractor and selectors do not parse
+    the page a second time."""
+
+    def __init__(self, *args: Any, tree: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tree = tree
+        self._tree_selector: Selector | None = None
+
+    @property
+    def selector(self) -> Selector:
+        if self._tree_selector is None:
+            self._tree_selector = Selector(root=self._tree, type="html")
+        return self._tree_selector
+
+
+@lru_cache(maxsize=1)
+def link_extractor() -> LinkExtractor:
+    """The site spider's link extractor (Scrapy's, default rules), one per process."""
+    return LinkExtractor()
+
+
+def read_page(body: bytes, url: str, encoding: str | None, fast: bool
+              ) -> tuple[ExtractedText, list[str] | None, str | None, str | None]:
+    """Parse a page once: its main text, its links, title and language.
+
+    ``encoding`` is the one the crawl process found (``response.encoding``: HTTP header,
+    BOM, ``<meta>``); ``None`` for a page whose links are not wanted (then the body is
+    decoded by trafilatura and no links are returned).
+    """
+    if encoding is None:
+        return dedup.extract_text(body, url, fast=fast), None, None, None
+    response = HtmlResponse(url, body=body, encoding=encoding)
+    text = response.text
+    tree = parse_html(text)
+    if tree is not None:
+        response = ParsedResponse(url, body=body, encoding=encoding, tree=tree)
+    links = [lk.url for lk in link_extractor().extract_links(response)]
+    title = (response.css("title::text").get() or "").strip() or None
+    language = response.css("html::attr(lang)").get()
+    return dedup.extract_text(text, url, fast=fast, tree=tree), links, title, language
 
 
 Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool]
@@ -64,22 +121,25 @@ def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
     return PinyinFingerprinter(size=size, overlap=overlap, q=q, anchors=anchors)
 
 
-def extract_and_fingerprint(body: bytes, url: str, params: Params) -> PageText:
-    """Extract a page's main text and fingerprint it (runs in a worker).
+def extract_and_fingerprint(body: bytes, url: str, params: Params,
+                            encoding: str | None = None) -> PageText:
+    """Extract a page's main text and fingerprint it (runs in a worker); with an
+    ``encoding``, also its links, title and language from the same parse
+    (:func:`read_page`).
 
     ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify)``,
     from :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q, anchors)`` or
     ``None``; ``verify``: also compute the second-opinion simhash).
     """
     fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify = params
-    page = dedup.extract_text(body, url, fast=fast)
+    page, links, title, language = read_page(body, url, encoding, fast)
     fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
                            min_tokens=min_tokens, cjk_ngram=cjk_ngram)
     py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
     second = second_opinion(page.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
     return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
-                    py, second)
+                    py, second, links, title, language)
 
 
 def fingerprint_params(config: DedupConfig) -> Params:
@@ -140,11 +200,12 @@ class Extractor:
                     initializer=_init_worker, initargs=(os.getpid(),))
             return self._pool
 
-    def submit(self, body: bytes, url: str) -> Deferred:
+    def submit(self, body: bytes, url: str, encoding: str | None = None) -> Deferred:
         """A Deferred that fires with the page's :class:`PageText` (or fails with the
-        extraction's error), in the reactor thread."""
+        extraction's error), in the reactor thread. With the page's ``encoding`` the
+        result carries its links, title and language too."""
         if self.workers == 0:
-            return deferToThread(extract_and_fingerprint, body, url, self.params)
+            return deferToThread(extract_and_fingerprint, body, url, self.params, encoding)
         from twisted.internet import reactor
 
         d: Deferred = Deferred()
@@ -156,11 +217,11 @@ class Extractor:
             else:
                 d.errback(exc)
 
-        self.submit_future(body, url).add_done_callback(
+        self.submit_future(body, url, encoding).add_done_callback(
             lambda f: reactor.callFromThread(settle, f))  # type: ignore[attr-defined]
         return d
 
-    def submit_future(self, body: bytes, url: str) -> Future:
+    def submit_future(self, body: bytes, url: str, encoding: str | None = None) -> Future:
         """Run the extraction in a worker process; a :class:`concurrent.futures.Future`.
 
         A future fails with ``BrokenProcessPool`` when its worker died; the pool is then
@@ -168,11 +229,11 @@ class Extractor:
         """
         pool = self._executor()
         try:
-            future = pool.submit(extract_and_fingerprint, body, url, self.params)
+            future = pool.submit(extract_and_fingerprint, body, url, self.params, encoding)
         except BrokenProcessPool:
             self._restart(pool)
             pool = self._executor()
-            future = pool.submit(extract_and_fingerprint, body, url, self.params)
+            future = pool.submit(extract_and_fingerprint, body, url, self.params, encoding)
 
         def check(f: Future) -> None:
             if isinstance(f.exception(), BrokenProcessPool):
@@ -208,3 +269,6 @@ def apply(item: Any, page: PageText) -> None:
     item.tokens, item.short = page.tokens, page.short
     item.pinyin = page.pinyin
     item.verify = page.verify
+    if page.links is not None:
+        item.outlinks = page.links
+        item.title, item.language = page.title, page.language

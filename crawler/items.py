@@ -19,6 +19,10 @@ def _pinyin_codes(fp: Any) -> list[int] | None:
     return None if fp is None else list(fp.codes)
 
 
+def _count(values: Any) -> int | None:
+    return None if values is None else len(values)
+
+
 @dataclass(repr=False)
 class PageItem:
     """A fetched page. The spider fills the fetch fields; the dedup middleware adds the
@@ -47,6 +51,8 @@ class PageItem:
     # dedup.pinyin.PinyinFingerprint of a Chinese page; exported as its window codes
     pinyin: Any = field(default=None, metadata={"serializer": _pinyin_codes})
     verify: int | None = None  # the second-opinion simhash (word pairs)
+    # links found on the page, when the extraction worker read them (exported as a count)
+    outlinks: list[str] | None = field(default=None, metadata={"serializer": _count})
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # one short line in logs, never the page's text

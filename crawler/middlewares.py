@@ -99,7 +99,8 @@ async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
         ``"extract_failed"`` (the extractor raised or its worker died; logged).
     """
     try:
-        page = await maybe_deferred_to_future(extractor.submit(item.body, item.url))
+        page = await maybe_deferred_to_future(extractor.submit(item.body, item.url,
+                                                               item.encoding))
     except Exception as exc:  # noqa: BLE001  (one bad page must not stop the crawl)
         log.error("extracting %s failed: %s: %s", item.url, type(exc).__name__, exc)
         return "extract_failed"
@@ -137,6 +138,7 @@ class NearDuplicateMiddleware:
         self._outage_since: float | None = None
         self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
                                BATCH_WAIT)
+        runtime.worker_links = True  # the site spider leaves each page's links to us
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> NearDuplicateMiddleware:
@@ -207,6 +209,7 @@ class NearDuplicateMiddleware:
         if reason is not None:
             self.stats.inc_value(f"dedup/skipped/{reason}")
             log.debug("skipped %s: %s", page.url, reason)
+            requests += self._follow(page, response, reason)
             for o in [*others, *requests]:
                 yield o
             self._settle(inflight)
@@ -216,17 +219,20 @@ class NearDuplicateMiddleware:
             self.runtime.pending[page.url] = inflight  # settled once its record is stored
         page.page_id, page.decision = outcome.page_id, outcome.kind
         if outcome.dropped:
+            spider = self.crawler.spider
+            dropped = len(requests) + len(spider.in_scope(self._links(page, response, None))
+                                          if self._worker_links(spider) else [])
             kind = {"exact": "exact_duplicate", "pinyin": "pinyin_copy"}.get(
                 outcome.kind, "near_duplicate")
             self.stats.inc_value(f"dedup/{kind}")
             if outcome.source:
                 self.stats.inc_value(f"dedup/copies_of/{outcome.source}")
-            self.stats.inc_value("dedup/outlinks_dropped", len(requests))
+            self.stats.inc_value("dedup/outlinks_dropped", dropped)
             match = MatchItem(
                 url=page.url, host=page.host, original_id=outcome.original_id or "",
                 original_url=outcome.original_url, original_host=outcome.original_host,
                 distance=None if outcome.pinyin is not None else outcome.distance,
-                kind=outcome.kind, outlinks_dropped=len(requests), title=page.title,
+                kind=outcome.kind, outlinks_dropped=dropped, title=page.title,
                 fetched_at=page.fetched_at, source=outcome.source,
                 pinyin=None if outcome.pinyin is None else {
                     "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,
@@ -234,7 +240,7 @@ class NearDuplicateMiddleware:
                     "windows_matched": outcome.pinyin.matched})
             msg = "dropped %s: %s copy of %s (page %s), %s, %d outlinks dropped"
             args = (page.url, outcome.kind, outcome.original_url, outcome.original_id,
-                    match.measure(), len(requests))
+                    match.measure(), dropped)
             if not self._first_drop_logged:
                 self._first_drop_logged = True
                 log.info(msg + " (further drops are logged at DEBUG with DEDUP_DEBUG)", *args)
@@ -248,10 +254,35 @@ class NearDuplicateMiddleware:
             self.stats.inc_value("dedup/revisit")
             self.stats.inc_value(f"dedup/revisit/{'unchanged' if outcome.kind == UNCHANGED else 'changed'}")
         yield page
+        requests += self._follow(page, response, None)
         for o in [*others, *requests]:
             yield o
         if outcome.kind != NEW:  # a revisit stores nothing new
             self._settle(inflight)
+
+    @staticmethod
+    def _worker_links(spider: Any) -> bool:
+        return bool(getattr(spider, "links_from_workers", False))
+
+    def _links(self, page: PageItem, response: scrapy.http.Response,
+               reason: str | None) -> list[str]:
+        """The links of a page the spider left to the extraction worker (none for pages
+        that are not HTML or are binary; parsed here when the worker failed)."""
+        if page.encoding is None or reason == "binary":
+            return []
+        if page.outlinks is not None:
+            return page.outlinks
+        return self.crawler.spider.links_of(response)  # type: ignore[no-any-return]
+
+    def _follow(self, page: PageItem, response: scrapy.http.Response,
+                reason: str | None) -> list[scrapy.Request]:
+        """Requests for the links of a page that is not a copy (built only now, after the
+        decision: a copy's links never become requests)."""
+        spider = self.crawler.spider
+        if not self._worker_links(spider):
+            return []  # the spider yielded its own requests
+        return spider.follow(self._links(page, response, reason),  # type: ignore[no-any-return]
+                             page.url, page.depth)
 
     def _settle(self, inflight: str) -> None:
         if inflight and self.runtime.frontier is not None:

@@ -59,6 +59,8 @@ class Runtime:
     #: dead processes whose journals this process recovered at start (the shared frontier
     #: puts back their requests in flight)
     recovered_owners: list[str] = field(default_factory=list)
+    #: the dedup middleware reads each page's links in its extraction workers
+    worker_links: bool = False
 
     def settle(self, urls: Iterable[str]) -> None:
         """The records of these pages are stored: their requests are no longer in flight
@@ -77,6 +79,13 @@ class Runtime:
         if self.services is not None:
             self.services.stop()
             self.services = None
+
+
+def worker_links(crawler: Any) -> bool:
+    """Whether the dedup middleware reads pages' links in its extraction workers, from
+    the one parse of each page (the site spider then leaves the links to it)."""
+    runtime = getattr(crawler, "_simcrawl_runtime", None)
+    return bool(runtime is not None and runtime.worker_links)
 
 
 def get_runtime(crawler: Any) -> Runtime:

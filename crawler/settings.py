@@ -26,9 +26,10 @@ AUTOTHROTTLE_START_DELAY = 0.5
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
-# Scrapy starts this many tasks for each response's output; a page yields one item and a
-# few dozen links, and 100 (the default) costs about a sixth of the crawl process's CPU.
-CONCURRENT_ITEMS = 16
+# Scrapy starts this many tasks for each response's output. A page yields one item and
+# then its new links (scheduled at once), so two are enough; 100 (the default) cost about
+# a sixth of the crawl process's CPU and 16 about a twentieth (docs/benchmarks.md).
+CONCURRENT_ITEMS = 2
 DOWNLOAD_MAXSIZE = int(os.environ.get("SIMCRAWL_MAX_BODY", str(5 * 1024 * 1024)))
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 DEPTH_LIMIT = int(os.environ.get("SIMCRAWL_DEPTH_LIMIT", "5"))

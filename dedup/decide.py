@@ -32,7 +32,7 @@ import redis
 from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
-from .journal import AdmissionJournal
+from .journal import AdmissionJournal, JournalEntry, journaled
 from .pinyin import PinyinFingerprint, PinyinScore
 from .simhash import fingerprint, hamming
 from .store import PageStore, new_page_id
@@ -204,8 +204,9 @@ class Deduplicator:
         try:
             pipe = self.redis.pipeline(transaction=False)
             if self.journal is not None:
-                self.journal.record(pipe, ((batch[i].page_id, batch[i].simhash,
-                                            batch[i].checksum) for i in rest))
+                self.journal.record(pipe, (JournalEntry(
+                    batch[i].page_id, batch[i].simhash, batch[i].checksum, batch[i].url,
+                    batch[i].host, batch[i].verify) for i in rest))
             for i in rest:
                 key, field_ = self._sum_key(batch[i].checksum)
                 if batch[i].short:  # short texts: the registry is the whole decision
@@ -301,14 +302,28 @@ class Deduplicator:
             if m.page_id not in local and m.page_id in self._verifiers:
                 local[m.page_id] = self._verifiers[m.page_id]
         missing = {m.page_id for _, m in near if m.page_id not in local}
-        if missing:
+        if missing:  # stored, or admitted by another process and not stored yet
             local.update(self.pages.verifiers_of(missing))
+            local.update({pid: e.verify for pid, e in journaled(
+                self.redis, self.namespace, missing - set(local)).items()
+                if e.verify is not None})
         return {i for i, m in near if m.page_id in local
                 and hamming(local[m.page_id], batch[i].verify or 0) > self.verify_distance}
 
     def _name_originals(self, decisions: list[Decision]) -> None:
+        """Give each copy its original's URL and host: from this process's recent
+        admissions, the store, or (admitted by another process of a shared crawl and not
+        stored yet) that process's journal; the store once more for a page stored and
+        confirmed between the two reads."""
         missing = {d.original_id for d in decisions
                    if d.original_id and d.original_id not in self._known}
+        if missing:
+            self._known.update(self.pages.urls_of(missing))
+            missing -= set(self._known)
+        if missing:
+            self._known.update({pid: (e.url, e.host, None) for pid, e in journaled(
+                self.redis, self.namespace, missing).items() if e.url})
+            missing -= set(self._known)
         if missing:
             self._known.update(self.pages.urls_of(missing))
         for d in decisions:

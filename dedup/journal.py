@@ -7,7 +7,8 @@ would be dropped naming a page that does not exist, and the lost pages' own URLs
 be dropped as copies of themselves.
 
 So every page a process may admit is first written to its journal, a Redis hash
-``{namespace}:inflight:{owner}`` (page id -> simhash and checksum), *before* any admission
+``{namespace}:inflight:{owner}`` (page id -> simhash, checksum, second-opinion simhash,
+host and URL), *before* any admission
 step runs; the entry is removed when MongoDB holds the page and its fingerprint
 (:meth:`AdmissionJournal.confirm`), or when the page turned out to be a copy. The owner
 holds a lease, ``{namespace}:owner:{owner}`` (its host, process id and start time), kept
@@ -19,7 +20,9 @@ match records that name it (their copies are decided again when next fetched). T
 index and the store then agree again, and a re-crawl finds every lost page anew.
 
 The same leases tell a crawl that another one is running on its namespace
-(:func:`live_owners`).
+(:func:`live_owners`). And the journals say, to every process of a shared crawl, what a
+page admitted elsewhere and not stored yet is (:func:`journaled`): a copy decided against
+it is recorded with its original's URL, and checked with its second-opinion simhash.
 """
 
 from __future__ import annotations
@@ -137,11 +140,10 @@ class AdmissionJournal:
             except redis.RedisError as exc:  # an outage: the decisions report it
                 log.debug("renewing the journal lease failed: %s", exc)
 
-    def record(self, pipe: Any, entries: Iterable[tuple[str, int, str]]) -> None:
+    def record(self, pipe: Any, entries: Iterable[JournalEntry]) -> None:
         """Queue, on a redis-py pipeline, the journal entries of pages about to be
-        decided: ``(page id, simhash, checksum)``. The caller runs the pipeline before any
-        admission step."""
-        mapping = {pid: f"{fp:016x}{checksum}" for pid, fp, checksum in entries}
+        decided. The caller runs the pipeline before any admission step."""
+        mapping = {e.page_id: e.encode() for e in entries}
         if mapping:
             pipe.hset(self.key, mapping=mapping)
 
@@ -182,6 +184,64 @@ class AdmissionJournal:
             self.client.delete(self.lease_key)
         except redis.RedisError as exc:
             log.warning("could not release the journal lease %s: %s", self.lease_key, exc)
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """A page about to be decided, as its journal keeps it (see the module docstring)."""
+
+    page_id: str
+    simhash: int
+    checksum: str
+    url: str = ""
+    host: str = ""
+    verify: int | None = None
+
+    def encode(self) -> str:
+        """``simhash (16 hex) + checksum``, then lines: verifier (hex or empty), host, URL."""
+        verify = "" if self.verify is None else f"{self.verify:016x}"
+        return f"{self.simhash:016x}{self.checksum}\n{verify}\n{self.host}\n{self.url}"
+
+    @classmethod
+    def decode(cls, page_id: str, value: str) -> JournalEntry:
+        """Read an entry (entries written before URLs were kept have only the head)."""
+        head, _, rest = value.partition("\n")
+        verify, host, url = (rest.split("\n", 2) + ["", "", ""])[:3] if rest else ("", "", "")
+        return cls(page_id, int(head[:16], 16), head[16:], url, host,
+                   int(verify, 16) if verify else None)
+
+
+def journaled(client: redis.Redis, namespace: str, page_ids: Iterable[str]
+              ) -> dict[str, JournalEntry]:
+    """The journal entries of ``page_ids`` in every registered process's journal:
+    pages admitted (or being decided) there and not yet stored.
+
+    Raises:
+        ServiceUnavailable: Redis failed.
+    """
+    ids = list(dict.fromkeys(page_ids))
+    if not ids:
+        return {}
+    try:
+        tokens = sorted(_text(t) for t in client.smembers(registry_key(namespace)))
+        if not tokens:
+            return {}
+        pipe = client.pipeline(transaction=False)
+        for token in tokens:
+            pipe.hmget(f"{namespace}:inflight:{token}", ids)
+        found: dict[str, JournalEntry] = {}
+        for values in pipe.execute():
+            for pid, value in zip(ids, values):
+                if value is not None and pid not in found:
+                    found[pid] = JournalEntry.decode(pid, _text(value))
+        return found
+    except redis.RedisError as exc:
+        raise ServiceUnavailable(f"Redis failed while reading the journals: {exc}"
+                                 ) from exc
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def registry_key(namespace: str) -> str:
@@ -283,8 +343,8 @@ def _recover_entries(client: redis.Redis, namespace: str, pages: PageStore,
         return
     release = client.register_script(_RELEASE_CHECKSUM)
     for pid in lost:
-        value = entries[pid]
-        fp, checksum = int(value[:16], 16), value[16:]
+        entry = JournalEntry.decode(pid, entries[pid])
+        fp, checksum = entry.simhash, entry.checksum
         index.remove(fp, pid)
         if len(checksum) == 32:
             key, field_ = _checksum_key(namespace, checksum)

@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -30,7 +31,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pymongo
 import redis
@@ -54,8 +55,14 @@ START_TIMEOUT = 60.0
 def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
     """A redis-py client for ``url``, checked with a PING.
 
+    When the server is a node of a Redis Cluster (``cluster_enabled:1``), the client is a
+    :class:`redis.cluster.RedisCluster` that finds the other nodes from it and routes
+    every command to the node that holds its key; the crawl's keys must then share one
+    hash slot (a namespace with a hash tag, ``{crawl}``: see :func:`check_cluster_namespace`).
+
     Args:
-        url: ``redis://[:password@]host:port/db``, ``rediss://`` or ``unix://``.
+        url: ``redis://[:password@]host:port/db``, ``rediss://`` or ``unix://`` (for a
+            cluster: any one node).
         timeout: seconds for connecting and for each reply.
 
     Raises:
@@ -70,11 +77,50 @@ def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
         raise ValueError(f"REDIS_URL {redact(url)!r} is not a Redis URL: {exc}") from exc
     try:
         client.ping()
+        if not _cluster_enabled(client):
+            return client
+        client.close()
+        cluster = redis.RedisCluster.from_url(url, socket_timeout=timeout,
+                                              socket_connect_timeout=timeout)
+        cluster.ping()
     except redis.RedisError as exc:
         raise ServiceUnavailable(
             f"Redis at {redact(url)} is unreachable ({exc}). Start it or fix REDIS_URL; "
             "unset REDIS_URL to use the embedded server.") from exc
-    return client
+    # RedisCluster serves every command the index, journal and frontier send, keys in
+    # one slot; it is not a subclass of redis.Redis, hence the cast for the type checker
+    return cast(redis.Redis, cluster)
+
+
+def _cluster_enabled(client: redis.Redis) -> bool:
+    try:
+        return bool(client.info("cluster").get("cluster_enabled"))
+    except redis.ResponseError:  # a proxy or managed service that hides INFO
+        return False
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether ``client`` (from :func:`connect_redis`) talks to a Redis Cluster."""
+    return isinstance(client, redis.RedisCluster)
+
+
+def check_cluster_namespace(client: Any, namespace: str) -> str:
+    """On a Redis Cluster, refuse a namespace without a hash tag.
+
+    Every key of a crawl starts with its namespace, and the index's check-and-add, the
+    journal and the frontier's pop are Lua scripts over several keys, which a cluster runs
+    only when the keys share one hash slot: ``{crawl}`` (braces) puts them all in the slot
+    of ``crawl``.
+
+    Raises:
+        ValueError: on a cluster, a namespace with no ``{...}`` hash tag.
+    """
+    if is_cluster(client) and not re.search(r"\{[^}]+\}", namespace):
+        raise ValueError(
+            f"Redis is a cluster: the namespace must be a hash tag so that all of the "
+            f"crawl's keys share one slot, e.g. DEDUP_NAMESPACE={{{namespace}}} "
+            f"(got {namespace!r})")
+    return namespace
 
 
 def durability_warning(client: redis.Redis) -> str | None:

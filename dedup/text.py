@@ -264,8 +264,25 @@ def _streamed_text(html: str | bytes) -> str:
     return " ".join(" ".join(collector.parts).split())
 
 
+def parse_html(html: str | bytes) -> Any | None:
+    """Parse a page the way :func:`extract_text` does (trafilatura's decoding and lxml
+    parser), so that other readers of the page (a crawler's link extraction) share the one
+    parse: pass the tree to :func:`extract_text` as ``tree``.
+
+    Returns:
+        An lxml ``HtmlElement``, or ``None`` when trafilatura does not take the input for
+        HTML (then :func:`extract_text` parses it again through its fallbacks).
+    """
+    import trafilatura
+
+    try:
+        return trafilatura.load_html(html)
+    except Exception:  # noqa: BLE001  (hostile input; extract_text reports the reason)
+        return None
+
+
 def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1,
-                 fast: bool = True) -> ExtractedText:
+                 fast: bool = True, tree: Any = None) -> ExtractedText:
     """Extract the main text of an HTML page.
 
     trafilatura finds the main text (article body without menus, ads and comments). When it
@@ -280,6 +297,8 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1,
         fast: skip trafilatura's fallback extractors (readability, jusText). About a third
             faster, and on the near-dup-dev pages as good for near-duplicate detection
             (``bench/quality_neardup.py --slow-extraction`` compares).
+        tree: ``html`` already parsed by :func:`parse_html` (not parsed again; trafilatura
+            works on a copy, so the tree is left as it was).
 
     Returns:
         An :class:`ExtractedText`. Never raises on bad HTML: unparseable input gives
@@ -291,7 +310,8 @@ def extract_text(html: str | bytes, url: str | None = None, min_chars: int = 1,
         return ExtractedText("", "empty", "empty document")
     reason = ""
     try:
-        main = trafilatura.extract(html, url=url, include_comments=False, include_tables=True,
+        main = trafilatura.extract(html if tree is None else tree, url=url,
+                                   include_comments=False, include_tables=True,
                                    deduplicate=False, with_metadata=False, fast=fast)
     except Exception as exc:  # noqa: BLE001  (trafilatura raises assorted errors on hostile input)
         main = None

@@ -16,9 +16,13 @@ from twisted.python.failure import Failure
 
 from crawler.frontier import settle_request
 from crawler.items import PageItem
+from crawler.runtime import worker_links
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
 MAX_OUTLINKS = 10_000
+
+#: Link URLs a spider remembers having requested (:meth:`SiteSpider.follow`), at most.
+REQUESTED_CACHE = 500_000
 
 
 class SiteSpider(scrapy.Spider):
@@ -63,12 +67,21 @@ class SiteSpider(scrapy.Spider):
         # Domains are matched on the host name (ports ignored), like Scrapy's offsite check.
         self.link_extractor = LinkExtractor()
         self._capped_logged = False
+        # link URL -> the shallowest depth this process requested it at (see follow)
+        self._requested: dict[str, int] = {}
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.start_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.failed)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        """The page as a :class:`~crawler.items.PageItem`, then requests for its links.
+
+        With dedup on, an HTML page is parsed once, in the extraction worker, for its
+        text, links, title and language together; the dedup middleware then asks
+        :meth:`follow` for the requests, only when the page is not a copy. With dedup off
+        the page is parsed here.
+        """
         ref = response.request.headers.get("Referer") if response.request else None
         item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
                         status=response.status, depth=response.meta.get("depth", 0),
@@ -78,13 +91,45 @@ class SiteSpider(scrapy.Spider):
         html = isinstance(response, HtmlResponse)
         if html:
             item.encoding = response.encoding  # type: ignore[attr-defined]
+            if self.links_from_workers:
+                yield item
+                return
             item.title = (response.css("title::text").get() or "").strip() or None
             item.language = response.css("html::attr(lang)").get()
         yield item
-        if not html:
-            return
-        links = [lk for lk in self.link_extractor.extract_links(response)  # type: ignore[arg-type]
-                 if self._allowed(lk.url)]
+        if html:
+            yield from self.follow(self.links_of(response), response.url,
+                                   item.depth)
+
+    @property
+    def links_from_workers(self) -> bool:
+        """Whether the dedup middleware's workers read the links (it is active)."""
+        return worker_links(self.crawler)
+
+    def links_of(self, response: Response) -> list[str]:
+        """The links of an HTML page, parsed here (dedup off, or its worker failed)."""
+        if not isinstance(response, HtmlResponse):
+            return []
+        return [lk.url for lk in self.link_extractor.extract_links(response)]
+
+    def in_scope(self, urls: list[str]) -> list[str]:
+        """The links within the allowed domains."""
+        return [u for u in urls if self._allowed(u)]
+
+    def follow(self, urls: list[str], source: str, depth: int = 0) -> list[scrapy.Request]:
+        """Requests for the links of page ``source`` (at ``depth``): those within the
+        allowed domains, at most ``SIMCRAWL_MAX_OUTLINKS`` of them, and none this process
+        already requested from a page as deep or shallower.
+
+        Links every page repeats (menus, footers) would otherwise become a request each
+        time, pass Scrapy's spider middlewares and signals, and be thrown away by the
+        dupefilter, which never forgets a URL it was given during a crawl. Skipping those
+        here changes nothing but the cost (and the ``dupefilter/filtered`` count). The
+        depth is kept because ``DEPTH_LIMIT`` drops a too-deep request before the
+        dupefilter sees it. The memory is bounded: past :data:`REQUESTED_CACHE` URLs the
+        record starts again.
+        """
+        links = self.in_scope(urls)
         cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
         if 0 < cap < len(links):
             stats = self.crawler.stats
@@ -95,10 +140,18 @@ class SiteSpider(scrapy.Spider):
                 self._capped_logged = True
                 self.logger.warning("%s has %d links; following the first %d "
                                     "(SIMCRAWL_MAX_OUTLINKS; later pages counted in "
-                                    "dedup/outlinks_capped)", response.url, len(links), cap)
+                                    "dedup/outlinks_capped)", source, len(links), cap)
             links = links[:cap]
-        for link in links:
-            yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
+        known = self._requested
+        fresh = [u for u in links if known.get(u, depth + 1) > depth]
+        if len(known) + len(fresh) > REQUESTED_CACHE:
+            known.clear()
+        for url in fresh:
+            known[url] = depth
+        if len(fresh) < len(links) and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("dedup/outlinks_known", len(links) - len(fresh))
+        return [scrapy.Request(url, callback=self.parse, errback=self.failed)
+                for url in fresh]
 
     def _allowed(self, url: str) -> bool:
         host = urlsplit(url).hostname or ""

@@ -202,15 +202,18 @@ class RedisStore:
         url: the server's URL, for messages.
 
     Raises:
-        ValueError: a bad namespace or a client that decodes responses.
+        ValueError: a bad namespace, a client that decodes responses, or on a Redis
+            Cluster a namespace without a hash tag (``{crawl}``).
     """
 
     def __init__(self, client: redis.Redis, namespace: str = DEFAULT_NAMESPACE,
                  url: str | None = None) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("RedisStore needs a client with decode_responses=False")
+        from dedup.services import check_cluster_namespace
+
         self.client = client
-        self.namespace = check_namespace(namespace)
+        self.namespace = check_cluster_namespace(client, check_namespace(namespace))
         self.url = redact(url) if url else _client_url(client)
         self._layout: IndexLayout | None = None
 
@@ -263,8 +266,8 @@ class RedisStore:
         self._free = np.array([(1 << (F - t.prefix_bits)) - 1 for t in layout.tables],
                               dtype=np.uint64)
         bd = max(1, -(-layout.bucket_bits // 4))
-        self._table_keys = [f"{self.namespace}:t{t}:{{:0{bd}x}}".format
-                            for t in range(len(layout.tables))]
+        ns = self.namespace.replace("{", "{{").replace("}", "}}")  # a hash tag's braces
+        self._table_keys = [f"{ns}:t{t}:{{:0{bd}x}}".format for t in range(len(layout.tables))]
 
     # ------------------------------------------------------------------ batches
     def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
@@ -302,13 +305,25 @@ class RedisStore:
             args.append(b"" if pid is None else pack_page_id(pid))
         return keys, args
 
+    def _pool(self) -> Any:
+        """The connection pool of the server that holds the namespace's keys (on a Redis
+        Cluster, the node that serves the hash tag's slot; moving that slot while a crawl
+        runs fails its decisions with a MOVED error, which a restart resolves)."""
+        from dedup.services import is_cluster
+
+        if is_cluster(self.client):
+            cluster: Any = self.client
+            node = cluster.get_node_from_key(self._layout_key)
+            return cluster.get_redis_connection(node).connection_pool
+        return self.client.connection_pool
+
     def _eval(self, script: str, calls: Iterable[tuple[list[Any], list[Any]]]
               ) -> Iterator[Any]:
         """Run ``script`` once per ``(keys, args)``, in order, on one connection, keeping
         two calls in flight: the next call's arguments are built (by the lazy ``calls``)
         while Redis runs the previous one. ``EVAL`` (not ``EVALSHA``), so a restarted
         server that lost its script cache needs no second round trip."""
-        pool = self.client.connection_pool
+        pool = self._pool()
         conn = self._call(pool.get_connection)
         in_flight = 0
         body = script.encode()

@@ -139,6 +139,33 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
     assert not wrong, f"traps requested from pages that were not admitted: {wrong}"
 
 
+def _check_exact_groups(db, site: DemoSite) -> None:  # type: ignore[no-untyped-def]
+    """The record of a crawl of :func:`crawler.demosite.build_groups` (groups whose
+    members are pairwise within k), whatever the order of decisions: exactly one page of
+    each group stored, every other member fetched recorded as its copy and naming it, one
+    match record per dropped URL and none naming the URL itself, every unique page
+    stored, and no trap requested."""
+    pages, _ = _structure(db, site)
+    originals = {m["url"]: m["original_url"] for m in db.matches.find({})}
+    assert all(url != original for url, original in originals.items())
+    fetched = set(site.requests)
+    for cluster in site.content.expected.clusters:
+        urls = [site.path_url(p) for p in cluster]
+        stored = [u for u in urls if u in pages]
+        assert len(stored) == 1, f"group {cluster[0]}: {len(stored)} pages stored"
+        for key, url in zip(cluster, urls):
+            if url not in stored and key in fetched:
+                assert originals.get(url) == stored[0], f"{key} not recorded against {stored[0]}"
+    traps = [t for t in site.content.expected.traps if t in fetched]
+    assert not traps, f"traps requested: {traps[:5]}"
+
+
+@pytest.fixture(name="check_exact_groups")
+def check_exact_groups_fixture():  # type: ignore[no-untyped-def]
+    """The :func:`_check_exact_groups` function."""
+    return _check_exact_groups
+
+
 @pytest.fixture(name="check_groups")
 def check_groups_fixture():  # type: ignore[no-untyped-def]
     """The :func:`_check_groups` function."""

@@ -13,17 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from crawler.demosite import DemoSite, build
+from crawler.demosite import DemoSite, build, build_groups
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
+#: Copy groups of the generated site the concurrency tests crawl.
+GROUPS = 1000
 
 
-def shared_crawl(site: DemoSite, tmp: Path, n: int) -> list[str]:
+def shared_crawl(site: DemoSite, tmp: Path, n: int, namespace: str = "shared") -> list[str]:
     return [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
             f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=shared", "-s",
-            "DEDUP_NAMESPACE=shared", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
+            f"DEDUP_NAMESPACE={namespace}", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
             "SIMCRAWL_FRONTIER=redis", "-s", "SIMCRAWL_IDLE_SECONDS=2", "-s",
             "DEDUP_EXTRACT_WORKERS=1", "-s", "DEDUP_DEBUG=1",
             "-s", f"LOG_FILE={tmp / f'shared-{n}.log'}"]
@@ -72,35 +74,56 @@ def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> No
     assert last and int(last.group(2)) == originals and int(last.group(3)) >= copies
 
 
-def test_a_process_killed_mid_crawl_loses_no_url(tmp_path: Path, check_groups,
-                                                 reference_crawl) -> None:  # type: ignore[no-untyped-def]
+def fetched_counts(site: DemoSite, before: int = 0) -> collections.Counter:
+    """How often each page was requested (robots.txt aside)."""
+    return collections.Counter(r for r in site.requests[before:]
+                               if not r.endswith("/robots.txt"))
+
+
+def test_a_thousand_copy_groups_on_three_processes(tmp_path: Path,
+                                                   check_exact_groups) -> None:  # type: ignore[no-untyped-def]
+    content = build_groups(GROUPS)
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        procs = [subprocess.Popen(shared_crawl(site, tmp_path, n), cwd=ROOT, env=env)
+                 for n in range(3)]
+        assert [p.wait(timeout=600) for p in procs] == [0, 0, 0]
+        fetched = fetched_counts(site)
+        assert max(fetched.values()) == 1, "a URL was requested twice"
+        db = connect_mongo(services.mongo_uri)["shared"]
+        check_exact_groups(db, site)  # 0 double admissions, 0 traps, every copy recorded
+        assert db.pages.count_documents({}) == GROUPS + len(content.expected.unique)
+        # the three processes shared the work
+        handled = [int(m) for n in range(3) for m in re.findall(
+            r"dedup summary: .*'dedup/stored/pages': (\d+)", (tmp_path / f"shared-{n}.log").read_text())]
+        assert len(handled) == 3 and min(handled) > 0 and sum(handled) == db.pages.count_documents({})
+
+
+def test_a_process_killed_mid_crawl_loses_no_url(tmp_path: Path,
+                                                 check_exact_groups) -> None:  # type: ignore[no-untyped-def]
     import signal
     import time
 
     with EmbeddedServices(tmp_path / "data") as services, \
-            DemoSite(build(articles=80, zh_articles=2, novel_chapters=0)) as site:
+            DemoSite(build_groups(GROUPS)) as site:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
-        expected = reference_crawl(site, env, tmp_path)
-        before = len(site.requests)
 
         def wait_for(n: int) -> None:
             deadline = time.monotonic() + 120
-            while len(site.requests) < before + n and time.monotonic() < deadline:
+            while len(site.requests) < n and time.monotonic() < deadline:
                 time.sleep(0.02)
 
         procs = [subprocess.Popen(shared_crawl(site, tmp_path, 0), cwd=ROOT, env=env)]
-        wait_for(30)  # the one to be killed is working before the others join
+        wait_for(60)  # the one to be killed is working before the others join
         procs += [subprocess.Popen(shared_crawl(site, tmp_path, n), cwd=ROOT, env=env)
                   for n in (1, 2)]
-        wait_for(90)
+        wait_for(900)
         procs[0].send_signal(signal.SIGKILL)  # with requests in flight and pages buffered
         procs[0].wait()
         procs[0] = subprocess.Popen(shared_crawl(site, tmp_path, 3), cwd=ROOT, env=env)
         assert [p.wait(timeout=600) for p in procs] == [0, 0, 0]
-        check_groups(connect_mongo(services.mongo_uri)["shared"], site, expected)
-        fetched = collections.Counter(r for r in site.requests[before:]
-                                      if not r.endswith("/robots.txt"))
-        again = sum(n - 1 for n in fetched.values())
+        check_exact_groups(connect_mongo(services.mongo_uri)["shared"], site)
+        again = sum(n - 1 for n in fetched_counts(site).values())
         logs = "".join((tmp_path / f"shared-{n}.log").read_text() for n in (1, 2, 3))
         back = sum(int(n) for n in re.findall(r"put (\d+) requests back into the shared queue",
                                               logs))
@@ -108,3 +131,27 @@ def test_a_process_killed_mid_crawl_loses_no_url(tmp_path: Path, check_groups,
         # taken and not settled (in flight, or buffered for MongoDB); only those, and the
         # copies of the originals it lost, are fetched again
         assert 0 < back and again <= back
+        print(f"SIGKILL mid-crawl: {back} requests put back, {again} pages fetched again")
+
+
+def test_a_shared_crawl_on_a_redis_cluster(tmp_path: Path, redis_cluster: str,
+                                           check_exact_groups) -> None:  # type: ignore[no-untyped-def]
+    """Two processes share a crawl through a three-node Redis Cluster: the index, the
+    journals and the frontier live in the slot of the namespace's hash tag."""
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build_groups(200)) as site:
+        env = dict(os.environ, REDIS_URL=redis_cluster, MONGO_URI=services.mongo_uri)
+        procs = [subprocess.Popen(shared_crawl(site, tmp_path, n, "{on-cluster}"), cwd=ROOT,
+                                  env=env) for n in range(2)]
+        assert [p.wait(timeout=600) for p in procs] == [0, 0]
+        assert max(fetched_counts(site).values()) == 1, "a URL was requested twice"
+        check_exact_groups(connect_mongo(services.mongo_uri)["shared"], site)
+        client = connect_redis(redis_cluster)
+        keys = list(client.scan_iter(match="{on-cluster}:*", count=1000))
+        assert keys and len({client.keyslot(k) for k in keys}) == 1  # type: ignore[attr-defined]
+        # a namespace that would scatter the crawl's keys is refused in one line
+        refused = subprocess.run(shared_crawl(site, tmp_path, 9, "scattered"), cwd=ROOT,
+                                 env=env, capture_output=True, text=True, timeout=120,
+                                 check=False)
+        assert refused.returncode != 0
+        assert "DEDUP_NAMESPACE={scattered}" in refused.stdout + refused.stderr

@@ -130,3 +130,25 @@ def test_a_decision_repeated_after_a_lost_reply_admits_the_page(redis_client, pa
     page = cand("http://a/1", "1" * 32, A)
     assert crawl.decide([page])[0].kind == NEW
     assert crawl.decide([page])[0].kind == NEW  # not "a copy of itself"
+
+
+def test_a_copy_of_a_page_another_process_has_not_stored_names_it(
+        redis_client, pages, namespace, index) -> None:  # type: ignore[no-untyped-def]
+    """Two processes of a shared crawl: one admits a page and has not written it to
+    MongoDB yet; the other drops its exact and near copies, and their records name the
+    original's URL (read from the first process's journal), not just its id."""
+    first = Deduplicator(index, redis_client, pages, namespace,
+                         journal=AdmissionJournal(redis_client, namespace).open())
+    second = Deduplicator(index, redis_client, pages, namespace,
+                          journal=AdmissionJournal(redis_client, namespace).open())
+    original = cand("http://a/1", "1" * 32, A)
+    assert [d.kind for d in first.decide([original])] == [NEW]
+    exact, near = second.decide([cand("http://b/1", "1" * 32, A),
+                                 cand("http://c/1", "4" * 32, A ^ 0b11)])
+    assert (exact.kind, exact.original_id, exact.original_url) == (
+        EXACT, original.page_id, "http://a/1")
+    assert (near.kind, near.original_url, near.original_host, near.distance) == (
+        NEAR, "http://a/1", "a", 2)
+    for d in (first, second):
+        assert d.journal is not None
+        d.journal.close()
