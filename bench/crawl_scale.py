@@ -11,9 +11,11 @@ embedded Redis and SecantusDB.
 Handled pages per second are counted between the first and the last request nginx logs
 (process start-up, about two seconds, is left out; the wall time is shown too). CPU per
 page is the crawl processes' and their extraction workers' CPU seconds per handled page;
-the services' CPU is shown apart. The dedup share comes from sampling the first crawl
-process of each row with py-spy (``--no-profile`` to skip; the sampled process runs a
-few percent slower).
+the services' CPU is shown apart. The dedup share comes from sampling one crawl process
+of the last row with py-spy (``--no-profile`` to skip; the sampled process runs a few
+percent slower). The named peer is a bare Scrapy spider (``bench/bare_spider.py``) on the
+same site: the CPU a Scrapy process spends per response when it does nothing but follow
+links, the floor under simcrawl's crawl process.
 
     python bench/crawl_scale.py [--groups 3000] [--processes 1,2]
 """
@@ -49,8 +51,8 @@ events {{ worker_connections 1024; }}
 http {{
     default_type text/html;
     types {{ text/html html; text/plain txt; }}
-    access_log {prefix}/access.log scale;
     log_format scale '$msec $status $server_port $request_uri';
+    access_log {prefix}/access.log scale;
     sendfile on;
     keepalive_requests 100000;
     client_body_temp_path {prefix}/tmp;
@@ -96,18 +98,20 @@ class Nginx:
         self.content = build_groups(groups)
         export(self.content, folder / "site", self.urls)
         (folder / "tmp").mkdir()
-        for path in [folder, *folder.rglob("*")]:
+        for path in [folder.parent, folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)  # nginx's workers run as nobody
         servers = "".join(SERVER.format(port=p, root=folder / "site" / h)
                           for h, p in self.ports.items())
         conf = folder / "nginx.conf"
         conf.write_text(NGINX_CONF.format(workers=os.cpu_count() or 1, prefix=folder,
                                           servers=servers))
-        self.proc = subprocess.Popen([nginx_binary(), "-p", str(folder), "-c", str(conf)],
-                                     stderr=subprocess.DEVNULL)
+        with (folder / "stderr.log").open("wb") as err:
+            self.proc = subprocess.Popen([nginx_binary(), "-p", str(folder), "-c", str(conf)],
+                                         stderr=err)
         time.sleep(0.5)
         if self.proc.poll() is not None:
-            raise SystemExit(f"nginx did not start; see {folder / 'error.log'}")
+            raise SystemExit("nginx did not start: "
+                             + (folder / "stderr.log").read_text(errors="replace").strip())
 
     def requests(self) -> list[tuple[float, str]]:
         """(time, host/path) of every request so far, robots.txt aside."""
@@ -210,7 +214,17 @@ def crawl(nginx: Nginx, services: EmbeddedServices, tmp: Path, n: int, profile: 
     procs = [subprocess.Popen([*(spy if profile and i == 0 else []), *command, "-s",
                                f"LOG_FILE={tmp / f'{name}-{i}.log'}"], cwd=ROOT, env=env)
              for i in range(n)]
-    meter = Meter([p.pid for p in procs])
+    pids = [p.pid for p in procs]
+    if profile:  # meter the crawl process, py-spy's child, not py-spy
+        import psutil
+
+        for _ in range(200):
+            children = psutil.Process(pids[0]).children()
+            if children:
+                pids[0] = children[0].pid
+                break
+            time.sleep(0.02)
+    meter = Meter(pids)
     codes = [p.wait() for p in procs]
     wall = time.monotonic() - started
     cpu, workers = meter.totals()
@@ -233,6 +247,8 @@ def crawl(nginx: Nginx, services: EmbeddedServices, tmp: Path, n: int, profile: 
     for _, key in requests:
         counts[key] = counts.get(key, 0) + 1
     handled = len(stored) + dropped
+    if not handled or len(times) < 2:
+        raise SystemExit(f"the crawl handled no pages; see {tmp}/{name}-0.log")
     memory = redis_memory(services, name)
     share = None
     if profile and (tmp / f"{name}.pyspy").exists():
@@ -284,7 +300,7 @@ def main() -> None:
         with EmbeddedServices(tmp / "data") as services:
             for n in counts:
                 print(f"[bench] crawling with {n} process(es) ...", file=sys.stderr, flush=True)
-                rows.append(crawl(nginx, services, tmp, n, profile))
+                rows.append(crawl(nginx, services, tmp, n, profile and n == counts[-1]))
             print("[bench] the bare Scrapy spider ...", file=sys.stderr, flush=True)
             peer = bare(nginx, tmp)
     finally:
@@ -301,15 +317,15 @@ def main() -> None:
         rate = r["handled"] / r["seconds"]
         share = "n/a" if r["dedup"] is None else f"{r['dedup']:.1%}"
         print(f"{r['n']:>5} {r['handled']:>8,} {r['stored']:>7,} {r['seconds']:>8.1f} "
-              f"{rate:>9.1f} {rate / base:>7.2f}x {1000 * r['cpu'] / r['handled']:>11.2f} "
+              f"{rate:>9.1f} {rate / base:>7.2f}x {1000 * (r['cpu'] + r['workers']) / r['handled']:>11.2f} "
               f"{1000 * r['services'] / r['handled']:>16.2f} {share:>11} {r['double']:>11} "
               f"{r['refetched']:>9} {r['traps']:>5}")
     print("handled = pages extracted, fingerprinted and stored or dropped; seconds = first "
           "to last request (wall time with start-up: "
           + ", ".join(f"{r['wall']:.1f}" for r in rows) + ")")
     print("CPU ms/page = crawl processes and their extraction workers; services = Redis, "
-          "SecantusDB and nginx; dedup share = of the first crawl process's samples "
-          "(py-spy)")
+          "SecantusDB and nginx; dedup share = of the samples of one crawl process of the "
+          "last row (py-spy; the other rows run unsampled)")
     one = rows[0]
     print("\nOne crawl process, CPU per response (the peer follows links only, on "
           "Scrapy's defaults, the same site):")

@@ -2,6 +2,7 @@
 
     simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]   crawl (no URL: the demo site)
     simcrawl URL ...                                        the same as crawl URL ...
+    simcrawl export matches|pages [--format csv|jsonl]      stream records (console/export.py)
     simcrawl scan | fingerprint | find-all | plan | register | rebuild-index | remove |
              services | pinyin-reference ...                 the dedup library's commands
     simcrawl VERB --help                                     each verb's options
@@ -17,6 +18,7 @@ import sys
 
 USAGE = """usage: simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]
        simcrawl URL ...
+       simcrawl export {matches,pages} [--format csv|jsonl] [-o FILE] [--crawl-id ID] ...
        simcrawl {scan,fingerprint,find-all,plan,rebuild-index,register,remove,services,
                  pinyin-reference} ...
 
@@ -24,6 +26,7 @@ A web crawler that drops near-duplicate pages while it crawls.
 
   crawl             crawl the URLs (no URL: the bundled demo site, compared with its
                     known outcome), on REDIS_URL / MONGO_URI or embedded servers
+  export            stream the store's match records or pages to CSV or JSON lines
   scan ... services the dedup library's commands (python -m dedup); VERB --help for each
 """
 
@@ -38,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         from crawler.run import main as crawl
 
         return crawl(args[1:] if args[0] == "crawl" else args, prog="simcrawl crawl")
+    if args[0] == "export":
+        from console.export import main as export
+
+        return export(args[1:])
     from dedup.__main__ import main as dedup_main
 
     return dedup_main(args)

@@ -424,6 +424,26 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
     return SiteContent(pages, exp, big_size)
 
 
+def _near_edit(title: str, paragraphs: list[str], most: int = 2) -> list[str]:
+    """The paragraphs with one word changed, the first such edit (from the end) that
+    keeps the text's simhash within ``most`` bits of the original's: a near copy, not
+    an exact one, and surely within k of every other member of its group."""
+    import dedup
+
+    def simhash(paras: list[str]) -> int:
+        return dedup.fingerprint("\n".join([title, *paras])).simhash
+
+    original = simhash(paragraphs)
+    for n in range(len(paragraphs) - 1, -1, -1):
+        for old, new in ((" the ", " this "), (" a ", " one "), (" and ", " as well as ")):
+            if old not in paragraphs[n]:
+                continue
+            edited = [*paragraphs[:n], paragraphs[n].replace(old, new, 1), *paragraphs[n + 1:]]
+            if dedup.hamming(original, simhash(edited)) <= most:
+                return edited
+    return [*paragraphs[:-1], paragraphs[-1] + " (Harbour Wire)"]
+
+
 def build_groups(groups: int = 1000, per_page: int = 50, seed: int = SEED) -> SiteContent:
     """A large site of copy groups, for crawls on several processes and their benchmark.
 
@@ -438,7 +458,7 @@ def build_groups(groups: int = 1000, per_page: int = 50, seed: int = SEED) -> Si
     The article links to its copies. The mirror and the wire copy are reached only that
     way and link to a trap, which no crawl may request. The print version is also linked
     from the list page, so it races its article across processes (either may be stored;
-    it links to no trap). The list pages and the home page are unique pages.
+    it links to no trap). The list pages, two tag pages and the home page are unique.
     """
     rng = random.Random(seed)
     pages: dict[str, dict[str, Page]] = {h: {} for h in HOSTS}
@@ -460,8 +480,7 @@ def build_groups(groups: int = 1000, per_page: int = 50, seed: int = SEED) -> Si
         exp.traps.append(f"mirror/trap/{slug}.html")
         if i % 2 == 0:
             links.append(f'<a href="{{wire}}/wire/{slug}.html">Wire copy</a>')
-            edited = "".join(f"<p>{p}</p>" for p in paragraphs[:-1]) + "<p>{}</p>".format(
-                paragraphs[-1].replace(" the ", " this ", 1))  # a near copy, not an exact one
+            edited = "".join(f"<p>{p}</p>" for p in _near_edit(title, paragraphs))
             pages["wire"][f"/wire/{slug}.html"] = Page(_html(
                 f"{title} - Harbour Wire", f"<div class=\"top\">Harbour Wire | Latest</div>"
                 f"<article><h1>{title}</h1>{edited}</article><p><a href=\"/trap/{slug}.html\">"
@@ -489,6 +508,10 @@ def build_groups(groups: int = 1000, per_page: int = 50, seed: int = SEED) -> Si
             f"Stories, page {n}", f"<h1>Stories, page {n}</h1><ul>{''.join(items)}</ul>"
             f"<nav>{nav}</nav>").encode())
         exp.unique.append(f"news/list/{n}.html")
+    for tag in ("council", "transport"):  # the article template's menu links here
+        pages["news"][f"/tag/{tag}.html"] = Page(_html(
+            f"Tag: {tag}", f"<h1>Stories tagged {tag}</h1><p>No new stories.</p>").encode())
+        exp.unique.append(f"news/tag/{tag}.html")
     pages["news"]["/"] = Page(_html("The Daily Harbour", "<h1>The Daily Harbour</h1><ul>" + "".join(
         f'<li><a href="/list/{n}.html">Stories, page {n}</a></li>'
         for n in range(1, len(lists) + 1)) + "</ul>").encode())

@@ -88,6 +88,19 @@ class MatchItem:
         return f"distance {self.distance}"
 
 
+@dataclass
+class FrontierReceipt:
+    """The last output of a page whose request the shared frontier holds in flight and
+    that stores nothing (skipped, a revisit): Scrapy hands a response's outputs to the
+    item pipelines and the scheduler in order, one at a time, so when this reaches the
+    storage pipeline, every request the page yielded is in the queue, and the page's own
+    request can be settled (a kill before then puts it back, links and all). The
+    pipeline settles it and drops it (``item_dropped_count``, logged at DEBUG); it is never
+    exported."""
+
+    inflight: str
+
+
 #: Every field of both items, pages' first: the columns of a feed export (a CSV file's
 #: header is otherwise the first item's fields only).
 EXPORT_FIELDS = list(dict.fromkeys(

@@ -15,7 +15,8 @@ from twisted.internet.threads import deferToThread
 
 from crawler.extraction import Extractor, apply
 from crawler.frontier import INFLIGHT_ID
-from crawler.items import MatchItem, PageItem
+from crawler.items import FrontierReceipt, MatchItem, PageItem
+from crawler.metrics import latency_observer
 from crawler.runtime import Runtime, get_runtime
 from dedup.decide import NEW, UNCHANGED, Candidate, Decision
 from dedup.errors import ServiceUnavailable
@@ -149,6 +150,14 @@ class NearDuplicateMiddleware:
     async def _decide(self, item: PageItem) -> Decision | str:
         """Extract and fingerprint off the reactor thread, then decide together with the
         other pages in flight (one batch: one MongoDB query and one Redis script)."""
+        started = time.monotonic()
+        outcome = await self._extract_and_decide(item)
+        observe = latency_observer(self.crawler)
+        if observe is not None and isinstance(outcome, Decision):
+            observe(time.monotonic() - started)
+        return outcome
+
+    async def _extract_and_decide(self, item: PageItem) -> Decision | str:
         reason = await fingerprint_item(item, self.runtime.extractor)
         if reason is not None:
             return reason
@@ -193,7 +202,8 @@ class NearDuplicateMiddleware:
         if page is None:
             for o in outputs:
                 yield o
-            self._settle(inflight)
+            if inflight:
+                yield FrontierReceipt(inflight)
             return
         requests = [o for o in outputs if isinstance(o, scrapy.Request)]
         others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
@@ -212,10 +222,11 @@ class NearDuplicateMiddleware:
             requests += self._follow(page, response, reason)
             for o in [*others, *requests]:
                 yield o
-            self._settle(inflight)
+            if inflight:
+                yield FrontierReceipt(inflight)
             return
         assert isinstance(outcome, Decision)
-        if inflight and (outcome.dropped or outcome.kind == NEW):
+        if inflight and outcome.dropped:
             self.runtime.pending[page.url] = inflight  # settled once its record is stored
         page.page_id, page.decision = outcome.page_id, outcome.kind
         if outcome.dropped:
@@ -253,12 +264,23 @@ class NearDuplicateMiddleware:
         else:
             self.stats.inc_value("dedup/revisit")
             self.stats.inc_value(f"dedup/revisit/{'unchanged' if outcome.kind == UNCHANGED else 'changed'}")
+        if not inflight:  # one process: the page, then its links
+            yield page
+            for o in [*others, *self._follow(page, response, None), *requests]:
+                yield o
+            return
+        # A shared crawl queues an admitted page's links only once its record is stored
+        # (a process killed before then has the page taken out of the index and decided
+        # again, perhaps as a copy, whose links must never have been queued), and
+        # settles its request only after that (the receipt comes after the links; a kill
+        # in between puts the request back, and the page, now a revisit, queues them).
+        stored = self.runtime.when_stored(page.url) if outcome.kind == NEW else None
         yield page
-        requests += self._follow(page, response, None)
-        for o in [*others, *requests]:
+        if stored is not None and not await maybe_deferred_to_future(stored):
+            return  # the record is lost: neither followed nor settled (recovery redoes it)
+        for o in [*others, *self._follow(page, response, None), *requests]:
             yield o
-        if outcome.kind != NEW:  # a revisit stores nothing new
-            self._settle(inflight)
+        yield FrontierReceipt(inflight)
 
     @staticmethod
     def _worker_links(spider: Any) -> bool:
@@ -284,9 +306,6 @@ class NearDuplicateMiddleware:
         return spider.follow(self._links(page, response, reason),  # type: ignore[no-any-return]
                              page.url, page.depth)
 
-    def _settle(self, inflight: str) -> None:
-        if inflight and self.runtime.frontier is not None:
-            self.runtime.frontier.settle([inflight])
 
 
 class ServiceGuard:

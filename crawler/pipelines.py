@@ -8,11 +8,12 @@ import threading
 import time
 from typing import Any
 
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
-from crawler.items import MatchItem, PageItem
+from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.runtime import Runtime, get_runtime
 from dedup.errors import ServiceUnavailable
@@ -59,6 +60,10 @@ class StoragePipeline:
         self._loop.start(self.config.flush_seconds, now=False)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
+        if isinstance(item, FrontierReceipt):  # every request of its page is queued
+            if self.runtime.frontier is not None:
+                self.runtime.frontier.settle([item.inflight])
+            raise DropItem("frontier receipt (not a page)", log_level="DEBUG")
         if isinstance(item, PageItem) and not item.decision:
             # DEDUP_ENABLED is off: store every page, fingerprinted, without deciding.
             reason = skip_reason(item, item.encoding is not None)
@@ -124,6 +129,7 @@ class StoragePipeline:
             self.pages, self.fingerprints, self.matches = [], [], []
         if pages or matches:
             self.runtime.lost.extend(str(d["url"]) for d in [*pages, *matches])
+            self.runtime.abandon(str(d["url"]) for d in pages)  # their links stay unqueued
             self.crawler.stats.inc_value("dedup/lost/pages", len(pages))
             self.crawler.stats.inc_value("dedup/lost/matches", len(matches))
             log.error("MongoDB at %s has failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages "

@@ -46,10 +46,13 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
                                                     suffix=".json")[1]))
         log = log_file if processes == 1 else log_file.with_name(
             f"{log_file.stem}-{n + 1}{log_file.suffix}")
+        metrics = os.environ.get("SIMCRAWL_METRICS_PORT", "")
+        ports = ["-s", f"SIMCRAWL_METRICS_PORT={int(metrics) + n}"] \
+            if metrics.isdigit() and int(metrics) else []  # one port per process
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
                "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
                "-s", f"LOG_FILE={log}", "-s", f"SIMCRAWL_PROGRESS_FILE={progress_files[-1]}",
-               *shared, *extra]
+               *shared, *ports, *extra]
         runs.append((subprocess.Popen(cmd, env=env), summary, log))
     started = time.monotonic()
     live = LiveProgress(progress_files, float(os.environ.get("SIMCRAWL_PROGRESS_SECONDS")

@@ -61,13 +61,39 @@ class Runtime:
     recovered_owners: list[str] = field(default_factory=list)
     #: the dedup middleware reads each page's links in its extraction workers
     worker_links: bool = False
+    #: page URL -> a Deferred fired when its record is stored (shared frontier: an
+    #: admitted page's links are queued only then, see NearDuplicateMiddleware)
+    stored_waiters: dict[str, Any] = field(default_factory=dict)
 
     def settle(self, urls: Iterable[str]) -> None:
-        """The records of these pages are stored: their requests are no longer in flight
-        in the shared frontier."""
-        ids = [i for i in (self.pending.pop(u, "") for u in urls) if i]
+        """The records of these pages are stored (called from the storage thread): the
+        requests of copies are no longer in flight in the shared frontier, and admitted
+        pages waiting for their record (:meth:`when_stored`) may now queue their links."""
+        ids = []
+        for url in urls:
+            waiter = self.stored_waiters.pop(url, None)
+            if waiter is not None:
+                _fire(waiter, True)
+            elif url in self.pending:
+                ids.append(self.pending.pop(url))
         if ids and self.frontier is not None:
             self.frontier.settle(ids)
+
+    def when_stored(self, url: str) -> Any:
+        """A Deferred that fires with ``True`` once the page's record is stored, or with
+        ``False`` if it is lost (MongoDB gave up: :meth:`abandon`)."""
+        from twisted.internet.defer import Deferred
+
+        waiter: Deferred = Deferred()
+        self.stored_waiters[url] = waiter
+        return waiter
+
+    def abandon(self, urls: Iterable[str]) -> None:
+        """These pages will not be stored: their waiters fire with ``False``."""
+        for url in urls:
+            waiter = self.stored_waiters.pop(url, None)
+            if waiter is not None:
+                _fire(waiter, False)
 
     def close(self) -> None:
         """Stop the extraction workers, give up the journal's lease, and stop the
@@ -79,6 +105,13 @@ class Runtime:
         if self.services is not None:
             self.services.stop()
             self.services = None
+
+
+def _fire(waiter: Any, value: bool) -> None:
+    """Fire a Deferred in the reactor thread (the storage pipeline writes in another)."""
+    from twisted.internet import reactor
+
+    reactor.callFromThread(waiter.callback, value)  # type: ignore[attr-defined]
 
 
 def worker_links(crawler: Any) -> bool:

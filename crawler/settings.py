@@ -54,7 +54,12 @@ ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
 # A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
 EXTENSIONS = {"crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10,
               # counters for ./simcrawl's live display (SIMCRAWL_PROGRESS_FILE)
-              "crawler.extensions.ProgressFile": 20}
+              "crawler.extensions.ProgressFile": 20,
+              # /metrics for Prometheus (SIMCRAWL_METRICS_PORT; crawler/metrics.py)
+              "crawler.metrics.PrometheusMetrics": 30}
+# Prometheus metrics: a port (0: off) and the address to listen on (loopback by default)
+SIMCRAWL_METRICS_PORT = int(os.environ.get("SIMCRAWL_METRICS_PORT") or 0)
+SIMCRAWL_METRICS_ADDRESS = os.environ.get("SIMCRAWL_METRICS_ADDRESS", "127.0.0.1")
 
 # The frontier: Scrapy's own ("memory"), or one in Redis shared by every crawl process on
 # the namespace ("redis": scrapy-redis; crawler/frontier.py). SIMCRAWL_IDLE_SECONDS: how

@@ -111,3 +111,46 @@ def test_the_crawl_log_is_readable_and_private(demo_run) -> None:  # type: ignor
     page = db.pages.find_one({"text": {"$exists": True}, "text_length": {"$gt": 500}})
     assert page["text"][100:200] not in text  # items are one short line, never the text
     assert len(text) < 200_000
+
+
+def test_export_streams_the_records_the_queries_see(demo_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import csv
+    import json
+
+    _, db = demo_run
+    host, port = db.client.address
+    env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
+
+    def export(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "crawler.cli", "export", *args,
+                               "--database", "simcrawl_demo"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    out = tmp_path / "matches.csv"
+    done = export("matches", "--format", "csv", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    with out.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == db.matches.count_documents({}) > 0
+    assert f"exported {len(rows):,} matches to {out}" in done.stderr
+    by_url = {r["url"]: r for r in rows}
+    for m in db.matches.find({}):
+        r = by_url[m["url"]]
+        assert (r["original_url"], r["original_id"], r["kind"]) == (
+            m["original_url"], str(m["original_id"]), m["kind"])
+        assert r["distance"] == ("" if m["distance"] is None else str(m["distance"]))
+    per_host = {d["_id"]: d["n"] for d in db.matches.aggregate(
+        [{"$group": {"_id": "$host", "n": {"$sum": 1}}}])}
+    assert {h: sum(r["host"] == h for r in rows) for h in per_host} == per_host
+    # pages as JSON lines on standard output; one crawl's; a time range
+    done = export("pages", "--format", "jsonl")
+    pages = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {p["url"] for p in pages} == {d["url"] for d in db.pages.find({}, {"url": 1})}
+    crawl_id = db.pages.find_one({"host": {"$ne": "registered"}})["crawl_id"]
+    done = export("pages", "--format", "jsonl", "--crawl-id", crawl_id)
+    assert len(done.stdout.splitlines()) == db.pages.count_documents({"crawl_id": crawl_id})
+    assert export("matches", "--crawl-id", "no-such-crawl").stdout.count("\n") == 1  # header
+    assert export("matches", "--since", "2999-01-01").stdout.count("\n") == 1
+    # bad arguments: one line, exit 2
+    bad = export("matches", "--since", "yesterday")
+    assert bad.returncode == 2 and "not an ISO date" in bad.stderr
