@@ -23,6 +23,8 @@ from typing import Any, TextIO
 
 from bson import ObjectId
 
+from console.store import add_options, open_database
+
 #: The columns of each export, in order: the fields users query (docs/queries.md).
 FIELDS: dict[str, list[str]] = {
     "matches": ["url", "host", "original_url", "original_host", "original_id", "kind",
@@ -116,21 +118,8 @@ def write(out: TextIO, kind: str, fmt: str, records: Iterator[dict[str, Any]],
     return n
 
 
-def _time(text: str) -> dt.datetime:
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not an ISO date or time: {text!r} (e.g. 2026-11-23 or 2026-11-23T14:00)"
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-
-
 def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
     """The command's options (``simcrawl export --help``)."""
-    from dedup.services import DEFAULT_DATA_DIR
-    from dedup.store import DEFAULT_DATABASE
-
     parser = argparse.ArgumentParser(
         prog=prog, description="Stream the store's match records or pages to CSV or JSON "
         "lines (one cursor in _id order: constant memory on any store size).")
@@ -139,59 +128,37 @@ def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
                         help="csv (a header row, lists joined with ';') or jsonl (default csv)")
     parser.add_argument("-o", "--output", default="-",
                         help="file to write (default: standard output)")
-    parser.add_argument("--crawl-id", help="only this crawl's records (its id is in the "
-                        "crawl's summary and in every record's crawl_id / crawl_ids)")
-    parser.add_argument("--since", type=_time, help="only records from this time on (ISO "
-                        "date or time, UTC unless it says otherwise)")
-    parser.add_argument("--until", type=_time, help="only records before this time")
-    g = parser.add_argument_group("services (default: $MONGO_URI, else embedded)")
-    g.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
-    g.add_argument("--database", default=DEFAULT_DATABASE,
-                   help=f"MongoDB database (default {DEFAULT_DATABASE})")
-    g.add_argument("--data-dir", default=None, help=f"embedded servers' data folder "
-                   f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
+    add_options(parser)
     return parser
 
 
 def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
     """Run ``simcrawl export``; returns the exit status (2: bad arguments or output file,
     3: MongoDB unreachable)."""
-    import os
-
     from pymongo.errors import PyMongoError
 
     from dedup.errors import ServiceUnavailable
-    from dedup.services import DEFAULT_DATA_DIR, EmbeddedServices, connect_mongo
 
     args = build_parser(prog).parse_args(argv)
-    services = None
     try:
-        uri = args.mongo_uri or os.environ.get("MONGO_URI")
-        if not uri:
-            folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
-            services = EmbeddedServices(folder, redis=False).start()
-            uri = services.mongo_uri
-        db = connect_mongo(uri or "")[args.database]
-        where = query(args.what, args.crawl_id, args.since, args.until)
-        try:
-            out = sys.stdout if args.output == "-" else open(  # noqa: SIM115
-                args.output, "w", encoding="utf-8", newline="")
-        except OSError as exc:
-            print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
-            return 2
-        try:
-            n = _export(db, args, where, out)
-        finally:
-            if out is not sys.stdout:
-                out.close()
+        with open_database(args) as db:
+            where = query(args.what, args.crawl_id, args.since, args.until)
+            try:
+                out = sys.stdout if args.output == "-" else open(  # noqa: SIM115
+                    args.output, "w", encoding="utf-8", newline="")
+            except OSError as exc:
+                print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+                return 2
+            try:
+                n = _export(db, args, where, out)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
     except (ServiceUnavailable, PyMongoError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     except BrokenPipeError:
         return 0
-    finally:
-        if services is not None:
-            services.stop()
     where_to = "standard output" if args.output == "-" else args.output
     print(f"exported {n:,} {args.what} to {where_to}", file=sys.stderr)
     return 0

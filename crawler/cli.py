@@ -3,6 +3,7 @@
     simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]   crawl (no URL: the demo site)
     simcrawl URL ...                                        the same as crawl URL ...
     simcrawl export matches|pages [--format csv|jsonl]      stream records (console/export.py)
+    simcrawl report [-o DIR]                                HTML report with plots (console/report.py)
     simcrawl scan | fingerprint | find-all | plan | register | rebuild-index | remove |
              services | pinyin-reference ...                 the dedup library's commands
     simcrawl VERB --help                                     each verb's options
@@ -19,6 +20,7 @@ import sys
 USAGE = """usage: simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]
        simcrawl URL ...
        simcrawl export {matches,pages} [--format csv|jsonl] [-o FILE] [--crawl-id ID] ...
+       simcrawl report [-o DIR] [--crawl-id ID] [--since T] [--until T] ...
        simcrawl {scan,fingerprint,find-all,plan,rebuild-index,register,remove,services,
                  pinyin-reference} ...
 
@@ -27,6 +29,7 @@ A web crawler that drops near-duplicate pages while it crawls.
   crawl             crawl the URLs (no URL: the bundled demo site, compared with its
                     known outcome), on REDIS_URL / MONGO_URI or embedded servers
   export            stream the store's match records or pages to CSV or JSON lines
+  report            one self-contained HTML file with plots (and PNG files) of the store
   scan ... services the dedup library's commands (python -m dedup); VERB --help for each
 """
 
@@ -45,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         from console.export import main as export
 
         return export(args[1:])
+    if args[0] == "report":
+        from console.report import main as report
+
+        return report(args[1:])
     from dedup.__main__ import main as dedup_main
 
     return dedup_main(args)

@@ -76,6 +76,7 @@ class MatchItem:
     fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     source: str | None = None
     pinyin: dict[str, Any] | None = None  # share, run, span of a pinyin match
+    text: str = ""  # the copy's extracted text (kept up to DEDUP_MATCH_TEXT characters)
 
     def __repr__(self) -> str:  # one short line in logs
         return (f"MatchItem({self.url} copies {self.original_url or self.original_id}, "

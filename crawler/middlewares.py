@@ -218,6 +218,7 @@ class NearDuplicateMiddleware:
             return
         if reason is not None:
             self.stats.inc_value(f"dedup/skipped/{reason}")
+            self.runtime.count_skip()
             log.debug("skipped %s: %s", page.url, reason)
             requests += self._follow(page, response, reason)
             for o in [*others, *requests]:
@@ -243,7 +244,7 @@ class NearDuplicateMiddleware:
                 url=page.url, host=page.host, original_id=outcome.original_id or "",
                 original_url=outcome.original_url, original_host=outcome.original_host,
                 distance=None if outcome.pinyin is not None else outcome.distance,
-                kind=outcome.kind, outlinks_dropped=dropped, title=page.title,
+                kind=outcome.kind, outlinks_dropped=dropped, title=page.title, text=page.text,
                 fetched_at=page.fetched_at, source=outcome.source,
                 pinyin=None if outcome.pinyin is None else {
                     "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,

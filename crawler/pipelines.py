@@ -99,6 +99,11 @@ class StoragePipeline:
                 evidence["source"] = item.source
             if item.pinyin:
                 evidence["pinyin"] = item.pinyin
+            cap = self.config.match_text
+            if cap and item.text:  # the copy's text, to show it beside its original
+                evidence["text"] = item.text[:cap]
+                if len(item.text) > cap:
+                    evidence["text_truncated"] = True
             with self._lock:
                 self.matches.append(match_doc(
                     url=item.url, host=item.host, original_id=item.original_id,
@@ -195,6 +200,21 @@ class StoragePipeline:
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
         return True
 
+    def _save_crawl(self, summary: dict[str, Any]) -> None:
+        """This process's summary in the store's ``crawls`` collection (for reports)."""
+        import datetime as dt
+
+        stats = self.crawler.stats.get_stats()
+        record = {"started_at": stats.get("start_time"),
+                  "finished_at": dt.datetime.now(dt.timezone.utc),
+                  "stats": {k.replace(".", "_"): v for k, v in summary.items()},
+                  "skipped_per_minute": dict(sorted(self.runtime.skips_per_minute.items())),
+                  "database": self.config.database, "namespace": self.config.namespace}
+        try:
+            self.runtime.pages.save_crawl(self.runtime.crawl_id, record)
+        except ServiceUnavailable as exc:
+            log.warning("could not keep the crawl's summary in MongoDB: %s", exc)
+
     def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Match records naming a page a recovery removed (its process died before storing
         it) are not written: their copies are queued to be decided again."""
@@ -248,6 +268,7 @@ class StoragePipeline:
                       else "")
         summary = {k: v for k, v in sorted(stats.get_stats().items()) if k.startswith("dedup/")}
         log.info("dedup summary: %s", summary)
+        self._save_crawl(summary)
         path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
         if path:
             keep = ("dedup/", "downloader/response_count", "item_scraped_count", "start_time")

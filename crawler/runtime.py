@@ -64,6 +64,15 @@ class Runtime:
     #: page URL -> a Deferred fired when its record is stored (shared frontier: an
     #: admitted page's links are queued only then, see NearDuplicateMiddleware)
     stored_waiters: dict[str, Any] = field(default_factory=dict)
+    #: "YYYY-MM-DDTHH:MM" (UTC) -> pages skipped in that minute, for reports
+    skips_per_minute: dict[str, int] = field(default_factory=dict)
+
+    def count_skip(self) -> None:
+        """A page was skipped now (kept per minute in the crawl's summary)."""
+        import datetime as dt
+
+        minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
+        self.skips_per_minute[minute] = self.skips_per_minute.get(minute, 0) + 1
 
     def settle(self, urls: Iterable[str]) -> None:
         """The records of these pages are stored (called from the storage thread): the
@@ -112,6 +121,14 @@ def _fire(waiter: Any, value: bool) -> None:
     from twisted.internet import reactor
 
     reactor.callFromThread(waiter.callback, value)  # type: ignore[attr-defined]
+
+
+def note_skip(crawler: Any) -> None:
+    """Count a skipped page in its minute (:meth:`Runtime.count_skip`), when the crawl has
+    a runtime (dedup on)."""
+    runtime = getattr(crawler, "_simcrawl_runtime", None)
+    if runtime is not None:
+        runtime.count_skip()
 
 
 def worker_links(crawler: Any) -> bool:

@@ -43,6 +43,9 @@ class DedupConfig:
             [DEDUP_FLUSH_SECONDS, 1.0].
         debug: log every drop [DEDUP_DEBUG, False].
         store_text: keep each page's text in MongoDB [DEDUP_STORE_TEXT, True].
+        match_text: characters of a dropped copy's text kept in its match record, so the
+            copy can be shown beside its original later; 0 = none (a ledger only)
+            [DEDUP_MATCH_TEXT, 20000].
         extract_workers: processes that extract and fingerprint pages; 0 = a thread of
             the crawl process, -1 = one per core [DEDUP_EXTRACT_WORKERS, -1].
         extract_fast: trafilatura without its fallback extractors
@@ -87,6 +90,7 @@ class DedupConfig:
     flush_seconds: float = 1.0
     debug: bool = False
     store_text: bool = True
+    match_text: int = 20_000
     extract_workers: int = -1
     extract_fast: bool = True
     verify_distance: int = 10
@@ -122,6 +126,7 @@ class DedupConfig:
         need(self.pinyin_min_run >= 1, "DEDUP_PINYIN_MIN_RUN", "at least 1")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(0 <= self.retry_seconds <= 86_400, "DEDUP_RETRY_SECONDS", "in [0, 86400]")
+        need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")
         check_namespace(self.namespace)

@@ -286,6 +286,16 @@ class PageStore:
             raise self._unavailable(exc) from exc
         return None if doc is None else from_int64(doc["simhash"])
 
+    def save_crawl(self, crawl_id: str, record: Mapping[str, Any]) -> None:
+        """Keep a crawl process's summary in the ``crawls`` collection (``_id`` = its crawl
+        id): when it started and finished, its counters (``stats``: the ``dedup/*``
+        counters, skip reasons included) and its skips per minute, for reports. Written
+        once, when the process closes; a later write for the same id replaces it."""
+        try:
+            self.db["crawls"].replace_one({"_id": crawl_id}, dict(record), upsert=True)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def save_layout(self, namespace: str, description: Mapping[str, Any]) -> None:
         """Keep an index's layout (``IndexLayout.describe()``) in the ``meta`` collection,
         so a rebuild after Redis lost everything reproduces the same index."""

@@ -16,7 +16,7 @@ from twisted.python.failure import Failure
 
 from crawler.frontier import settle_request
 from crawler.items import PageItem
-from crawler.runtime import worker_links
+from crawler.runtime import note_skip, worker_links
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
 MAX_OUTLINKS = 10_000
@@ -172,6 +172,7 @@ class SiteSpider(scrapy.Spider):
             reason = type(failure.value).__name__
         if stats is not None:
             stats.inc_value(f"dedup/skipped/{reason}")
+        note_skip(self.crawler)
         settle_request(self.crawler, failure.request)  # type: ignore[attr-defined]
         self.logger.info("skipped %s: %s", failure.request.url,  # type: ignore[attr-defined]
                          reason)

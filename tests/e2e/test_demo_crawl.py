@@ -154,3 +154,61 @@ def test_export_streams_the_records_the_queries_see(demo_run, tmp_path: Path) ->
     # bad arguments: one line, exit 2
     bad = export("matches", "--since", "yesterday")
     assert bad.returncode == 2 and "not an ISO date" in bad.stderr
+
+
+def test_the_report_draws_what_the_store_holds(demo_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    _, db = demo_run
+    host, port = db.client.address
+    env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "report", "-o", str(out),
+                           "--database", "simcrawl_demo"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    found = json.loads((out / "report.json").read_text())
+    # the figures' numbers are the store's
+    near = db.matches.aggregate([{"$match": {"distance": {"$ne": None},
+                                             "kind": {"$ne": "exact"}}},
+                                 {"$group": {"_id": "$distance", "n": {"$sum": 1}}}])
+    assert {int(k): v for k, v in found["distances"].items()} == {d["_id"]: d["n"] for d in near}
+    per_host = db.matches.aggregate([{"$group": {"_id": "$host", "n": {"$sum": 1}}}])
+    assert found["copies_per_host"] == {d["_id"]: d["n"] for d in per_host}
+    assert found["matches"] == db.matches.count_documents({})
+    top = found["copies_per_original"][0]
+    assert top["copies"] == db.matches.count_documents({"original_url": top["original_url"]})
+    assert sum(found["dropped_per_minute"].values()) == found["matches"]
+    # the skips, from the crawl's summary kept in MongoDB: those the crawl logged
+    import ast
+
+    proc, _ = demo_run
+    line = next(ln for ln in (proc.folder / "demo-crawl.log").read_text().splitlines()
+                if "dedup summary: " in ln)
+    logged = ast.literal_eval(line.split("dedup summary: ", 1)[1])
+    assert found["skip_reasons"] == {k.split("/", 2)[2]: v for k, v in logged.items()
+                                     if k.startswith("dedup/skipped/")}
+    assert {"binary", "too_big", "http_404", "robots_txt"} <= set(found["skip_reasons"])
+    assert sum(found["skipped_per_minute"].values()) == sum(found["skip_reasons"].values())
+    # one self-contained file: every figure embedded, nothing fetched from elsewhere
+    page = (out / "report.html").read_text(encoding="utf-8")
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert {"distances.png", "hosts.png", "originals.png", "minutes.png", "skips.png",
+            "sources.png"} <= set(pngs)
+    assert all((out / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
+    assert page.count("src='data:image/png;base64,") == len(pngs)
+    assert "src='http" not in page and "<script" not in page
+    assert top["original_url"] in page  # the largest copy groups, linked
+
+
+def test_a_match_record_carries_the_copy_text(demo_run) -> None:  # type: ignore[no-untyped-def]
+    """The evidence to show a copy beside its original later (DEDUP_MATCH_TEXT)."""
+    _, db = demo_run
+    matches = list(db.matches.find({}))
+    assert matches and all(m.get("text") and len(m["text"]) <= 20_000 for m in matches)
+    for m in matches:
+        if m["kind"] != "simhash":
+            continue
+        original = db.pages.find_one({"_id": m["original_id"]})
+        last = original["text"].split("\n")[-1][:50]  # a sentence of the story itself
+        assert last in m["text"], m["url"]

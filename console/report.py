@@ -1,0 +1,316 @@
+"""``simcrawl report``: what a crawl found, as one self-contained HTML file and PNG figures.
+
+It reads the store once (pages, match records and the crawls' summaries, projections
+only, with a progress bar on a terminal), counts in memory what the figures need, and
+draws them with matplotlib:
+
+* the Hamming distances of near matches (log scale, k marked);
+* the duplicate share of the hosts with the most copies;
+* the originals with the most copies (a table with links too: the largest copy groups);
+* copies of registered originals per source and day;
+* pages admitted, dropped and skipped per minute of the crawl;
+* why pages were skipped.
+
+``report.html`` embeds every figure (PNG as ``data:`` URIs), so it opens offline and can
+be mailed; the PNG files sit beside it, and ``report.json`` holds the numbers behind the
+figures (for other tools, and for checking them against the store).
+
+    simcrawl report -o report/ [--database DB] [--crawl-id ID] [--since T] [--until T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import html
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.export import query
+from console.store import add_options, open_database
+
+#: Rows of the "top" figures and tables.
+TOP = 20
+
+#: The report's style sheet (inline: the file stands alone).
+STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
+         "img{max-width:100%}table{border-collapse:collapse}"
+         "td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left}"
+         "td.n{text-align:right}")
+
+
+@dataclass
+class Findings:
+    """The numbers behind the report's figures (all JSON-serialisable)."""
+
+    pages: int = 0
+    matches: int = 0
+    distances: dict[int, int] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
+    pages_per_host: dict[str, int] = field(default_factory=dict)
+    copies_per_host: dict[str, int] = field(default_factory=dict)
+    copies_per_original: list[dict[str, Any]] = field(default_factory=list)
+    copies_per_source_day: dict[str, dict[str, int]] = field(default_factory=dict)
+    admitted_per_minute: dict[str, int] = field(default_factory=dict)
+    dropped_per_minute: dict[str, int] = field(default_factory=dict)
+    skipped_per_minute: dict[str, int] = field(default_factory=dict)
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    crawls: list[str] = field(default_factory=list)
+
+
+def _minute(value: Any) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M") if isinstance(value, dt.datetime) else None
+
+
+def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = None,
+            until: dt.datetime | None = None, progress: Any = None) -> Findings:
+    """Read the store once and count what the figures need; ``progress(n)`` is called as
+    records are read."""
+    found = Findings()
+    per_original: Counter[str] = Counter()
+    names: dict[str, str] = {}
+    hosts: dict[str, Counter[str]] = {}
+    for doc in db.pages.find(query("pages", crawl_id, since, until),
+                             {"host": 1, "fetched_at": 1, "source": 1}, batch_size=5000):
+        found.pages += 1
+        if not doc.get("source"):  # registered originals are not crawled pages
+            found.pages_per_host[doc.get("host", "")] = \
+                found.pages_per_host.get(doc.get("host", ""), 0) + 1
+            minute = _minute(doc.get("fetched_at"))
+            if minute:
+                found.admitted_per_minute[minute] = found.admitted_per_minute.get(minute, 0) + 1
+        if progress:
+            progress(1)
+    fields = {"host": 1, "distance": 1, "kind": 1, "original_id": 1, "original_url": 1,
+              "original_host": 1, "source": 1, "detected_at": 1, "fetched_at": 1}
+    for doc in db.matches.find(query("matches", crawl_id, since, until), fields,
+                               batch_size=5000):
+        found.matches += 1
+        kind = doc.get("kind", "")
+        found.kinds[kind] = found.kinds.get(kind, 0) + 1
+        if doc.get("distance") is not None and kind != "exact":
+            d = int(doc["distance"])
+            found.distances[d] = found.distances.get(d, 0) + 1
+        host = doc.get("host", "")
+        found.copies_per_host[host] = found.copies_per_host.get(host, 0) + 1
+        original = str(doc.get("original_id"))
+        per_original[original] += 1
+        names[original] = doc.get("original_url") or original
+        hosts.setdefault(original, Counter())[host] += 1
+        when = doc.get("fetched_at") or doc.get("detected_at")
+        minute = _minute(when)
+        if minute:
+            found.dropped_per_minute[minute] = found.dropped_per_minute.get(minute, 0) + 1
+        if doc.get("source") and isinstance(when, dt.datetime):
+            day = when.strftime("%Y-%m-%d")
+            days = found.copies_per_source_day.setdefault(doc["source"], {})
+            days[day] = days.get(day, 0) + 1
+        if progress:
+            progress(1)
+    found.copies_per_original = [
+        {"original_id": oid, "original_url": names[oid], "copies": n,
+         "hosts": len(hosts[oid])} for oid, n in per_original.most_common(TOP)]
+    crawls = {"_id": crawl_id} if crawl_id else {}
+    for doc in db["crawls"].find(crawls):
+        found.crawls.append(str(doc["_id"]))
+        for key, value in (doc.get("stats") or {}).items():
+            if key.startswith("dedup/skipped/") and isinstance(value, (int, float)):
+                reason = key[len("dedup/skipped/"):]
+                found.skip_reasons[reason] = found.skip_reasons.get(reason, 0) + int(value)
+        for minute, n in (doc.get("skipped_per_minute") or {}).items():
+            found.skipped_per_minute[minute] = found.skipped_per_minute.get(minute, 0) + n
+    return found
+
+
+# ------------------------------------------------------------------------------ figures
+def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
+    """Draw the figures as PNG files in ``out``; ``(title, path, caption)`` of each drawn
+    (a figure with no data is left out)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    drawn: list[tuple[str, Path, str]] = []
+
+    def save(fig: Any, name: str, title: str, caption: str) -> None:
+        path = out / f"{name}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        drawn.append((title, path, caption))
+
+    if found.distances:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        xs = sorted(found.distances)
+        ax.bar(xs, [found.distances[x] for x in xs], color="#3b6ea8")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=0.7)  # bars of 1 stay visible
+        ax.axvline(k + 0.5, color="#c0392b", linestyle="--", label=f"k = {k}")
+        ax.set_xlabel("Hamming distance to the original")
+        ax.set_ylabel("near copies (log)")
+        ax.set_xticks(range(max(xs + [k]) + 2))
+        ax.legend()
+        save(fig, "distances", "Hamming distances of near matches",
+             f"{sum(found.distances.values()):,} near copies; copies at distance ≤ k are "
+             "dropped (exact copies, distance 0 by checksum, are not shown)")
+    shares = sorted(((h, n / (n + found.pages_per_host.get(h, 0)), n)
+                     for h, n in found.copies_per_host.items()),
+                    key=lambda t: (-t[2], t[0]))[:TOP]
+    if shares:
+        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.28 * len(shares)))
+        ax.barh([h for h, _, _ in shares][::-1], [s for _, s, _ in shares][::-1],
+                color="#e08e2b")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of the host's decided pages that were copies")
+        save(fig, "hosts", "Duplicate share per host",
+             f"the {len(shares)} hosts with the most copies")
+    if found.copies_per_original:
+        top = found.copies_per_original[:TOP]
+        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.28 * len(top)))
+        labels = [_short(r["original_url"]) for r in top][::-1]
+        ax.barh(labels, [r["copies"] for r in top][::-1], color="#5a9e5a")
+        ax.set_xlabel("copies dropped")
+        save(fig, "originals", "Copies per original",
+             f"the {len(top)} originals with the most copies (table below)")
+    if found.copies_per_source_day:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for source, days in sorted(found.copies_per_source_day.items()):
+            keys = sorted(days)
+            ax.plot([dt.date.fromisoformat(d) for d in keys],  # type: ignore[arg-type]
+                    [days[d] for d in keys], marker="o", label=source)
+        ax.set_ylabel("copies found")
+        ax.legend()
+        fig.autofmt_xdate()
+        save(fig, "sources", "Copies of registered originals per source and day",
+             "pages dropped as copies of a registered source's originals")
+    minutes = sorted(set(found.admitted_per_minute) | set(found.dropped_per_minute)
+                     | set(found.skipped_per_minute))
+    if minutes:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        times = [dt.datetime.fromisoformat(m) for m in minutes]
+        for label, series, color in (("admitted", found.admitted_per_minute, "#3b6ea8"),
+                                     ("dropped", found.dropped_per_minute, "#e08e2b"),
+                                     ("skipped", found.skipped_per_minute, "#888888")):
+            ax.plot(times, [series.get(m, 0) for m in minutes],  # type: ignore[arg-type]
+                    marker=".", label=label, color=color)
+        ax.set_ylabel("pages per minute")
+        ax.legend()
+        fig.autofmt_xdate()
+        save(fig, "minutes", "Pages per minute of the crawl",
+             "admitted and dropped from the records, skipped from the crawls' summaries (UTC)")
+    if found.skip_reasons:
+        reasons = sorted(found.skip_reasons.items(), key=lambda t: (-t[1], t[0]))
+        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.28 * len(reasons)))
+        ax.barh([r for r, _ in reasons][::-1], [n for _, n in reasons][::-1], color="#888888")
+        ax.set_xlabel("pages skipped")
+        save(fig, "skips", "Why pages were skipped",
+             "counted by the crawl processes (not stored: binary, not HTML, too big, ...)")
+    return drawn
+
+
+def _short(url: str, width: int = 60) -> str:
+    return url if len(url) <= width else url[: width - 1] + "…"
+
+
+# --------------------------------------------------------------------------------- HTML
+def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str:
+    """The self-contained HTML report."""
+    esc = html.escape
+    head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>")
+    parts = [head, f"<h1>{esc(title)}</h1>",
+             f"<p>{found.pages:,} pages stored, {found.matches:,} copies dropped (" +
+             ", ".join(f"{esc(k)} {n:,}" for k, n in sorted(found.kinds.items())) +
+             f"), {sum(found.skip_reasons.values()):,} pages skipped; "
+             f"{len(found.crawls)} crawl process(es).</p>"]
+    for caption_title, path, caption in drawn:
+        data = base64.b64encode(path.read_bytes()).decode()
+        parts.append(f"<h2>{esc(caption_title)}</h2><img alt='{esc(caption_title)}' "
+                     f"src='data:image/png;base64,{data}'><p>{esc(caption)}</p>")
+    if found.copies_per_original:
+        parts.append("<h2>Largest copy groups</h2><table><tr><th>original</th>"
+                     "<th>copies</th><th>hosts</th></tr>")
+        for r in found.copies_per_original:
+            url = r["original_url"]
+            link = (f"<a href='{esc(url)}'>{esc(_short(url, 90))}</a>"
+                    if url.startswith(("http://", "https://")) else esc(url))
+            parts.append(f"<tr><td>{link}</td><td class='n'>{r['copies']:,}</td>"
+                         f"<td class='n'>{r['hosts']:,}</td></tr>")
+        parts.append("</table>")
+    if found.skip_reasons:
+        parts.append("<h2>Skip reasons</h2><table>" + "".join(
+            f"<tr><td>{esc(r)}</td><td class='n'>{n:,}</td></tr>"
+            for r, n in sorted(found.skip_reasons.items(), key=lambda t: -t[1])) + "</table>")
+    made = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    parts.append(f"<p><small>simcrawl report, {made} UTC</small></p></body></html>")
+    return "\n".join(parts)
+
+
+def write_report(db: Any, out: Path, k: int = 3, crawl_id: str | None = None,
+                 since: dt.datetime | None = None, until: dt.datetime | None = None,
+                 progress: Any = None, title: str = "simcrawl report") -> Findings:
+    """Collect, draw and write ``report.html``, the PNG files and ``report.json`` to
+    ``out`` (created if missing)."""
+    out.mkdir(parents=True, exist_ok=True)
+    found = collect(db, crawl_id, since, until, progress)
+    drawn = figures(found, k, out)
+    (out / "report.html").write_text(page(found, drawn, title), encoding="utf-8")
+    (out / "report.json").write_text(json.dumps(found.__dict__, indent=1, default=str),
+                                     encoding="utf-8")
+    return found
+
+
+def build_parser(prog: str = "simcrawl report") -> argparse.ArgumentParser:
+    """The command's options (``simcrawl report --help``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Write what the crawls found as one self-contained HTML "
+        "file (report.html, opens offline), the figures as PNG files and their numbers as "
+        "report.json.")
+    parser.add_argument("-o", "--output", default="simcrawl-report",
+                        help="folder to write to (default ./simcrawl-report)")
+    parser.add_argument("-k", type=int, default=3, help="the crawl's k, marked on the "
+                        "distance histogram (default 3)")
+    add_options(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
+    """Run ``simcrawl report``; returns the exit status (2: bad arguments or output
+    folder, 3: MongoDB unreachable)."""
+    from pymongo.errors import PyMongoError
+
+    from dedup.errors import ServiceUnavailable
+
+    args = build_parser(prog).parse_args(argv)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        print(f"error: {out} exists and is not a folder", file=sys.stderr)
+        return 2
+    try:
+        with open_database(args) as db:
+            if sys.stderr.isatty():
+                from rich.progress import Progress
+
+                total = (db.pages.estimated_document_count()
+                         + db.matches.estimated_document_count())
+                with Progress(transient=True) as bar:
+                    task = bar.add_task("reading the store", total=total)
+                    found = write_report(db, out, args.k, args.crawl_id, args.since,
+                                         args.until, progress=lambda n: bar.advance(task, n))
+            else:
+                found = write_report(db, out, args.k, args.crawl_id, args.since, args.until)
+    except (ServiceUnavailable, PyMongoError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(f"report of {found.pages:,} pages and {found.matches:,} copies: "
+          f"{out / 'report.html'} (figures beside it)", file=sys.stderr)
+    return 0
