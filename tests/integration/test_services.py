@@ -88,7 +88,13 @@ def test_services_stop(tmp_path: Path) -> None:
     assert "1 processes were still using them" in done.stdout
     assert wait_gone(pids)
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    try:  # its pipes drained while it exits; what it said is in the failure
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the services process ignored SIGINT for 60 s; its stderr: {err[-2000:]}")
+    assert proc.returncode == 0, err
 
 
 def test_a_bad_data_folder_is_one_line(tmp_path: Path) -> None:
