@@ -30,10 +30,17 @@ def wait_gone(pids: list[int], seconds: float = 30) -> bool:
     return not any(process_alive(p) for p in pids)
 
 
+def _as_from_a_terminal() -> None:
+    # Ctrl-C's default disposition, as in a terminal: a test run started as a background
+    # job of a non-interactive shell (no job control) has SIGINT ignored, and children
+    # inherit that, so SIGINT would never reach the command under test
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def services_process(folder: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "dedup", "services", "--data-dir",
                              str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_as_from_a_terminal)  # noqa: PLW1509
     assert proc.stdout is not None
     assert proc.stdout.readline().startswith("REDIS_URL=")
     return proc
