@@ -4,6 +4,7 @@ the pipeline share it through the crawler."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import uuid
 from collections.abc import Iterable
@@ -69,8 +70,6 @@ class Runtime:
 
     def count_skip(self) -> None:
         """A page was skipped now (kept per minute in the crawl's summary)."""
-        import datetime as dt
-
         minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
         self.skips_per_minute[minute] = self.skips_per_minute.get(minute, 0) + 1
 
