@@ -185,6 +185,7 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
             ax.plot([dt.date.fromisoformat(d) for d in keys],  # type: ignore[arg-type]
                     [days[d] for d in keys], marker="o", label=source)
         ax.set_ylabel("copies found")
+        ax.set_ylim(bottom=0)
         ax.legend()
         fig.autofmt_xdate()
         save(fig, "sources", "Copies of registered originals per source and day",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,42 +23,77 @@ def iso_time(text: str) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """``--crawl-id``, ``--since``, ``--until`` and the store's options."""
-    from dedup.services import DEFAULT_DATA_DIR
-    from dedup.store import DEFAULT_DATABASE
+#: The database the demo crawl (``./simcrawl`` with no URL) fills.
+DEMO_DATABASE = "simcrawl_demo"
+
+#: The Redis namespace of the demo crawl's index.
+DEMO_NAMESPACE = "demo"
+
+
+def add_options(parser: argparse.ArgumentParser, redis: bool = False) -> None:
+    """``--crawl-id``, ``--since``, ``--until`` and the store's options (with ``redis``:
+    ``--redis-url`` and ``--namespace`` too)."""
 
     parser.add_argument("--crawl-id", help="only this crawl's records (its id is in the "
                         "crawl's log and in every record's crawl_id / crawl_ids)")
     parser.add_argument("--since", type=iso_time, help="only records from this time on (ISO "
                         "date or time, UTC unless it says otherwise)")
     parser.add_argument("--until", type=iso_time, help="only records before this time")
-    g = parser.add_argument_group("services (default: $MONGO_URI, else embedded)")
+    add_service_options(parser, redis)
+
+
+def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) -> None:
+    """The store's options: ``--mongo-uri``, ``--database``, ``--data-dir`` (with
+    ``redis``: ``--redis-url`` and ``--namespace`` too)."""
+    from dedup.index import DEFAULT_NAMESPACE
+    from dedup.services import DEFAULT_DATA_DIR
+    from dedup.store import DEFAULT_DATABASE
+
+    g = parser.add_argument_group("services (default: $MONGO_URI" +
+                                  (" / $REDIS_URL" if redis else "") + ", else embedded)")
     g.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
-    g.add_argument("--database", default=DEFAULT_DATABASE,
-                   help=f"MongoDB database (default {DEFAULT_DATABASE})")
+    if redis:
+        g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
+        g.add_argument("--namespace", default=None,
+                       help=f"Redis key prefix of the crawl's index (default "
+                       f"{DEFAULT_NAMESPACE}, or the demo's 'demo' with its database)")
+    g.add_argument("--database", default=None,
+                   help=f"MongoDB database (default {DEFAULT_DATABASE}; when that one holds "
+                   f"no pages and the demo's {DEMO_DATABASE} does, the demo's)")
     g.add_argument("--data-dir", default=None, help=f"embedded servers' data folder "
                    f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
 
 
+def choose_database(client: Any, name: str | None) -> Any:
+    """The database named, or by default ``simcrawl``, or the demo's ``simcrawl_demo``
+    when ``simcrawl`` holds no pages and the demo's does (said on stderr)."""
+    from dedup.store import DEFAULT_DATABASE
+
+    if name:
+        return client[name]
+    db = client[DEFAULT_DATABASE]
+    if db.pages.estimated_document_count() == 0 and \
+            client[DEMO_DATABASE].pages.estimated_document_count() > 0:
+        print(f"simcrawl: the database {DEFAULT_DATABASE!r} holds no pages; using the demo's "
+              f"{DEMO_DATABASE!r} (--database to choose)", file=sys.stderr)
+        return client[DEMO_DATABASE]
+    return db
+
+
 @contextlib.contextmanager
 def open_database(args: argparse.Namespace) -> Iterator[Any]:
-    """The database the options name; the embedded MongoDB is started (and stopped after)
-    when neither ``--mongo-uri`` nor ``$MONGO_URI`` is given.
+    """The database the options name (see :func:`choose_database`); the embedded MongoDB
+    is started (and stopped after) when neither ``--mongo-uri`` nor ``$MONGO_URI`` is
+    given.
 
     Raises:
         ServiceUnavailable: MongoDB cannot be reached.
     """
-    from dedup.services import DEFAULT_DATA_DIR, EmbeddedServices, connect_mongo
+    from dedup.services import connect_mongo, resolve
 
-    services = None
+    _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:
-        uri = args.mongo_uri or os.environ.get("MONGO_URI")
-        if not uri:
-            folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
-            services = EmbeddedServices(folder, redis=False).start()
-            uri = services.mongo_uri
-        yield connect_mongo(uri or "")[args.database]
+        yield choose_database(connect_mongo(uri), args.database)
     finally:
         if services is not None:
             services.stop()

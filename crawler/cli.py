@@ -4,6 +4,7 @@
     simcrawl URL ...                                        the same as crawl URL ...
     simcrawl export matches|pages [--format csv|jsonl]      stream records (console/export.py)
     simcrawl report [-o DIR]                                HTML report with plots (console/report.py)
+    simcrawl web [--host H] [--port P]                      the web console (console/web.py)
     simcrawl scan | fingerprint | find-all | plan | register | rebuild-index | remove |
              services | pinyin-reference ...                 the dedup library's commands
     simcrawl VERB --help                                     each verb's options
@@ -21,6 +22,7 @@ USAGE = """usage: simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]
        simcrawl URL ...
        simcrawl export {matches,pages} [--format csv|jsonl] [-o FILE] [--crawl-id ID] ...
        simcrawl report [-o DIR] [--crawl-id ID] [--since T] [--until T] ...
+       simcrawl web [--host 127.0.0.1] [--port 8000] ...
        simcrawl {scan,fingerprint,find-all,plan,rebuild-index,register,remove,services,
                  pinyin-reference} ...
 
@@ -30,8 +32,15 @@ A web crawler that drops near-duplicate pages while it crawls.
                     known outcome), on REDIS_URL / MONGO_URI or embedded servers
   export            stream the store's match records or pages to CSV or JSON lines
   report            one self-contained HTML file with plots (and PNG files) of the store
+  web               the web console: dashboard, search, a copy beside its original,
+                    registered sources, a form to register originals
   scan ... services the dedup library's commands (python -m dedup); VERB --help for each
 """
+
+
+#: The dedup library's commands (``python -m dedup VERB``), reachable as ``simcrawl VERB``.
+LIBRARY_VERBS = ("scan", "fingerprint", "find-all", "plan", "rebuild-index", "register",
+                 "remove", "services", "pinyin-reference")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         from console.report import main as report
 
         return report(args[1:])
+    if args[0] == "web":
+        from console.web import main as web
+
+        return web(args[1:])
+    if args[0] not in LIBRARY_VERBS:  # not a command: the crawl says what is wrong with it
+        from crawler.run import main as crawl
+
+        return crawl(args, prog="simcrawl crawl")
     from dedup.__main__ import main as dedup_main
 
     return dedup_main(args)

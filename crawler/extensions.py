@@ -64,6 +64,31 @@ class JobGuard:
         self.marker.unlink(missing_ok=True)
 
 
+def crawl_counters(crawler: Any, elapsed: float) -> dict[str, Any]:
+    """A crawl process's counters now, from its Scrapy stats: fetched, admitted, dropped,
+    revisits, skipped, lost, queue length (-1: unknown) and ``elapsed`` seconds. What the
+    live display, the progress file and the ``crawls`` record of a running crawl show."""
+    stats = crawler.stats.get_stats()
+    engine = crawler.engine
+    scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+    try:
+        queue = len(scheduler) if scheduler is not None else 0
+    except Exception:  # noqa: BLE001 - a queue that cannot say (Redis down): unknown
+        queue = -1
+
+    def total(prefix: str) -> int:
+        return int(sum(v for k, v in stats.items() if k.startswith(prefix)
+                       and isinstance(v, (int, float))))
+
+    return {"fetched": int(stats.get("downloader/response_count", 0)),
+            "admitted": int(stats.get("dedup/unique", 0)),
+            "dropped": sum(int(stats.get(f"dedup/{k}", 0)) for k in (
+                "near_duplicate", "exact_duplicate", "pinyin_copy")),
+            "revisits": int(stats.get("dedup/revisit", 0)),
+            "skipped": total("dedup/skipped/"), "lost": total("dedup/lost/"),
+            "queue": queue, "elapsed": round(elapsed, 1)}
+
+
 #: Seconds between two progress writes (``SIMCRAWL_PROGRESS_SECONDS``).
 PROGRESS_SECONDS = 2.0
 
@@ -112,25 +137,7 @@ class ProgressFile:
 
     def snapshot(self) -> dict[str, Any]:
         """The counters now."""
-        stats = self.crawler.stats.get_stats()
-        engine = self.crawler.engine
-        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
-        try:
-            queue = len(scheduler) if scheduler is not None else 0
-        except Exception:  # noqa: BLE001 - a queue that cannot say (Redis down): unknown
-            queue = -1
-
-        def total(prefix: str) -> int:
-            return int(sum(v for k, v in stats.items() if k.startswith(prefix)
-                           and isinstance(v, (int, float))))
-
-        return {"fetched": int(stats.get("downloader/response_count", 0)),
-                "admitted": int(stats.get("dedup/unique", 0)),
-                "dropped": sum(int(stats.get(f"dedup/{k}", 0)) for k in (
-                    "near_duplicate", "exact_duplicate", "pinyin_copy")),
-                "revisits": int(stats.get("dedup/revisit", 0)),
-                "skipped": total("dedup/skipped/"), "lost": total("dedup/lost/"),
-                "queue": queue, "elapsed": round(time.monotonic() - self._started, 1)}
+        return crawl_counters(self.crawler, time.monotonic() - self._started)
 
     def write(self, done: bool = False) -> None:
         """Replace the file with the counters now."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 import time
 from typing import Any
@@ -13,6 +15,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
+from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.runtime import Runtime, get_runtime
@@ -23,6 +26,10 @@ from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_
 log = logging.getLogger(__name__)
 
 ALGORITHM = "simhash64-xxh3"
+
+#: Seconds between two updates of a running crawl's ``crawls`` record
+#: (``SIMCRAWL_RECORD_SECONDS``; 0 turns them off: the record is written at the end only).
+RECORD_SECONDS = 5.0
 
 
 class StoragePipeline:
@@ -48,6 +55,8 @@ class StoragePipeline:
         self._lock = threading.Lock()  # guards the buffers
         self._flush_lock = threading.Lock()  # one write at a time
         self._loop: task.LoopingCall | None = None
+        self._record_loop: task.LoopingCall | None = None
+        self._started = time.monotonic()
         self._unconfirmed: list[str] = []
         self._failing_since: float | None = None
 
@@ -58,6 +67,31 @@ class StoragePipeline:
     def open_spider(self, spider: Any = None) -> None:
         self._loop = task.LoopingCall(self._flush_in_thread)
         self._loop.start(self.config.flush_seconds, now=False)
+        self._started = time.monotonic()
+        every = self.crawler.settings.getfloat("SIMCRAWL_RECORD_SECONDS", RECORD_SECONDS)
+        if every > 0:
+            self._record_loop = task.LoopingCall(self._record_running)
+            self._record_loop.start(every, now=True)
+
+    def _crawl_record(self) -> dict[str, Any]:
+        """What the ``crawls`` record says of this process, running or finished."""
+        return {"started_at": self.crawler.stats.get_value("start_time"),
+                "counters": crawl_counters(self.crawler, time.monotonic() - self._started),
+                "pid": os.getpid(), "hostname": socket.gethostname(),
+                "database": self.config.database, "namespace": self.config.namespace}
+
+    def _record_running(self) -> Any:
+        """Rewrite this process's live record (counters taken here, in the reactor; the
+        write in a thread). A failed write is only logged: the crawl goes on."""
+        record = self._crawl_record()
+
+        def write() -> None:
+            try:
+                self.runtime.pages.save_crawl(self.runtime.crawl_id, record, running=True)
+            except ServiceUnavailable as exc:
+                log.debug("could not update the crawl's live record: %s", exc)
+
+        return deferToThread(write)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         if isinstance(item, FrontierReceipt):  # every request of its page is queued
@@ -204,12 +238,9 @@ class StoragePipeline:
         """This process's summary in the store's ``crawls`` collection (for reports)."""
         import datetime as dt
 
-        stats = self.crawler.stats.get_stats()
-        record = {"started_at": stats.get("start_time"),
-                  "finished_at": dt.datetime.now(dt.timezone.utc),
-                  "stats": {k.replace(".", "_"): v for k, v in summary.items()},
-                  "skipped_per_minute": dict(sorted(self.runtime.skips_per_minute.items())),
-                  "database": self.config.database, "namespace": self.config.namespace}
+        record = dict(self._crawl_record(), finished_at=dt.datetime.now(dt.timezone.utc),
+                      stats={k.replace(".", "_"): v for k, v in summary.items()},
+                      skipped_per_minute=dict(sorted(self.runtime.skips_per_minute.items())))
         try:
             self.runtime.pages.save_crawl(self.runtime.crawl_id, record)
         except ServiceUnavailable as exc:
@@ -254,8 +285,9 @@ class StoragePipeline:
         return True
 
     async def close_spider(self, spider: Any = None) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
+        for loop in (self._loop, self._record_loop):
+            if loop is not None and loop.running:
+                loop.stop()
         if not await maybe_deferred_to_future(deferToThread(self._flush_before_close)):
             self._give_up_if_overdue()
         stats = self.crawler.stats

@@ -227,7 +227,9 @@ def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
         prog=prog, description="Crawl with inline near-duplicate dropping. With no "
         "URL: crawl the bundled demo site and compare the result with its known outcome. "
         "Exit status: 0 done, 1 the crawl failed or lost pages (named in its log), 2 bad "
-        "arguments, 3 a service is unreachable.")
+        "arguments, 3 a service is unreachable.",
+        epilog="Other commands: report, export, web, register, services, scan, ... "
+        "('simcrawl help' lists them; 'simcrawl VERB --help' shows each one's options).")
     parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
     parser.add_argument("--depth", type=positive, default=None,
                         help="depth limit (default 5)")
@@ -283,9 +285,7 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     ``python -m dedup register FOLDER --source demo-novels`` would); returns file name →
     the registered page's URL."""
     from dedup.config import DedupConfig
-    from dedup.index import NearDuplicateIndex, RedisStore
-    from dedup.index.windows import open_window_index
-    from dedup.register import register
+    from dedup.register import register_files
     from dedup.services import connect_mongo, connect_redis
     from dedup.store import PageStore
 
@@ -293,13 +293,9 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     for name, text in texts.items():
         (folder / name).write_text(text, encoding="utf-8")
     config = DedupConfig(namespace=namespace, database=database)
-    client = connect_redis(redis_url)
     pages = PageStore(connect_mongo(mongo_uri), database)
-    pages.ensure_indexes()
-    index = NearDuplicateIndex(RedisStore(client, namespace), capacity=config.capacity)
-    windows, _ = open_window_index(config, client, redis_url)
-    done = register(sorted(folder / n for n in texts), DEMO_SOURCE, pages, index, windows,
-                    client, config)
+    done = register_files(sorted(folder / n for n in texts), DEMO_SOURCE, pages,
+                          connect_redis(redis_url), config)
     print(f"registered {done.added} originals of {DEMO_SOURCE!r} from {folder}")
     return {name: (folder / name).resolve().as_uri() for name in texts}
 

@@ -342,10 +342,9 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
 
 def cmd_register(args: argparse.Namespace) -> int:
     from .config import DedupConfig
-    from .index import IndexMismatchError, NearDuplicateIndex, RedisStore
-    from .index.windows import open_window_index
+    from .index import IndexMismatchError
     from .progress import Progress
-    from .register import register
+    from .register import register_files
 
     files = list(_iter_files(args.paths))
     if not files:
@@ -355,18 +354,12 @@ def cmd_register(args: argparse.Namespace) -> int:
     config = DedupConfig(namespace=args.namespace, database=args.database)
     redis_client, pages, services = _services(args)
     try:
-        pages.ensure_indexes()
+        progress = Progress("register", len(files))
         try:
-            index = NearDuplicateIndex(RedisStore(redis_client, args.namespace),
-                                       capacity=args.capacity or config.capacity)
-            windows, _ = open_window_index(config, redis_client,
-                                           capacity=args.capacity or max(100_000, len(files)))
+            done = register_files(files, args.source, pages, redis_client, config,
+                                  capacity=args.capacity, progress=progress)
         except IndexMismatchError as exc:
             raise InputError(str(exc)) from None
-        pages.save_layout(args.namespace, index.layout.describe())
-        progress = Progress("register", len(files))
-        done = register(files, args.source, pages, index, windows, redis_client, config,
-                        progress=progress)
         progress.close()
     finally:
         if services is not None:

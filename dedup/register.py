@@ -84,6 +84,34 @@ def register(files: Iterable[Path], source: str, pages: PageStore, index: NearDu
     return result
 
 
+def register_files(files: Iterable[Path], source: str, pages: PageStore, client: redis.Redis,
+                   config: DedupConfig, capacity: int | None = None,
+                   progress: Callable[[int], None] | None = None) -> RegisterResult:
+    """Register ``files`` as originals of ``source`` in the index of ``config.namespace``:
+    opens (or plans, for ``capacity`` pages) the simhash index and the pinyin window index,
+    keeps the index's layout in MongoDB, then runs :func:`register`. What ``simcrawl
+    register`` and the web console's form both run.
+
+    Raises:
+        ValueError: an empty source name.
+        IndexMismatchError: the existing index was built with other parameters.
+        ServiceUnavailable: Redis or MongoDB failed.
+    """
+    from .index import RedisStore
+    from .index.windows import open_window_index
+
+    files = list(files)
+    if not source.strip():
+        raise ValueError("the source name must not be empty")
+    pages.ensure_indexes()
+    index = NearDuplicateIndex(RedisStore(client, config.namespace),
+                               capacity=capacity or config.capacity)
+    windows, _ = open_window_index(config, client,
+                                   capacity=capacity or max(100_000, len(files)))
+    pages.save_layout(config.namespace, index.layout.describe())
+    return register(files, source, pages, index, windows, client, config, progress=progress)
+
+
 def _register_batch(paths: list[Path], source: str, pages: PageStore,
                     index: NearDuplicateIndex, windows: WindowIndex | None,
                     client: redis.Redis, config: DedupConfig,

@@ -586,23 +586,24 @@ def stop_on_signals() -> Iterator[None]:
 
 
 def resolve(redis_url: str | None = None, mongo_uri: str | None = None,
-            data_dir: str | os.PathLike[str] | None = None
+            data_dir: str | os.PathLike[str] | None = None, *, redis: bool = True
             ) -> tuple[str, str, EmbeddedServices | None]:
     """The service URLs to use: the arguments, else ``REDIS_URL`` / ``MONGO_URI`` from the
-    environment, else embedded servers started here (for the ones not given).
+    environment, else embedded servers started here (for the ones not given). With
+    ``redis=False`` only MongoDB is wanted (Redis is neither started nor resolved).
 
     Returns:
-        ``(redis_url, mongo_uri, services)``; ``services`` is the
-        :class:`EmbeddedServices` to stop when done, or ``None``.
+        ``(redis_url, mongo_uri, services)`` (``redis_url`` is ``""`` when not wanted);
+        ``services`` is the :class:`EmbeddedServices` to stop when done, or ``None``.
     """
-    redis_url = redis_url or os.environ.get("REDIS_URL") or None
+    redis_url = (redis_url or os.environ.get("REDIS_URL") or None) if redis else ""
     mongo_uri = mongo_uri or os.environ.get("MONGO_URI") or None
     services = None
     if redis_url is None or mongo_uri is None:
         folder = data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
         services = EmbeddedServices(folder, redis=redis_url is None,
                                     mongo=mongo_uri is None).start()
-        redis_url = redis_url or services.redis_url
+        redis_url = services.redis_url if redis_url is None else redis_url
         mongo_uri = mongo_uri or services.mongo_uri
     assert redis_url is not None and mongo_uri is not None
     return redis_url, mongo_uri, services

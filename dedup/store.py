@@ -46,7 +46,7 @@ from typing import Any
 import pymongo
 from bson import Int64, ObjectId
 from pymongo import UpdateOne
-from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
 from .errors import ServiceUnavailable
 
@@ -137,12 +137,15 @@ class PageStore:
         try:
             self.pages.create_index("url", unique=True)
             self.pages.create_index("host")
+            self.pages.create_index([("host", 1), ("_id", -1)])  # a host's pages, newest first
             self.pages.create_index("checksum")
             self.pages.create_index([("source", 1), ("fetched_at", -1)])
+            self.pages.create_index([("source", 1), ("url", 1)])  # a source's originals
             self.fingerprints.create_index("simhash")
             self._unique_match_urls()
             self.matches.create_index([("original_id", 1), ("detected_at", -1)])
             self.matches.create_index([("host", 1), ("detected_at", -1)])
+            self.matches.create_index([("host", 1), ("_id", -1)])
             self.matches.create_index([("detected_at", -1)])
             self.matches.create_index("crawl_ids")
             self.matches.create_index([("source", 1), ("detected_at", -1)])
@@ -286,13 +289,23 @@ class PageStore:
             raise self._unavailable(exc) from exc
         return None if doc is None else from_int64(doc["simhash"])
 
-    def save_crawl(self, crawl_id: str, record: Mapping[str, Any]) -> None:
-        """Keep a crawl process's summary in the ``crawls`` collection (``_id`` = its crawl
-        id): when it started and finished, its counters (``stats``: the ``dedup/*``
-        counters, skip reasons included) and its skips per minute, for reports. Written
-        once, when the process closes; a later write for the same id replaces it."""
+    def save_crawl(self, crawl_id: str, record: Mapping[str, Any],
+                   running: bool = False) -> None:
+        """Keep a crawl process's record in the ``crawls`` collection (``_id`` = its crawl
+        id). While it runs (``running``) the record holds its live ``counters`` and
+        ``state: "running"``, rewritten every few seconds with ``updated_at``; when it
+        closes, ``state: "finished"``, ``finished_at``, its ``dedup/*`` counters
+        (``stats``, skip reasons included) and its skips per minute, for reports. The
+        fields given are set; a running update never overwrites a finished record."""
+        fields = dict(record, state="running" if running else "finished",
+                      updated_at=dt.datetime.now(dt.timezone.utc))
+        where: dict[str, Any] = {"_id": crawl_id}
+        if running:
+            where["state"] = {"$ne": "finished"}
         try:
-            self.db["crawls"].replace_one({"_id": crawl_id}, dict(record), upsert=True)
+            self.db["crawls"].update_one(where, {"$set": fields}, upsert=True)
+        except DuplicateKeyError:  # finished meanwhile: the final record stays
+            pass
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 

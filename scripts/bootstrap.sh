@@ -47,6 +47,14 @@ if [[ " ${SIMCRAWL_EXTRAS:-} " == *" test "* ]] && ! command -v docker-compose >
     || say "could not install docker-compose; its test will be skipped"
 fi
 
+# The web console's browser tests drive Debian's chromium (Playwright, no browser download).
+if [[ " ${SIMCRAWL_EXTRAS:-} " == *" test "* ]] && ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "installing chromium (for the web console's browser tests) ..."
+  apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 \
+    || say "could not install chromium; the browser tests will be skipped"
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   say "creating $venv ..."
   "$python" -m venv "$venv"

@@ -15,6 +15,27 @@ from dedup.services import EmbeddedServices
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """``python -m crawler.run`` (the demo crawl) once for the session, on embedded
+    services kept up while the session runs: ``(finished process, the demo's database)``;
+    ``process.folder`` is the data folder (the crawl's log is there)."""
+    import os
+
+    from dedup.services import connect_mongo
+
+    folder = tmp_path_factory.mktemp("demo")
+    with EmbeddedServices(folder) as services:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        proc = subprocess.run([sys.executable, "-m", "crawler.run", "--data-dir", str(folder)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                              check=False)
+        db = connect_mongo(services.mongo_uri)["simcrawl_demo"]
+        proc.folder = folder  # type: ignore[attr-defined]
+        proc.services = services  # type: ignore[attr-defined]
+        yield proc, db
+
+
 def register_corpus(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str
                     ) -> subprocess.CompletedProcess:
     """``python -m dedup register`` the site's registered chapters into database and

@@ -11,23 +11,9 @@ from pathlib import Path
 import pytest
 
 from crawler.demosite import build
-from dedup.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
-    folder = tmp_path_factory.mktemp("demo")
-    with EmbeddedServices(folder) as services:
-        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
-        proc = subprocess.run([sys.executable, "-m", "crawler.run", "--data-dir", str(folder)],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                              check=False)
-        db = connect_mongo(services.mongo_uri)["simcrawl_demo"]
-        proc.folder = folder  # type: ignore[attr-defined]
-        yield proc, db
 
 
 def test_the_demo_crawl_matches_the_known_outcome(demo_run) -> None:  # type: ignore[no-untyped-def]
@@ -212,3 +198,18 @@ def test_a_match_record_carries_the_copy_text(demo_run) -> None:  # type: ignore
         original = db.pages.find_one({"_id": m["original_id"]})
         last = original["text"].split("\n")[-1][:50]  # a sentence of the story itself
         assert last in m["text"], m["url"]
+
+
+def test_the_crawl_keeps_its_record_with_its_counters(demo_run) -> None:  # type: ignore[no-untyped-def]
+    """Each crawl process's record in `crawls`: finished, with the counters the console
+    shows, equal to what it stored."""
+    _, db = demo_run
+    records = list(db.crawls.find({}))
+    assert records and all(r["state"] == "finished" and r["finished_at"] for r in records)
+    for r in records:
+        counters = r["counters"]
+        assert counters["admitted"] == db.pages.count_documents({"crawl_id": r["_id"]})
+        assert counters["dropped"] == db.matches.count_documents({"crawl_id": r["_id"]})
+        assert counters["fetched"] >= counters["admitted"] + counters["dropped"]
+        assert counters["skipped"] == sum(v for k, v in r["stats"].items()
+                                          if k.startswith("dedup/skipped/"))

@@ -71,3 +71,36 @@ def test_the_installed_package_crawls_the_demo_from_an_empty_folder(installed: P
     helped = subprocess.run([str(installed / "bin" / "simcrawl"), "--help"], cwd=where, env=env,
                             capture_output=True, text=True, check=True)
     assert "simcrawl crawl" in helped.stdout
+    # the report and the console, from the installed package (templates and style inside)
+    report = subprocess.run([str(installed / "bin" / "simcrawl"), "report", "-o",
+                             str(where / "report"), "--data-dir", str(where / "data")],
+                            cwd=where, env=env, capture_output=True, text=True, timeout=300,
+                            check=False)
+    assert report.returncode == 0, report.stderr
+    assert (where / "report" / "report.html").exists()
+    assert str(where / "report" / "report.html") in report.stderr
+    from dedup.services import free_port
+
+    port = free_port()
+    web = subprocess.Popen([str(installed / "bin" / "simcrawl"), "web", "--port", str(port),
+                            "--data-dir", str(where / "data")], cwd=where, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        import time
+        import urllib.request
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+                break
+            except OSError:
+                assert web.poll() is None and time.monotonic() < deadline, \
+                    web.stderr.read() if web.poll() is not None else "no answer in 60 s"  # type: ignore[union-attr]
+                time.sleep(0.3)
+        assert b"<h1>Dashboard</h1>" in body and b"simcrawl_demo" in body
+        css = urllib.request.urlopen(f"http://127.0.0.1:{port}/static/style.css", timeout=5)
+        assert b"mark.added" in css.read()
+    finally:
+        web.terminate()
+        web.wait(timeout=30)

@@ -48,3 +48,17 @@ def test_the_last_write_waits_for_one_already_running(services, mongo_client, na
     finally:
         runtime.close()
         mongo_client.drop_database(database)
+
+
+def test_a_running_crawl_record_never_overwrites_the_finished_one(pages) -> None:  # type: ignore[no-untyped-def]
+    """The console shows live counters from the running record; a late live update (its
+    write was in flight while the process closed) must not turn a finished crawl back
+    into a running one."""
+    pages.save_crawl("c1", {"counters": {"fetched": 5}}, running=True)
+    doc = pages.db["crawls"].find_one({"_id": "c1"})
+    assert doc["state"] == "running" and doc["counters"]["fetched"] == 5
+    pages.save_crawl("c1", {"counters": {"fetched": 9}, "stats": {"dedup/unique": 7}})
+    pages.save_crawl("c1", {"counters": {"fetched": 8}}, running=True)  # late
+    doc = pages.db["crawls"].find_one({"_id": "c1"})
+    assert doc["state"] == "finished" and doc["counters"]["fetched"] == 9
+    assert doc["stats"] == {"dedup/unique": 7}

@@ -1,0 +1,626 @@
+"""``simcrawl web``: the web console over a crawl's store (Flask, server-side Jinja
+templates, served by waitress; no JavaScript).
+
+Pages:
+
+* ``/`` the dashboard: totals, the crawl processes with their live counters (a running
+  crawl rewrites its ``crawls`` record every ``SIMCRAWL_RECORD_SECONDS``; the page reloads
+  itself while one runs), the report's figures (drawn in the background from the whole
+  store, at most every ``--refresh`` seconds: never on a request) and the latest copies;
+* ``/search?q=`` pages and copies by host (``news.example.com``) or by URL prefix
+  (``https://news.example.com/2026/``), 50 per page, in URL order;
+* ``/match/<id>`` a copy beside its original, the differing passages marked
+  (:mod:`console.diff`), with the distance, the kind and, for Chinese, the pinyin share
+  and run;
+* ``/page/<id>`` a stored page (or registered original) and the copies found of it;
+* ``/sources`` the registered sources, ``/sources/<name>`` one source's originals with
+  their copies;
+* ``/register`` a form that registers uploaded text or HTML files as originals of a
+  source: the code ``simcrawl register`` runs (:func:`dedup.register.register_files`).
+
+Every list is one indexed query with a limit (keyset pagination: ``after=<url>``), so the
+pages stay fast on a store of millions of pages (``bench/bench_console.py``).
+
+Security: it binds to 127.0.0.1 by default. Binding to any other address requires
+``SIMCRAWL_WEB_TOKEN`` (at least 16 characters): every request must then carry it, as
+``Authorization: Bearer <token>`` or through the login form (a signed session cookie).
+Every form carries a CSRF token (Flask-WTF), so another site cannot post to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import hmac
+import ipaddress
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bson import ObjectId
+from bson.errors import InvalidId
+from flask import (
+    Flask,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    send_file,
+    session,
+    url_for,
+)
+from flask_wtf import FlaskForm
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from markupsafe import Markup
+from werkzeug.utils import secure_filename
+from wtforms import MultipleFileField, PasswordField, StringField
+from wtforms.validators import DataRequired, Length
+
+from console.diff import side_by_side
+from console.report import TOP, Findings, collect, figures
+
+log = logging.getLogger(__name__)
+
+#: Results per page of a list.
+PAGE_SIZE = 50
+
+#: Largest upload of the register form (all files together).
+MAX_UPLOAD = 64 * 1024 * 1024
+
+#: Shortest token accepted for a console reachable from other machines.
+MIN_TOKEN = 16
+
+#: The environment variable holding the token.
+TOKEN_ENV = "SIMCRAWL_WEB_TOKEN"
+
+#: Seconds after which a running crawl that has not rewritten its record is shown as
+#: "not reporting" (a few missed updates: killed, or MongoDB unreachable).
+STALE_SECONDS = 30.0
+
+
+class FigureCache:
+    """The report's figures of the whole store, drawn in a background thread at most every
+    ``refresh`` seconds, so that no request waits for a scan of the store.
+
+    Args:
+        db: the store's database.
+        k: the crawl's k (marked on the distance histogram).
+        refresh: seconds before the figures are drawn again (on the next request).
+        folder: where the PNG files go (one sub-folder per drawing).
+    """
+
+    def __init__(self, db: Any, k: int, refresh: float, folder: Path) -> None:
+        self.db, self.k, self.refresh, self.folder = db, k, refresh, folder
+        self.drawn: list[tuple[str, Path, str]] = []
+        self.found: Findings | None = None
+        self.made_at: dt.datetime | None = None
+        self.read = 0  # records read by the drawing under way
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._generation = 0
+
+    def current(self) -> tuple[list[tuple[str, Path, str]], Findings | None]:
+        """The latest figures (empty before the first drawing ends); starts a drawing when
+        there is none or the latest is older than ``refresh`` seconds."""
+        with self._lock:
+            stale = self.made_at is None or (
+                dt.datetime.now(dt.timezone.utc) - self.made_at).total_seconds() > self.refresh
+            if stale and (self._thread is None or not self._thread.is_alive()):
+                self._thread = threading.Thread(target=self._draw, name="figures", daemon=True)
+                self._thread.start()
+            return self.drawn, self.found
+
+    @property
+    def busy(self) -> bool:
+        """Whether a drawing is under way."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for the drawing under way; whether figures are ready."""
+        self.current()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return self.made_at is not None
+
+    def _count(self, n: int) -> None:
+        self.read += n
+
+    def _draw(self) -> None:
+        self.read = 0
+        self._generation += 1
+        out = self.folder / str(self._generation)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            found = collect(self.db, progress=self._count)
+            drawn = figures(found, self.k, out)
+        except Exception as exc:  # noqa: BLE001 - shown on the dashboard, tried again later
+            log.warning("drawing the dashboard's figures failed: %s", exc)
+            with self._lock:
+                self.error = str(exc)
+                self.made_at = dt.datetime.now(dt.timezone.utc)
+            return
+        with self._lock:
+            old = self.folder / str(self._generation - 1)
+            self.drawn, self.found, self.error = drawn, found, None
+            self.made_at = dt.datetime.now(dt.timezone.utc)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def path(self, name: str) -> Path | None:
+        """The PNG file of the figure ``name`` (``distances``...), if drawn."""
+        for _, path, _ in self.drawn:
+            if path.stem == name:
+                return path
+        return None
+
+
+class RegisterForm(FlaskForm):  # type: ignore[misc]
+    """The register form: a source name and the files of its originals."""
+
+    source = StringField("Source", validators=[DataRequired(), Length(max=200)])
+    files = MultipleFileField("Files (text or HTML)")
+
+
+class LoginForm(FlaskForm):  # type: ignore[misc]
+    """The token, for a console bound to a non-loopback address."""
+
+    token = PasswordField("Token", validators=[DataRequired()])
+
+
+def search_filter(q: str) -> tuple[list[dict[str, Any]], str]:
+    """The MongoDB filters of a search (the results are their union) and how it reads: a
+    host (exact, case-insensitive; without a port, on any port), or a URL prefix (with a
+    scheme, or a host followed by a path; a prefix that is a whole host, like
+    ``https://example.org/``, is searched as that host)."""
+    q = q.strip()
+    if "://" in q:
+        rest = q.partition("://")[2]
+        if rest and "/" not in rest.rstrip("/"):
+            return search_filter(rest.rstrip("/"))
+        return [{"url": {"$gte": q, "$lt": q + "\U0010ffff"}}], f"URLs starting with {q}"
+    if "/" in q:
+        prefixes = [f"{scheme}://{q}" for scheme in ("http", "https")]
+        return ([{"url": {"$gte": p, "$lt": p + "\U0010ffff"}} for p in prefixes],
+                f"URLs starting with http(s)://{q}")
+    host = q.lower().rstrip(".")
+    if ":" in host:
+        return [{"host": host}], f"host {host}"
+    # the host on any port too (hosts are stored with their port when it is not the default)
+    return [{"host": host}, {"host": {"$gte": host + ":", "$lt": host + ";"}}], f"host {host}"
+
+
+#: No record is older than this (the windows of :func:`newest` stop here).
+EPOCH = dt.datetime(2009, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def newest(collection: Any, filters: list[dict[str, Any]], limit: int,
+           before: ObjectId | None = None, projection: dict[str, Any] | None = None,
+           field: str = "_id") -> tuple[list[dict[str, Any]], ObjectId | None]:
+    """The ``limit`` newest records matching any of ``filters``, in ``field`` order
+    (``_id``: admission or first detection, with keyset pages: ``before``, an ``_id``; or
+    a time field such as ``detected_at``, first page only); and the ``before`` of the next
+    page (None: no more).
+
+    The records are read in windows of time going back from ``before`` (one minute, then
+    four times longer each time), so each query reads a bounded range of an index (a
+    compound index led by the filter's field and ending with ``field``) even on a server
+    that reads a whole range before applying a limit (SecantusDB does): the cost follows
+    the records shown, not the store's size.
+    """
+    by_id = field == "_id"
+    top_time = (before.generation_time if before is not None
+                else dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1))
+    top: Any = before or (ObjectId.from_datetime(top_time) if by_id else top_time)
+    span = dt.timedelta(minutes=1)
+    rows: list[dict[str, Any]] = []
+    while len(rows) <= limit:
+        bottom_time = top_time - span
+        bound: dict[str, Any] = {"$lt": top}
+        if bottom_time > EPOCH:
+            bound["$gte"] = ObjectId.from_datetime(bottom_time) if by_id else bottom_time
+        found: list[dict[str, Any]] = []
+        for filter_ in filters:
+            found += collection.find({**filter_, field: bound}, projection).sort(
+                [(field, -1)]).limit(limit + 1 - len(rows))
+        rows += sorted(found, key=lambda d: d[field], reverse=True)
+        if "$gte" not in bound:
+            break
+        top, top_time = bound["$gte"], bottom_time
+        span *= 4
+    more = len(rows) > limit and by_id
+    return rows[:limit], (rows[limit - 1]["_id"] if more else None)
+
+
+def _object_id(text: str) -> ObjectId:
+    try:
+        return ObjectId(text)
+    except (InvalidId, TypeError):
+        abort(404)
+
+
+def _after(filter_: dict[str, Any], after: str | None) -> dict[str, Any]:
+    return {"$and": [filter_, {"url": {"$gt": after}}]} if after else filter_
+
+
+def _page_of(cursor: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of results (one more is read to know whether another page follows) and the
+    ``after`` of the next page."""
+    rows = list(cursor.limit(PAGE_SIZE + 1))
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    return rows, (rows[-1]["url"] if more and rows else None)
+
+
+def crawl_state(record: dict[str, Any], now: dt.datetime) -> str:
+    """``running``, ``not reporting`` (a running record not rewritten lately) or
+    ``finished``."""
+    if record.get("state") != "running":
+        return "finished"
+    updated = record.get("updated_at")
+    if isinstance(updated, dt.datetime):
+        if updated.tzinfo is None:
+            updated = updated.replace(tzinfo=dt.timezone.utc)
+        if (now - updated).total_seconds() > STALE_SECONDS:
+            return "not reporting"
+    return "running"
+
+
+def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = None,
+               token: str | None = None, secret_key: str | None = None,
+               uploads: Path | None = None, k: int = 3, refresh: float = 60.0,
+               figures_folder: Path | None = None) -> Flask:
+    """The console's Flask application over the database ``db``.
+
+    Args:
+        redis_client: the crawl's Redis (for the register form; without it the form is
+            not offered).
+        namespace: the crawl's index namespace in Redis (the register form adds there).
+        token: when given, every request must carry it (``Authorization: Bearer`` or
+            the login form).
+        secret_key: signs the session and CSRF tokens (default: random per start).
+        uploads: where uploaded originals are kept (their ``file://`` URL names them).
+        k: the crawl's k, marked on the distance histogram.
+        refresh: seconds between two drawings of the dashboard's figures.
+        figures_folder: where the figures are drawn (default: a temporary folder).
+    """
+    from dedup.index import DEFAULT_NAMESPACE
+    from dedup.store import PageStore
+
+    here = Path(__file__).resolve().parent
+    app = Flask("console", template_folder=str(here / "templates"),
+                static_folder=str(here / "static"))
+    app.config.update(SECRET_KEY=secret_key or os.urandom(32).hex(),
+                      MAX_CONTENT_LENGTH=MAX_UPLOAD, SESSION_COOKIE_SAMESITE="Lax",
+                      SESSION_COOKIE_HTTPONLY=True, WTF_CSRF_TIME_LIMIT=None)
+    CSRFProtect(app)
+    cache = FigureCache(db, k, refresh, figures_folder or Path(tempfile.mkdtemp(
+        prefix="simcrawl-web-")))
+    app.extensions["simcrawl_figures"] = cache
+    cache.current()  # the first drawing starts now, not on the first visit
+    store = PageStore(db.client, db.name)
+    store.ensure_indexes()
+    namespace = namespace or DEFAULT_NAMESPACE
+    digest = hashlib.sha256(token.encode()).hexdigest() if token else None
+
+    def authorised() -> bool:
+        if token is None:
+            return True
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Bearer ") and hmac.compare_digest(
+                header[7:].strip().encode(), token.encode()):
+            return True
+        return hmac.compare_digest(str(session.get("auth", "")), digest or "")
+
+    @app.before_request
+    def require_token() -> Any:
+        if authorised() or request.endpoint in ("login", "static"):
+            return None
+        return render_template("login.html", form=LoginForm(), next=request.full_path,
+                               refused=True), 401
+
+    @app.context_processor
+    def common() -> dict[str, Any]:
+        return {"database": db.name, "can_register": redis_client is not None,
+                "signed_in": token is not None and authorised()}
+
+    @app.template_filter("when")
+    def when(value: Any) -> str:
+        if isinstance(value, dt.datetime):
+            return value.strftime("%Y-%m-%d %H:%M:%S")
+        return "" if value is None else str(value)
+
+    @app.template_filter("num")
+    def num(value: Any) -> str:
+        return f"{value:,}" if isinstance(value, int) else ("" if value is None else str(value))
+
+    @app.errorhandler(CSRFError)
+    def csrf_error(exc: CSRFError) -> Any:
+        return render_template("error.html", title="Refused",
+                               message=f"The form was refused: {exc.description} Reload "
+                               "the page and send it again."), 400
+
+    @app.errorhandler(404)
+    def not_found(exc: Any) -> Any:
+        return render_template("error.html", title="Not found",
+                               message="There is no such page or record in the store."), 404
+
+    @app.errorhandler(413)
+    def too_big(exc: Any) -> Any:
+        return render_template("error.html", title="Too large",
+                               message=f"Uploads are limited to {MAX_UPLOAD >> 20} MB at "
+                               "a time; send the files in several parts."), 413
+
+    @app.route("/login", methods=["GET", "POST"])
+    def login() -> Any:
+        form = LoginForm()
+        target = request.values.get("next") or url_for("dashboard")
+        if not target.startswith("/") or target.startswith("//"):
+            target = url_for("dashboard")  # never a redirect to another site
+        if token is None:
+            return redirect(target)
+        if form.validate_on_submit():
+            if hmac.compare_digest(form.token.data.encode(), token.encode()):
+                session["auth"] = digest
+                return redirect(target)
+            flash("That is not the token.", "error")
+            return render_template("login.html", form=form, next=target), 401
+        return render_template("login.html", form=form, next=target)
+
+    @app.post("/logout")
+    def logout() -> Any:
+        session.pop("auth", None)
+        return redirect(url_for("login"))
+
+    @app.get("/")
+    def dashboard() -> Any:
+        now = dt.datetime.now(dt.timezone.utc)
+        crawls = list(db["crawls"].find({}, {"stats": 0, "skipped_per_minute": 0})
+                      .sort([("updated_at", -1)]).limit(20))
+        for c in crawls:
+            c["shown_state"] = crawl_state(c, now)
+            counters = c.get("counters") or {}
+            elapsed = counters.get("elapsed") or 0
+            c["rate"] = counters.get("fetched", 0) / elapsed if elapsed else 0.0
+        drawn, found = cache.current()
+        recent, _ = newest(db.matches, [{}], 20, projection={"text": 0},
+                           field="detected_at")
+        return render_template(
+            "dashboard.html", crawls=crawls, drawn=drawn, found=found,
+            drawing=cache.busy, read=cache.read, made_at=cache.made_at, error=cache.error,
+            live=any(c["shown_state"] == "running" for c in crawls), recent=recent, top=TOP)
+
+    @app.get("/figures/<name>.png")
+    def figure(name: str) -> Any:
+        path = cache.path(name)
+        if path is None or not path.exists():
+            abort(404)
+        return send_file(path, mimetype="image/png", max_age=0)
+
+    @app.get("/search")
+    def search() -> Any:
+        q = request.args.get("q", "").strip()
+        what = request.args.get("what", "")
+        before = request.args.get("before") or None
+        results: dict[str, tuple[list[dict[str, Any]], ObjectId | None]] = {}
+        described = ""
+        if q:
+            filters, described = search_filter(q)
+            start = _object_id(before) if before and what else None
+            if what in ("", "matches"):
+                results["matches"] = newest(db.matches, filters, PAGE_SIZE, start,
+                                            {"text": 0})
+            if what in ("", "pages"):
+                results["pages"] = newest(db.pages, filters, PAGE_SIZE, start, {"text": 0})
+        return render_template("search.html", q=q, what=what, results=results,
+                               described=described)
+
+    @app.get("/match/<match_id>")
+    def match(match_id: str) -> Any:
+        record = db.matches.find_one({"_id": _object_id(match_id)})
+        if record is None:
+            abort(404)
+        original = db.pages.find_one({"_id": record.get("original_id")})
+        compared = None
+        if original is not None and original.get("text") and record.get("text"):
+            compared = side_by_side(original["text"], record["text"])
+        return render_template("match.html", m=record, original=original, compared=compared,
+                               original_html=Markup(compared.original) if compared else "",
+                               copy_html=Markup(compared.copy) if compared else "")
+
+    @app.get("/page/<page_id>")
+    def page(page_id: str) -> Any:
+        doc = db.pages.find_one({"_id": _object_id(page_id)}, {"text": 0})
+        if doc is None:
+            abort(404)
+        copies = list(db.matches.find({"original_id": doc["_id"]}, {"text": 0})
+                      .sort([("detected_at", -1)]).limit(100))
+        total = db.matches.count_documents({"original_id": doc["_id"]})
+        return render_template("page.html", p=doc, copies=copies, total=total)
+
+    @app.get("/sources")
+    def sources() -> Any:
+        originals = {d["_id"]: d["n"] for d in db.pages.aggregate([
+            {"$match": {"source": {"$gt": ""}}},
+            {"$group": {"_id": "$source", "n": {"$sum": 1}}}])}
+        _, found = cache.current()
+        copies = {s: sum(days.values()) for s, days in
+                  (found.copies_per_source_day if found else {}).items()}
+        rows = [{"name": n, "originals": originals[n], "copies": copies.get(n)}
+                for n in sorted(originals)]
+        return render_template("sources.html", rows=rows, made_at=cache.made_at)
+
+    @app.get("/sources/<name>")
+    def source(name: str) -> Any:
+        after = request.args.get("after") or None
+        originals, next_after = _page_of(db.pages.find(
+            _after({"source": name}, after), {"url": 1, "title": 1, "registered_at": 1})
+            .sort([("source", 1), ("url", 1)]))
+        if not originals and not after:
+            abort(404)
+        counts = {d["_id"]: d["n"] for d in db.matches.aggregate([
+            {"$match": {"original_id": {"$in": [o["_id"] for o in originals]}}},
+            {"$group": {"_id": "$original_id", "n": {"$sum": 1}}}])}
+        for o in originals:
+            o["copies"] = counts.get(o["_id"], 0)
+        latest, _ = newest(db.matches, [{"source": name}], PAGE_SIZE, projection={"text": 0},
+                           field="detected_at")
+        return render_template("source.html", name=name, originals=originals,
+                               next_after=next_after, after=after, latest=latest)
+
+    @app.route("/register", methods=["GET", "POST"])
+    def register_page() -> Any:
+        if redis_client is None:
+            abort(404)
+        form = RegisterForm()
+        if form.validate_on_submit():
+            files = [f for f in request.files.getlist(form.files.name) if f and f.filename]
+            if not files:
+                form.files.errors = ["choose at least one file"]
+            else:
+                message, ok = _register_uploads(form.source.data.strip(), files)
+                flash(message, "ok" if ok else "error")
+                if ok:
+                    return redirect(url_for("source", name=form.source.data.strip()))
+        return render_template("register.html", form=form)
+
+    def _register_uploads(source_name: str, files: list[Any]) -> tuple[str, bool]:
+        from dedup.config import DedupConfig
+        from dedup.errors import ServiceUnavailable
+        from dedup.index import IndexMismatchError
+        from dedup.register import register_files
+
+        folder = (uploads or Path(tempfile.gettempdir()) / "simcrawl-uploads") / (
+            secure_filename(source_name) or hashlib.sha1(source_name.encode()).hexdigest())
+        folder.mkdir(parents=True, exist_ok=True)
+        paths, kept = [], []
+        for upload in files:
+            name = secure_filename(upload.filename) or f"upload-{time.time_ns()}.txt"
+            path = folder / name
+            data = upload.read()
+            if path.exists() and path.read_bytes() != data:
+                kept.append(name)  # the registered file stays as it was registered
+            else:
+                path.write_bytes(data)
+            paths.append(path)
+        config = DedupConfig(namespace=namespace, database=db.name)
+        try:
+            done = register_files(paths, source_name, store, redis_client, config)
+        except (IndexMismatchError, ServiceUnavailable, ValueError) as exc:
+            return f"Nothing registered: {exc}", False
+        parts = [f"{done.added} added", f"{done.unchanged} already registered"]
+        if done.changed or kept:
+            parts.append(f"{len(set(done.changed) | set(kept))} changed since they were "
+                         "registered (kept as first registered)")
+        if done.skipped:
+            parts.append(f"{len(done.skipped)} skipped (" + "; ".join(
+                f"{Path(p).name}: {why}" for p, why in done.skipped[:5]) + ")")
+        return f"Registered to {source_name}: " + ", ".join(parts) + ".", True
+
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
+    """The command's options (``simcrawl web --help``)."""
+    from console.store import add_service_options
+
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Serve the web console over the crawl's store: dashboard "
+        "(figures, live counters of running crawls), search, a copy beside its original, "
+        "registered sources and a form to register originals.",
+        epilog=f"Binding to an address other than loopback requires ${TOKEN_ENV} (at least "
+        f"{MIN_TOKEN} characters); requests must then carry it (Authorization: Bearer, or "
+        "the login form).")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default "
+                        "127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--threads", type=int, default=8,
+                        help="requests served at once (default 8)")
+    parser.add_argument("-k", type=int, default=3, help="the crawl's k, marked on the "
+                        "distance histogram (default 3)")
+    parser.add_argument("--refresh", type=float, default=60.0, help="seconds between two "
+                        "drawings of the dashboard's figures (default 60)")
+    parser.add_argument("--uploads", type=Path, default=None, help="where registered "
+                        "uploads are kept (default: DATA_DIR/uploads)")
+    add_service_options(parser, redis=True)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
+    """Run ``simcrawl web`` until Ctrl-C; returns the exit status (2: bad options, 3: a
+    service unreachable)."""
+    from waitress import serve
+
+    from console.store import DEMO_DATABASE, DEMO_NAMESPACE, choose_database
+    from dedup.errors import ServiceUnavailable
+    from dedup.services import (
+        DEFAULT_DATA_DIR,
+        connect_mongo,
+        connect_redis,
+        resolve,
+        stop_on_signals,
+    )
+
+    args = build_parser(prog).parse_args(argv)
+    token = os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(args.host) and token is None:
+        print(f"error: binding to {args.host} lets other machines reach the console: set "
+              f"{TOKEN_ENV} to a secret of at least {MIN_TOKEN} characters (requests must "
+              "then carry it), or bind to 127.0.0.1", file=sys.stderr)
+        return 2
+    if token is not None and len(token) < MIN_TOKEN:
+        print(f"error: {TOKEN_ENV} is too short ({len(token)} characters; at least "
+              f"{MIN_TOKEN})", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"error: --port must be 1-65535, got {args.port}", file=sys.stderr)
+        return 2
+    data_dir = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
+    with stop_on_signals():
+        services = None
+        try:
+            redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri,
+                                                     data_dir)
+            db = choose_database(connect_mongo(mongo_uri), args.database)
+            namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
+                                           else None)
+            app = create_app(db, redis_client=connect_redis(redis_url), namespace=namespace,
+                             token=token, secret_key=os.environ.get("SIMCRAWL_WEB_SECRET"),
+                             uploads=args.uploads or Path(data_dir) / "uploads", k=args.k,
+                             refresh=args.refresh)
+            print(f"simcrawl web: the database {db.name!r} on http://{args.host}:{args.port}/"
+                  + (" (token required)" if token else "") + "; Ctrl-C to stop",
+                  file=sys.stderr, flush=True)
+            serve(app, host=args.host, port=args.port, threads=args.threads,
+                  ident="simcrawl", _quiet=True)
+        except ServiceUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 3
+        except OSError as exc:
+            print(f"error: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            if services is not None:
+                services.stop()
+    return 0

@@ -1,0 +1,64 @@
+"""The console's pure parts: the side-by-side difference and the search filters."""
+
+from __future__ import annotations
+
+from console.diff import side_by_side, tokens
+from console.web import crawl_state, is_loopback, search_filter
+
+
+def test_tokens_give_the_text_back_and_cut_chinese_per_character() -> None:
+    text = "Hello, world!  第一章 开始了\nok"
+    assert "".join(tokens(text)) == text
+    assert tokens("第一章") == ["第", "一", "章"]
+
+
+def test_the_differing_passages_are_marked_on_their_side() -> None:
+    shown = side_by_side("The council approved the plan on Monday.",
+                         "The council rejected the plan on Monday. Share this story!")
+    assert "<mark class='gone'>approved</mark>" in shown.original
+    assert "<mark class='added'>rejected</mark>" in shown.copy
+    assert "Share this story" in shown.copy.split("<mark class='added'>")[-1]
+    assert shown.marked == 3 and 0.5 < shown.shared < 0.8
+
+
+def test_a_page_cannot_inject_markup_into_the_console() -> None:
+    shown = side_by_side("<script>alert(1)</script> same", "<b>bold</b> same")
+    assert "<script" not in shown.original and "&lt;" in shown.original
+    assert "<b>" not in shown.copy and "&lt;" in shown.copy
+
+
+def test_identical_texts_share_everything() -> None:
+    shown = side_by_side("一样的文字 same text", "一样的文字 same text")
+    assert shown.marked == 0 and shown.shared == 1.0
+
+
+def test_search_reads_hosts_and_url_prefixes() -> None:
+    by_url, said = search_filter("https://news.example.com/2026/")
+    assert by_url == [{"url": {"$gte": "https://news.example.com/2026/",
+                               "$lt": "https://news.example.com/2026/\U0010ffff"}}]
+    assert "starting with" in said
+    schemes, _ = search_filter("news.example.com/2026/")
+    assert [c["url"]["$gte"] for c in schemes] == [
+        "http://news.example.com/2026/", "https://news.example.com/2026/"]
+    host, said = search_filter(" News.Example.com ")
+    assert host[0] == {"host": "news.example.com"} and said == "host news.example.com"
+    assert search_filter("127.0.0.1:8080")[0] == [{"host": "127.0.0.1:8080"}]
+    # a URL that is a whole host is that host's search (an index range, not a URL scan)
+    assert search_filter("https://news.example.com/") == search_filter("news.example.com")
+
+
+def test_only_loopback_addresses_count_as_private() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    assert not is_loopback("example.com")
+
+
+def test_a_running_crawl_that_stopped_updating_is_shown_as_not_reporting() -> None:
+    import datetime as dt
+
+    now = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.timezone.utc)
+    fresh = {"state": "running", "updated_at": now - dt.timedelta(seconds=4)}
+    stale = {"state": "running", "updated_at": now - dt.timedelta(minutes=5)}
+    assert crawl_state(fresh, now) == "running"
+    assert crawl_state(stale, now) == "not reporting"
+    assert crawl_state({"state": "finished"}, now) == "finished"
