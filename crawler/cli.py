@@ -5,6 +5,7 @@
     simcrawl export matches|pages [--format csv|jsonl]      stream records (console/export.py)
     simcrawl report [-o DIR]                                HTML report with plots (console/report.py)
     simcrawl web [--host H] [--port P]                      the web console (console/web.py)
+    simcrawl calibrate [-o DIR]                             choose k from your crawl (console/calibrate.py)
     simcrawl scan | fingerprint | find-all | plan | register | rebuild-index | remove |
              services | pinyin-reference ...                 the dedup library's commands
     simcrawl VERB --help                                     each verb's options
@@ -23,6 +24,7 @@ USAGE = """usage: simcrawl crawl [URL ...] [--depth N] [--data-dir DIR]
        simcrawl export {matches,pages} [--format csv|jsonl] [-o FILE] [--crawl-id ID] ...
        simcrawl report [-o DIR] [--crawl-id ID] [--since T] [--until T] ...
        simcrawl web [--host 127.0.0.1] [--port 8000] ...
+       simcrawl calibrate [-o DIR] [--sample 30] ...
        simcrawl {scan,fingerprint,find-all,plan,rebuild-index,register,remove,services,
                  pinyin-reference} ...
 
@@ -34,6 +36,8 @@ A web crawler that drops near-duplicate pages while it crawls.
   report            one self-contained HTML file with plots (and PNG files) of the store
   web               the web console: dashboard, search, a copy beside its original,
                     registered sources, a form to register originals
+  calibrate         the share of page pairs that are copies at each distance 0-12,
+                    from the store, to choose k
   scan ... services the dedup library's commands (python -m dedup); VERB --help for each
 """
 
@@ -61,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         from console.report import main as report
 
         return report(args[1:])
+    if args[0] == "calibrate":
+        from console.calibrate import main as calibrate
+
+        return calibrate(args[1:])
     if args[0] == "web":
         from console.web import main as web
 

@@ -213,3 +213,29 @@ def test_the_crawl_keeps_its_record_with_its_counters(demo_run) -> None:  # type
         assert counters["fetched"] >= counters["admitted"] + counters["dropped"]
         assert counters["skipped"] == sum(v for k, v in r["stats"].items()
                                           if k.startswith("dedup/skipped/"))
+
+
+def test_calibrate_measures_the_share_of_copies_per_distance(demo_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`simcrawl calibrate` on the demo's store: the dropped copies (distances 0-3) are
+    judged copies from their texts, the stored pages' pairs at larger distances are not
+    (different articles under one template), and the suggested k is the crawl's."""
+    _, db = demo_run
+    host, port = db.client.address
+    env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
+    out = tmp_path / "calibrate"
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "calibrate", "-o", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    found = json.loads((out / "calibrate.json").read_text())
+    for d in range(4):
+        dropped = db.matches.count_documents({"kind": "simhash", "distance": d})
+        assert found["found"][str(d)] >= dropped
+        assert found["copies"][str(d)] == found["judged"][str(d)]  # every one a copy
+    far = [d for d in range(5, 13) if found["judged"][str(d)]]
+    assert far and all(found["copies"][str(d)] == 0 for d in far)
+    assert found["suggested_k"] == 3 and "suggested k: 3" in done.stdout
+    page = (out / "calibrate.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in page and "<mark" in page

@@ -337,3 +337,45 @@ def test_the_report_opens_offline_in_a_browser(demo_run, env, page, tmp_path, sh
     assert page.locator("img").count() == len(list(out.glob("*.png")))
     assert _images_loaded(page)
     _shot(page, shots, "report.png")
+
+
+def test_the_dashboard_follows_a_running_crawl(env, page, tmp_path, shots) -> None:  # type: ignore[no-untyped-def]
+    """A crawl rewrites its record every SIMCRAWL_RECORD_SECONDS: the dashboard shows it
+    running with counters that grow, then finished."""
+    from crawler.demosite import DemoSite
+
+    name = "weblive"
+    proc, base = _serve(env, "--database", name, "--namespace", name,
+                        data_dir=tmp_path / "data")
+    try:
+        with DemoSite() as site:
+            crawl = subprocess.Popen(
+                [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+                 f"start_urls={site.start_urls()[0]}", "-s", f"DEDUP_DATABASE={name}",
+                 "-s", f"DEDUP_NAMESPACE={name}", "-s", "AUTOTHROTTLE_ENABLED=0",
+                 "-s", "DOWNLOAD_DELAY=0.25", "-s", "CONCURRENT_REQUESTS=1",
+                 "-s", "SIMCRAWL_RECORD_SECONDS=1", "-s", f"LOG_FILE={tmp_path / 'crawl.log'}"],
+                cwd=ROOT, env=dict(env, SCRAPY_SETTINGS_MODULE="crawler.settings"))
+            try:
+                seen: list[int] = []
+                deadline = time.monotonic() + 60
+                while crawl.poll() is None and time.monotonic() < deadline:
+                    page.goto(base + "/")
+                    row = page.locator("#crawls tr.running")
+                    if row.count():
+                        seen.append(int(row.first.locator("td").nth(2).inner_text()
+                                        .replace(",", "")))
+                        if len(seen) == 2:
+                            _shot(page, shots, "running.png")
+                    time.sleep(1)
+                assert crawl.wait(timeout=120) == 0
+            finally:
+                if crawl.poll() is None:
+                    crawl.kill()
+        assert len(seen) >= 3, f"the running crawl was seen {len(seen)} times"
+        assert seen[-1] > seen[0] and seen == sorted(seen)  # its counters grow
+        page.goto(base + "/")
+        assert page.locator("#crawls tr.finished").count() == 1
+        assert page.locator("#crawls tr.running").count() == 0
+    finally:
+        _stop(proc)

@@ -62,3 +62,23 @@ def test_a_running_crawl_that_stopped_updating_is_shown_as_not_reporting() -> No
     assert crawl_state(fresh, now) == "running"
     assert crawl_state(stale, now) == "not reporting"
     assert crawl_state({"state": "finished"}, now) == "finished"
+
+
+def test_containment_is_the_share_of_the_shorter_text_found_in_the_other() -> None:
+    from console.calibrate import containment
+
+    story = "the council approved the harbour wall repairs after months of delay " * 3
+    assert containment(story, story + " Share this story on social media today") == 1.0
+    assert containment(story, "a completely different text about railway timetables "
+                       "and the budget of the regional transport board") == 0.0
+    assert containment("第一章 天下大势分久必合合久必分", "天下大势分久必合合久必分") > 0.9
+
+
+def test_the_wilson_interval_brackets_the_share_and_narrows_with_more_pairs() -> None:
+    from console.calibrate import wilson
+
+    low, high = wilson(9, 10)
+    assert low < 0.9 < high
+    low2, high2 = wilson(90, 100)
+    assert low < low2 < 0.9 < high2 < high
+    assert wilson(0, 0) == (0.0, 1.0)

@@ -1,0 +1,346 @@
+"""``simcrawl calibrate``: choose k for your own sites, with evidence from your own crawl.
+
+For each Hamming distance 0-12 it gathers pairs of pages at that distance from the store:
+
+* *stored pairs*: every pair of stored pages (and registered originals) whose simhashes
+  are within ``--max-distance`` bits, found with :func:`dedup.batch.find_all` over the
+  stored fingerprints (the pages k let through: mostly at distances above k);
+* *dropped copies*: each simhash match record with its original (the pairs k dropped, at
+  distances up to k), compared through the copy's text kept in the record.
+
+It samples up to ``--sample`` pairs per distance, compares their texts, and counts a pair
+as a copy when most of one text is in the other: the share of the shorter text's
+four-word shingles (single Han characters count as words) found in the other is at least
+``--overlap`` (default 0.6). Pairs without both texts are judged by the second opinion
+instead (the two-word-shingle simhashes within ``--verify`` bits, default 10). Per distance
+it prints the pairs found, those judged, the share that are copies and its 95% interval
+(Wilson), and suggests the largest k up to which the share stays at least
+``--target`` (default 0.9). With ``-o DIR`` it also writes ``calibrate.html`` (the table, the
+figure and a few pairs per distance side by side, differences marked; one file, opens
+offline), ``calibrate.png`` and ``calibrate.json``.
+
+    simcrawl calibrate [-o DIR] [--sample 30] [--examples 2] [--database DB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import math
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from console.diff import side_by_side, tokens
+from console.store import add_service_options, open_database
+
+#: Distances examined by default (the issue's 0-12: k = 3 and well beyond).
+MAX_DISTANCE = 12
+
+
+@dataclass
+class Pair:
+    """Two texts at a Hamming distance, and whether they were judged a copy."""
+
+    distance: int
+    left_url: str
+    right_url: str
+    kind: str  # "stored" (both stored) or "dropped" (a match record and its original)
+    overlap: float | None = None
+    copy: bool | None = None
+    left_text: str = ""
+    right_text: str = ""
+
+
+@dataclass
+class Calibration:
+    """Per distance: pairs found, judged, judged copies; the examples; the suggestion."""
+
+    found: dict[int, int] = field(default_factory=dict)
+    judged: dict[int, int] = field(default_factory=dict)
+    copies: dict[int, int] = field(default_factory=dict)
+    examples: dict[int, list[Pair]] = field(default_factory=dict)
+    suggested_k: int | None = None
+    fingerprints: int = 0
+
+    def share(self, d: int) -> float | None:
+        """The share of judged pairs at distance ``d`` that are copies."""
+        n = self.judged.get(d, 0)
+        return self.copies.get(d, 0) / n if n else None
+
+
+def shingles(text: str, n: int = 4) -> set[int]:
+    """Hashes of the text's ``n``-word shingles (Han characters are words)."""
+    words = [t.casefold() for t in tokens(text) if t.strip() and (t[0].isalnum())]
+    if len(words) < n:
+        return {hash(tuple(words))} if words else set()
+    return {hash(tuple(words[i:i + n])) for i in range(len(words) - n + 1)}
+
+
+def containment(a: str, b: str) -> float:
+    """The share of the shorter text's 4-word shingles that are in the other text."""
+    sa, sb = shingles(a), shingles(b)
+    if not sa or not sb:
+        return 0.0
+    small, large = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
+    return len(small & large) / len(small)
+
+
+def wilson(copies: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share ``copies / n``."""
+    if n == 0:
+        return 0.0, 1.0
+    p = copies / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
+              examples: int = 2, overlap: float = 0.6, verify: int = 10,
+              target: float = 0.9, seed: int = 1, progress: Any = None) -> Calibration:
+    """Gather, sample and judge the pairs (see the module docstring)."""
+    from dedup.batch import find_all
+    from dedup.store import from_int64
+
+    rng = random.Random(seed)
+    result = Calibration()
+    ids: list[Any] = []
+    simhashes: list[int] = []
+    verifiers: dict[Any, int] = {}
+    for doc in db.fingerprints.find({"short": {"$ne": True}},
+                                    {"simhash": 1, "simhash2": 1}, batch_size=10_000):
+        ids.append(doc["_id"])
+        simhashes.append(from_int64(doc["simhash"]))
+        if doc.get("simhash2") is not None:
+            verifiers[doc["_id"]] = from_int64(doc["simhash2"])
+        if progress:
+            progress(1)
+    result.fingerprints = len(ids)
+    by_distance: dict[int, list[tuple[str, Any, Any]]] = {}
+    if len(ids) > 1:
+        for i, j, d in find_all(np.array(simhashes, dtype=np.uint64), max_distance):
+            by_distance.setdefault(int(d), []).append(("stored", ids[int(i)], ids[int(j)]))
+    for m in db.matches.find({"kind": "simhash", "distance": {"$lte": max_distance}},
+                             {"_id": 1, "distance": 1, "original_id": 1}, batch_size=10_000):
+        by_distance.setdefault(int(m["distance"]), []).append(
+            ("dropped", m["_id"], m["original_id"]))
+    for d in range(max_distance + 1):
+        candidates = by_distance.get(d, [])
+        result.found[d] = len(candidates)
+        chosen = rng.sample(candidates, min(sample, len(candidates)))
+        judged = [_judge(db, d, kind, a, b, overlap, verify, verifiers)
+                  for kind, a, b in chosen]
+        judged = [p for p in judged if p.copy is not None]
+        result.judged[d] = len(judged)
+        result.copies[d] = sum(1 for p in judged if p.copy)
+        result.examples[d] = judged[:examples]
+    k = None
+    for d in range(max_distance + 1):
+        share = result.share(d)
+        if share is None:
+            continue
+        if share < target:
+            break
+        k = d
+    result.suggested_k = k
+    return result
+
+
+def _judge(db: Any, d: int, kind: str, a: Any, b: Any, overlap: float, verify: int,
+           verifiers: dict[Any, int]) -> Pair:
+    if kind == "dropped":
+        m = db.matches.find_one({"_id": a}, {"url": 1, "text": 1})
+        left_url, left_text = (m or {}).get("url", ""), (m or {}).get("text") or ""
+        original = db.pages.find_one({"_id": b}, {"url": 1, "text": 1}) or {}
+    else:
+        left = db.pages.find_one({"_id": a}, {"url": 1, "text": 1}) or {}
+        left_url, left_text = left.get("url", ""), left.get("text") or ""
+        original = db.pages.find_one({"_id": b}, {"url": 1, "text": 1}) or {}
+    pair = Pair(d, left_url, original.get("url", ""), kind, left_text=left_text,
+                right_text=original.get("text") or "")
+    if pair.left_text and pair.right_text:
+        pair.overlap = containment(pair.left_text, pair.right_text)
+        pair.copy = pair.overlap >= overlap
+    elif kind == "stored" and a in verifiers and b in verifiers:
+        pair.copy = (verifiers[a] ^ verifiers[b]).bit_count() <= verify
+    return pair
+
+
+# ------------------------------------------------------------------------------ output
+def table(result: Calibration, k: int) -> str:
+    """The per-distance table as text."""
+    lines = [(f"{'distance':>8}  {'pairs':>9}  {'judged':>6}  {'copies':>6}  "
+             f"{'share':>5}  95% interval")]
+    for d in sorted(result.found):
+        n, c = result.judged[d], result.copies[d]
+        share = f"{c / n:5.2f}" if n else "    -"
+        low, high = wilson(c, n)
+        interval = f"{low:.2f}-{high:.2f}" if n else ""
+        mark = "  <- k" if d == k else ""
+        lines.append(f"{d:>8}  {result.found[d]:>9,}  {n:>6}  {c:>6}  {share}  "
+                     f"{interval}{mark}")
+    return "\n".join(lines)
+
+
+def figure(result: Calibration, k: int, path: Path) -> None:
+    """The share of copies per distance with its interval, and the pairs found."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ds = [d for d in sorted(result.found) if result.judged[d]]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.2), sharex=True,
+                                      height_ratios=[2, 1])
+    if ds:
+        shares = [result.copies[d] / result.judged[d] for d in ds]
+        bounds = [wilson(result.copies[d], result.judged[d]) for d in ds]
+        top.errorbar(ds, shares, yerr=[[max(0.0, s - lo) for s, (lo, _) in zip(shares, bounds)],
+                                       [max(0.0, hi - s) for s, (_, hi) in zip(shares, bounds)]],
+                     fmt="o-", color="#3b6ea8", capsize=3)
+    top.axvline(k + 0.5, color="#c0392b", linestyle="--", label=f"k = {k}")
+    top.set_ylim(-0.02, 1.02)
+    top.set_ylabel("share that are copies")
+    top.legend()
+    xs = sorted(result.found)
+    bottom.bar(xs, [result.found[d] for d in xs], color="#888888")
+    bottom.set_yscale("log")
+    bottom.set_ylim(bottom=0.7)  # bars of 1 stay visible
+    bottom.set_ylabel("pairs (log)")
+    bottom.set_xlabel("Hamming distance")
+    bottom.set_xticks(xs)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def page(result: Calibration, k: int, png: Path, overlap: float) -> str:
+    """``calibrate.html``: one self-contained file."""
+    esc = html.escape
+    data = base64.b64encode(png.read_bytes()).decode()
+    parts = [("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             "<title>simcrawl calibrate</title><style>"
+             "body{font-family:sans-serif;max-width:72em;margin:2em auto;color:#222}"
+             "table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px "
+             "solid #ddd;text-align:right}.side{display:grid;grid-template-columns:1fr 1fr;"
+             "gap:1em}.text{white-space:pre-wrap;font-size:.85em;max-height:20em;"
+             "overflow:auto;border:1px solid #ddd;padding:.5em}mark.gone{background:#f8c9c9}"
+             "mark.added{background:#c9ecc9}</style></head><body>"),
+             "<h1>Choosing k: which distances are copies on these sites</h1>",
+             (f"<p>{result.fingerprints:,} stored fingerprints. A pair counts as a copy when "
+             f"at least {overlap:.0%} of the shorter text's four-word shingles are in the "
+             "other. Suggested k: <strong>"
+             f"{result.suggested_k if result.suggested_k is not None else 'none'}"
+             f"</strong> (the crawl's k: {k}).</p>"),
+             f"<img alt='share of copies per distance' src='data:image/png;base64,{data}'>",
+             ("<table><tr><th>distance</th><th>pairs</th><th>judged</th><th>copies</th>"
+             "<th>share</th><th>95% interval</th></tr>")]
+    for d in sorted(result.found):
+        n, c = result.judged[d], result.copies[d]
+        low, high = wilson(c, n)
+        parts.append(f"<tr><td>{d}</td><td>{result.found[d]:,}</td><td>{n}</td><td>{c}</td>"
+                     f"<td>{c / n:.2f}</td><td>{low:.2f}–{high:.2f}</td></tr>" if n else
+                     f"<tr><td>{d}</td><td>{result.found[d]:,}</td><td>0</td><td></td>"
+                     "<td></td><td></td></tr>")
+    parts.append("</table>")
+    for d in sorted(result.examples):
+        for p in result.examples[d]:
+            if not (p.left_text and p.right_text):
+                continue
+            shown = side_by_side(p.right_text, p.left_text)
+            verdict = "copy" if p.copy else "not a copy"
+            parts.append(f"<h3>distance {d}: {verdict} (overlap {p.overlap:.2f}, "
+                         f"{'dropped copy' if p.kind == 'dropped' else 'both stored'})</h3>"
+                         f"<div class='side'><div><p>{esc(p.right_url)}</p><div class='text'>"
+                         f"{shown.original}</div></div><div><p>{esc(p.left_url)}</p>"
+                         f"<div class='text'>{shown.copy}</div></div></div>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
+    """The command's options (``simcrawl calibrate --help``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Estimate, for each Hamming distance, the share of page "
+        "pairs at that distance that are copies, from the crawl's own store, to choose k "
+        "with evidence.")
+    parser.add_argument("-o", "--output", type=Path, default=None, help="also write "
+                        "calibrate.html, calibrate.png and calibrate.json to this folder")
+    parser.add_argument("--max-distance", type=int, default=MAX_DISTANCE,
+                        help=f"the largest distance examined (default {MAX_DISTANCE})")
+    parser.add_argument("--sample", type=int, default=30,
+                        help="pairs judged per distance (default 30)")
+    parser.add_argument("--examples", type=int, default=2,
+                        help="pairs per distance shown side by side in the HTML (default 2)")
+    parser.add_argument("--overlap", type=float, default=0.6,
+                        help="share of the shorter text's shingles in the other for a copy "
+                        "(default 0.6)")
+    parser.add_argument("--verify", type=int, default=10, help="second-opinion distance "
+                        "for pairs without stored texts (default 10)")
+    parser.add_argument("--target", type=float, default=0.9,
+                        help="the share of copies k should keep (default 0.9)")
+    parser.add_argument("-k", type=int, default=3, help="the crawl's k, marked (default 3)")
+    parser.add_argument("--seed", type=int, default=1, help="sampling seed (default 1)")
+    add_service_options(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int:
+    """Run ``simcrawl calibrate``; returns the exit status (2: bad arguments, 3: MongoDB
+    unreachable)."""
+    from pymongo.errors import PyMongoError
+
+    from dedup.errors import ServiceUnavailable
+
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if not 0 <= args.max_distance <= 24:
+        parser.error(f"--max-distance must be 0-24, got {args.max_distance}")
+    if not 0 < args.overlap <= 1 or not 0 < args.target <= 1 or args.sample < 1:
+        parser.error("--overlap and --target must be in (0, 1], --sample at least 1")
+    try:
+        with open_database(args) as db:
+            if sys.stderr.isatty():
+                from rich.progress import Progress
+
+                with Progress(transient=True) as bar:
+                    task = bar.add_task("reading fingerprints",
+                                        total=db.fingerprints.estimated_document_count())
+                    result = calibrate(db, args.max_distance, args.sample, args.examples,
+                                       args.overlap, args.verify, args.target, args.seed,
+                                       progress=lambda n: bar.advance(task, n))
+            else:
+                result = calibrate(db, args.max_distance, args.sample, args.examples,
+                                   args.overlap, args.verify, args.target, args.seed)
+    except (ServiceUnavailable, PyMongoError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(table(result, args.k))
+    suggestion = result.suggested_k
+    print(f"\nsuggested k: {suggestion if suggestion is not None else 'none'} (the largest k "
+          f"up to which at least {args.target:.0%} of the judged pairs at every distance "
+          f"are copies; the crawl's k: {args.k})")
+    if args.output is not None:
+        try:
+            args.output.mkdir(parents=True, exist_ok=True)
+            png = args.output / "calibrate.png"
+            figure(result, args.k, png)
+            (args.output / "calibrate.html").write_text(
+                page(result, args.k, png, args.overlap), encoding="utf-8")
+            (args.output / "calibrate.json").write_text(json.dumps({
+                "found": result.found, "judged": result.judged, "copies": result.copies,
+                "suggested_k": suggestion, "fingerprints": result.fingerprints,
+                "overlap": args.overlap, "target": args.target}, indent=1), encoding="utf-8")
+        except OSError as exc:
+            print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+            return 2
+        print(f"written: {args.output / 'calibrate.html'} (figure and examples)",
+              file=sys.stderr)
+    return 0
