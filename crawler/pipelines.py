@@ -78,7 +78,7 @@ class StoragePipeline:
         return {"started_at": self.crawler.stats.get_value("start_time"),
                 "counters": crawl_counters(self.crawler, time.monotonic() - self._started),
                 "pid": os.getpid(), "hostname": socket.gethostname(),
-                "database": self.config.database, "namespace": self.config.namespace}
+                "namespace": self.config.namespace}
 
     def _record_running(self) -> Any:
         """Rewrite this process's live record (counters taken here, in the reactor; the
