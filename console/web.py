@@ -458,7 +458,7 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
                 for n in sorted(originals)]
         return render_template("sources.html", rows=rows, made_at=cache.made_at)
 
-    @app.get("/sources/<name>")
+    @app.get("/sources/<path:name>")
     def source(name: str) -> Any:
         after = request.args.get("after") or None
         originals, next_after = _page_of(db.pages.find(
