@@ -1,4 +1,5 @@
-# simcrawl crawler image: `docker compose up` builds it and crawls $START_URLS.
+# simcrawl image: `docker compose up` builds it and crawls $START_URLS; the console
+# service runs `simcrawl web` from the same image.
 FROM python:3.11-slim
 
 RUN apt-get update \
@@ -9,9 +10,10 @@ WORKDIR /app
 COPY pyproject.toml setup.py README.md ./
 COPY dedup ./dedup
 COPY crawler ./crawler
+COPY console ./console
 # Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
- && rm -rf dedup crawler build \
+ && rm -rf dedup crawler console build \
  && python -c "import dedup, dedup.pinyin as p, sys; sys.exit(dedup.KERNEL != 'cython' or p.KERNEL != 'cython')"
 
 RUN useradd --create-home --uid 10001 crawler

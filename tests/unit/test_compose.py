@@ -57,3 +57,15 @@ def test_compose_promises() -> None:
     assert crawler["environment"]["SIMCRAWL_FRONTIER"] == "redis"
     assert "container_name" not in crawler and "volumes" not in crawler
     assert "JOBDIR" not in (ROOT / "Dockerfile").read_text()
+    # the console: its own profile, the host's loopback only, the token from the environment
+    console = services["console"]
+    assert console["profiles"] == ["console"]
+    assert all(str(p).startswith("127.0.0.1:") for p in console["ports"])
+    assert console["environment"]["SIMCRAWL_WEB_TOKEN"].startswith("${")
+    # every package the installed command imports is copied into the image
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"]
+    for top in {p.split(".")[0] for p in packages}:
+        assert f"COPY {top} ./{top}" in dockerfile, top
