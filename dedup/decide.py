@@ -238,14 +238,16 @@ class Deduplicator:
                     original, s = copies[0]
                     decisions[i] = Decision(PINYIN, batch[i].page_id, original, 0, pinyin=s)
             near_rows = [i for i in near_rows if decisions[i] is None]
-        matches = self.index.check_and_add_many(
+        candidates = self.index.check_and_add_all(
             [(batch[i].simhash, batch[i].page_id) for i in near_rows])
-        rejected = self._second_opinion(batch, near_rows, matches)
+        matches = self._second_opinion(batch, near_rows, candidates)
+        rejected = {i for i, found, m in zip(near_rows, candidates, matches)
+                    if found and m is None}
         if rejected:  # not copies after all: admitted, so into the index
             self.index.add_many((batch[i].simhash, batch[i].page_id) for i in rejected)
         ids = {c.page_id: n for n, c in enumerate(batch)}
         for i, match in zip(near_rows, matches):
-            if match is None or i in rejected:
+            if match is None:
                 decisions[i] = Decision(NEW, batch[i].page_id)
             elif match.distance == 0 and match.page_id in ids \
                     and batch[ids[match.page_id]].checksum == batch[i].checksum:
@@ -289,26 +291,35 @@ class Deduplicator:
         return out
 
     def _second_opinion(self, batch: Sequence[Candidate], rows: list[int],
-                        matches: Sequence[Any]) -> set[int]:
-        """Rows whose near match the second-opinion simhash rejects."""
+                        candidates: Sequence[list[Any]]) -> list[Any]:
+        """For each row, the match it copies: the closest of its candidates within k
+        whose second-opinion simhash is within ``verify_distance`` too (each is asked in
+        turn, closest first); ``None`` when it has none or every one is rejected. Without
+        a second opinion (or without the page's), the closest candidate."""
         if self.verify_distance is None:
-            return set()
-        near = [(i, m) for i, m in zip(rows, matches)
-                if m is not None and batch[i].verify is not None]
-        if not near:
-            return set()
+            return [found[0] if found else None for found in candidates]
         local = {c.page_id: c.verify for c in batch if c.verify is not None}
-        for _, m in near:
-            if m.page_id not in local and m.page_id in self._verifiers:
-                local[m.page_id] = self._verifiers[m.page_id]
-        missing = {m.page_id for _, m in near if m.page_id not in local}
+        wanted = {m.page_id for i, found in zip(rows, candidates)
+                  if batch[i].verify is not None for m in found}
+        for pid in wanted - set(local):
+            if pid in self._verifiers:
+                local[pid] = self._verifiers[pid]
+        missing = {pid for pid in wanted if pid is not None and pid not in local}
         if missing:  # stored, or admitted by another process and not stored yet
             local.update(self.pages.verifiers_of(missing))
             local.update({pid: e.verify for pid, e in journaled(
                 self.redis, self.namespace, missing - set(local)).items()
                 if e.verify is not None})
-        return {i for i, m in near if m.page_id in local
-                and hamming(local[m.page_id], batch[i].verify or 0) > self.verify_distance}
+        out = []
+        for i, found in zip(rows, candidates):
+            own = batch[i].verify
+            if own is None or not found:
+                out.append(found[0] if found else None)
+                continue
+            out.append(next((m for m in found if m.page_id not in local
+                             or hamming(local[m.page_id], own) <= self.verify_distance),
+                            None))
+        return out
 
     def _name_originals(self, decisions: list[Decision]) -> None:
         """Give each copy its original's URL and host: from this process's recent

@@ -255,10 +255,17 @@ class NearDuplicateIndex:
         itself (the same fingerprint under the same page id: an earlier call was applied
         but its reply lost) counts as admitted, so a call can be repeated after a
         failure."""
+        return [found[0] if found else None for found in self.check_and_add_all(items)]
+
+    def check_and_add_all(self, items: Iterable[tuple[int, str]]) -> list[list[Match]]:
+        """:meth:`check_and_add_many`, with every stored match within ``k`` of each pair,
+        closest first (ties: the smaller fingerprint first); an empty list: admitted (now
+        stored). For a caller that verifies the candidates one by one (the crawl's second
+        opinion) and admits the page with :meth:`add_many` when none passes."""
         pairs = [(check_fingerprint(fp), check_page_id(pid)) for fp, pid in items]
         return self._decide(pairs, attempts=3)
 
-    def _decide(self, pairs: Sequence[tuple[int, str]], attempts: int) -> list[Match | None]:
+    def _decide(self, pairs: Sequence[tuple[int, str]], attempts: int) -> list[list[Match]]:
         chunks = list(self._chunks(pairs))
         probes: list[Probe] = []
 
@@ -267,23 +274,21 @@ class NearDuplicateIndex:
                 probes.append(self._probe([fp for fp, _ in chunk]))
                 yield probes[-1], [pid for _, pid in chunk]
 
-        best: list[tuple[int, int] | None] = []
+        rows: list[list[tuple[int, int]]] = []
         for n, hits in enumerate(self.store.decide_many(requests(), self.k)):
-            best.extend(rows[0] if rows else None for rows in self._matches(probes[n], hits))
-        ids = iter(self.store.lookup([b[0] for b in best if b is not None]))
-        out: list[Match | None] = []
+            rows.extend(self._matches(probes[n], hits))
+        ids = iter(self.store.lookup([fp for found in rows for fp, _ in found]))
+        out: list[list[Match]] = []
         retry = []
-        for i, b in enumerate(best):
-            if b is None:
-                out.append(None)
+        for i, found in enumerate(rows):
+            matches = [Match(fp, next(ids), d) for fp, d in found]
+            if any((m.fingerprint, m.page_id) == pairs[i] for m in matches):
+                out.append([])  # admitted by an earlier try whose reply was lost
                 continue
-            pid = next(ids)
-            if (b[0], pid) == pairs[i]:  # admitted by an earlier try whose reply was lost
-                out.append(None)
-                continue
-            if pid is None and attempts > 1:
-                retry.append(i)  # the original was removed after the decision: decide again
-            out.append(Match(b[0], pid, b[1]))
+            live = [m for m in matches if m.page_id is not None]
+            if matches and not live and attempts > 1:
+                retry.append(i)  # every original was removed after the decision: again
+            out.append(live or matches)
         if retry:
             for i, result in zip(retry, self._decide([pairs[i] for i in retry], attempts - 1)):
                 out[i] = result

@@ -92,6 +92,29 @@ def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pa
     pages.save_pages([page_document(original)],
                      [fingerprint_doc(original.page_id, A, checksum="1" * 32, tokens=99,
                                       short=False, algorithm="t", simhash2=to_int64(0))])
-    far = Candidate("http://e/1", "e", "5" * 32, A ^ (1 << 40), False, verify=(1 << 30) - 1)
+    far = Candidate("http://e/1", "e", "5" * 32, A ^ (3 << 40), False,  # rewrite: 4 bits
+                    verify=(1 << 30) - 1)
     assert other.decide([far])[0].kind == NEW
+    store.clear()
+
+
+def test_every_candidate_within_k_is_asked_closest_first(redis_client, pages,
+                                                          namespace) -> None:  # type: ignore[no-untyped-def]
+    """The closest original fails the second opinion (a rewrite sharing its words); a
+    farther one within k passes it: the page is a copy of the farther one. When every
+    candidate fails, the page is admitted and indexed."""
+    store = RedisStore(redis_client, namespace)
+    dedup_ = Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
+                          namespace, verify_distance=10)
+    rewrite = Candidate("http://a/1", "a", "1" * 32, A ^ 0b1, False, verify=(1 << 40) - 1)
+    source = Candidate("http://b/1", "b", "2" * 32, A ^ 0b110000, False, verify=0)
+    assert [d.kind for d in dedup_.decide([rewrite])] == [NEW]
+    assert [d.kind for d in dedup_.decide([source])] == [NEW]  # 3 bits from the rewrite,
+    # but 40 second-opinion bits: not its copy
+    copy = Candidate("http://c/1", "c", "3" * 32, A, False, verify=0b11)
+    got = dedup_.decide([copy])[0]  # 1 bit from the rewrite, 2 from the source
+    assert (got.kind, got.original_id, got.distance) == (NEAR, source.page_id, 2)
+    neither = Candidate("http://d/1", "d", "4" * 32, A ^ 0b10, False, verify=(1 << 20) - 1)
+    assert dedup_.decide([neither])[0].kind == NEW  # 20 bits from both second opinions
+    assert NearDuplicateIndex(store).query(A ^ 0b10, 0)[0].page_id == neither.page_id
     store.clear()
