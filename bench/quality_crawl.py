@@ -1,0 +1,200 @@
+"""The crawl's own decision on the development set, in crawl order and on the labelled pairs.
+
+``quality_neardup.py`` models the decision; this runs the real one: the crawler's
+extraction and fingerprints, and :class:`dedup.decide.Deduplicator` on the embedded Redis
+and MongoDB (the atomic check-and-add, the exact-copy registry, the second opinion on
+every candidate), with the crawl's settings.
+
+* **Crawl order**: the pages of ``shared/data/near-dup-dev`` are decided one by one in
+  ``stream_order.txt``. A page *should be dropped* when a page before it is the same
+  article: connected to it by labelled duplicate pairs (``pairs.jsonl``; a heavy rewrite
+  or a page sharing only a template is not). A drop is *right* when the original it names
+  is the same article, *wrong* otherwise. Precision = right / drops, recall = right /
+  should-be-dropped.
+* **Pairs**: each labelled pair decided alone (the first page admitted into an empty
+  index, then the second decided): precision and recall of "dropped as a copy of the
+  first".
+
+Per class of variant (the page name's suffix: ``P`` the original, ``A``/``B``... the
+variants, ``E`` rewrites, ``X``/``Y`` other negatives) it also counts the misses and
+wrong drops. Reads the data from ``../shared`` (never copied into the repository);
+development figures.
+
+    python bench/quality_crawl.py [--data PATH] [-k 3] [--verify 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from _peers import missing_data  # bench/ is the script's folder: on sys.path
+
+from dedup import extract_text
+from dedup.decide import NEW, Candidate, Deduplicator, second_opinion
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.simhash import fingerprint
+from dedup.store import PageStore
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
+
+
+def variant(name: str) -> str:
+    """The class of a page from its name (``1ee91d1fce-A1`` -> ``A``)."""
+    return re.sub(r"\d+$", "", name.rsplit("-", 1)[-1])[:1] or "?"
+
+
+def articles(pages: list[str], pairs: list[dict]) -> dict[str, int]:
+    """Page -> its article: the connected components of the labelled duplicate pairs."""
+    parent = {p: p for p in pages}
+
+    def root(p: str) -> str:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    for pair in pairs:
+        if pair["duplicate"]:
+            parent[root(pair["a"])] = root(pair["b"])
+    roots: dict[str, int] = {}
+    return {p: roots.setdefault(root(p), len(roots)) for p in pages}
+
+
+def candidates(data: Path) -> tuple[dict[str, dict], list[dict], list[str]]:
+    """Each page's fingerprints as the crawler computes them (fast extraction, the
+    default settings), the labelled pairs, and the stream order."""
+    rows = [json.loads(line) for line in (data / "pages.jsonl").open()]
+    out = {}
+    for row in rows:
+        html = gzip.decompress((data / "pages" / f"{row['page']}.html.gz").read_bytes())
+        text = extract_text(html, url=row["url"]).text
+        fp = fingerprint(text)
+        out[row["page"]] = {"url": row["url"], "checksum": fp.checksum_hex,
+                            "simhash": fp.simhash, "short": fp.short,
+                            "verify": None if fp.short else second_opinion(text, False, 30, 2)}
+    pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
+    order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
+    return out, pairs, order
+
+
+def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
+                 verify: int | None) -> Deduplicator:
+    client = connect_redis(redis_url)
+    store = RedisStore(client, namespace)
+    store.clear()
+    pages = PageStore(connect_mongo(mongo_uri), namespace)
+    pages.db.client.drop_database(namespace)
+    return Deduplicator(NearDuplicateIndex(store, k=k, capacity=10_000), client, pages,
+                        namespace, verify_distance=verify)
+
+
+def candidate(name: str, fp: dict, suffix: str = "") -> Candidate:
+    url = fp["url"] + suffix
+    return Candidate(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
+                     verify=fp["verify"])
+
+
+def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
+                dedup: Deduplicator) -> dict[str, float | Counter]:
+    by_id: dict[str, str] = {}
+    seen: set[int] = set()
+    right = wrong = should = 0
+    missed: Counter[str] = Counter()
+    wrongs: Counter[str] = Counter()
+    for name in order:
+        decision = dedup.decide([candidate(name, fps[name])])[0]
+        by_id[decision.page_id] = name
+        expected = article[name] in seen
+        should += expected
+        seen.add(article[name])
+        if decision.kind == NEW:
+            if expected:
+                missed[variant(name)] += 1
+            continue
+        original = by_id.get(decision.original_id or "", "")
+        if original and article[original] == article[name]:
+            right += 1
+        else:
+            wrong += 1
+            wrongs[variant(name)] += 1
+    drops = right + wrong
+    return {"precision": right / drops if drops else 1.0, "recall": right / should,
+            "right": right, "wrong": wrong, "should": should, "missed": missed,
+            "wrong_by_class": wrongs}
+
+
+def on_pairs(fps: dict[str, dict], pairs: list[dict], make) -> dict[str, float | Counter]:  # type: ignore[no-untyped-def]
+    tp = fp_ = fn = 0
+    missed: Counter[str] = Counter()
+    wrongs: Counter[str] = Counter()
+    for n, pair in enumerate(pairs):
+        dedup = make(f"pairs{n}")
+        dedup.decide([candidate(pair["a"], fps[pair["a"]])])
+        got = dedup.decide([candidate(pair["b"], fps[pair["b"]], "#b")])[0]
+        dropped = got.kind != NEW
+        if pair["duplicate"] and dropped:
+            tp += 1
+        elif pair["duplicate"]:
+            fn += 1
+            missed[variant(pair["a"]) + variant(pair["b"])] += 1
+        elif dropped:
+            fp_ += 1
+            wrongs[variant(pair["a"]) + variant(pair["b"])] += 1
+    return {"precision": tp / (tp + fp_) if tp + fp_ else 1.0, "recall": tp / (tp + fn),
+            "tp": tp, "fp": fp_, "fn": fn, "missed": missed, "wrong_by_class": wrongs}
+
+
+def f1(r: dict) -> float:
+    p, q = float(r["precision"]), float(r["recall"])
+    return 2 * p * q / (p + q) if p + q else 0.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("-k", type=int, default=3)
+    parser.add_argument("--verify", type=int, default=10,
+                        help="second-opinion distance (-1: off; default 10, the crawl's)")
+    args = parser.parse_args()
+    if not (args.data / "pages.jsonl").is_file():
+        raise missing_data(args.data, "The near-duplicate development set (pages.jsonl)")
+    started = time.perf_counter()
+    fps, pairs, order = candidates(args.data)
+    article = articles(list(fps), pairs)
+    verify = None if args.verify < 0 else args.verify
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(tmp) as services:
+        redis_url, mongo_uri = services.redis_url or "", services.mongo_uri or ""
+
+        def make(namespace: str) -> Deduplicator:
+            return deduplicator(redis_url, mongo_uri, namespace, args.k, verify)
+
+        stream = crawl_order(fps, order, article, make("stream"))
+        labelled = on_pairs(fps, pairs, make)
+    print(f"{len(fps)} pages, {len(pairs)} labelled pairs; k = {args.k}, second opinion "
+          f"{'off' if verify is None else verify}; {time.perf_counter() - started:.0f} s "
+          "(development figures)\n")
+    print("| | precision | recall | F1 | right / should | wrong |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(f"| crawl order | {stream['precision']:.3f} | {stream['recall']:.3f} | "
+          f"{f1(stream):.3f} | {stream['right']} / {stream['should']} | {stream['wrong']} |")
+    print(f"| pairs | {labelled['precision']:.3f} | {labelled['recall']:.3f} | "
+          f"{f1(labelled):.3f} | {labelled['tp']} / {labelled['tp'] + labelled['fn']} | "
+          f"{labelled['fp']} |")
+    print(f"\ncrawl order, missed by class: {dict(sorted(stream['missed'].items()))}; "
+          f"wrong drops by class: {dict(sorted(stream['wrong_by_class'].items()))}")
+    print(f"pairs, missed by classes: {dict(sorted(labelled['missed'].items()))}; "
+          f"wrong drops by classes: {dict(sorted(labelled['wrong_by_class'].items()))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
