@@ -21,7 +21,7 @@ from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.runtime import Runtime, get_runtime
 from dedup.errors import ServiceUnavailable
 from dedup.journal import lost_pages
-from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_int64
+from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_int64, url_key
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,8 @@ class StoragePipeline:
             if self.config.store_text:
                 fields["text"] = item.text
             with self._lock:
-                self.pages.append({"_id": item.page_id, "url": item.url, "host": item.host,
+                self.pages.append({"_id": item.page_id, "url": item.url,
+                                   "url_key": url_key(item.url), "host": item.host,
                                    "checksum": item.checksum, **fields})
                 extra: dict[str, Any] = {}
                 if item.verify is not None:

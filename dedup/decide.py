@@ -35,7 +35,7 @@ from .index.windows import WindowIndex
 from .journal import AdmissionJournal, JournalEntry, journaled
 from .pinyin import PinyinFingerprint, PinyinScore
 from .simhash import fingerprint, hamming
-from .store import PageStore, new_page_id
+from .store import PageStore, new_page_id, url_key
 
 #: Recently admitted pages whose URL a process remembers for its match records.
 KNOWN_PAGES = 100_000
@@ -345,7 +345,7 @@ class Deduplicator:
 def page_document(c: Candidate, **fields_: Any) -> dict[str, Any]:
     """A ``pages`` document for an admitted page (url, host, checksum and the given
     fields; ``fetched_at`` defaults to now)."""
-    doc = {"_id": c.page_id, "url": c.url, "host": c.host, "checksum": c.checksum,
-           "fetched_at": dt.datetime.now(dt.timezone.utc)}
+    doc = {"_id": c.page_id, "url": c.url, "url_key": url_key(c.url), "host": c.host,
+           "checksum": c.checksum, "fetched_at": dt.datetime.now(dt.timezone.utc)}
     doc.update(fields_)
     return doc

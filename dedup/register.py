@@ -26,7 +26,7 @@ from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .pinyin import PinyinFingerprinter
 from .simhash import fingerprint
-from .store import PageStore, fingerprint_doc, new_page_id, pinyin_doc, to_int64
+from .store import PageStore, fingerprint_doc, new_page_id, pinyin_doc, to_int64, url_key
 
 ALGORITHM = "simhash64-xxh3"
 REGISTERED_HOST = "registered"
@@ -145,7 +145,8 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
         else:
             page_id = new_page_id()
             result.added += 1
-            docs.append({"_id": page_id, "url": url, "host": REGISTERED_HOST, "source": source,
+            docs.append({"_id": page_id, "url": url, "url_key": url_key(url),
+                         "host": REGISTERED_HOST, "source": source,
                          "title": path.stem, "checksum": fp.checksum_hex, "text": text,
                          "text_length": len(text), "extraction": method,
                          "registered_at": dt.datetime.now(dt.timezone.utc)})

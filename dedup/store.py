@@ -47,6 +47,7 @@ import pymongo
 from bson import Int64, ObjectId
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
+from w3lib.url import canonicalize_url
 
 from .errors import ServiceUnavailable
 
@@ -59,6 +60,17 @@ DEFAULT_WRITE_BATCH = 500
 
 _TWO64 = 1 << 64
 _TWO63 = 1 << 63
+
+
+def url_key(url: str) -> str:
+    """A page's identity across crawls: its URL in canonical form (w3lib: query arguments
+    sorted, percent-encoding normalised, the host in lower case, the fragment dropped),
+    kept as ``url_key`` beside ``url``.
+
+    >>> url_key("http://Example.com/a?y=2&x=1#top")
+    'http://example.com/a?x=1&y=2'
+    """
+    return canonicalize_url(url)
 
 
 def to_int64(fp: int) -> Int64:
@@ -133,12 +145,14 @@ class PageStore:
                                   "use the embedded server.")
 
     def ensure_indexes(self) -> None:
-        """Create the indexes the crawler and the documented queries use (idempotent)."""
+        """Create the indexes the crawler and the documented queries use (idempotent), and
+        give pages stored without a ``url_key`` theirs (:meth:`add_url_keys`)."""
         try:
             self.pages.create_index("url", unique=True)
             self.pages.create_index("host")
             self.pages.create_index([("host", 1), ("_id", -1)])  # a host's pages, newest first
             self.pages.create_index("checksum")
+            self.pages.create_index("url_key")  # a page's identity across crawls
             self.pages.create_index([("source", 1), ("fetched_at", -1)])
             self.pages.create_index([("source", 1), ("url", 1)])  # a source's originals
             self.fingerprints.create_index("simhash")
@@ -151,6 +165,7 @@ class PageStore:
             self.matches.create_index([("source", 1), ("detected_at", -1)])
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
+        self.add_url_keys()  # pages stored before url_key existed (once)
 
     def _unique_match_urls(self) -> None:
         """One match record per URL. A database written by an older simcrawl may hold
@@ -343,13 +358,39 @@ class PageStore:
             raise self._unavailable(exc) from exc
 
     def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]:
-        """For each of ``urls`` already stored: ``url -> (page id, checksum)``."""
-        urls = list(urls)
-        if not urls:
+        """For each of ``urls`` already stored: ``url -> (page id, checksum)``. A URL is
+        a stored page when their canonical forms are equal (:func:`url_key`:
+        ``/a?y=2&x=1`` is ``/a?x=1&y=2``), so a re-crawl finds its pages whatever order
+        their links gave the query arguments in."""
+        keys: dict[str, list[str]] = {}
+        for url in urls:
+            keys.setdefault(url_key(url), []).append(url)
+        if not keys:
             return {}
         try:
-            docs = self.pages.find({"url": {"$in": urls}}, {"url": 1, "checksum": 1})
-            return {d["url"]: (str(d["_id"]), d.get("checksum")) for d in docs}
+            found = {}
+            for d in self.pages.find({"url_key": {"$in": list(keys)}},
+                                     {"url_key": 1, "checksum": 1}):
+                for url in keys[d["url_key"]]:
+                    found[url] = (str(d["_id"]), d.get("checksum"))
+            return found
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def add_url_keys(self, batch: int = 5000) -> int:
+        """Give the pages stored without a ``url_key`` (by simcrawl before 0.2) theirs;
+        how many were given one. Cheap when there are none (an indexed query)."""
+        done = 0
+        try:
+            while True:
+                docs = list(self.pages.find({"url_key": None}, {"url": 1}).limit(batch))
+                if not docs:
+                    return done
+                self.pages.bulk_write([UpdateOne({"_id": d["_id"]},
+                                                 {"$set": {"url_key": url_key(d["url"])}})
+                                       for d in docs], ordered=False)
+                done += len(docs)
+                log.info("gave %d stored pages their canonical URL (url_key)", done)
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 

@@ -118,3 +118,26 @@ def test_every_candidate_within_k_is_asked_closest_first(redis_client, pages,
     assert dedup_.decide([neither])[0].kind == NEW  # 20 bits from both second opinions
     assert NearDuplicateIndex(store).query(A ^ 0b10, 0)[0].page_id == neither.page_id
     store.clear()
+
+
+def test_a_page_is_the_same_page_whatever_the_order_of_its_query_arguments(  # type: ignore[no-untyped-def]
+        dedup_, pages) -> None:
+    """Revisit identity is the canonical URL (w3lib): a re-crawl that reaches a stored page
+    through a link with its query arguments in another order finds it, and a page stored
+    before url_key existed is given its key and found too."""
+    first = cand("http://a/list?page=2&sort=new", "1" * 32, A)
+    assert dedup_.decide([first])[0].kind == NEW
+    pages.save_pages([page_document(first)], [])
+    again = cand("http://a/list?sort=new&page=2#top", "1" * 32, A)
+    got = dedup_.decide([again])[0]
+    assert (got.kind, got.page_id) == (UNCHANGED, first.page_id)
+    # a page stored by an older simcrawl, without url_key
+    old = cand("http://b/item?id=7&lang=en", "2" * 32, A ^ (0xFF << 40))
+    doc = page_document(old)
+    del doc["url_key"]
+    from bson import ObjectId
+
+    pages.pages.insert_one(dict(doc, _id=ObjectId(old.page_id)))
+    pages.ensure_indexes()
+    got = dedup_.decide([cand("http://b/item?lang=en&id=7", "3" * 32, A ^ (0xFF << 40))])[0]
+    assert (got.kind, got.page_id) == (CHANGED, old.page_id)
