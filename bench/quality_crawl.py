@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
@@ -104,7 +105,7 @@ def candidate(name: str, fp: dict, suffix: str = "") -> Candidate:
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
-                dedup: Deduplicator) -> dict[str, float | Counter]:
+                dedup: Deduplicator) -> dict[str, Any]:
     by_id: dict[str, str] = {}
     seen: set[int] = set()
     right = wrong = should = 0
@@ -132,7 +133,7 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
             "wrong_by_class": wrongs}
 
 
-def on_pairs(fps: dict[str, dict], pairs: list[dict], make) -> dict[str, float | Counter]:  # type: ignore[no-untyped-def]
+def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, Any]:
     tp = fp_ = fn = 0
     missed: Counter[str] = Counter()
     wrongs: Counter[str] = Counter()
