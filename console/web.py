@@ -596,6 +596,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     data_dir = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
     with stop_on_signals():
         services = None
+        app: Flask | None = None
         try:
             redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri,
                                                      data_dir)
@@ -621,6 +622,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
         except KeyboardInterrupt:
             return 0
         finally:
+            if app is not None:  # the drawn figures go with the server
+                shutil.rmtree(app.extensions["simcrawl_figures"].folder, ignore_errors=True)
             if services is not None:
                 services.stop()
     return 0
