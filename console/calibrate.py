@@ -39,6 +39,7 @@ import numpy as np
 
 from console.diff import side_by_side, tokens
 from console.store import add_service_options, open_database
+from dedup.simhash import hamming
 
 #: Distances examined by default (the issue's 0-12: k = 3 and well beyond).
 MAX_DISTANCE = 12
@@ -155,21 +156,17 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
 
 def _judge(db: Any, d: int, kind: str, a: Any, b: Any, overlap: float, verify: int,
            verifiers: dict[Any, int]) -> Pair:
-    if kind == "dropped":
-        m = db.matches.find_one({"_id": a}, {"url": 1, "text": 1})
-        left_url, left_text = (m or {}).get("url", ""), (m or {}).get("text") or ""
-        original = db.pages.find_one({"_id": b}, {"url": 1, "text": 1}) or {}
-    else:
-        left = db.pages.find_one({"_id": a}, {"url": 1, "text": 1}) or {}
-        left_url, left_text = left.get("url", ""), left.get("text") or ""
-        original = db.pages.find_one({"_id": b}, {"url": 1, "text": 1}) or {}
+    first = (db.matches if kind == "dropped" else db.pages).find_one(
+        {"_id": a}, {"url": 1, "text": 1}) or {}
+    left_url, left_text = first.get("url", ""), first.get("text") or ""
+    original = db.pages.find_one({"_id": b}, {"url": 1, "text": 1}) or {}
     pair = Pair(d, left_url, original.get("url", ""), kind, left_text=left_text,
                 right_text=original.get("text") or "")
     if pair.left_text and pair.right_text:
         pair.overlap = containment(pair.left_text, pair.right_text)
         pair.copy = pair.overlap >= overlap
     elif kind == "stored" and a in verifiers and b in verifiers:
-        pair.copy = (verifiers[a] ^ verifiers[b]).bit_count() <= verify
+        pair.copy = hamming(verifiers[a], verifiers[b]) <= verify
     return pair
 
 

@@ -33,7 +33,6 @@ DEMO_NAMESPACE = "demo"
 def add_options(parser: argparse.ArgumentParser, redis: bool = False) -> None:
     """``--crawl-id``, ``--since``, ``--until`` and the store's options (with ``redis``:
     ``--redis-url`` and ``--namespace`` too)."""
-
     parser.add_argument("--crawl-id", help="only this crawl's records (its id is in the "
                         "crawl's log and in every record's crawl_id / crawl_ids)")
     parser.add_argument("--since", type=iso_time, help="only records from this time on (ISO "
@@ -66,14 +65,16 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
 
 def choose_database(client: Any, name: str | None) -> Any:
     """The database named, or by default ``simcrawl``, or the demo's ``simcrawl_demo``
-    when ``simcrawl`` holds no pages and the demo's does (said on stderr)."""
+    when ``simcrawl`` holds no pages and the demo's does (said on stderr). Whether a
+    database holds pages is read from its collection names: counting the pages of a
+    large store is not free on every server (SecantusDB counts them one by one)."""
     from dedup.store import DEFAULT_DATABASE
 
     if name:
         return client[name]
     db = client[DEFAULT_DATABASE]
-    if db.pages.estimated_document_count() == 0 and \
-            client[DEMO_DATABASE].pages.estimated_document_count() > 0:
+    if "pages" not in db.list_collection_names() and \
+            "pages" in client[DEMO_DATABASE].list_collection_names():
         print(f"simcrawl: the database {DEFAULT_DATABASE!r} holds no pages; using the demo's "
               f"{DEMO_DATABASE!r} (--database to choose)", file=sys.stderr)
         return client[DEMO_DATABASE]

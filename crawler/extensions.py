@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +64,14 @@ class JobGuard:
         self.marker.unlink(missing_ok=True)
 
 
-def crawl_counters(crawler: Any, elapsed: float) -> dict[str, Any]:
+def crawl_counters(crawler: Any) -> dict[str, Any]:
     """A crawl process's counters now, from its Scrapy stats: fetched, admitted, dropped,
-    revisits, skipped, lost, queue length (-1: unknown) and ``elapsed`` seconds. What the
-    live display, the progress file and the ``crawls`` record of a running crawl show."""
+    revisits, skipped, lost, queue length (-1: unknown) and seconds since it started. What
+    the live display, the progress file and the ``crawls`` record of a running crawl show."""
     stats = crawler.stats.get_stats()
+    started = stats.get("start_time")
+    elapsed = (dt.datetime.now(dt.timezone.utc) - started).total_seconds() \
+        if isinstance(started, dt.datetime) else 0.0
     engine = crawler.engine
     scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
     try:
@@ -108,7 +111,6 @@ class ProgressFile:
         self.path = path
         self.interval = interval
         self._loop: Any = None
-        self._started = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> ProgressFile:
@@ -126,7 +128,6 @@ class ProgressFile:
     def spider_opened(self, spider: Any = None) -> None:
         from twisted.internet import task
 
-        self._started = time.monotonic()
         self._loop = task.LoopingCall(self.write)
         self._loop.start(self.interval, now=True)
 
@@ -137,7 +138,7 @@ class ProgressFile:
 
     def snapshot(self) -> dict[str, Any]:
         """The counters now."""
-        return crawl_counters(self.crawler, time.monotonic() - self._started)
+        return crawl_counters(self.crawler)
 
     def write(self, done: bool = False) -> None:
         """Replace the file with the counters now."""

@@ -308,7 +308,6 @@ class NearDuplicateMiddleware:
                              page.url, page.depth)
 
 
-
 class ServiceGuard:
     """Never request the crawl's own services, and (optionally) only allowed ports.
 

@@ -56,7 +56,6 @@ class StoragePipeline:
         self._flush_lock = threading.Lock()  # one write at a time
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
-        self._started = time.monotonic()
         self._unconfirmed: list[str] = []
         self._failing_since: float | None = None
 
@@ -67,7 +66,6 @@ class StoragePipeline:
     def open_spider(self, spider: Any = None) -> None:
         self._loop = task.LoopingCall(self._flush_in_thread)
         self._loop.start(self.config.flush_seconds, now=False)
-        self._started = time.monotonic()
         every = self.crawler.settings.getfloat("SIMCRAWL_RECORD_SECONDS", RECORD_SECONDS)
         if every > 0:
             self._record_loop = task.LoopingCall(self._record_running)
@@ -76,7 +74,7 @@ class StoragePipeline:
     def _crawl_record(self) -> dict[str, Any]:
         """What the ``crawls`` record says of this process, running or finished."""
         return {"started_at": self.crawler.stats.get_value("start_time"),
-                "counters": crawl_counters(self.crawler, time.monotonic() - self._started),
+                "counters": crawl_counters(self.crawler),
                 "pid": os.getpid(), "hostname": socket.gethostname(),
                 "namespace": self.config.namespace}
 

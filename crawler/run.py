@@ -304,11 +304,12 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
          processes: int = 1) -> int:
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
     (cleared first, so every demo run starts alike)."""
+    from console.store import DEMO_DATABASE, DEMO_NAMESPACE
     from crawler.demosite import DemoSite
     from dedup.index import RedisStore
     from dedup.services import connect_mongo, connect_redis
 
-    database, namespace = "simcrawl_demo", "demo"
+    database, namespace = DEMO_DATABASE, DEMO_NAMESPACE
     mongo = connect_mongo(mongo_uri)
     mongo.drop_database(database)
     RedisStore(connect_redis(redis_url), namespace).clear()
