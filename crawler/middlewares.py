@@ -18,7 +18,7 @@ from crawler.frontier import INFLIGHT_ID
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.metrics import latency_observer
 from crawler.runtime import Runtime, get_runtime
-from dedup.decide import NEW, UNCHANGED, Candidate, Decision
+from dedup.decide import NEW, UNCHANGED, Candidate, Decision, Excerpt
 from dedup.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class NearDuplicateMiddleware:
         if reason is not None:
             return reason
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
-                              item.pinyin, item.verify)
+                              item.pinyin, item.verify, text=item.text)
         delay = 0.25
         while True:
             try:
@@ -178,6 +178,21 @@ class NearDuplicateMiddleware:
                             time.monotonic() - self._outage_since)
                 self._outage_since = None
             return decision
+
+    def _excerpt_record(self, page: PageItem, excerpt: Excerpt) -> MatchItem:
+        """The excerpt record of a kept page that quotes a registered original."""
+        self.stats.inc_value("dedup/excerpt")
+        if excerpt.source:
+            self.stats.inc_value(f"dedup/excerpts_of/{excerpt.source}")
+        s = excerpt.pinyin
+        return MatchItem(
+            url=page.url, host=page.host, original_id=excerpt.original_id,
+            original_url=excerpt.original_url, original_host=excerpt.original_host,
+            distance=None, kind="excerpt", outlinks_dropped=0, title=page.title,
+            fetched_at=page.fetched_at, source=excerpt.source, containment=excerpt.share,
+            characters=excerpt.characters, span=excerpt.span, page_id=page.page_id,
+            pinyin=None if s is None else {"share": round(s.share, 4), "run": s.run,
+                                           "span": list(s.span), "windows_matched": s.matched})
 
     def _wait_for_services(self, exc: Exception) -> bool:
         """During an outage, whether to keep retrying (the crawl waits meanwhile)."""
@@ -246,7 +261,7 @@ class NearDuplicateMiddleware:
                 distance=None if outcome.pinyin is not None else outcome.distance,
                 kind=outcome.kind, outlinks_dropped=dropped, title=page.title, text=page.text,
                 fetched_at=page.fetched_at, source=outcome.source,
-                pinyin=None if outcome.pinyin is None else {
+                containment=outcome.containment, pinyin=None if outcome.pinyin is None else {
                     "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,
                     "span": list(outcome.pinyin.span),
                     "windows_matched": outcome.pinyin.matched})
@@ -262,6 +277,8 @@ class NearDuplicateMiddleware:
             return
         if outcome.kind == NEW:
             self.stats.inc_value("dedup/unique")
+            if outcome.excerpt is not None:  # kept, quoting a registered original
+                others.append(self._excerpt_record(page, outcome.excerpt))
         else:
             self.stats.inc_value("dedup/revisit")
             self.stats.inc_value(f"dedup/revisit/{'unchanged' if outcome.kind == UNCHANGED else 'changed'}")

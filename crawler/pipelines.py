@@ -21,7 +21,15 @@ from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.runtime import Runtime, get_runtime
 from dedup.errors import ServiceUnavailable
 from dedup.journal import lost_pages
-from dedup.store import fingerprint_doc, match_doc, new_page_id, pinyin_doc, to_int64, url_key
+from dedup.store import (
+    fingerprint_doc,
+    match_doc,
+    new_page_id,
+    object_id,
+    pinyin_doc,
+    to_int64,
+    url_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +140,14 @@ class StoragePipeline:
                 evidence["source"] = item.source
             if item.pinyin:
                 evidence["pinyin"] = item.pinyin
+            if item.containment is not None:
+                evidence["containment"] = item.containment
+            if item.kind == "excerpt":
+                evidence["characters"] = item.characters
+                evidence["span"] = list(item.span or (0, 0))
+                evidence["page_id"] = object_id(item.page_id or "")
             cap = self.config.match_text
-            if cap and item.text:  # the copy's text, to show it beside its original
+            if cap and item.text and item.kind != "excerpt":  # the copy's text, to show it beside its original
                 evidence["text"] = item.text[:cap]
                 if len(item.text) > cap:
                     evidence["text_truncated"] = True
@@ -213,8 +227,11 @@ class StoragePipeline:
                         m["original_url"], m["original_host"] = url, host
                         if source:
                             m["source"] = source
-            matches = self._without_lost_originals(matches)
+            excerpts = [m for m in matches if m["kind"] == "excerpt"]
+            matches = self._without_lost_originals([m for m in matches
+                                                    if m["kind"] != "excerpt"])
             store.save_matches(matches)
+            store.save_excerpts(excerpts)
         except ServiceUnavailable as exc:
             first = self._failing_since is None
             if first:
@@ -231,6 +248,8 @@ class StoragePipeline:
             self._failing_since = None
         self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
+        if excerpts:
+            self.crawler.stats.inc_value("dedup/stored/excerpts", len(excerpts))
         return True
 
     def _save_crawl(self, summary: dict[str, Any]) -> None:

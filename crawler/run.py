@@ -337,6 +337,10 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
                    expected.pirated.items()]
         found = sum(1 for p, o in pirated if p in matched and matched[p]["original_url"] == o
                     and matched[p].get("source") == DEMO_SOURCE)
+        excerpts = {d["url"]: d for d in db.excerpts.find({})}
+        quoted = [(site.path_url(p), corpus[name]) for p, name in expected.quoted.items()]
+        kept = sum(1 for p, o in quoted if p in stored and p in excerpts
+                   and excerpts[p]["original_url"] == o)
     print()
     print_summary(stats)
     print("\ncompared with the demo site's known outcome:")
@@ -344,6 +348,8 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     print(f"  copies dropped, naming their original   {right} / {len(copies)}")
     print(f"  copies of registered originals dropped, naming the original and its source "
           f"{found} / {len(pirated)}")
+    print(f"  quotations of registered originals kept, with an excerpt record naming "
+          f"the original {kept} / {len(quoted)}")
     print(f"  trap pages requested      {len(traps)} (must be 0)")
     print("\nthe match records, in MongoDB (database \"simcrawl_demo\"):")
     for kind in ("exact", "simhash", "pinyin"):
@@ -358,7 +364,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     print("  (python -m dedup services prints the MongoDB URI while the servers run; "
           "see docs/queries.md)")
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
-        and found == len(pirated) and not stats.get("lost_urls")
+        and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls")
     return 0 if ok else 1
 
 

@@ -189,7 +189,11 @@ def get_runtime(crawler: Any) -> Runtime:
         raise
     verify = config.verify_distance if config.verify_distance >= 0 else None
     runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace, windows,
-                                           verify, journal),
+                                           verify, journal,
+                                           verify_containment=config.containment,
+                                           trust_distance=min(config.trust_distance,
+                                                              config.max_distance),
+                                           main_content=config.main_content),
                       pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
                       or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
                       Extractor(config), windows, params, journal)

@@ -10,6 +10,7 @@ setting is documented in :class:`dedup.config.DedupConfig` and in the README.
 import os
 
 from crawler.items import EXPORT_FIELDS
+from dedup.config import DEFAULT_MAX_DISTANCE
 
 BOT_NAME = "simcrawl"
 SPIDER_MODULES = ["crawler.spiders"]
@@ -72,7 +73,7 @@ SIMCRAWL_KEEP_WAITING = False
 
 # Dedup (see dedup.config.DedupConfig for each).
 DEDUP_ENABLED = True
-DEDUP_MAX_DISTANCE = 3
+DEDUP_MAX_DISTANCE = DEFAULT_MAX_DISTANCE
 DEDUP_DEBUG = False
 REDIS_URL = os.environ.get("REDIS_URL", "")
 MONGO_URI = os.environ.get("MONGO_URI", "")

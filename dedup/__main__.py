@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import batch, tables
+from .config import DEFAULT_MAX_DISTANCE
 from .errors import ServiceUnavailable, redact
 from .files import MAX_BYTES, SkipFile, iter_files, read_document
 from .services import DataDirError, stop_on_signals
@@ -281,7 +282,8 @@ def cmd_rebuild_index(args: argparse.Namespace) -> int:
         else:
             previous = IndexLayout.from_description(old) if old is not None else None
             capacity = args.capacity or max(total, previous.capacity if previous else 1)
-            k = args.k if args.k is not None else (previous.k if previous else 3)
+            k = args.k if args.k is not None else (previous.k if previous
+                                                   else DEFAULT_MAX_DISTANCE)
             layout = IndexLayout.plan(capacity, k, table_limit=store.compact_limit())
         print(f"rebuild-index: about {total:,} fingerprints from {pages.url} "
               f"(database {pages.db.name!r}) into {store.describe()}; design "
@@ -529,7 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "or -k is given. Stop crawlers that use the index first.")
     p.add_argument("--capacity", type=int, default=None,
                    help="plan the design and buckets for this many fingerprints")
-    p.add_argument("-k", type=int, default=None, help="largest Hamming distance of the new design")
+    p.add_argument("-k", type=int, default=None,
+                   help="largest Hamming distance of the new design (default: the index's, "
+                   f"or {DEFAULT_MAX_DISTANCE}, the crawl's, for a new one)")
     _service_options(p)
     p.set_defaults(func=cmd_rebuild_index, parser=p)
 

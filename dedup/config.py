@@ -16,6 +16,9 @@ from .index import DEFAULT_CAPACITY, DEFAULT_NAMESPACE, check_namespace
 from .simhash import DEFAULT_CJK_NGRAM, DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE
 from .store import DEFAULT_DATABASE
 
+#: The crawl's k: candidates within it are judged by their texts (docs/fingerprints.md).
+DEFAULT_MAX_DISTANCE = 6
+
 
 @dataclass(frozen=True)
 class DedupConfig:
@@ -23,8 +26,16 @@ class DedupConfig:
 
     Attributes:
         enabled: drop near duplicates at all [DEDUP_ENABLED, default True].
-        max_distance: k, the largest Hamming distance of a near duplicate
-            [DEDUP_MAX_DISTANCE, 3].
+        max_distance: k, the largest Hamming distance of a near duplicate: the index is
+            planned for it, and candidates within k that the fingerprints do not settle
+            are judged by their texts [DEDUP_MAX_DISTANCE, 6].
+        verify_containment: the text check: such a candidate is a copy when this share of
+            the shorter text's three-token shingles is in the other (:mod:`dedup.overlap`;
+            both texts must be at hand: recent admissions or the store's ``text``); -1 =
+            off, only ``trust_distance`` matches count [DEDUP_VERIFY_CONTAINMENT, 0.8].
+        trust_distance: a candidate within this distance whose second opinion agrees is
+            a copy by its fingerprints, without the text check; at most k
+            [DEDUP_TRUST_DISTANCE, 3].
         min_tokens: texts with fewer tokens are matched by checksum only
             [DEDUP_MIN_TOKENS, 30].
         shingle: words per feature [DEDUP_SHINGLE, 1].
@@ -53,6 +64,7 @@ class DedupConfig:
         verify_distance: a near match within k is confirmed by a second simhash on word
             pairs (two-word shingles), which must be within this distance too; a heavy
             rewrite that keeps the words but not the phrasing fails it and is admitted.
+            Used for candidates judged by fingerprints (``trust_distance``).
             -1 = no second opinion [DEDUP_VERIFY_DISTANCE, 10].
         pinyin: fingerprint Chinese pages by pinyin initials too, and drop copies of
             registered originals found that way [DEDUP_PINYIN, True].
@@ -61,10 +73,14 @@ class DedupConfig:
         pinyin_q: quantisation levels [DEDUP_PINYIN_Q, 4].
         pinyin_anchors: where windows start: ``sentences``, ``content`` or ``both``
             [DEDUP_PINYIN_ANCHORS, "both"].
-        pinyin_min_share: a page copies an original when this share of its windows is
-            the original's [DEDUP_PINYIN_MIN_SHARE, 0.5] ...
-        pinyin_min_run: ... or this many consecutive windows are (an embedded copy)
-            [DEDUP_PINYIN_MIN_RUN, 4].
+        pinyin_min_share: a page copies a registered original when this share of its
+            windows is the original's [DEDUP_PINYIN_MIN_SHARE, 0.5] ...
+        main_content: ... or this share of its text (three-character shingles) is: the
+            original is the page's main content, which is then dropped. A smaller
+            overlap (a quotation) keeps the page and records an excerpt
+            [DEDUP_MAIN_CONTENT, 0.5].
+        pinyin_min_run: without the original's text, this many consecutive windows make
+            an excerpt [DEDUP_PINYIN_MIN_RUN, 4].
         retry_seconds: how long decisions and writes wait, retrying with backoff, for
             Redis or MongoDB to answer again before the pages concerned count as lost
             (the crawl then stops and exits non-zero, naming them)
@@ -75,7 +91,9 @@ class DedupConfig:
     """
 
     enabled: bool = True
-    max_distance: int = 3
+    max_distance: int = DEFAULT_MAX_DISTANCE
+    verify_containment: float = 0.8
+    trust_distance: int = 3
     min_tokens: int = DEFAULT_MIN_TOKENS
     shingle: int = DEFAULT_SHINGLE
     cjk_ngram: int = DEFAULT_CJK_NGRAM
@@ -101,6 +119,7 @@ class DedupConfig:
     pinyin_anchors: str = "both"
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
+    main_content: float = 0.5
     retry_seconds: float = 300.0
     concurrent: bool = False
 
@@ -110,6 +129,9 @@ class DedupConfig:
                 raise ValueError(f"{name} must be {what}, got {getattr(self, _ATTR[name])!r}")
 
         need(0 <= self.max_distance <= 31, "DEDUP_MAX_DISTANCE", "in 0..31")
+        need(self.verify_containment == -1 or 0 < self.verify_containment <= 1,
+             "DEDUP_VERIFY_CONTAINMENT", "in (0, 1], or -1 (off)")
+        need(0 <= self.trust_distance <= 31, "DEDUP_TRUST_DISTANCE", "in 0..31")
         need(self.min_tokens >= 0, "DEDUP_MIN_TOKENS", "at least 0")
         need(1 <= self.shingle <= 16, "DEDUP_SHINGLE", "in 1..16")
         need(1 <= self.cjk_ngram <= 8, "DEDUP_CJK_NGRAM", "in 1..8")
@@ -124,12 +146,19 @@ class DedupConfig:
              "sentences, content or both")
         need(0 < self.pinyin_min_share <= 1, "DEDUP_PINYIN_MIN_SHARE", "in (0, 1]")
         need(self.pinyin_min_run >= 1, "DEDUP_PINYIN_MIN_RUN", "at least 1")
+        need(0 < self.main_content <= 1, "DEDUP_MAIN_CONTENT", "in (0, 1]")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(0 <= self.retry_seconds <= 86_400, "DEDUP_RETRY_SECONDS", "in [0, 86400]")
         need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")
         check_namespace(self.namespace)
+
+    @property
+    def containment(self) -> float | None:
+        """The text check's threshold for :class:`~dedup.decide.Deduplicator`
+        (``None``: off)."""
+        return None if self.verify_containment == -1 else self.verify_containment
 
     @classmethod
     def from_settings(cls, get: Callable[[str, Any], Any]) -> DedupConfig:

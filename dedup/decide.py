@@ -27,18 +27,40 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import redis
 
 from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .journal import AdmissionJournal, JournalEntry, journaled
+from .overlap import containment, shared_text, shingles
 from .pinyin import PinyinFingerprint, PinyinScore
 from .simhash import fingerprint, hamming
 from .store import PageStore, new_page_id, url_key
 
 #: Recently admitted pages whose URL a process remembers for its match records.
 KNOWN_PAGES = 100_000
+
+#: Characters of recently admitted pages' texts a process keeps for the text check of
+#: near matches (older originals' texts are read from the store).
+RECENT_TEXT_CHARS = 32_000_000
+
+#: A page is a copy of a registered original found by its pinyin windows when this share
+#: of its text is the original's (``DEDUP_MAIN_CONTENT``): the original is its main
+#: content. Less is a quotation: the page is kept and an excerpt recorded.
+DEFAULT_MAIN_CONTENT = 0.5
+
+#: The shortest passage (characters) of a page recorded as an excerpt of a registered
+#: original.
+EXCERPT_CHARS = 30
+
+#: Originals whose shingles a process keeps for their next copies.
+RECENT_SHINGLES = 4096
+
+#: A candidate within this distance whose second opinion agrees is a copy by its
+#: fingerprints (``DEDUP_TRUST_DISTANCE``); the others need the text check.
+DEFAULT_TRUST_DISTANCE = 3
 
 #: Words per feature of the second-opinion simhash (``DEDUP_VERIFY_DISTANCE``).
 VERIFY_SHINGLE = 2
@@ -67,6 +89,8 @@ class Candidate:
         pinyin: the pinyin fingerprint of a Chinese page (``None``: not computed).
         verify: the second-opinion simhash on word pairs (``None``: not computed).
         page_id: assigned by :meth:`Deduplicator.decide`.
+        text: the main text, for the text check of near matches (``None``: not given;
+            the page's near matches are then judged by their fingerprints alone).
     """
 
     url: str
@@ -77,6 +101,30 @@ class Candidate:
     pinyin: PinyinFingerprint | None = None
     verify: int | None = None
     page_id: str = field(default_factory=new_page_id)
+    text: str | None = field(default=None, repr=False)
+
+
+@dataclass
+class Excerpt:
+    """A passage of a kept page that is a registered original's (a quotation).
+
+    Attributes:
+        original_id: the registered original.
+        characters: length of the longest passage of the page that is the original's.
+        span: its ``(start, end)`` character offsets in the page's normalised text.
+        share: the share of the page's text that is the original's.
+        pinyin: the pinyin windows' score against the original.
+        original_url, original_host, source: the original's, when known.
+    """
+
+    original_id: str
+    characters: int
+    span: tuple[int, int]
+    share: float
+    pinyin: PinyinScore | None = None
+    original_url: str | None = None
+    original_host: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -93,6 +141,11 @@ class Decision:
         original_host: the original's host when known.
         source: the registered original's source name, when the original is one.
         pinyin: for a pinyin copy, the share of windows, run and span.
+        containment: for a near copy judged by its text, the share of the shorter text's
+            three-token shingles found in the other (``None``: judged by fingerprints);
+            for a pinyin copy, the share of the page's shingles that are the original's.
+        excerpt: for a page that is kept but quotes a registered original, which one and
+            how much (:class:`Excerpt`).
     """
 
     kind: str
@@ -103,6 +156,8 @@ class Decision:
     original_host: str | None = None
     source: str | None = None
     pinyin: PinyinScore | None = None
+    containment: float | None = None
+    excerpt: Excerpt | None = None
 
     @property
     def dropped(self) -> bool:
@@ -140,21 +195,42 @@ class Deduplicator:
         namespace: the Redis key prefix (the index's).
         windows: the registered originals' pinyin window index (``None``: no pinyin
             check).
-        verify_distance: a near match stands only if the pages' second-opinion
-            simhashes (:attr:`Candidate.verify`) are within this distance too, when both
-            are known (``None``: no second opinion).
+        verify_distance: a near match judged by fingerprints stands only if the pages'
+            second-opinion simhashes (:attr:`Candidate.verify`) are within this distance
+            too, when both are known (``None``: no second opinion).
         journal: this process's admission journal (:mod:`dedup.journal`), so that a
             kill before the admitted pages are stored can be repaired.
+        verify_containment: the text check. A candidate within the index's k that the
+            fingerprints do not settle (beyond ``trust_distance``, or its second opinion
+            disagrees) is a copy when both texts are at hand (this batch, this process's
+            recent admissions, or the store's ``text``) and this share of the shorter
+            text's shingles is in the other (:mod:`dedup.overlap`); ``None``: no text
+            check, such candidates are not copies.
+        trust_distance: a candidate within this distance whose second opinion agrees
+            is a copy without the text check.
+        main_content: a Chinese page is a copy of a registered original its pinyin
+            windows found when this share of its text (three-character shingles) is the
+            original's; smaller overlaps of at least :data:`EXCERPT_CHARS` characters are
+            excerpts: the page is kept (:attr:`Decision.excerpt`).
     """
 
     def __init__(self, index: NearDuplicateIndex, redis_client: redis.Redis, pages: PageStore,
                  namespace: str, windows: WindowIndex | None = None,
-                 verify_distance: int | None = None, journal: AdmissionJournal | None = None
-                 ) -> None:
+                 verify_distance: int | None = None, journal: AdmissionJournal | None = None,
+                 verify_containment: float | None = None,
+                 trust_distance: int = DEFAULT_TRUST_DISTANCE,
+                 main_content: float = DEFAULT_MAIN_CONTENT) -> None:
         self.index = index
         self.journal = journal
         self.windows = windows
         self.verify_distance = verify_distance
+        self.verify_containment = verify_containment
+        self.trust_distance = trust_distance
+        self.main_content = main_content
+        # page id -> text of recent admissions here, at most RECENT_TEXT_CHARS in all
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._text_chars = 0
+        self._shingles: OrderedDict[str, np.ndarray] = OrderedDict()  # of recent originals
         # page id -> second-opinion simhash of recent admissions here
         self._verifiers: OrderedDict[str, int] = OrderedDict()
         self.redis = redis_client
@@ -229,14 +305,18 @@ class Deduplicator:
                 decisions[i] = Decision(NEW, batch[i].page_id)
             else:
                 near_rows.append(i)
+        excerpts: dict[int, Excerpt] = {}
         if self.windows is not None:
             chinese = [i for i in near_rows if batch[i].pinyin is not None
                        and batch[i].pinyin.codes]  # type: ignore[union-attr]
-            found = self.windows.query_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
-            for i, copies in zip(chinese, found):
-                if copies:
-                    original, s = copies[0]
-                    decisions[i] = Decision(PINYIN, batch[i].page_id, original, 0, pinyin=s)
+            scored = self.windows.scored_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
+            texts = self._original_texts({p for found in scored for p, _ in found})
+            for i, found in zip(chinese, scored):
+                copy, quoted = self._registered(batch[i], found, texts)
+                if copy is not None:
+                    decisions[i] = copy
+                elif quoted is not None:
+                    excerpts[i] = quoted
             near_rows = [i for i in near_rows if decisions[i] is None]
         candidates = self.index.check_and_add_all(
             [(batch[i].simhash, batch[i].page_id) for i in near_rows])
@@ -246,14 +326,17 @@ class Deduplicator:
         if rejected:  # not copies after all: admitted, so into the index
             self.index.add_many((batch[i].simhash, batch[i].page_id) for i in rejected)
         ids = {c.page_id: n for n, c in enumerate(batch)}
-        for i, match in zip(near_rows, matches):
-            if match is None:
-                decisions[i] = Decision(NEW, batch[i].page_id)
-            elif match.distance == 0 and match.page_id in ids \
+        for i, verdict in zip(near_rows, matches):
+            if verdict is None:
+                decisions[i] = Decision(NEW, batch[i].page_id, excerpt=excerpts.get(i))
+                continue
+            match, share = verdict
+            if match.distance == 0 and match.page_id in ids \
                     and batch[ids[match.page_id]].checksum == batch[i].checksum:
                 decisions[i] = Decision(EXACT, batch[i].page_id, match.page_id, 0)
             else:
-                decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance)
+                decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance,
+                                        containment=share)
         for i, first in followers.items():
             d = decisions[first]
             assert d is not None
@@ -284,50 +367,146 @@ class Deduplicator:
                 self._known[d.page_id] = (c.url, c.host, None)
                 if c.verify is not None:
                     self._verifiers[d.page_id] = c.verify
+                if c.text and self.verify_containment is not None and not c.short:
+                    self._texts[d.page_id] = c.text
+                    self._text_chars += len(c.text)
         for recent in (self._known, self._verifiers):
             while len(recent) > KNOWN_PAGES:
                 recent.popitem(last=False)
+        while self._text_chars > RECENT_TEXT_CHARS:
+            self._text_chars -= len(self._texts.popitem(last=False)[1])
         self._name_originals(out)
         return out
 
+    def _original_texts(self, ids: set[str]) -> dict[str, np.ndarray]:
+        """The shingles of registered originals (their stored texts), kept for later."""
+        missing = {p for p in ids if p not in self._shingles}
+        texts = self.pages.texts_of(missing) if missing else {}
+        return {p: self._shingles_of(p, texts.get(p, "")) for p in ids
+                if p in self._shingles or p in texts}
+
+    def _registered(self, page: Candidate, found: list[tuple[str, PinyinScore]],
+                    originals: dict[str, np.ndarray]) -> tuple[Decision | None, Excerpt | None]:
+        """Whether a Chinese page copies a registered original its pinyin windows found
+        (most matching windows first): a copy when the original is the page's main
+        content (``main_content`` of its text, or ``min_share`` of its windows); else an
+        excerpt when a passage of at least :data:`EXCERPT_CHARS` characters is the
+        original's (or, without the texts, a run of windows)."""
+        assert self.windows is not None
+        quoted: Excerpt | None = None
+        for original, s in found:
+            if page.text and original in originals:
+                share, chars, span = shared_text(page.text, originals[original])
+                if share >= self.main_content or s.share >= self.windows.min_share:
+                    return Decision(PINYIN, page.page_id, original, 0, pinyin=s,
+                                    containment=round(share, 4)), None
+                if quoted is None and chars >= EXCERPT_CHARS:
+                    quoted = Excerpt(original, chars, span, round(share, 4), s)
+            elif s.share >= self.windows.min_share:
+                return Decision(PINYIN, page.page_id, original, 0, pinyin=s), None
+            elif quoted is None and s.run >= self.windows.min_run:
+                quoted = Excerpt(original, s.span[1] - s.span[0] + 1, s.span,
+                                 round(s.share, 4), s)
+        return None, quoted
+
     def _second_opinion(self, batch: Sequence[Candidate], rows: list[int],
-                        candidates: Sequence[list[Any]]) -> list[Any]:
-        """For each row, the match it copies: the closest of its candidates within k
-        whose second-opinion simhash is within ``verify_distance`` too (each is asked in
-        turn, closest first); ``None`` when it has none or every one is rejected. Without
-        a second opinion (or without the page's), the closest candidate."""
-        if self.verify_distance is None:
-            return [found[0] if found else None for found in candidates]
+                        candidates: Sequence[list[Any]]) -> list[tuple[Any, float | None] | None]:
+        """For each row, the match it copies and the texts' containment (``None`` when
+        judged by fingerprints), or ``None`` when no candidate passes. Candidates are asked
+        in turn, closest first:
+
+        * within ``trust_distance``, with its second-opinion simhash within
+          ``verify_distance`` (when both pages have one), it is the original;
+        * otherwise, when both texts are at hand and the text check is on, it is the
+          original when the texts' containment reaches ``verify_containment``.
+        """
+        wanted = {m.page_id for i, found in zip(rows, candidates) for m in found
+                  if m.page_id is not None}
+        verifiers = self._verifiers_of(batch, rows, wanted)
+        unsure = {m.page_id for i, found in zip(rows, candidates) for m in found
+                  if m.page_id is not None and not self._trusted(batch[i], m, verifiers)}
+        texts = self._texts_of(batch, rows, unsure)
+        own: dict[int, np.ndarray] = {}
+        out: list[tuple[Any, float | None] | None] = []
+        for i, found in zip(rows, candidates):
+            page = batch[i]
+            chosen: tuple[Any, float | None] | None = None
+            for m in found:
+                if self._trusted(page, m, verifiers):
+                    chosen = (m, None)
+                    break
+                if not page.text or m.page_id not in texts:
+                    continue
+                if i not in own:
+                    own[i] = shingles(page.text)
+                share = containment(own[i], self._shingles_of(m.page_id, texts[m.page_id]))
+                if share >= self.verify_containment:  # type: ignore[operator]
+                    chosen = (m, round(share, 4))
+                    break
+            out.append(chosen)
+        return out
+
+    def _trusted(self, page: Candidate, m: Any, verifiers: dict[str, int]) -> bool:
+        """Whether candidate ``m`` is the original by fingerprints alone: within the trust
+        distance, and its second opinion agrees when both pages have one."""
+        if m.distance > self.trust_distance:
+            return False
+        return self.verify_distance is None or page.verify is None \
+            or m.page_id not in verifiers \
+            or hamming(verifiers[m.page_id], page.verify) <= self.verify_distance
+
+    def _shingles_of(self, page_id: str, text: str) -> np.ndarray:
+        """An original's shingles, kept for the next copies of it."""
+        found = self._shingles.get(page_id)
+        if found is None:
+            found = self._shingles[page_id] = shingles(text)
+            while len(self._shingles) > RECENT_SHINGLES:
+                self._shingles.popitem(last=False)
+        else:
+            self._shingles.move_to_end(page_id)
+        return found
+
+    def _texts_of(self, batch: Sequence[Candidate], rows: list[int], wanted: set[str]
+                  ) -> dict[str, str]:
+        """The known texts of the candidates ``wanted`` by pages that have a text: this
+        batch's, this process's recent admissions', then the store's."""
+        if self.verify_containment is None or not any(batch[i].text for i in rows):
+            return {}
+        texts = {c.page_id: c.text for c in batch if c.text and c.page_id in wanted}
+        for pid in wanted - set(texts):
+            if pid in self._texts:
+                texts[pid] = self._texts[pid]
+        missing = wanted - set(texts)
+        if missing:
+            texts.update(self.pages.texts_of(missing))
+        return texts  # type: ignore[return-value]
+
+    def _verifiers_of(self, batch: Sequence[Candidate], rows: list[int], wanted: set[str]
+                      ) -> dict[str, int]:
+        """The second-opinion simhashes of the candidates ``wanted``: this batch's, this
+        process's recent admissions', the store's, or another process's journal."""
+        if self.verify_distance is None or not any(batch[i].verify is not None for i in rows):
+            return {}
         local = {c.page_id: c.verify for c in batch if c.verify is not None}
-        wanted = {m.page_id for i, found in zip(rows, candidates)
-                  if batch[i].verify is not None for m in found}
         for pid in wanted - set(local):
             if pid in self._verifiers:
                 local[pid] = self._verifiers[pid]
-        missing = {pid for pid in wanted if pid is not None and pid not in local}
+        missing = wanted - set(local)
         if missing:  # stored, or admitted by another process and not stored yet
             local.update(self.pages.verifiers_of(missing))
             local.update({pid: e.verify for pid, e in journaled(
                 self.redis, self.namespace, missing - set(local)).items()
                 if e.verify is not None})
-        out = []
-        for i, found in zip(rows, candidates):
-            own = batch[i].verify
-            if own is None or not found:
-                out.append(found[0] if found else None)
-                continue
-            out.append(next((m for m in found if m.page_id not in local
-                             or hamming(local[m.page_id], own) <= self.verify_distance),
-                            None))
-        return out
+        return local  # type: ignore[return-value]
 
     def _name_originals(self, decisions: list[Decision]) -> None:
-        """Give each copy its original's URL and host: from this process's recent
+        """Give each copy (and excerpt) its original's URL and host: from this process's recent
         admissions, the store, or (admitted by another process of a shared crawl and not
         stored yet) that process's journal; the store once more for a page stored and
         confirmed between the two reads."""
-        missing = {d.original_id for d in decisions
-                   if d.original_id and d.original_id not in self._known}
+        wanted = {d.original_id for d in decisions if d.original_id} | {
+            d.excerpt.original_id for d in decisions if d.excerpt is not None}
+        missing = {p for p in wanted if p not in self._known}
         if missing:
             self._known.update(self.pages.urls_of(missing))
             missing -= set(self._known)
@@ -340,6 +519,9 @@ class Deduplicator:
         for d in decisions:
             if d.original_id and d.original_id in self._known:
                 d.original_url, d.original_host, d.source = self._known[d.original_id]
+            if d.excerpt is not None and d.excerpt.original_id in self._known:
+                e = d.excerpt
+                e.original_url, e.original_host, e.source = self._known[e.original_id]
 
 
 def page_document(c: Candidate, **fields_: Any) -> dict[str, Any]:

@@ -104,7 +104,7 @@ def register_files(files: Iterable[Path], source: str, pages: PageStore, client:
     if not source.strip():
         raise ValueError("the source name must not be empty")
     pages.ensure_indexes()
-    index = NearDuplicateIndex(RedisStore(client, config.namespace),
+    index = NearDuplicateIndex(RedisStore(client, config.namespace), k=config.max_distance,
                                capacity=capacity or config.capacity)
     windows, _ = open_window_index(config, client,
                                    capacity=capacity or max(100_000, len(files)))

@@ -138,6 +138,7 @@ class PageStore:
         self.pages = self.db["pages"]
         self.fingerprints = self.db["fingerprints"]
         self.matches = self.db["matches"]
+        self.excerpts = self.db["excerpts"]
 
     def _unavailable(self, exc: Exception) -> ServiceUnavailable:
         return ServiceUnavailable(f"MongoDB at {self.url} failed ({type(exc).__name__}: "
@@ -163,6 +164,10 @@ class PageStore:
             self.matches.create_index([("detected_at", -1)])
             self.matches.create_index("crawl_ids")
             self.matches.create_index([("source", 1), ("detected_at", -1)])
+            self.excerpts.create_index("url", unique=True)
+            self.excerpts.create_index("page_id")
+            self.excerpts.create_index([("original_id", 1), ("detected_at", -1)])
+            self.excerpts.create_index([("source", 1), ("detected_at", -1)])
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
         self.add_url_keys()  # pages stored before url_key existed (once)
@@ -228,6 +233,14 @@ class PageStore:
         """Upsert match records (see :func:`match_doc`), one per URL: a URL seen again
         (a re-crawl, another process) updates its record, adds the crawl to
         ``crawl_ids`` and counts ``times_seen``. Returns how many were new."""
+        return self._upsert_by_url(self.matches, matches)
+
+    def save_excerpts(self, excerpts: Iterable[Mapping[str, Any]]) -> int:
+        """Upsert excerpt records (:func:`match_doc` with ``kind`` ``excerpt``: a kept
+        page quoting a registered original), one per URL, as :meth:`save_matches`."""
+        return self._upsert_by_url(self.excerpts, excerpts)
+
+    def _upsert_by_url(self, collection: Any, matches: Iterable[Mapping[str, Any]]) -> int:
         ops = []
         for m in matches:
             doc = _with_oid(m)
@@ -243,7 +256,7 @@ class PageStore:
         if not ops:
             return 0
         try:
-            return int(self.matches.bulk_write(ops, ordered=True).upserted_count)
+            return int(collection.bulk_write(ops, ordered=True).upserted_count)
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
@@ -278,7 +291,8 @@ class PageStore:
 
     def forget_pages(self, page_ids: Sequence[str]) -> list[str]:
         """Delete whatever is stored of pages that were never completely stored (their
-        page, fingerprint, and the match records naming them as the original). Returns
+        page, fingerprint, excerpt records, and the match records naming them as the
+        original). Returns
         the URLs of the match records deleted: copies to decide again."""
         oids = [object_id(p) for p in page_ids]
         if not oids:
@@ -286,6 +300,7 @@ class PageStore:
         try:
             self.fingerprints.delete_many({"_id": {"$in": oids}})
             self.pages.delete_many({"_id": {"$in": oids}})
+            self.excerpts.delete_many({"page_id": {"$in": oids}})
             named = {"original_id": {"$in": oids}}
             urls = [str(d["url"]) for d in self.matches.find(named, {"url": 1})]
             self.matches.delete_many(named)
@@ -404,6 +419,18 @@ class PageStore:
             docs = self.pages.find({"_id": {"$in": oids}}, {"url": 1, "host": 1, "source": 1})
             return {str(d["_id"]): (d["url"], d.get("host", ""), d.get("source"))
                     for d in docs}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """``page id -> text`` for the stored pages among ``page_ids`` that kept their
+        text (``DEDUP_STORE_TEXT``)."""
+        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
+        if not oids:
+            return {}
+        try:
+            docs = self.pages.find({"_id": {"$in": oids}}, {"text": 1})
+            return {str(d["_id"]): d["text"] for d in docs if d.get("text")}
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 

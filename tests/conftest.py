@@ -1,11 +1,13 @@
-"""Shared test settings: a deterministic Hypothesis profile for CI, and a real Redis
-Cluster for the tests that need one."""
+"""Shared test settings: a deterministic Hypothesis profile for CI, a real Redis Cluster
+for the tests that need one, and the development data (real pages) for the tests of the
+detection rules."""
 
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -13,6 +15,29 @@ from hypothesis import settings
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def find_dev_data() -> Path | None:
+    """The project's development data (``near-dup-dev/``, ``zh-dev/``): ``$SIMCRAWL_DEV_DATA``,
+    else ``shared/data`` beside the checkout or beside one of its parent folders (it is
+    kept outside the repository); ``None`` when it is not on this machine."""
+    env = os.environ.get("SIMCRAWL_DEV_DATA")
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents[1:]:
+        if (parent / "shared" / "data" / "near-dup-dev" / "pages.jsonl").is_file():
+            return parent / "shared" / "data"
+    return None
+
+
+@pytest.fixture(scope="session")
+def dev_data() -> Path:
+    """The development data folder; the test is skipped, saying why, where it is missing."""
+    found = find_dev_data()
+    if found is None or not (found / "near-dup-dev" / "pages.jsonl").is_file():
+        pytest.skip("the development data (shared/data/near-dup-dev) is not on this machine; "
+                    "set SIMCRAWL_DEV_DATA to its folder")
+    return found
 
 
 @pytest.fixture(scope="session")

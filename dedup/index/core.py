@@ -203,8 +203,11 @@ class NearDuplicateIndex:
         self.layout = layout
         self.k = layout.k if k is None else int(k)
         if not 0 <= self.k <= layout.k:
-            raise ValueError(f"k must be in 0..{layout.k} for this index's design "
-                             f"({layout.design.name}), got {k}")
+            raise ValueError(
+                f"k must be in 0..{layout.k} for the index in {store.describe()} (design "
+                f"{layout.design.name}, planned for k={layout.k}), got {k}: rebuild it for "
+                f"the larger k (python -m dedup rebuild-index -k {k}), or use k={layout.k} "
+                "(DEDUP_MAX_DISTANCE) or another namespace")
         store.attach(layout)
 
     def _mismatch(self, layout: IndexLayout, design: Design) -> str:

@@ -299,6 +299,24 @@ class WindowIndex:
         out.sort(key=lambda ps: (-ps[1].share, -ps[1].run, ps[0]))
         return out
 
+    def scored_many(self, fps: Iterable[PinyinFingerprint], limit: int = 3
+                    ) -> list[list[tuple[str, PinyinScore]]]:
+        """For each page, up to ``limit`` originals that share windows with it, scored,
+        most matching windows first (copies or not: the caller decides), with one round
+        of postings lookups."""
+        fps = list(fps)
+        codes = [c for fp in fps for c in fp.codes]
+        postings = self.store.postings(codes) if codes else {}
+        out = []
+        for fp in fps:
+            matched: dict[str, list[int]] = {}
+            for i, code in enumerate(fp.codes):
+                for p in postings.get(code, ()):
+                    matched.setdefault(p, []).append(i)
+            best = sorted(matched.items(), key=lambda pw: (-len(pw[1]), pw[0]))[:limit]
+            out.append([(p, score_windows(fp, windows)) for p, windows in best])
+        return out
+
     def query_many(self, fps: Iterable[PinyinFingerprint]) -> list[list[tuple[str, PinyinScore]]]:
         """:meth:`query` for several pages with one round of postings lookups."""
         fps = list(fps)

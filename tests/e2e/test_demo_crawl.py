@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from crawler.demosite import build
+from dedup.config import DEFAULT_MAX_DISTANCE
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,8 @@ def test_mongodb_holds_each_original_once_and_a_record_per_copy(demo_run) -> Non
         if m["kind"] == "pinyin":  # no Hamming distance: measured by its windows
             assert m["distance"] is None and m["similarity"] == m["pinyin"]["share"]
         else:
-            assert m["distance"] <= 3 and m["similarity"] == round(1 - m["distance"] / 64, 4)
+            assert m["distance"] <= DEFAULT_MAX_DISTANCE
+            assert m["similarity"] == round(1 - m["distance"] / 64, 4)
 
 
 def test_copies_of_registered_originals_name_the_original_and_source(demo_run) -> None:  # type: ignore[no-untyped-def]
@@ -59,15 +61,28 @@ def test_copies_of_registered_originals_name_the_original_and_source(demo_run) -
         assert m["kind"] == "pinyin" and m["source"] == "demo-novels"
         assert m["original_url"].endswith(f"/demo-corpus/{name}")
         assert m["title"] and m["fetched_at"] and m["outlinks_dropped"] >= 1
-        share, run = m["pinyin"]["share"], m["pinyin"]["run"]
-        if path.startswith("zh/novel/"):  # a whole chapter with homophones
-            assert share > 0.9
-        else:  # 30% of a chapter inside a forum post
-            assert share < 0.5 and run >= 4
+        assert m["pinyin"]["share"] > 0.9  # a whole chapter with homophones
         first, last = m["pinyin"]["span"]
         assert last > first
         fp = db.fingerprints.find_one({"_id": m["original_id"]})
         assert fp["pinyin"]["codes"] and fp["pinyin"]["params"]["size"] == 40
+
+
+def test_a_quotation_of_a_registered_original_is_kept_with_an_excerpt_record(demo_run) -> None:  # type: ignore[no-untyped-def]
+    _, db = demo_run
+    exp = build().expected
+    assert exp.quoted
+    for path, name in exp.quoted.items():
+        tail = {"$regex": f"/{path.split('/', 1)[1]}$"}
+        page = db.pages.find_one({"url": tail})
+        assert page is not None and db.matches.find_one({"url": tail}) is None  # kept
+        e = db.excerpts.find_one({"url": tail})
+        assert e is not None and e["kind"] == "excerpt" and e["source"] == "demo-novels"
+        assert e["original_url"].endswith(f"/demo-corpus/{name}")
+        assert e["page_id"] == page["_id"]
+        start, end = e["span"]
+        assert 100 <= e["characters"] <= 160 and end - start >= 100  # the 150 quoted
+        assert e["containment"] < 0.5  # the post is mostly not the chapter
 
 
 def test_gbk_pages_are_stored_as_chinese(demo_run) -> None:  # type: ignore[no-untyped-def]

@@ -101,6 +101,12 @@ def tracked(pages):  # type: ignore[no-untyped-def]
         detected_at=t0 + dt.timedelta(hours=h)) for u, s, r, h in [
             ("https://pirate.example/1", 1.0, 40, 1), ("https://pirate.example/2", 0.9, 30, 2),
             ("https://forum.example/t/9", 0.2, 8, 3)])
+    pages.save_excerpts(match_doc(
+        url=u, host=u.split("/")[2], original_id=chapter, original_url="file:///novels/1.txt",
+        original_host="registered", distance=None, kind="excerpt", source="novels",
+        characters=c, span=[10, 10 + c], containment=0.1, page_id=new_page_id(),
+        detected_at=t0 + dt.timedelta(hours=h)) for u, c, h in [
+            ("https://blog.example/a", 150, 1), ("https://blog.example/b", 60, 2)])
     return pages
 
 
@@ -115,7 +121,7 @@ def test_the_document_lists_the_queries_tested_here() -> None:
         "Copies of a given original", "Recent matches", "Duplicate rate per host",
         "Largest clusters", "Copies on other hosts", "How close the copies are",
         "A page's fingerprint", "All copies of a source, newest first",
-        "Hosts with the most copies", "Matches of one crawl"}
+        "Hosts with the most copies", "Matches of one crawl", "Quotations of a source"}
 
 
 def test_copies_of_a_given_original(crawl) -> None:
@@ -171,6 +177,15 @@ def test_all_copies_of_a_source(tracked) -> None:
     assert all(m["original_url"] == "file:///novels/1.txt" and m["title"] == "第1章"
                for m in got)
     assert run("All copies of a source, newest first", tracked.db, source="other") == []
+
+
+def test_quotations_of_a_source(tracked) -> None:
+    got = run("Quotations of a source", tracked.db, source="novels")
+    assert [(e["url"], e["characters"], e["span"]) for e in got] == [
+        ("https://blog.example/b", 60, [10, 70]), ("https://blog.example/a", 150, [10, 160])]
+    assert run("Quotations of a source", tracked.db, source="other") == []
+    # quotations are not copies: the copies' queries do not see them
+    assert run("Hosts with the most copies", tracked.db, source="novels")[0]["copies"] == 2
 
 
 def test_hosts_with_the_most_copies(tracked) -> None:

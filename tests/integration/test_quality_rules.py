@@ -1,0 +1,180 @@
+"""The detection rules on real pages of the development set (``near-dup-dev``), decided
+by the crawl's own code: the crawler's extraction and fingerprints, and the
+:class:`~dedup.decide.Deduplicator` with the crawl's default settings, on real Redis and
+MongoDB. Skipped, saying why, where the development data is not on the machine."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawler.extraction import extract_and_fingerprint, fingerprint_params
+from dedup.config import DedupConfig
+from dedup.decide import NEAR, NEW, Candidate, Deduplicator, page_document
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.simhash import hamming
+
+pytestmark = pytest.mark.integration
+
+CONFIG = DedupConfig()
+
+
+@pytest.fixture(scope="module")
+def dev_pages(dev_data: Path) -> dict[str, dict]:
+    folder = dev_data / "near-dup-dev"
+    return {row["page"]: row for row in map(json.loads, (folder / "pages.jsonl").open())}
+
+
+def page(dev_data: Path, dev_pages: dict[str, dict], name: str, *, text: bool = True
+         ) -> Candidate:
+    """A development page as the crawl sees it (``text=False``: without its text)."""
+    url = dev_pages[name]["url"]
+    body = gzip.decompress((dev_data / "near-dup-dev" / "pages" / f"{name}.html.gz")
+                           .read_bytes())
+    fp = extract_and_fingerprint(body, url, fingerprint_params(CONFIG))
+    return Candidate(url, url.split("/")[2], fp.checksum, fp.simhash, fp.short, fp.pinyin,
+                     fp.verify, text=fp.text if text else None)
+
+
+def crawl_deduplicator(redis_client, pages, namespace: str) -> Deduplicator:  # type: ignore[no-untyped-def]
+    """A deduplicator set up as the crawl sets it up (crawler/runtime.py), defaults."""
+    index = NearDuplicateIndex(RedisStore(redis_client, namespace), k=CONFIG.max_distance,
+                               capacity=1000)
+    return Deduplicator(index, redis_client, pages, namespace,
+                        verify_distance=CONFIG.verify_distance,
+                        verify_containment=CONFIG.containment,
+                        trust_distance=CONFIG.trust_distance)
+
+
+@pytest.fixture
+def crawl(redis_client, pages, namespace: str) -> Iterator[Deduplicator]:  # type: ignore[no-untyped-def]
+    yield crawl_deduplicator(redis_client, pages, namespace)
+    RedisStore(redis_client, namespace).clear()
+
+
+def test_a_copy_under_other_boilerplate_is_found_by_its_text(  # type: ignore[no-untyped-def]
+        crawl, dev_data, dev_pages, redis_client, pages, namespace) -> None:
+    # The same RT story with comments and teasers added: 6 bits from the original, which a
+    # fingerprint alone would not trust; the text check sees the story is all there.
+    original = page(dev_data, dev_pages, "4a44ab3e4c-P")
+    copy = page(dev_data, dev_pages, "4a44ab3e4c-AB")
+    assert hamming(original.simhash, copy.simhash) > CONFIG.trust_distance
+    assert crawl.decide([original])[0].kind == NEW
+    got = crawl.decide([copy])[0]
+    assert (got.kind, got.original_id, got.original_url) == (NEAR, original.page_id,
+                                                              original.url)
+    assert got.distance == hamming(original.simhash, copy.simhash)
+    assert got.containment is not None and got.containment >= CONFIG.verify_containment
+
+    # Another process, whose recent admissions do not include the original, reads its
+    # text from the store.
+    pages.save_pages([page_document(original, text=original.text)])
+    other = crawl_deduplicator(redis_client, pages, namespace)
+    again = other.decide([page(dev_data, dev_pages, "4a44ab3e4c-AB")])[0]
+    assert (again.kind, again.original_id) == (NEAR, original.page_id)
+
+    # Without its text the same page is judged by fingerprints, and kept.
+    blind = other.decide([page(dev_data, dev_pages, "4a44ab3e4c-AB", text=False)])[0]
+    assert blind.kind == NEW
+
+
+def test_a_heavy_rewrite_in_the_same_words_is_kept(crawl, dev_data, dev_pages) -> None:  # type: ignore[no-untyped-def]
+    # Rewrites of two articles that keep their vocabulary: 2 and 3 bits from the
+    # originals, closer than many true copies; their phrasing is not the original's.
+    for article in ("833caf3bdb", "1ee91d1fce"):
+        original = page(dev_data, dev_pages, f"{article}-P")
+        rewrite = page(dev_data, dev_pages, f"{article}-E")
+        assert hamming(original.simhash, rewrite.simhash) <= CONFIG.trust_distance
+        assert crawl.decide([original])[0].kind == NEW
+        got = crawl.decide([rewrite])[0]
+        assert got.kind == NEW, f"{article}-E was dropped as a copy of {got.original_url}"
+
+
+def test_a_copy_of_a_copy_names_the_true_original(crawl, dev_data, dev_pages) -> None:  # type: ignore[no-untyped-def]
+    # A dropped copy never becomes an original: later copies name the first page.
+    original, first, second = (page(dev_data, dev_pages, f"4a44ab3e4c-{v}")
+                               for v in ("P", "B1", "AB"))
+    assert crawl.decide([original])[0].kind == NEW
+    one = crawl.decide([first])[0]
+    two = crawl.decide([second])[0]
+    assert one.kind == two.kind == NEAR
+    assert one.original_id == two.original_id == original.page_id
+    assert two.original_id != first.page_id
+
+
+# ---------------------------------------------------------------- Chinese: quotation or copy
+
+@pytest.fixture
+def registered(dev_data: Path, redis_client, pages, namespace: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Three zh-dev essays registered as originals (``simcrawl register``), and a
+    crawl-like deduplicator with the pinyin window index."""
+    from dedup.index.windows import open_window_index
+    from dedup.register import register
+
+    essays = sorted((dev_data / "zh-dev").glob("*.txt"))[:3]
+    config = DedupConfig(namespace=namespace)
+    index = NearDuplicateIndex(RedisStore(redis_client, namespace), k=CONFIG.max_distance,
+                               capacity=1000)
+    windows, _ = open_window_index(config, redis_client, capacity=1000)
+    assert windows is not None
+    assert register(essays, "essays", pages, index, windows, redis_client, config).added == 3
+    ids = {d["url"]: str(d["_id"]) for d in pages.pages.find({}, {"url": 1})}
+    crawl = Deduplicator(index, redis_client, pages, namespace, windows,
+                         verify_distance=CONFIG.verify_distance,
+                         verify_containment=CONFIG.containment,
+                         trust_distance=CONFIG.trust_distance, main_content=CONFIG.main_content)
+    yield crawl, [(e.read_text(encoding="utf-8"), ids[e.resolve().as_uri()]) for e in essays]
+    RedisStore(redis_client, namespace).clear()
+
+
+def chinese_page(text: str, url: str) -> Candidate:
+    from dedup.pinyin import PinyinFingerprinter
+    from dedup.simhash import fingerprint
+
+    fp = fingerprint(text)
+    return Candidate(url, url.split("/")[2], fp.checksum_hex, fp.simhash, fp.short,
+                     PinyinFingerprinter.from_config(CONFIG).fingerprint(text), text=text)
+
+
+def test_a_quotation_of_a_registered_original_is_kept_with_an_excerpt_record(  # type: ignore[no-untyped-def]
+        registered, dev_data) -> None:
+    crawl, originals = registered
+    quoted_text, quoted_id = originals[0]
+    essay = max((dev_data / "zh-dev").glob("*.txt")).read_text(encoding="utf-8")
+    at = len(quoted_text) // 2
+    passage = quoted_text[at:at + 220]
+    paragraphs = essay.split("\n")
+    page = "\n".join([*paragraphs[:2], f"正如作者所写：“{passage}”", *paragraphs[2:]])
+    got = crawl.decide([chinese_page(page, "https://blog.example/post/1")])[0]
+    assert got.kind == NEW and not got.dropped  # kept: the page and its links
+    assert got.excerpt is not None and got.excerpt.original_id == quoted_id
+    assert got.excerpt.source == "essays" and got.excerpt.original_url.startswith("file://")
+    assert 190 <= got.excerpt.characters <= 230  # the quoted passage, give or take its ends
+    start, end = got.excerpt.span
+    assert end - start >= got.excerpt.characters and got.excerpt.share < 0.5
+    # the original's shingles are kept for its next quotations
+    other = sorted((dev_data / "zh-dev").glob("*.txt"))[-2].read_text(encoding="utf-8")
+    second = f"“{passage}”\n{other}"
+    again = crawl.decide([chinese_page(second, "https://blog.example/post/2")])[0]
+    assert again.kind == NEW and again.excerpt.original_id == quoted_id
+
+
+def test_a_copy_with_a_tenth_of_its_words_replaced_is_dropped(registered) -> None:  # type: ignore[no-untyped-def]
+    import random
+    import re
+
+    crawl, originals = registered
+    text, original_id = originals[1]
+    rng = random.Random(7)
+    han = [m.start() for m in re.finditer(r"[\u4e00-\u9fff]{2}", text)]
+    chars = list(text)
+    for at in rng.sample(han, len(han) // 10):  # two-character words: about 10% of the text
+        chars[at:at + 2] = rng.sample("山水风云花草树木日月星辰江河湖海", 2)
+    copy = "".join(chars)
+    got = crawl.decide([chinese_page(copy, "https://pirate.example/book/2")])[0]
+    assert got.dropped and got.original_id == original_id and got.source == "essays"
+    assert got.containment is not None and got.containment >= CONFIG.main_content

@@ -1,0 +1,49 @@
+"""The text check's measure: shingle containment."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dedup.overlap import containment, shingles
+
+STORY = ("The council approved the new budget on Tuesday after a long debate about school "
+         "funding, road repairs and the future of the central library.")
+
+
+def test_a_story_inside_other_boilerplate_is_contained() -> None:
+    page = "Share this story! " + STORY + " 12 Replies. Great article, thanks! Well written."
+    assert containment(shingles(STORY), shingles(page)) == 1.0
+    assert containment(shingles(page), shingles(STORY)) == 1.0  # the shorter one counts
+
+
+def test_the_same_words_in_another_order_are_not() -> None:
+    shuffled = " ".join(reversed(STORY.split()))
+    assert containment(shingles(STORY), shingles(shuffled)) < 0.1
+
+
+def test_case_punctuation_and_width_do_not_matter() -> None:
+    assert np.array_equal(shingles(STORY.upper().replace(",", " ;")), shingles(STORY))
+    assert np.array_equal(shingles("ＡＢＣ ｄｅｆ ghi"), shingles("abc def ghi"))
+
+
+def test_chinese_is_compared_by_character_trigrams() -> None:
+    text = "今天天气很好，我们去公园散步。"
+    assert len(shingles(text)) == 13 - 2  # 13 Han characters
+    assert containment(shingles(text), shingles("新闻：" + text + "（完）")) == 1.0
+
+
+def test_empty_and_tiny_texts() -> None:
+    assert len(shingles("")) == 0 and containment(shingles(""), shingles(STORY)) == 0.0
+    assert len(shingles("two words")) == 1
+
+
+def test_shared_text_finds_the_quoted_passage_and_where_it_is() -> None:
+    from dedup.overlap import shared_text
+
+    essay = "这是一篇完全不同的文章，讲的是别的事情，和小说没有关系。" * 4
+    quote = "今天天气很好，我们去公园散步"
+    page = essay + f"他说：“{quote}。”" + essay
+    share, chars, (start, end) = shared_text(page, shingles(quote + "。然后回家吃饭。"))
+    assert chars == len(quote) - 1  # every Han character of it (the comma is no token)
+    assert page[start:end] == quote and share < 0.5  # the page is mostly its own text
+    assert shared_text(essay, shingles(quote)) == (0.0, 0, (0, 0))
