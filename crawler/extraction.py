@@ -51,7 +51,8 @@ class PageText:
         tokens: features hashed; short: fewer tokens than ``DEDUP_MIN_TOKENS`` (matched by
         checksum only); verify: the second-opinion simhash on word pairs (``None`` when
         ``DEDUP_VERIFY_DISTANCE`` is -1 or the text is short); pinyin: the pinyin fingerprint (``None`` when ``DEDUP_PINYIN`` is
-        off; no windows when the text has too few Han characters).
+        off; no windows when the text has too few Han characters); links, title,
+        language, canonical: from the same parse (:func:`read_page`).
     """
 
     text: str
@@ -65,6 +66,7 @@ class PageText:
     links: list[str] | None = None
     title: str | None = None
     language: str | None = None
+    canonical: str | None = None
 
 
 class ParsedResponse(HtmlResponse):
@@ -90,16 +92,29 @@ def link_extractor() -> LinkExtractor:
     return LinkExtractor()
 
 
+def declared_canonical(response: HtmlResponse) -> str | None:
+    """The URL a page declares as its canonical version: ``<link rel="canonical">``,
+    else ``<meta property="og:url">``, made absolute; ``None`` when it declares none (or
+    not an http(s) URL)."""
+    href = (response.css('link[rel~="canonical"]::attr(href)').get()
+            or response.css('meta[property="og:url"]::attr(content)').get() or "").strip()
+    if not href:
+        return None
+    absolute = response.urljoin(href)
+    return absolute if absolute.startswith(("http://", "https://")) else None
+
+
 def read_page(body: bytes, url: str, encoding: str | None, fast: bool
-              ) -> tuple[ExtractedText, list[str] | None, str | None, str | None]:
-    """Parse a page once: its main text, its links, title and language.
+              ) -> tuple[ExtractedText, list[str] | None, str | None, str | None, str | None]:
+    """Parse a page once: its main text, its links, title, language and declared
+    canonical URL (:func:`declared_canonical`).
 
     ``encoding`` is the one the crawl process found (``response.encoding``: HTTP header,
     BOM, ``<meta>``); ``None`` for a page whose links are not wanted (then the body is
     decoded by trafilatura and no links are returned).
     """
     if encoding is None:
-        return dedup.extract_text(body, url, fast=fast), None, None, None
+        return dedup.extract_text(body, url, fast=fast), None, None, None, None
     response = HtmlResponse(url, body=body, encoding=encoding)
     text = response.text
     tree = parse_html(text)
@@ -108,7 +123,8 @@ def read_page(body: bytes, url: str, encoding: str | None, fast: bool
     links = [lk.url for lk in link_extractor().extract_links(response)]
     title = (response.css("title::text").get() or "").strip() or None
     language = response.css("html::attr(lang)").get()
-    return dedup.extract_text(text, url, fast=fast, tree=tree), links, title, language
+    return (dedup.extract_text(text, url, fast=fast, tree=tree), links, title, language,
+            declared_canonical(response))
 
 
 Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool]
@@ -132,14 +148,14 @@ def extract_and_fingerprint(body: bytes, url: str, params: Params,
     ``None``; ``verify``: also compute the second-opinion simhash).
     """
     fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify = params
-    page, links, title, language = read_page(body, url, encoding, fast)
+    page, links, title, language, canonical = read_page(body, url, encoding, fast)
     fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
                            min_tokens=min_tokens, cjk_ngram=cjk_ngram)
     py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
     second = second_opinion(page.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
     return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
-                    py, second, links, title, language)
+                    py, second, links, title, language, canonical)
 
 
 def fingerprint_params(config: DedupConfig) -> Params:
@@ -272,3 +288,4 @@ def apply(item: Any, page: PageText) -> None:
     if page.links is not None:
         item.outlinks = page.links
         item.title, item.language = page.title, page.language
+        item.canonical = page.canonical

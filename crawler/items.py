@@ -35,6 +35,7 @@ class PageItem:
     referer: str | None = None
     title: str | None = None
     language: str | None = None
+    canonical: str | None = None  # the URL the page declares canonical (rel=canonical, og:url)
     fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     # the HTML (emptied once decided); exported as its length, never as bytes
     body: bytes = field(default=b"", metadata={"serializer": len})
@@ -82,6 +83,9 @@ class MatchItem:
     characters: int | None = None  # an excerpt: the longest passage that is the original's
     span: tuple[int, int] | None = None  # ... and where it is in the page's text
     page_id: str | None = None  # an excerpt: the kept page's id
+    # declared: the copy names its original canonical; reversed: the original (fetched
+    # first) names the copy canonical
+    canonical_link: str | None = None
 
     def __repr__(self) -> str:  # one short line in logs
         return (f"MatchItem({self.url} copies {self.original_url or self.original_id}, "

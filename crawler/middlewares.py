@@ -162,7 +162,8 @@ class NearDuplicateMiddleware:
         if reason is not None:
             return reason
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
-                              item.pinyin, item.verify, text=item.text)
+                              item.pinyin, item.verify, text=item.text,
+                              canonical=item.canonical)
         delay = 0.25
         while True:
             try:
@@ -261,7 +262,8 @@ class NearDuplicateMiddleware:
                 distance=None if outcome.pinyin is not None else outcome.distance,
                 kind=outcome.kind, outlinks_dropped=dropped, title=page.title, text=page.text,
                 fetched_at=page.fetched_at, source=outcome.source,
-                containment=outcome.containment, pinyin=None if outcome.pinyin is None else {
+                containment=outcome.containment, canonical_link=outcome.canonical_link,
+                pinyin=None if outcome.pinyin is None else {
                     "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,
                     "span": list(outcome.pinyin.span),
                     "windows_matched": outcome.pinyin.matched})

@@ -122,6 +122,8 @@ class StoragePipeline:
                       "encoding": item.encoding}
             if self.config.store_text:
                 fields["text"] = item.text
+            if item.canonical:
+                fields["canonical"] = item.canonical
             with self._lock:
                 self.pages.append({"_id": item.page_id, "url": item.url,
                                    "url_key": url_key(item.url), "host": item.host,
@@ -142,6 +144,8 @@ class StoragePipeline:
                 evidence["pinyin"] = item.pinyin
             if item.containment is not None:
                 evidence["containment"] = item.containment
+            if item.canonical_link:
+                evidence["canonical_link"] = item.canonical_link
             if item.kind == "excerpt":
                 evidence["characters"] = item.characters
                 evidence["span"] = list(item.span or (0, 0))

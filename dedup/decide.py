@@ -91,6 +91,8 @@ class Candidate:
         page_id: assigned by :meth:`Deduplicator.decide`.
         text: the main text, for the text check of near matches (``None``: not given;
             the page's near matches are then judged by their fingerprints alone).
+        canonical: the URL the page declares as its canonical version (``rel=canonical``
+            or ``og:url``), if any.
     """
 
     url: str
@@ -102,6 +104,7 @@ class Candidate:
     verify: int | None = None
     page_id: str = field(default_factory=new_page_id)
     text: str | None = field(default=None, repr=False)
+    canonical: str | None = None
 
 
 @dataclass
@@ -146,6 +149,10 @@ class Decision:
             for a pinyin copy, the share of the page's shingles that are the original's.
         excerpt: for a page that is kept but quotes a registered original, which one and
             how much (:class:`Excerpt`).
+        canonical_link: for a copy, ``declared`` when the copy declares its original
+            canonical (that page was preferred among the candidates), ``reversed`` when
+            the original, fetched first, declares the copy canonical: the copy is the
+            canonical version, but the page stored first stays the original.
     """
 
     kind: str
@@ -158,6 +165,7 @@ class Decision:
     pinyin: PinyinScore | None = None
     containment: float | None = None
     excerpt: Excerpt | None = None
+    canonical_link: str | None = None
 
     @property
     def dropped(self) -> bool:
@@ -231,6 +239,9 @@ class Deduplicator:
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._text_chars = 0
         self._shingles: OrderedDict[str, np.ndarray] = OrderedDict()  # of recent originals
+        self._canonicals: OrderedDict[str, str] = OrderedDict()  # page id -> declared (url_key)
+        self._declared: dict[int, str] = {}  # this batch: row -> its declared canonical's id
+        self._keys: OrderedDict[str, str] = OrderedDict()  # url_key -> id of recent admissions
         # page id -> second-opinion simhash of recent admissions here
         self._verifiers: OrderedDict[str, int] = OrderedDict()
         self.redis = redis_client
@@ -320,6 +331,7 @@ class Deduplicator:
             near_rows = [i for i in near_rows if decisions[i] is None]
         candidates = self.index.check_and_add_all(
             [(batch[i].simhash, batch[i].page_id) for i in near_rows])
+        candidates = self._canonical_first(batch, near_rows, candidates)
         matches = self._second_opinion(batch, near_rows, candidates)
         rejected = {i for i, found, m in zip(near_rows, candidates, matches)
                     if found and m is None}
@@ -337,6 +349,8 @@ class Deduplicator:
             else:
                 decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance,
                                         containment=share)
+            decisions[i].canonical_link = (  # type: ignore[union-attr]
+                "declared" if self._declared.get(i) == match.page_id else None)
         for i, first in followers.items():
             d = decisions[first]
             assert d is not None
@@ -362,21 +376,63 @@ class Deduplicator:
                                      ) from exc
         out = [d for d in decisions if d is not None]
         assert len(out) == len(batch)
+        self._mark_reversed(batch, out)
         for c, d in zip(batch, out):
             if d.kind == NEW:
                 self._known[d.page_id] = (c.url, c.host, None)
+                self._canonicals[d.page_id] = url_key(c.canonical) if c.canonical else ""
+                self._keys[url_key(c.url)] = d.page_id
                 if c.verify is not None:
                     self._verifiers[d.page_id] = c.verify
                 if c.text and self.verify_containment is not None and not c.short:
                     self._texts[d.page_id] = c.text
                     self._text_chars += len(c.text)
-        for recent in (self._known, self._verifiers):
+        for recent in (self._known, self._verifiers, self._canonicals, self._keys):
             while len(recent) > KNOWN_PAGES:
                 recent.popitem(last=False)
         while self._text_chars > RECENT_TEXT_CHARS:
             self._text_chars -= len(self._texts.popitem(last=False)[1])
         self._name_originals(out)
         return out
+
+    def _canonical_first(self, batch: Sequence[Candidate], rows: list[int],
+                         candidates: list[list[Any]]) -> list[list[Any]]:
+        """Put first, among each page's candidates, the stored page it declares canonical
+        (when that page is a candidate: a declaration alone makes no copy)."""
+        self._declared = {}
+        wanted: dict[int, str] = {}
+        for i, found in zip(rows, candidates):
+            declared = batch[i].canonical
+            if found and declared and url_key(declared) != url_key(batch[i].url):
+                wanted[i] = declared
+        if not wanted:
+            return candidates
+        recent = self._keys
+        stored = self.pages.stored_urls(c for c in wanted.values() if url_key(c) not in recent)
+        out = []
+        for i, found in zip(rows, candidates):
+            declared = wanted.get(i)
+            pid = None if declared is None else recent.get(url_key(declared)) or (
+                stored[declared][0] if declared in stored else None)
+            if pid is not None and any(m.page_id == pid for m in found):
+                self._declared[i] = pid
+                found = sorted(found, key=lambda m: m.page_id != pid)  # stable otherwise
+            out.append(found)
+        return out
+
+    def _mark_reversed(self, batch: Sequence[Candidate], decisions: list[Decision]) -> None:
+        """A copy whose original declares the copy's URL canonical: the original was
+        fetched first and stays the original; the record says so (``reversed``)."""
+        copies = [(c, d, d.original_id) for c, d in zip(batch, decisions)
+                  if d.kind in (EXACT, NEAR) and d.original_id and not d.canonical_link]
+        missing = {pid for _, _, pid in copies if pid and pid not in self._canonicals}
+        if missing:  # "" for a page that declares none: asked once
+            found = self.pages.canonicals_of(missing)
+            self._canonicals.update({pid: url_key(found[pid]) if pid in found else ""
+                                     for pid in missing})
+        for c, d, pid in copies:
+            if pid and self._canonicals.get(pid) == url_key(c.url):
+                d.canonical_link = "reversed"
 
     def _original_texts(self, ids: set[str]) -> dict[str, np.ndarray]:
         """The shingles of registered originals (their stored texts), kept for later."""

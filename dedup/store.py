@@ -422,6 +422,18 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """``page id -> the URL it declared canonical`` for the stored pages among
+        ``page_ids`` that declared one."""
+        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
+        if not oids:
+            return {}
+        try:
+            docs = self.pages.find({"_id": {"$in": oids}}, {"canonical": 1})
+            return {str(d["_id"]): d["canonical"] for d in docs if d.get("canonical")}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> text`` for the stored pages among ``page_ids`` that kept their
         text (``DEDUP_STORE_TEXT``)."""

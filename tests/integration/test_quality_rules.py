@@ -29,15 +29,22 @@ def dev_pages(dev_data: Path) -> dict[str, dict]:
     return {row["page"]: row for row in map(json.loads, (folder / "pages.jsonl").open())}
 
 
-def page(dev_data: Path, dev_pages: dict[str, dict], name: str, *, text: bool = True
-         ) -> Candidate:
-    """A development page as the crawl sees it (``text=False``: without its text)."""
+def page(dev_data: Path, dev_pages: dict[str, dict], name: str, *, text: bool = True,
+         canonical: str | None = None) -> Candidate:
+    """A development page as the crawl sees it (``text=False``: without its text;
+    ``canonical``: with its ``rel=canonical`` and ``og:url`` pointing there instead, as a
+    syndicated copy names its source)."""
     url = dev_pages[name]["url"]
     body = gzip.decompress((dev_data / "near-dup-dev" / "pages" / f"{name}.html.gz")
                            .read_bytes())
-    fp = extract_and_fingerprint(body, url, fingerprint_params(CONFIG))
+    if canonical is not None:
+        assert url.encode() in body  # the page declares itself canonical
+        body = body.replace(f'href="{url}"'.encode(), f'href="{canonical}"'.encode()) \
+            .replace(f'content="{url}"'.encode(), f'content="{canonical}"'.encode())
+    fp = extract_and_fingerprint(body, url, fingerprint_params(CONFIG), "utf-8")
+    assert fp.canonical == (canonical or url)
     return Candidate(url, url.split("/")[2], fp.checksum, fp.simhash, fp.short, fp.pinyin,
-                     fp.verify, text=fp.text if text else None)
+                     fp.verify, text=fp.text if text else None, canonical=fp.canonical)
 
 
 def crawl_deduplicator(redis_client, pages, namespace: str) -> Deduplicator:  # type: ignore[no-untyped-def]
@@ -104,6 +111,36 @@ def test_a_copy_of_a_copy_names_the_true_original(crawl, dev_data, dev_pages) ->
     assert one.kind == two.kind == NEAR
     assert one.original_id == two.original_id == original.page_id
     assert two.original_id != first.page_id
+
+
+def test_a_copy_is_recorded_against_the_page_it_declares_canonical(  # type: ignore[no-untyped-def]
+        crawl, dev_data, dev_pages, pages) -> None:
+    # Two admitted versions of one RT story: the original, and the version with comments
+    # and teasers, admitted here because its text was not at hand then (it is stored
+    # with it). A syndicated copy that names the second as its source is recorded against
+    # it, though the first is closer.
+    original = page(dev_data, dev_pages, "4a44ab3e4c-P")
+    other = page(dev_data, dev_pages, "4a44ab3e4c-AB", text=False)
+    assert [d.kind for d in crawl.decide([original])] == [NEW]
+    assert [d.kind for d in crawl.decide([other])] == [NEW]
+    pages.save_pages([page_document(other, text=page(dev_data, dev_pages,
+                                                     "4a44ab3e4c-AB").text)])
+    copy = page(dev_data, dev_pages, "4a44ab3e4c-B2", canonical=other.url)
+    assert hamming(copy.simhash, original.simhash) < hamming(copy.simhash, other.simhash)
+    got = crawl.decide([copy])[0]
+    assert (got.kind, got.original_id, got.canonical_link) == (NEAR, other.page_id, "declared")
+    plain = crawl.decide([page(dev_data, dev_pages, "4a44ab3e4c-B1")])[0]  # names nobody
+    assert (plain.original_id, plain.canonical_link) == (original.page_id, None)
+
+
+def test_a_copy_fetched_before_its_original_stays_the_original_and_the_record_says_so(  # type: ignore[no-untyped-def]
+        crawl, dev_data, dev_pages) -> None:
+    original_url = dev_pages["4a44ab3e4c-P"]["url"]
+    copy = page(dev_data, dev_pages, "4a44ab3e4c-B1", canonical=original_url)
+    assert crawl.decide([copy])[0].kind == NEW  # fetched first: nothing to copy yet
+    got = crawl.decide([page(dev_data, dev_pages, "4a44ab3e4c-P")])[0]
+    assert got.dropped and got.original_id == copy.page_id
+    assert got.canonical_link == "reversed"  # the stored page names this one canonical
 
 
 # ---------------------------------------------------------------- Chinese: quotation or copy

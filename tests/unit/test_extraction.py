@@ -54,3 +54,23 @@ def test_workers_setting():
     assert Extractor(DedupConfig()).workers == (os.cpu_count() or 1)
     with pytest.raises(ValueError, match="DEDUP_EXTRACT_WORKERS"):
         DedupConfig(extract_workers=-2)
+
+
+def test_the_declared_canonical_url() -> None:
+    from scrapy.http import HtmlResponse
+
+    from crawler.extraction import declared_canonical
+
+    def declared(head: str) -> str | None:
+        html = f"<html><head>{head}</head><body><p>text</p></body></html>"
+        return declared_canonical(HtmlResponse("https://a.example/news/1?utm=x",
+                                               body=html.encode(), encoding="utf-8"))
+
+    assert declared('<link rel="canonical" href="/news/1">') == "https://a.example/news/1"
+    assert declared('<meta property="og:url" content="https://b.example/story">') == \
+        "https://b.example/story"
+    assert declared('<link rel="canonical" href="https://c.example/x">'
+                    '<meta property="og:url" content="https://b.example/y">') == \
+        "https://c.example/x"  # rel=canonical first
+    assert declared("") is None
+    assert declared('<link rel="canonical" href="javascript:void(0)">') is None
