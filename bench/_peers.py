@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / ".bench-peers"
@@ -59,3 +60,20 @@ def run_worker(script: Path, args: list[str], peer_path: Path | None = None,
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def essays_and_jieba(data: Path) -> tuple[list[Path], Any]:
+    """The zh-dev essay files under ``data`` and the jieba module (installed into
+    ``.bench-peers/jieba`` on first use, quiet); exits with a message when either is
+    missing."""
+    files = sorted(data.glob("*.txt"))
+    if not files:
+        raise missing_data(data, "The Chinese essays of zh-dev (*.txt)")
+    peer = ensure("jieba", "jieba==0.42.1")
+    if peer is None:
+        raise SystemExit("jieba (the word segmenter) could not be installed")
+    sys.path.insert(0, str(peer))
+    import jieba
+
+    jieba.setLogLevel(60)
+    return files, jieba

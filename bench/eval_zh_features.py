@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _peers import SHARED, ensure, missing_data  # bench/ is the script's folder
+import xxhash
+from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 from eval_pinyin import insert_ads
 from quality_chinese import HAN, excerpt, shuffled, substitute
 
@@ -40,23 +41,14 @@ def word_text(text: str, jieba: object) -> str:
     """The text as jieba's words, each one token for the simhash kernel (its hash, in
     hex letters): word features, weighted by term frequency."""
     words = [w for w in jieba.lcut(text) if w.strip() and (HAN.match(w) or w.isalnum())]  # type: ignore[attr-defined]
-    return " ".join(f"w{hash(w) & 0xFFFFFFFFFFFF:x}" for w in words)
+    return " ".join(f"w{xxhash.xxh64_intdigest(w.encode()):x}" for w in words)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args()
-    files = sorted(args.data.glob("*.txt"))
-    if not files:
-        raise missing_data(args.data, "The Chinese essays of zh-dev (*.txt)")
-    peer = ensure("jieba", "jieba==0.42.1")
-    if peer is None:
-        raise SystemExit("jieba could not be installed")
-    sys.path.insert(0, str(peer))
-    import jieba
-
-    jieba.setLogLevel(60)
+    files, jieba = essays_and_jieba(args.data)
     started = time.perf_counter()
     essays = [f.read_text(encoding="utf-8") for f in files]
     rng = random.Random(SEED)

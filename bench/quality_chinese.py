@@ -38,7 +38,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from _peers import SHARED, ensure, missing_data  # bench/ is the script's folder
+from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 
 from dedup.config import DedupConfig
 from dedup.decide import Candidate, Deduplicator, second_opinion
@@ -177,16 +177,7 @@ def main() -> int:
     parser.add_argument("--originals", type=int, default=100,
                         help="essays registered as originals (the rest host quotations)")
     args = parser.parse_args()
-    files = sorted(args.data.glob("*.txt"))
-    if not files:
-        raise missing_data(args.data, "The Chinese essays of zh-dev (*.txt)")
-    peer = ensure("jieba", "jieba==0.42.1")
-    if peer is None:
-        raise SystemExit("jieba could not be installed (it segments the substitutions)")
-    sys.path.insert(0, str(peer))
-    import jieba
-
-    jieba.setLogLevel(60)
+    files, jieba = essays_and_jieba(args.data)
     started = time.perf_counter()
     originals_files = files[:args.originals]
     originals = [f.read_text(encoding="utf-8") for f in originals_files]
