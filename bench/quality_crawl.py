@@ -45,6 +45,7 @@ from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
 from dedup.simhash import fingerprint
 from dedup.store import PageStore
+from dedup.templates import HostTemplates
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
 
@@ -90,7 +91,8 @@ def candidates(data: Path) -> tuple[dict[str, dict], list[dict], list[str]]:
 
 
 def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
-                 verify: int | None, containment: float | None, trust: int) -> Deduplicator:
+                 verify: int | None, containment: float | None, trust: int,
+                 template_pages: int) -> Deduplicator:
     client = connect_redis(redis_url)
     store = RedisStore(client, namespace)
     store.clear()
@@ -98,7 +100,9 @@ def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
     pages.db.client.drop_database(namespace)
     return Deduplicator(NearDuplicateIndex(store, k=k, capacity=10_000), client, pages,
                         namespace, verify_distance=verify, verify_containment=containment,
-                        trust_distance=min(trust, k))
+                        trust_distance=min(trust, k),
+                        templates=HostTemplates(client, namespace, template_pages)
+                        if template_pages else None)
 
 
 def candidate(name: str, fp: dict, suffix: str = "") -> Candidate:
@@ -169,6 +173,9 @@ def main() -> int:
                         help="the index's k (default 6, the crawl's)")
     parser.add_argument("--containment", type=float, default=0.8,
                         help="the text check's threshold (-1: off; default 0.8, the crawl's)")
+    parser.add_argument("--template-pages", type=int, default=5,
+                        help="admitted pages of a host that make a line its template text "
+                        "(0: off; default 5, the crawl's)")
     parser.add_argument("--trust", type=int, default=3,
                         help="distance trusted without the text check (default 3)")
     parser.add_argument("--verify", type=int, default=10,
@@ -186,12 +193,13 @@ def main() -> int:
 
         def make(namespace: str) -> Deduplicator:
             return deduplicator(redis_url, mongo_uri, namespace, args.k, verify, containment,
-                                args.trust)
+                                args.trust, args.template_pages)
 
         stream = crawl_order(fps, order, article, make("stream"))
         labelled = on_pairs(fps, pairs, make)
     print(f"{len(fps)} pages, {len(pairs)} labelled pairs; k = {args.k}, text check "
           f"{'off' if containment is None else containment}, trusted within {args.trust}, "
+          f"template text after {args.template_pages or 'never'} pages, "
           f"second opinion {'off' if verify is None else verify}; "
           f"{time.perf_counter() - started:.0f} s (development figures)\n")
     print("| | precision | recall | F1 | right / should | wrong |")

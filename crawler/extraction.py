@@ -36,6 +36,7 @@ import dedup
 from dedup.config import DedupConfig
 from dedup.decide import second_opinion
 from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter
+from dedup.templates import block_keys
 from dedup.text import ExtractedText, parse_html
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class PageText:
     title: str | None = None
     language: str | None = None
     canonical: str | None = None
+    blocks: list[int | None] | None = None
 
 
 class ParsedResponse(HtmlResponse):
@@ -127,7 +129,7 @@ def read_page(body: bytes, url: str, encoding: str | None, fast: bool
             declared_canonical(response))
 
 
-Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool]
+Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool, bool]
 
 
 @lru_cache(maxsize=4)
@@ -143,19 +145,21 @@ def extract_and_fingerprint(body: bytes, url: str, params: Params,
     ``encoding``, also its links, title and language from the same parse
     (:func:`read_page`).
 
-    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify)``,
-    from :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q, anchors)`` or
-    ``None``; ``verify``: also compute the second-opinion simhash).
+    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
+    templates)``, from :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q,
+    anchors)`` or ``None``; ``verify``: also compute the second-opinion simhash;
+    ``templates``: also the text's block keys, :func:`dedup.templates.block_keys`).
     """
-    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify = params
+    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
     page, links, title, language, canonical = read_page(body, url, encoding, fast)
     fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
                            min_tokens=min_tokens, cjk_ngram=cjk_ngram)
     py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
     second = second_opinion(page.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
+    blocks = block_keys(page.text) if templates and not fp.short else None
     return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
-                    py, second, links, title, language, canonical)
+                    py, second, links, title, language, canonical, blocks)
 
 
 def fingerprint_params(config: DedupConfig) -> Params:
@@ -163,7 +167,7 @@ def fingerprint_params(config: DedupConfig) -> Params:
     pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q,
                config.pinyin_anchors) if config.pinyin else None)
     return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
-            config.cjk_ngram, pinyin, config.verify_distance >= 0)
+            config.cjk_ngram, pinyin, config.verify_distance >= 0, config.template_pages > 0)
 
 
 def worker_count(setting: int) -> int:
@@ -285,6 +289,7 @@ def apply(item: Any, page: PageText) -> None:
     item.tokens, item.short = page.tokens, page.short
     item.pinyin = page.pinyin
     item.verify = page.verify
+    item.blocks = page.blocks
     if page.links is not None:
         item.outlinks = page.links
         item.title, item.language = page.title, page.language

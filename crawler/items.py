@@ -36,6 +36,8 @@ class PageItem:
     title: str | None = None
     language: str | None = None
     canonical: str | None = None  # the URL the page declares canonical (rel=canonical, og:url)
+    # its text's line keys, for the hosts' template text (exported as their count)
+    blocks: list[int | None] | None = field(default=None, metadata={"serializer": _count})
     fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     # the HTML (emptied once decided); exported as its length, never as bytes
     body: bytes = field(default=b"", metadata={"serializer": len})

@@ -18,7 +18,7 @@ from crawler.frontier import INFLIGHT_ID
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.metrics import latency_observer
 from crawler.runtime import Runtime, get_runtime
-from dedup.decide import NEW, UNCHANGED, Candidate, Decision, Excerpt
+from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Candidate, Decision, Excerpt
 from dedup.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class NearDuplicateMiddleware:
             return reason
         candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
                               item.pinyin, item.verify, text=item.text,
-                              canonical=item.canonical)
+                              canonical=item.canonical, blocks=item.blocks)
         delay = 0.25
         while True:
             try:
@@ -178,6 +178,12 @@ class NearDuplicateMiddleware:
                 log.warning("Redis and MongoDB answer again after %.1f s; deciding pages again",
                             time.monotonic() - self._outage_since)
                 self._outage_since = None
+            if decision.kind == TEMPLATE_ONLY:
+                return TEMPLATE_ONLY  # a skip: nothing but the site's own text
+            # the fingerprints the index holds (without the host's template lines, if any)
+            item.simhash, item.verify = candidate.simhash, candidate.verify
+            if candidate.template_lines:
+                self.stats.inc_value("dedup/template_lines_left_out", candidate.template_lines)
             return decision
 
     def _excerpt_record(self, page: PageItem, excerpt: Excerpt) -> MatchItem:

@@ -28,6 +28,7 @@ from dedup.services import (
     resolve,
 )
 from dedup.store import PageStore
+from dedup.templates import HostTemplates
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,11 @@ def get_runtime(crawler: Any) -> Runtime:
                                            verify_containment=config.containment,
                                            trust_distance=min(config.trust_distance,
                                                               config.max_distance),
-                                           main_content=config.main_content),
+                                           main_content=config.main_content,
+                                           templates=HostTemplates(
+                                               client, config.namespace, config.template_pages)
+                                           if config.template_pages else None,
+                                           fingerprint_options=config.fingerprint_options),
                       pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
                       or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
                       Extractor(config), windows, params, journal)

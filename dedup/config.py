@@ -81,6 +81,10 @@ class DedupConfig:
             [DEDUP_MAIN_CONTENT, 0.5].
         pinyin_min_run: without the original's text, this many consecutive windows make
             an excerpt [DEDUP_PINYIN_MIN_RUN, 4].
+        template_pages: a text block (a line) that has appeared on this many distinct
+            admitted pages of a host is its template text: left out of the host's pages'
+            fingerprints, and a page with nothing else is skipped
+            (``dedup/skipped/template_only``); 0 = off [DEDUP_TEMPLATE_PAGES, 5].
         retry_seconds: how long decisions and writes wait, retrying with backoff, for
             Redis or MongoDB to answer again before the pages concerned count as lost
             (the crawl then stops and exits non-zero, naming them)
@@ -120,6 +124,7 @@ class DedupConfig:
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
     main_content: float = 0.5
+    template_pages: int = 5
     retry_seconds: float = 300.0
     concurrent: bool = False
 
@@ -147,12 +152,20 @@ class DedupConfig:
         need(0 < self.pinyin_min_share <= 1, "DEDUP_PINYIN_MIN_SHARE", "in (0, 1]")
         need(self.pinyin_min_run >= 1, "DEDUP_PINYIN_MIN_RUN", "at least 1")
         need(0 < self.main_content <= 1, "DEDUP_MAIN_CONTENT", "in (0, 1]")
+        need(0 <= self.template_pages <= 1_000_000, "DEDUP_TEMPLATE_PAGES", "in 0..1000000")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(0 <= self.retry_seconds <= 86_400, "DEDUP_RETRY_SECONDS", "in [0, 86400]")
         need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")
         check_namespace(self.namespace)
+
+    @property
+    def fingerprint_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`dedup.simhash.fingerprint` these settings
+        give (``shingle``, ``drop_numbers``, ``min_tokens``, ``cjk_ngram``)."""
+        return {"shingle": self.shingle, "drop_numbers": self.drop_numbers,
+                "min_tokens": self.min_tokens, "cjk_ngram": self.cjk_ngram}
 
     @property
     def containment(self) -> float | None:

@@ -36,8 +36,9 @@ from .index.windows import WindowIndex
 from .journal import AdmissionJournal, JournalEntry, journaled
 from .overlap import containment, shared_text, shingles
 from .pinyin import PinyinFingerprint, PinyinScore
-from .simhash import fingerprint, hamming
+from .simhash import DEFAULT_CJK_NGRAM, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, fingerprint, hamming
 from .store import PageStore, new_page_id, url_key
+from .templates import HostTemplates, block_keys, strip
 
 #: Recently admitted pages whose URL a process remembers for its match records.
 KNOWN_PAGES = 100_000
@@ -74,6 +75,8 @@ def second_opinion(text: str, drop_numbers: bool, min_tokens: int, cjk_ngram: in
 #: Decision kinds.
 NEW, EXACT, NEAR, PINYIN, UNCHANGED, CHANGED = ("new", "exact", "simhash", "pinyin",
                                                 "unchanged", "changed")
+#: A page whose text is all its host's template text: not fingerprinted, not admitted.
+TEMPLATE_ONLY = "template_only"
 
 
 @dataclass
@@ -93,6 +96,12 @@ class Candidate:
             the page's near matches are then judged by their fingerprints alone).
         canonical: the URL the page declares as its canonical version (``rel=canonical``
             or ``og:url``), if any.
+        blocks: the keys of the text's lines (:func:`dedup.templates.block_keys`; the
+            crawler computes them in its extraction workers), else computed by
+            :meth:`Deduplicator.decide` when it has a template learner.
+        template_lines: lines left out of the fingerprints as the host's template text
+            (then ``simhash``, ``verify`` and ``text`` are the rest's); ``templated``:
+            done (a batch decided again is not stripped twice).
     """
 
     url: str
@@ -105,6 +114,9 @@ class Candidate:
     page_id: str = field(default_factory=new_page_id)
     text: str | None = field(default=None, repr=False)
     canonical: str | None = None
+    blocks: list[int | None] | None = field(default=None, repr=False)
+    template_lines: int = 0
+    templated: bool = field(default=False, repr=False)
 
 
 @dataclass
@@ -216,6 +228,11 @@ class Deduplicator:
             check, such candidates are not copies.
         trust_distance: a candidate within this distance whose second opinion agrees
             is a copy without the text check.
+        templates: the hosts' learned template text (:mod:`dedup.templates`): left out of
+            each page's fingerprints; admitted pages teach it (``None``: off).
+        fingerprint_options: ``shingle``, ``drop_numbers``, ``min_tokens`` and
+            ``cjk_ngram`` of the crawl's fingerprints, to fingerprint a page again without
+            its template lines (default: the library's defaults).
         main_content: a Chinese page is a copy of a registered original its pinyin
             windows found when this share of its text (three-character shingles) is the
             original's; smaller overlaps of at least :data:`EXCERPT_CHARS` characters are
@@ -227,7 +244,9 @@ class Deduplicator:
                  verify_distance: int | None = None, journal: AdmissionJournal | None = None,
                  verify_containment: float | None = None,
                  trust_distance: int = DEFAULT_TRUST_DISTANCE,
-                 main_content: float = DEFAULT_MAIN_CONTENT) -> None:
+                 main_content: float = DEFAULT_MAIN_CONTENT,
+                 templates: HostTemplates | None = None,
+                 fingerprint_options: dict[str, Any] | None = None) -> None:
         self.index = index
         self.journal = journal
         self.windows = windows
@@ -235,6 +254,10 @@ class Deduplicator:
         self.verify_containment = verify_containment
         self.trust_distance = trust_distance
         self.main_content = main_content
+        self.templates = templates
+        self.fingerprint_options = {"shingle": DEFAULT_SHINGLE, "drop_numbers": False,
+                                    "min_tokens": DEFAULT_MIN_TOKENS,
+                                    "cjk_ngram": DEFAULT_CJK_NGRAM, **(fingerprint_options or {})}
         # page id -> text of recent admissions here, at most RECENT_TEXT_CHARS in all
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._text_chars = 0
@@ -288,6 +311,9 @@ class Deduplicator:
                 if not c.short:
                     leader[c.checksum] = i
                 rest.append(i)
+        if self.templates is not None:
+            self._leave_out_templates(batch, rest, decisions)
+            rest = [i for i in rest if decisions[i] is None]
         try:
             pipe = self.redis.pipeline(transaction=False)
             if self.journal is not None:
@@ -354,13 +380,17 @@ class Deduplicator:
         for i, first in followers.items():
             d = decisions[first]
             assert d is not None
-            if d.dropped:  # a copy of a copy is a copy of the same original
+            if d.kind == TEMPLATE_ONLY:
+                decisions[i] = Decision(TEMPLATE_ONLY, batch[i].page_id)
+            elif d.dropped:  # a copy of a copy is a copy of the same original
                 decisions[i] = Decision(d.kind, batch[i].page_id, d.original_id, d.distance,
                                         pinyin=d.pinyin)
             else:
                 decisions[i] = Decision(EXACT, batch[i].page_id, batch[first].page_id, 0)
         admitted = [i for i in rest if decisions[i].kind == NEW  # type: ignore[union-attr]
                     and not batch[i].short]
+        if self.templates is not None:  # admitted pages teach their host's template
+            self.templates.learn((batch[i].host, batch[i].blocks or []) for i in admitted)
         dropped_ids = [batch[i].page_id for i in rest
                        if decisions[i].dropped]  # type: ignore[union-attr]
         try:
@@ -394,6 +424,38 @@ class Deduplicator:
             self._text_chars -= len(self._texts.popitem(last=False)[1])
         self._name_originals(out)
         return out
+
+    def _leave_out_templates(self, batch: Sequence[Candidate], rows: list[int],
+                             decisions: list[Decision | None]) -> None:
+        """Leave each page's host template lines out of its fingerprints (in place), and
+        decide pages that are nothing else :data:`TEMPLATE_ONLY` (see
+        :mod:`dedup.templates`). A page done once (a batch decided again) is left as is."""
+        assert self.templates is not None
+        todo = [i for i in rows if batch[i].text and not batch[i].short
+                and not batch[i].templated]
+        if not todo:
+            return
+        known = self.templates.known(batch[i].host for i in todo)
+        for i in todo:
+            c = batch[i]
+            c.templated = True
+            if c.blocks is None:
+                c.blocks = block_keys(c.text or "")
+            template = known.get(c.host)
+            if not template:
+                continue
+            rest, removed = strip(c.text or "", c.blocks, template)
+            if not removed:
+                continue
+            fp = fingerprint(rest, **self.fingerprint_options)
+            if fp.short:  # (almost) nothing but the site's own text
+                decisions[i] = Decision(TEMPLATE_ONLY, c.page_id)
+                continue
+            c.simhash, c.text, c.template_lines = fp.simhash, rest, removed
+            if c.verify is not None:
+                c.verify = second_opinion(rest, self.fingerprint_options["drop_numbers"],
+                                          self.fingerprint_options["min_tokens"],
+                                          self.fingerprint_options["cjk_ngram"])
 
     def _canonical_first(self, batch: Sequence[Candidate], rows: list[int],
                          candidates: list[list[Any]]) -> list[list[Any]]:

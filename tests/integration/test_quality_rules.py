@@ -143,6 +143,58 @@ def test_a_copy_fetched_before_its_original_stays_the_original_and_the_record_sa
     assert got.canonical_link == "reversed"  # the stored page names this one canonical
 
 
+# ---------------------------------------------------------------- template text per host
+
+def test_a_line_on_every_page_of_a_site_is_learned_and_left_out(  # type: ignore[no-untyped-def]
+        dev_data, dev_pages, redis_client, pages, namespace) -> None:
+    from dedup.simhash import fingerprint
+    from dedup.templates import HostTemplates, block_key
+
+    templates = HostTemplates(redis_client, namespace, min_pages=3, refresh=0)
+    crawl = crawl_deduplicator(redis_client, pages, namespace)
+    crawl.templates = templates
+    copyright_line = block_key("copyright Inexhibit 2019 - ISSN: 2283-5474")
+    # three different admitted pages of inexhibit.com, each ending with that line
+    for name in ("33fe2471fd-P", "94fbcc2677-P", "33fe2471fd-E"):
+        got = crawl.decide([page(dev_data, dev_pages, name)])[0]
+        assert got.kind == NEW, name
+    assert copyright_line in templates.known(["www.inexhibit.com"])["www.inexhibit.com"]
+    later = page(dev_data, dev_pages, "94fbcc2677-E")
+    full_text = later.text
+    assert crawl.decide([later])[0].kind == NEW
+    assert later.template_lines == 1 and "Inexhibit 2019" not in later.text
+    without = "\n".join(line for line in full_text.split("\n") if "ISSN: 2283-5474" not in line)
+    assert later.simhash == fingerprint(without).simhash  # what the index holds
+    # another site's pages are not touched by it
+    assert not templates.known(["www.rt.com"])["www.rt.com"]
+    RedisStore(redis_client, namespace).clear()
+
+
+def test_a_page_of_nothing_but_template_text_is_skipped_and_never_an_original(  # type: ignore[no-untyped-def]
+        dev_data, dev_pages, redis_client, pages, namespace) -> None:
+    from dedup.decide import TEMPLATE_ONLY
+    from dedup.templates import HostTemplates, block_keys
+
+    # nypost.com's "Trending Now" and "Popular Shopping" lists, as every page of the
+    # site shows them (five admitted pages taught them)
+    stub = page(dev_data, dev_pages, "a1fca19b88-F2")
+    sidebar = "\n".join((stub.text or "").split("\n")[2:])
+    templates = HostTemplates(redis_client, namespace, refresh=0)
+    templates.learn([(stub.host, block_keys(sidebar))] * templates.min_pages)
+    crawl = crawl_deduplicator(redis_client, pages, namespace)
+    crawl.templates = templates
+    from dedup.simhash import fingerprint
+
+    fp = fingerprint(sidebar)
+    assert not fp.short  # long enough to be fingerprinted, were it not the site's own
+    first, second = (Candidate(f"https://nypost.com/stub/{n}", "nypost.com", fp.checksum_hex,
+                               fp.simhash, False, text=sidebar) for n in (1, 2))
+    assert [d.kind for d in crawl.decide([first])] == [TEMPLATE_ONLY]
+    assert [d.kind for d in crawl.decide([second])] == [TEMPLATE_ONLY]  # not its copy
+    assert len(crawl.index) == 0  # nothing was indexed
+    RedisStore(redis_client, namespace).clear()
+
+
 # ---------------------------------------------------------------- Chinese: quotation or copy
 
 @pytest.fixture

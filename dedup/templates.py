@@ -1,0 +1,161 @@
+"""Template text per host: blocks that recur on many distinct pages of a site.
+
+trafilatura keeps some of a site's own text with the article: "You may also like",
+newsletter prompts, copyright lines, comment-thread furniture. The same copy under another
+site's template keeps other such text, which moves its simhash. A block (a line of the
+extracted text, normalised: its tokens joined by one space) is *template text* of a host
+once it has appeared on ``min_pages`` distinct admitted pages of that host; the decision
+then leaves it out of the page's fingerprints (:meth:`dedup.decide.Deduplicator.decide`),
+and a page whose text is all template text is not fingerprinted at all
+(``template_only``).
+
+Only admitted pages teach: a copy (dropped) or a revisit never counts, so an article
+repeated on a mirror-heavy site does not become its template. The counts live in Redis,
+shared by every crawl process on the namespace: one sorted set per host,
+``{namespace}:tpl:{host}`` (member: the block's XXH3-64, score: pages seen), trimmed to
+the ``keep`` most frequent blocks whenever it holds twice that many, and expiring
+``ttl`` seconds after the host's last admitted page. A process reads a host's learned
+blocks at most every ``refresh`` seconds.
+
+Cold start: the first pages of a host are fingerprinted with their template text, before
+anything is learned. That never makes them farther from their copies than without
+learning: a later copy, fingerprinted without its own template, differs from them by one
+template instead of two, and the text check compares the texts themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+
+import redis
+import xxhash
+
+from .errors import ServiceUnavailable
+from .overlap import _token
+from .text import normalize
+
+#: Distinct admitted pages of a host on which a block must appear to be template text
+#: (``DEDUP_TEMPLATE_PAGES``; 0 = off).
+DEFAULT_MIN_PAGES = 5
+
+#: Blocks kept per host (the most frequent), and the TTL of a host's counts (30 days).
+KEEP = 512
+TTL = 30 * 86_400
+
+def block_key(line: str) -> int | None:
+    """The key of one block (a line of extracted text): XXH3-64 of its normalised tokens;
+    ``None`` for a line without tokens."""
+    tokens = _token().findall(normalize(line))
+    return xxhash.xxh3_64_intdigest(" ".join(tokens).encode()) if tokens else None
+
+
+def block_keys(text: str) -> list[int | None]:
+    """:func:`block_key` of each line of ``text``, in order."""
+    find, digest = _token().findall, xxhash.xxh3_64_intdigest
+    out: list[int | None] = []
+    for line in normalize(text).split("\n"):
+        tokens = find(line)
+        out.append(digest(" ".join(tokens).encode()) if tokens else None)
+    return out
+
+
+def strip(text: str, keys: Sequence[int | None], template: frozenset[int] | set[int]
+          ) -> tuple[str, int]:
+    """``text`` without its template lines (``keys``: its :func:`block_keys`), and how
+    many lines were left out."""
+    kept = [line for line, key in zip(text.split("\n"), keys) if key not in template]
+    return "\n".join(kept), len(keys) - len(kept)
+
+
+class HostTemplates:
+    """Learned template blocks per host, in Redis (see the module docstring).
+
+    Args:
+        client: Redis.
+        namespace: the index's key prefix.
+        min_pages: admitted pages a block must appear on to be template text.
+        keep, ttl: blocks kept per host, and seconds before an idle host's counts expire.
+        refresh: seconds a process keeps a host's learned blocks before reading again.
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str,
+                 min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP, ttl: int = TTL,
+                 refresh: float = 30.0) -> None:
+        if min_pages < 1:
+            raise ValueError(f"min_pages must be at least 1, got {min_pages}")
+        self.client, self.namespace = client, namespace
+        self.min_pages, self.keep, self.ttl, self.refresh = min_pages, keep, ttl, refresh
+        self._cache: dict[str, tuple[float, frozenset[int]]] = {}
+
+    def key(self, host: str) -> str:
+        """The host's sorted set."""
+        return f"{self.namespace}:tpl:{host}"
+
+    def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
+        """Each host's template blocks (read from Redis at most every ``refresh`` s).
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        now = time.monotonic()
+        out: dict[str, frozenset[int]] = {}
+        stale = []
+        for host in set(hosts):
+            cached = self._cache.get(host)
+            if cached is not None and now - cached[0] < self.refresh:
+                out[host] = cached[1]
+            else:
+                stale.append(host)
+        if stale:
+            try:
+                pipe = self.client.pipeline(transaction=False)
+                for host in stale:
+                    pipe.zrangebyscore(self.key(host), self.min_pages, "+inf")
+                replies = pipe.execute()
+            except redis.RedisError as exc:
+                raise ServiceUnavailable(f"Redis failed reading template blocks: {exc}"
+                                         ) from exc
+            for host, members in zip(stale, replies):
+                blocks = frozenset(int(m) for m in members)
+                self._cache[host] = (now, blocks)
+                out[host] = blocks
+            if len(self._cache) > 100_000:  # hosts seen long ago
+                self._cache = {h: v for h, v in self._cache.items()
+                               if now - v[0] < self.refresh}
+        return out
+
+    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
+        """Count the distinct blocks of admitted pages (``(host, block keys)``): one
+        pipeline of ``ZINCRBY`` and ``EXPIRE`` (plain commands, so a Redis Cluster routes
+        each host's key), then a trim of the hosts whose set outgrew ``2 * keep``.
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            sizes_at: list[tuple[str, int]] = []  # host, position of its ZCARD reply
+            at = 0
+            for host, keys in pages:
+                distinct = sorted({k for k in keys if k is not None})
+                if not distinct:
+                    continue
+                key = self.key(host)
+                for block in distinct:
+                    pipe.zincrby(key, 1, block)
+                pipe.expire(key, self.ttl)
+                pipe.zcard(key)
+                at += len(distinct) + 2
+                sizes_at.append((host, at - 1))
+            if not sizes_at:
+                return
+            replies = pipe.execute()
+            full = {h for h, i in sizes_at if int(replies[i]) > 2 * self.keep}
+            if full:
+                trim = self.client.pipeline(transaction=False)
+                for host in full:
+                    trim.zremrangebyrank(self.key(host), 0, -self.keep - 1)
+                trim.execute()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed counting template blocks: {exc}") from exc
