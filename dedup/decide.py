@@ -36,7 +36,13 @@ from .index.windows import WindowIndex
 from .journal import AdmissionJournal, JournalEntry, journaled
 from .overlap import containment, shared_text, shingles
 from .pinyin import PinyinFingerprint, PinyinScore
-from .simhash import DEFAULT_CJK_NGRAM, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE, fingerprint, hamming
+from .simhash import (
+    DEFAULT_CJK_NGRAM,
+    DEFAULT_DROP_NUMBERS,
+    DEFAULT_MIN_TOKENS,
+    fingerprint,
+    hamming,
+)
 from .store import PageStore, new_page_id, url_key
 from .templates import HostTemplates, block_keys, strip
 
@@ -67,7 +73,9 @@ DEFAULT_TRUST_DISTANCE = 3
 VERIFY_SHINGLE = 2
 
 
-def second_opinion(text: str, drop_numbers: bool, min_tokens: int, cjk_ngram: int) -> int:
+def second_opinion(text: str, drop_numbers: bool = DEFAULT_DROP_NUMBERS,
+                   min_tokens: int = DEFAULT_MIN_TOKENS, cjk_ngram: int = DEFAULT_CJK_NGRAM
+                   ) -> int:
     """The second-opinion simhash of a text (features: :data:`VERIFY_SHINGLE` words)."""
     return fingerprint(text, shingle=VERIFY_SHINGLE, drop_numbers=drop_numbers,
                        min_tokens=min_tokens, cjk_ngram=cjk_ngram).simhash
@@ -255,9 +263,7 @@ class Deduplicator:
         self.trust_distance = trust_distance
         self.main_content = main_content
         self.templates = templates
-        self.fingerprint_options = {"shingle": DEFAULT_SHINGLE, "drop_numbers": False,
-                                    "min_tokens": DEFAULT_MIN_TOKENS,
-                                    "cjk_ngram": DEFAULT_CJK_NGRAM, **(fingerprint_options or {})}
+        self.fingerprint_options = dict(fingerprint_options or {})
         # page id -> text of recent admissions here, at most RECENT_TEXT_CHARS in all
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._text_chars = 0
@@ -347,7 +353,7 @@ class Deduplicator:
             chinese = [i for i in near_rows if batch[i].pinyin is not None
                        and batch[i].pinyin.codes]  # type: ignore[union-attr]
             scored = self.windows.scored_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
-            texts = self._original_texts({p for found in scored for p, _ in found})
+            texts = self._shingles_for(batch, {p for found in scored for p, _ in found})
             for i, found in zip(chinese, scored):
                 copy, quoted = self._registered(batch[i], found, texts)
                 if copy is not None:
@@ -373,10 +379,10 @@ class Deduplicator:
                     and batch[ids[match.page_id]].checksum == batch[i].checksum:
                 decisions[i] = Decision(EXACT, batch[i].page_id, match.page_id, 0)
             else:
-                decisions[i] = Decision(NEAR, batch[i].page_id, match.page_id, match.distance,
-                                        containment=share)
-            decisions[i].canonical_link = (  # type: ignore[union-attr]
-                "declared" if self._declared.get(i) == match.page_id else None)
+                decisions[i] = Decision(
+                    NEAR, batch[i].page_id, match.page_id, match.distance, containment=share,
+                    canonical_link="declared" if self._declared.get(i) == match.page_id
+                    else None)
         for i, first in followers.items():
             d = decisions[first]
             assert d is not None
@@ -453,29 +459,30 @@ class Deduplicator:
                 continue
             c.simhash, c.text, c.template_lines = fp.simhash, rest, removed
             if c.verify is not None:
-                c.verify = second_opinion(rest, self.fingerprint_options["drop_numbers"],
-                                          self.fingerprint_options["min_tokens"],
-                                          self.fingerprint_options["cjk_ngram"])
+                c.verify = second_opinion(rest, **{k: v for k, v in
+                                                   self.fingerprint_options.items()
+                                                   if k != "shingle"})
 
     def _canonical_first(self, batch: Sequence[Candidate], rows: list[int],
                          candidates: list[list[Any]]) -> list[list[Any]]:
         """Put first, among each page's candidates, the stored page it declares canonical
         (when that page is a candidate: a declaration alone makes no copy)."""
         self._declared = {}
-        wanted: dict[int, str] = {}
+        wanted: dict[int, tuple[str, str]] = {}  # row -> (declared URL, its url_key)
         for i, found in zip(rows, candidates):
             declared = batch[i].canonical
             if found and declared and url_key(declared) != url_key(batch[i].url):
-                wanted[i] = declared
+                wanted[i] = (declared, url_key(declared))
         if not wanted:
             return candidates
-        recent = self._keys
-        stored = self.pages.stored_urls(c for c in wanted.values() if url_key(c) not in recent)
+        stored = self.pages.stored_urls(u for u, key in wanted.values() if key not in self._keys)
         out = []
         for i, found in zip(rows, candidates):
-            declared = wanted.get(i)
-            pid = None if declared is None else recent.get(url_key(declared)) or (
-                stored[declared][0] if declared in stored else None)
+            pid = None
+            if i in wanted:
+                declared, key = wanted[i]
+                pid = self._keys.get(key) or (stored[declared][0] if declared in stored
+                                              else None)
             if pid is not None and any(m.page_id == pid for m in found):
                 self._declared[i] = pid
                 found = sorted(found, key=lambda m: m.page_id != pid)  # stable otherwise
@@ -495,13 +502,6 @@ class Deduplicator:
         for c, d, pid in copies:
             if pid and self._canonicals.get(pid) == url_key(c.url):
                 d.canonical_link = "reversed"
-
-    def _original_texts(self, ids: set[str]) -> dict[str, np.ndarray]:
-        """The shingles of registered originals (their stored texts), kept for later."""
-        missing = {p for p in ids if p not in self._shingles}
-        texts = self.pages.texts_of(missing) if missing else {}
-        return {p: self._shingles_of(p, texts.get(p, "")) for p in ids
-                if p in self._shingles or p in texts}
 
     def _registered(self, page: Candidate, found: list[tuple[str, PinyinScore]],
                     originals: dict[str, np.ndarray]) -> tuple[Decision | None, Excerpt | None]:
@@ -543,7 +543,8 @@ class Deduplicator:
         verifiers = self._verifiers_of(batch, rows, wanted)
         unsure = {m.page_id for i, found in zip(rows, candidates) for m in found
                   if m.page_id is not None and not self._trusted(batch[i], m, verifiers)}
-        texts = self._texts_of(batch, rows, unsure)
+        theirs = self._shingles_for(batch, unsure) if self.verify_containment is not None \
+            and any(batch[i].text for i in rows) else {}
         own: dict[int, np.ndarray] = {}
         out: list[tuple[Any, float | None] | None] = []
         for i, found in zip(rows, candidates):
@@ -553,11 +554,11 @@ class Deduplicator:
                 if self._trusted(page, m, verifiers):
                     chosen = (m, None)
                     break
-                if not page.text or m.page_id not in texts:
+                if not page.text or m.page_id not in theirs:
                     continue
                 if i not in own:
                     own[i] = shingles(page.text)
-                share = containment(own[i], self._shingles_of(m.page_id, texts[m.page_id]))
+                share = containment(own[i], theirs[m.page_id])
                 if share >= self.verify_containment:  # type: ignore[operator]
                     chosen = (m, round(share, 4))
                     break
@@ -573,31 +574,25 @@ class Deduplicator:
             or m.page_id not in verifiers \
             or hamming(verifiers[m.page_id], page.verify) <= self.verify_distance
 
-    def _shingles_of(self, page_id: str, text: str) -> np.ndarray:
-        """An original's shingles, kept for the next copies of it."""
-        found = self._shingles.get(page_id)
-        if found is None:
-            found = self._shingles[page_id] = shingles(text)
-            while len(self._shingles) > RECENT_SHINGLES:
-                self._shingles.popitem(last=False)
-        else:
-            self._shingles.move_to_end(page_id)
-        return found
-
-    def _texts_of(self, batch: Sequence[Candidate], rows: list[int], wanted: set[str]
-                  ) -> dict[str, str]:
-        """The known texts of the candidates ``wanted`` by pages that have a text: this
-        batch's, this process's recent admissions', then the store's."""
-        if self.verify_containment is None or not any(batch[i].text for i in rows):
-            return {}
-        texts = {c.page_id: c.text for c in batch if c.text and c.page_id in wanted}
-        for pid in wanted - set(texts):
-            if pid in self._texts:
-                texts[pid] = self._texts[pid]
-        missing = wanted - set(texts)
-        if missing:
-            texts.update(self.pages.texts_of(missing))
-        return texts  # type: ignore[return-value]
+    def _shingles_for(self, batch: Sequence[Candidate], wanted: set[str]
+                      ) -> dict[str, np.ndarray]:
+        """The shingles of the pages ``wanted`` whose text is at hand: kept from an earlier
+        batch (the 4,096 originals asked last), else from this batch's texts, this
+        process's recent admissions' or the store's (read once, then kept)."""
+        out: dict[str, np.ndarray] = {}
+        for pid in wanted & self._shingles.keys():
+            self._shingles.move_to_end(pid)
+            out[pid] = self._shingles[pid]
+        rest = wanted - out.keys()
+        texts = {c.page_id: c.text for c in batch if c.text and c.page_id in rest}
+        texts.update({p: self._texts[p] for p in rest - texts.keys() if p in self._texts})
+        if rest - texts.keys():
+            texts.update(self.pages.texts_of(rest - texts.keys()))
+        for pid, text in texts.items():
+            out[pid] = self._shingles[pid] = shingles(text)  # type: ignore[arg-type]
+        while len(self._shingles) > RECENT_SHINGLES:
+            self._shingles.popitem(last=False)
+        return out
 
     def _verifiers_of(self, batch: Sequence[Candidate], rows: list[int], wanted: set[str]
                       ) -> dict[str, int]:

@@ -36,7 +36,9 @@ _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 
 @lru_cache(maxsize=1)
-def _token() -> re.Pattern[str]:
+def token_pattern() -> re.Pattern[str]:
+    """The tokens of a normalised text: each Han, kana or Hangul character, and runs of
+    other letters and digits."""
     cjk = "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in CJK_RANGES)
     return re.compile(f"[{cjk}]|[^\\W_{cjk}]+")
 
@@ -45,7 +47,7 @@ def shingles(text: str, size: int = SHINGLE_TOKENS) -> np.ndarray:
     """The hashed shingles (``size`` consecutive tokens) of a text, sorted and distinct
     (``uint64``); a text shorter than ``size`` tokens is one shingle; an empty text has
     none. Token hashes are Python's: compare arrays made in the same process only."""
-    tokens = _token().findall(normalize(text))
+    tokens = token_pattern().findall(normalize(text))
     if not tokens:
         return np.empty(0, dtype=np.uint64)
     return np.unique(_mixed(tokens, min(size, len(tokens))))
@@ -79,7 +81,7 @@ def shared_text(text: str, other: np.ndarray, size: int = SHINGLE_TOKENS
     of them (consecutive tokens each inside a found shingle): its length in characters
     and its ``(start, end)`` offsets in the normalised text (``0, (0, 0)``: none)."""
     normal = normalize(text)
-    spans = [m.span() for m in _token().finditer(normal)]
+    spans = [m.span() for m in token_pattern().finditer(normal)]
     if len(spans) < size or not len(other):
         return 0.0, 0, (0, 0)
     mixed = _mixed([normal[a:b] for a, b in spans], size)

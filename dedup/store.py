@@ -422,29 +422,27 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
-    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
-        """``page id -> the URL it declared canonical`` for the stored pages among
-        ``page_ids`` that declared one."""
+    def _page_field(self, page_ids: Iterable[str], name: str) -> dict[str, Any]:
+        """``page id -> its page's field name`` for the stored pages among ``page_ids``
+        whose field is set (one query by ``_id``)."""
         oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
         if not oids:
             return {}
         try:
-            docs = self.pages.find({"_id": {"$in": oids}}, {"canonical": 1})
-            return {str(d["_id"]): d["canonical"] for d in docs if d.get("canonical")}
+            docs = self.pages.find({"_id": {"$in": oids}}, {name: 1})
+            return {str(d["_id"]): d[name] for d in docs if d.get(name)}
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
+
+    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """``page id -> the URL it declared canonical`` for the stored pages among
+        ``page_ids`` that declared one."""
+        return self._page_field(page_ids, "canonical")
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> text`` for the stored pages among ``page_ids`` that kept their
         text (``DEDUP_STORE_TEXT``)."""
-        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
-        if not oids:
-            return {}
-        try:
-            docs = self.pages.find({"_id": {"$in": oids}}, {"text": 1})
-            return {str(d["_id"]): d["text"] for d in docs if d.get("text")}
-        except PyMongoError as exc:
-            raise self._unavailable(exc) from exc
+        return self._page_field(page_ids, "text")
 
     def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
         """``page id -> second-opinion simhash`` (``simhash2``) for those that have one."""

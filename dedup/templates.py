@@ -32,7 +32,7 @@ import redis
 import xxhash
 
 from .errors import ServiceUnavailable
-from .overlap import _token
+from .overlap import token_pattern
 from .text import normalize
 
 #: Distinct admitted pages of a host on which a block must appear to be template text
@@ -44,15 +44,14 @@ KEEP = 512
 TTL = 30 * 86_400
 
 def block_key(line: str) -> int | None:
-    """The key of one block (a line of extracted text): XXH3-64 of its normalised tokens;
-    ``None`` for a line without tokens."""
-    tokens = _token().findall(normalize(line))
-    return xxhash.xxh3_64_intdigest(" ".join(tokens).encode()) if tokens else None
+    """The key of one block (a line of extracted text): XXH3-64 of its normalised tokens
+    joined by one space; ``None`` for a line without tokens."""
+    return block_keys(line.replace("\n", " "))[0]
 
 
 def block_keys(text: str) -> list[int | None]:
     """:func:`block_key` of each line of ``text``, in order."""
-    find, digest = _token().findall, xxhash.xxh3_64_intdigest
+    find, digest = token_pattern().findall, xxhash.xxh3_64_intdigest
     out: list[int | None] = []
     for line in normalize(text).split("\n"):
         tokens = find(line)
