@@ -77,7 +77,8 @@ def run(uri: str, pages: int, batch: int) -> float:
 def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
     import random
 
-    from dedup.decide import Candidate, Deduplicator
+    from dedup.decide import Candidate
+    from dedup.deduplicator import on_servers
     from dedup.index import NearDuplicateIndex, RedisStore
     from dedup.journal import AdmissionJournal
     from dedup.services import EmbeddedServer, connect_redis
@@ -93,7 +94,7 @@ def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
         ns = f"bench{appendfsync}"
         index = NearDuplicateIndex(RedisStore(client, ns), capacity=max(pages, 1000))
         journal = AdmissionJournal(client, ns).open()
-        decide = Deduplicator(index, client, store, ns, journal=journal)
+        decide = on_servers(index, client, store, ns, journal=journal)
         rng = random.Random(1)
         rows = [Candidate(f"https://a.example/{n}", "a.example", f"{n:032x}",
                           rng.getrandbits(64), False) for n in range(pages)]

@@ -3,7 +3,7 @@
 Half of the real essays of ``shared/data/zh-dev`` are registered as originals (as
 ``simcrawl register`` does: stored, fingerprinted, simhash-indexed, pinyin windows); the
 other half are unrelated essays that pages are made of. Generated pages, with a fixed
-seed, are decided one by one by :class:`dedup.decide.Deduplicator` on the embedded Redis
+seed, are decided one by one by :class:`dedup.deduplicator.Deduplicator` on the embedded Redis
 and MongoDB, with the crawl's settings (the text as the crawler's extraction gives it to
 the decision):
 
@@ -41,7 +41,8 @@ from typing import Any
 from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 
 from dedup.config import DedupConfig
-from dedup.decide import Candidate, Deduplicator, second_opinion
+from dedup.decide import Candidate, Rules, second_opinion
+from dedup.deduplicator import on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.index.windows import open_window_index
 from dedup.pinyin import PinyinFingerprinter
@@ -149,11 +150,8 @@ def run_kind(pages: list[tuple[int | None, str]], files: list[Path], redis_url: 
     register(files, "zh-dev", store, index, windows, client, config)
     ids = {d["url"]: str(d["_id"]) for d in store.pages.find({}, {"url": 1})}
     original_id = {n: ids[f.resolve().as_uri()] for n, f in enumerate(files)}
-    dedup = Deduplicator(index, client, store, namespace, windows,
-                         verify_distance=config.verify_distance,
-                         verify_containment=config.containment,
-                         trust_distance=config.trust_distance,
-                         main_content=config.main_content)
+    dedup = on_servers(index, client, store, namespace, Rules.from_config(config),
+                       windows=windows)
     fingerprinter = PinyinFingerprinter.from_config(config)
     out: Counter[str] = Counter()
     for n, (source, text) in enumerate(pages):

@@ -1,7 +1,7 @@
 """The crawl's own decision on the development set, in crawl order and on the labelled pairs.
 
 ``quality_neardup.py`` models the decision; this runs the real one: the crawler's
-extraction and fingerprints, and :class:`dedup.decide.Deduplicator` on the embedded Redis
+extraction and fingerprints, and :class:`dedup.deduplicator.Deduplicator` on the embedded Redis
 and MongoDB (the atomic check-and-add, the exact-copy registry, the second opinion on
 every candidate), with the crawl's settings.
 
@@ -40,7 +40,8 @@ from typing import Any
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
 from dedup import extract_text
-from dedup.decide import NEW, Candidate, Deduplicator, second_opinion
+from dedup.decide import NEW, Candidate, Rules, second_opinion
+from dedup.deduplicator import Deduplicator, on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
 from dedup.simhash import fingerprint
@@ -98,11 +99,12 @@ def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
     store.clear()
     pages = PageStore(connect_mongo(mongo_uri), namespace)
     pages.db.client.drop_database(namespace)
-    return Deduplicator(NearDuplicateIndex(store, k=k, capacity=10_000), client, pages,
-                        namespace, verify_distance=verify, verify_containment=containment,
-                        trust_distance=min(trust, k),
-                        templates=HostTemplates(client, namespace, template_pages)
-                        if template_pages else None)
+    rules = Rules(trust_distance=min(trust, k), verify_distance=verify,
+                  verify_containment=containment)
+    return on_servers(NearDuplicateIndex(store, k=k, capacity=10_000), client, pages,
+                      namespace, rules,
+                      templates=HostTemplates(client, namespace, template_pages)
+                      if template_pages else None)
 
 
 def candidate(name: str, fp: dict, suffix: str = "") -> Candidate:

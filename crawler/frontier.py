@@ -172,7 +172,7 @@ class SharedFrontier(RedisScheduler):
         from crawler.runtime import get_runtime
 
         runtime = get_runtime(crawler)  # the services (embedded ones included)
-        server = runtime.deduplicator.redis  # the index's server and client
+        server = runtime.client  # the index's server and client
         keys = frontier_keys(runtime.config.namespace)
         dupefilter = RFPDupeFilter(server, keys["seen"],
                                    debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))

@@ -26,9 +26,9 @@ from dedup.store import (
     match_doc,
     new_page_id,
     object_id,
+    page_doc,
     pinyin_doc,
     to_int64,
-    url_key,
 )
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class StoragePipeline:
             item.body = b""
         if isinstance(item, PageItem) and item.decision == "new":
             fields = {"status": item.status, "title": item.title, "language": item.language,
-                      "fetched_at": item.fetched_at, "depth": item.depth,
+                      "depth": item.depth,
                       "referer": item.referer, "text_length": len(item.text),
                       "extraction": item.extraction, "crawl_id": self.runtime.crawl_id,
                       "encoding": item.encoding}
@@ -125,9 +125,8 @@ class StoragePipeline:
             if item.canonical:
                 fields["canonical"] = item.canonical
             with self._lock:
-                self.pages.append({"_id": item.page_id, "url": item.url,
-                                   "url_key": url_key(item.url), "host": item.host,
-                                   "checksum": item.checksum, **fields})
+                self.pages.append(page_doc(item.page_id or "", item.url, item.host,
+                                           item.checksum, item.fetched_at, **fields))
                 extra: dict[str, Any] = {}
                 if item.verify is not None:
                     extra["simhash2"] = to_int64(item.verify)
@@ -271,7 +270,7 @@ class StoragePipeline:
     def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Match records naming a page a recovery removed (its process died before storing
         it) are not written: their copies are queued to be decided again."""
-        lost = lost_pages(self.runtime.deduplicator.redis, self.config.namespace,
+        lost = lost_pages(self.runtime.client, self.config.namespace,
                           [str(m["original_id"]) for m in matches])
         if not lost:
             return matches

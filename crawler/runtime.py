@@ -15,7 +15,8 @@ from crawler.extraction import Extractor
 from crawler.frontier import frontier_of
 from crawler.logs import quiet_third_party
 from dedup.config import DedupConfig
-from dedup.decide import Deduplicator
+from dedup.decide import Rules
+from dedup.deduplicator import Deduplicator, on_servers
 from dedup.errors import redact
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.index.windows import WindowIndex, open_window_index
@@ -46,6 +47,8 @@ class Runtime:
     redis_url: str
     mongo_uri: str
     extractor: Extractor
+    #: the index's Redis client (the frontier, the journal and recovery use it too)
+    client: Any = None
     windows: WindowIndex | None = None
     pinyin_params: dict[str, Any] = field(default_factory=dict)
     journal: AdmissionJournal | None = None
@@ -188,20 +191,15 @@ def get_runtime(crawler: Any) -> Runtime:
         if services is not None:
             services.stop()
         raise
-    verify = config.verify_distance if config.verify_distance >= 0 else None
-    runtime = Runtime(config, Deduplicator(index, client, pages, config.namespace, windows,
-                                           verify, journal,
-                                           verify_containment=config.containment,
-                                           trust_distance=min(config.trust_distance,
-                                                              config.max_distance),
-                                           main_content=config.main_content,
-                                           templates=HostTemplates(
-                                               client, config.namespace, config.template_pages)
-                                           if config.template_pages else None,
-                                           fingerprint_options=config.fingerprint_options),
-                      pages, index, services, crawler.settings.get("DEDUP_CRAWL_ID")
-                      or uuid.uuid4().hex[:12], redact(redis_url), redact(mongo_uri),
-                      Extractor(config), windows, params, journal)
+    deduplicator = on_servers(
+        index, client, pages, config.namespace, Rules.from_config(config), journal=journal,
+        windows=windows,
+        templates=HostTemplates(client, config.namespace, config.template_pages)
+        if config.template_pages else None)
+    runtime = Runtime(config, deduplicator, pages, index, services,
+                      crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
+                      redact(redis_url), redact(mongo_uri), Extractor(config), client,
+                      windows, params, journal)
     runtime.recovered_copies = list(recovered.copies)
     runtime.recovered_owners = list(recovered.dead)
     if recovered.journals:

@@ -268,7 +268,7 @@ def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int
 
 
 def cmd_rebuild_index(args: argparse.Namespace) -> int:
-    from .decide import register_checksums
+    from .registry import register_checksums
     from .index import IndexLayout, NearDuplicateIndex, RedisStore
     from .progress import Progress
 

@@ -169,7 +169,7 @@ class DedupConfig:
 
     @property
     def containment(self) -> float | None:
-        """The text check's threshold for :class:`~dedup.decide.Deduplicator`
+        """The text check's threshold for :class:`~dedup.deduplicator.Deduplicator`
         (``None``: off)."""
         return None if self.verify_containment == -1 else self.verify_containment
 

@@ -30,3 +30,29 @@ def redact(url: str) -> str:
     user = parts.username or ""
     host = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+#: The exit statuses of every simcrawl command (``simcrawl --help`` and the README print
+#: this table): ``(status, meaning)``.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_STATUSES = (
+    (EXIT_OK, "done"),
+    (EXIT_FAILED, "the work failed: a crawl lost pages, fetched none of its start URLs or "
+                  "could not start; something asked for was not found"),
+    (EXIT_USAGE, "bad usage: an unknown command, a bad option, setting, URL or input file"),
+    (EXIT_UNAVAILABLE, "Redis or MongoDB cannot be reached"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status for an error that ends a command (see :data:`EXIT_STATUSES`):
+    a service that cannot be reached, bad usage (``ValueError``: a bad setting or value),
+    an interruption, anything else."""
+    if isinstance(exc, ServiceUnavailable):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, ValueError):
+        return EXIT_USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED

@@ -42,6 +42,7 @@ import redis
 
 from .errors import ServiceUnavailable
 from .index import NearDuplicateIndex
+from .registry import Claim, checksum_key
 from .services import process_alive
 from .store import PageStore
 
@@ -60,13 +61,6 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 end
 return 0
 """
-
-
-def _checksum_key(namespace: str, checksum: str) -> tuple[str, bytes]:
-    # the registry's layout is dedup.decide.checksum_key's; imported lazily (no cycle)
-    from .decide import checksum_key
-
-    return checksum_key(namespace, checksum)
 
 
 def _this_host() -> str:
@@ -140,10 +134,11 @@ class AdmissionJournal:
             except redis.RedisError as exc:  # an outage: the decisions report it
                 log.debug("renewing the journal lease failed: %s", exc)
 
-    def record(self, pipe: Any, entries: Iterable[JournalEntry]) -> None:
+    def record(self, pipe: Any, entries: Iterable[Claim | JournalEntry]) -> None:
         """Queue, on a redis-py pipeline, the journal entries of pages about to be
         decided. The caller runs the pipeline before any admission step."""
-        mapping = {e.page_id: e.encode() for e in entries}
+        mapping = {e.page_id: JournalEntry(e.page_id, e.simhash, e.checksum, e.url, e.host,
+                                           e.verify).encode() for e in entries}
         if mapping:
             pipe.hset(self.key, mapping=mapping)
 
@@ -347,7 +342,7 @@ def _recover_entries(client: redis.Redis, namespace: str, pages: PageStore,
         fp, checksum = entry.simhash, entry.checksum
         index.remove(fp, pid)
         if len(checksum) == 32:
-            key, field_ = _checksum_key(namespace, checksum)
+            key, field_ = checksum_key(namespace, checksum)
             release(keys=[key], args=[field_, pid])
     result.copies.extend(pages.forget_pages(lost))
     result.removed.extend(lost)

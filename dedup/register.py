@@ -20,7 +20,8 @@ from typing import Any
 import redis
 
 from .config import DedupConfig
-from .decide import register_checksums, second_opinion
+from .decide import second_opinion
+from .registry import register_checksums
 from .files import SkipFile, read_document
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex

@@ -47,9 +47,10 @@ import pymongo
 from bson import Int64, ObjectId
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
-from w3lib.url import canonicalize_url
 
 from .errors import ServiceUnavailable
+from .ids import new_page_id as new_page_id  # re-exported for its old users
+from .ids import url_key
 
 log = logging.getLogger(__name__)
 #: Default database name.
@@ -60,17 +61,6 @@ DEFAULT_WRITE_BATCH = 500
 
 _TWO64 = 1 << 64
 _TWO63 = 1 << 63
-
-
-def url_key(url: str) -> str:
-    """A page's identity across crawls: its URL in canonical form (w3lib: query arguments
-    sorted, percent-encoding normalised, the host in lower case, the fragment dropped),
-    kept as ``url_key`` beside ``url``.
-
-    >>> url_key("http://Example.com/a?y=2&x=1#top")
-    'http://example.com/a?x=1&y=2'
-    """
-    return canonicalize_url(url)
 
 
 def to_int64(fp: int) -> Int64:
@@ -114,11 +104,6 @@ def object_id(page_id: str | ObjectId) -> ObjectId:
     if not ObjectId.is_valid(page_id):
         raise ValueError(f"not a page id (24 hex digits): {page_id!r}")
     return ObjectId(page_id)
-
-
-def new_page_id() -> str:
-    """A fresh page id (an ``ObjectId``, as hex)."""
-    return str(ObjectId())
 
 
 class PageStore:
@@ -557,6 +542,16 @@ def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, s
             "simhash_hex": f"{simhash:016x}", "checksum": checksum, "tokens": tokens,
             "short": short, "algorithm": algorithm,
             "created_at": created_at or dt.datetime.now(dt.timezone.utc), **extra}
+
+
+def page_doc(page_id: str, url: str, host: str, checksum: str,
+             fetched_at: dt.datetime | None = None, **fields_: Any) -> dict[str, Any]:
+    """A ``pages`` document of an admitted page (the one place that makes one): its id,
+    URL and canonical URL (``url_key``), host, checksum and ``fetched_at`` (default now),
+    and the given fields."""
+    return {"_id": page_id, "url": url, "url_key": url_key(url), "host": host,
+            "checksum": checksum, "fetched_at": fetched_at or dt.datetime.now(dt.timezone.utc),
+            **fields_}
 
 
 def pinyin_doc(fp: Any, params: dict[str, Any]) -> dict[str, Any]:

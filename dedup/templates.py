@@ -5,7 +5,7 @@ newsletter prompts, copyright lines, comment-thread furniture. The same copy und
 site's template keeps other such text, which moves its simhash. A block (a line of the
 extracted text, normalised: its tokens joined by one space) is *template text* of a host
 once it has appeared on ``min_pages`` distinct admitted pages of that host; the decision
-then leaves it out of the page's fingerprints (:meth:`dedup.decide.Deduplicator.decide`),
+then leaves it out of the page's fingerprints (:meth:`dedup.deduplicator.Deduplicator.decide`),
 and a page whose text is all template text is not fingerprinted at all
 (``template_only``).
 
@@ -26,7 +26,9 @@ template instead of two, and the text check compares the texts themselves.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import redis
 import xxhash
@@ -65,6 +67,45 @@ def strip(text: str, keys: Sequence[int | None], template: frozenset[int] | set[
     many lines were left out."""
     kept = [line for line, key in zip(text.split("\n"), keys) if key not in template]
     return "\n".join(kept), len(keys) - len(kept)
+
+
+class TemplateStore(Protocol):
+    """What the decision needs of the learned template text: :class:`MemoryTemplates`
+    in one process, :class:`HostTemplates` in Redis for every process of a crawl."""
+
+    def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
+        """Each host's template blocks (those seen on ``min_pages`` admitted pages)."""
+
+    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
+        """Count the distinct blocks of admitted pages (``(host, block keys)``)."""
+
+
+class MemoryTemplates:
+    """Learned template blocks per host, in this process (the same counts as
+    :class:`HostTemplates`: distinct admitted pages per block, the ``keep`` most frequent
+    kept once a host holds twice that many; nothing expires)."""
+
+    def __init__(self, min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP) -> None:
+        if min_pages < 1:
+            raise ValueError(f"min_pages must be at least 1, got {min_pages}")
+        self.min_pages, self.keep = min_pages, keep
+        self.counts: dict[str, Counter[int]] = {}
+
+    def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
+        """See :meth:`TemplateStore.known`."""
+        return {h: frozenset(b for b, n in self.counts.get(h, Counter()).items()
+                             if n >= self.min_pages) for h in set(hosts)}
+
+    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
+        """See :meth:`TemplateStore.learn`."""
+        for host, keys in pages:
+            distinct = {k for k in keys if k is not None}
+            if not distinct:
+                continue
+            counts = self.counts.setdefault(host, Counter())
+            counts.update(distinct)
+            if len(counts) > 2 * self.keep:  # Redis's ZREMRANGEBYRANK of the least
+                self.counts[host] = Counter(dict(counts.most_common(self.keep)))
 
 
 class HostTemplates:

@@ -11,10 +11,11 @@ from dedup.decide import (
     NEW,
     UNCHANGED,
     Candidate,
-    Deduplicator,
-    page_document,
+    Rules,
 )
+from dedup.deduplicator import on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.store import page_doc
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +25,7 @@ A = 0x0F0F0F0F0F0F0F0F
 @pytest.fixture
 def dedup_(redis_client, pages, namespace):  # type: ignore[no-untyped-def]
     store = RedisStore(redis_client, namespace)
-    yield Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages, namespace)
+    yield on_servers(NearDuplicateIndex(store, capacity=1000), redis_client, pages, namespace)
     store.clear()
 
 
@@ -52,7 +53,7 @@ def test_new_exact_near_and_short(dedup_, pages) -> None:  # type: ignore[no-unt
 def test_revisits_are_not_duplicates_of_themselves(dedup_, pages) -> None:  # type: ignore[no-untyped-def]
     first = cand("http://a/page", "1" * 32, A)
     assert dedup_.decide([first])[0].kind == NEW
-    pages.save_pages([page_document(first)])
+    pages.save_pages([page_doc(first.page_id, first.url, first.host, first.checksum)])
     same = dedup_.decide([cand("http://a/page", "1" * 32, A)])[0]
     assert (same.kind, same.page_id) == (UNCHANGED, first.page_id)
     assert dedup_.decide([cand("http://a/page", "2" * 32, A ^ 3)])[0].kind == CHANGED
@@ -61,11 +62,11 @@ def test_revisits_are_not_duplicates_of_themselves(dedup_, pages) -> None:  # ty
 def test_originals_from_another_process_are_named_from_the_store(redis_client, pages,
                                                                  namespace) -> None:
     store = RedisStore(redis_client, namespace)
-    one = Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages, namespace)
-    two = Deduplicator(NearDuplicateIndex(store), redis_client, pages, namespace)
+    one = on_servers(NearDuplicateIndex(store, capacity=1000), redis_client, pages, namespace)
+    two = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace)
     original = cand("http://a/x", "9" * 32, A)
     one.decide([original])
-    pages.save_pages([page_document(original)])
+    pages.save_pages([page_doc(original.page_id, original.url, original.host, original.checksum)])
     copy = two.decide([cand("http://b/x", "8" * 32, A ^ 1)])[0]
     assert (copy.kind, copy.original_url, copy.original_host) == (NEAR, "http://a/x", "a")
     store.clear()
@@ -74,8 +75,9 @@ def test_originals_from_another_process_are_named_from_the_store(redis_client, p
 def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pages,
                                                                    namespace) -> None:  # type: ignore[no-untyped-def]
     store = RedisStore(redis_client, namespace)
-    dedup_ = Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
-                          namespace, verify_distance=10)
+    dedup_ = on_servers(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
+                          namespace,
+                          Rules(verify_distance=10))
     original = Candidate("http://a/1", "a", "1" * 32, A, False, verify=0)
     copy = Candidate("http://b/1", "b", "2" * 32, A ^ 0b11, False, verify=0b111)
     rewrite = Candidate("http://c/1", "c", "3" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
@@ -85,11 +87,11 @@ def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pa
     later = Candidate("http://d/1", "d", "4" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
     assert dedup_.decide([later])[0].original_id == rewrite.page_id
     # an original whose second opinion is only in MongoDB (another process admitted it)
-    other = Deduplicator(NearDuplicateIndex(store), redis_client, pages, namespace,
-                         verify_distance=10)
+    other = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace,
+                         Rules(verify_distance=10))
     from dedup.store import fingerprint_doc, to_int64
 
-    pages.save_pages([page_document(original)],
+    pages.save_pages([page_doc(original.page_id, original.url, original.host, original.checksum)],
                      [fingerprint_doc(original.page_id, A, checksum="1" * 32, tokens=99,
                                       short=False, algorithm="t", simhash2=to_int64(0))])
     far = Candidate("http://e/1", "e", "5" * 32, A ^ (3 << 40), False,  # rewrite: 4 bits
@@ -104,8 +106,9 @@ def test_every_candidate_within_k_is_asked_closest_first(redis_client, pages,
     farther one within k passes it: the page is a copy of the farther one. When every
     candidate fails, the page is admitted and indexed."""
     store = RedisStore(redis_client, namespace)
-    dedup_ = Deduplicator(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
-                          namespace, verify_distance=10)
+    dedup_ = on_servers(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
+                          namespace,
+                          Rules(verify_distance=10))
     rewrite = Candidate("http://a/1", "a", "1" * 32, A ^ 0b1, False, verify=(1 << 40) - 1)
     source = Candidate("http://b/1", "b", "2" * 32, A ^ 0b110000, False, verify=0)
     assert [d.kind for d in dedup_.decide([rewrite])] == [NEW]
@@ -127,13 +130,13 @@ def test_a_page_is_the_same_page_whatever_the_order_of_its_query_arguments(  # t
     before url_key existed is given its key and found too."""
     first = cand("http://a/list?page=2&sort=new", "1" * 32, A)
     assert dedup_.decide([first])[0].kind == NEW
-    pages.save_pages([page_document(first)], [])
+    pages.save_pages([page_doc(first.page_id, first.url, first.host, first.checksum)], [])
     again = cand("http://a/list?sort=new&page=2#top", "1" * 32, A)
     got = dedup_.decide([again])[0]
     assert (got.kind, got.page_id) == (UNCHANGED, first.page_id)
     # a page stored by an older simcrawl, without url_key
     old = cand("http://b/item?id=7&lang=en", "2" * 32, A ^ (0xFF << 40))
-    doc = page_document(old)
+    doc = page_doc(old.page_id, old.url, old.host, old.checksum)
     del doc["url_key"]
     from bson import ObjectId
 

@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from dedup.decide import EXACT, NEAR, NEW, Candidate, Deduplicator, page_document
+from dedup.decide import EXACT, NEAR, NEW, Candidate
+from dedup.deduplicator import on_servers
+from dedup.store import page_doc
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.journal import AdmissionJournal, live_owners, owners, recover
 from dedup.store import fingerprint_doc, match_doc
@@ -25,7 +27,7 @@ def cand(url: str, checksum: str, fp: int) -> Candidate:
 
 
 def store_page(pages, c: Candidate) -> None:  # type: ignore[no-untyped-def]
-    pages.save_pages([page_document(c)], [fingerprint_doc(
+    pages.save_pages([page_doc(c.page_id, c.url, c.host, c.checksum)], [fingerprint_doc(
         c.page_id, c.simhash, checksum=c.checksum, tokens=50, short=False, algorithm="t")])
 
 
@@ -41,7 +43,7 @@ def index(redis_client, namespace):  # type: ignore[no-untyped-def]
 def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, namespace,
                                                          index) -> None:  # type: ignore[no-untyped-def]
     journal = AdmissionJournal(redis_client, namespace).open()
-    crawl = Deduplicator(index, redis_client, pages, namespace, journal=journal)
+    crawl = on_servers(index, redis_client, pages, namespace, journal=journal)
     stored, lost = cand("http://a/1", "1" * 32, A), cand("http://a/2", "2" * 32, B)
     copy_of_lost = cand("http://b/2", "3" * 32, B ^ 1)
     assert [d.kind for d in crawl.decide([stored, lost, copy_of_lost])] == [NEW, NEW, NEAR]
@@ -61,7 +63,7 @@ def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, na
     assert done.copies == ["http://b/2"]  # the copy is to be decided again
     assert index.page_id(B) is None and index.page_id(A) == stored.page_id
     assert pages.matches.count_documents({}) == 0  # no record names a page not stored
-    again = Deduplicator(index, redis_client, pages, namespace)
+    again = on_servers(index, redis_client, pages, namespace)
     # the lost page's own URL is a new page again, not an exact copy of a ghost
     assert again.decide([cand("http://a/2", "2" * 32, B)])[0].kind == NEW
     assert owners(redis_client, namespace) == []
@@ -71,10 +73,10 @@ def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, na
 def test_a_page_stored_without_its_fingerprint_is_removed_too(redis_client, pages, namespace,
                                                               index) -> None:  # type: ignore[no-untyped-def]
     journal = AdmissionJournal(redis_client, namespace).open()
-    crawl = Deduplicator(index, redis_client, pages, namespace, journal=journal)
+    crawl = on_servers(index, redis_client, pages, namespace, journal=journal)
     half = cand("http://a/3", "4" * 32, A)
     crawl.decide([half])
-    pages.save_pages([page_document(half)])  # killed between the page and its fingerprint
+    pages.save_pages([page_doc(half.page_id, half.url, half.host, half.checksum)])  # killed between the page and its fingerprint
     journal.close()  # a clean stop with unconfirmed entries: recovered at once
     done = recover(redis_client, namespace, pages, index)
     assert done.removed == [half.page_id] and pages.pages.count_documents({}) == 0
@@ -83,7 +85,7 @@ def test_a_page_stored_without_its_fingerprint_is_removed_too(redis_client, page
 def test_a_live_crawl_is_seen_and_its_journal_left_alone(redis_client, pages, namespace,
                                                          index) -> None:  # type: ignore[no-untyped-def]
     journal = AdmissionJournal(redis_client, namespace).open()
-    Deduplicator(index, redis_client, pages, namespace, journal=journal).decide(
+    on_servers(index, redis_client, pages, namespace, journal=journal).decide(
         [cand("http://a/1", "1" * 32, A)])
     assert [o.pid for o in live_owners(redis_client, namespace)] == [os.getpid()]
     assert live_owners(redis_client, namespace, exclude=journal.owner) == []
@@ -106,7 +108,7 @@ def test_a_lease_of_a_dead_process_on_this_host_is_dead_at_once(redis_client, na
 
 def test_an_exact_copy_of_a_dropped_copy_names_the_original(redis_client, pages, namespace,
                                                             index) -> None:  # type: ignore[no-untyped-def]
-    crawl = Deduplicator(index, redis_client, pages, namespace)
+    crawl = on_servers(index, redis_client, pages, namespace)
     original = cand("http://a/1", "1" * 32, A)
     crawl.decide([original])
     store_page(pages, original)
@@ -126,7 +128,7 @@ def test_an_exact_copy_of_a_dropped_copy_names_the_original(redis_client, pages,
 
 def test_a_decision_repeated_after_a_lost_reply_admits_the_page(redis_client, pages,
                                                                 namespace, index) -> None:  # type: ignore[no-untyped-def]
-    crawl = Deduplicator(index, redis_client, pages, namespace)
+    crawl = on_servers(index, redis_client, pages, namespace)
     page = cand("http://a/1", "1" * 32, A)
     assert crawl.decide([page])[0].kind == NEW
     assert crawl.decide([page])[0].kind == NEW  # not "a copy of itself"
@@ -137,10 +139,9 @@ def test_a_copy_of_a_page_another_process_has_not_stored_names_it(
     """Two processes of a shared crawl: one admits a page and has not written it to
     MongoDB yet; the other drops its exact and near copies, and their records name the
     original's URL (read from the first process's journal), not just its id."""
-    first = Deduplicator(index, redis_client, pages, namespace,
-                         journal=AdmissionJournal(redis_client, namespace).open())
-    second = Deduplicator(index, redis_client, pages, namespace,
-                          journal=AdmissionJournal(redis_client, namespace).open())
+    journals = [AdmissionJournal(redis_client, namespace).open() for _ in range(2)]
+    first, second = (on_servers(index, redis_client, pages, namespace, journal=j)
+                     for j in journals)
     original = cand("http://a/1", "1" * 32, A)
     assert [d.kind for d in first.decide([original])] == [NEW]
     exact, near = second.decide([cand("http://b/1", "1" * 32, A),
@@ -149,6 +150,5 @@ def test_a_copy_of_a_page_another_process_has_not_stored_names_it(
         EXACT, original.page_id, "http://a/1")
     assert (near.kind, near.original_url, near.original_host, near.distance) == (
         NEAR, "http://a/1", "a", 2)
-    for d in (first, second):
-        assert d.journal is not None
-        d.journal.close()
+    for journal in journals:
+        journal.close()

@@ -1,6 +1,6 @@
 """The detection rules on real pages of the development set (``near-dup-dev``), decided
 by the crawl's own code: the crawler's extraction and fingerprints, and the
-:class:`~dedup.decide.Deduplicator` with the crawl's default settings, on real Redis and
+:class:`~dedup.deduplicator.Deduplicator` with the crawl's default settings, on real Redis and
 MongoDB. Skipped, saying why, where the development data is not on the machine."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import pytest
 
 from crawler.extraction import extract_and_fingerprint, fingerprint_params
 from dedup.config import DedupConfig
-from dedup.decide import NEAR, NEW, Candidate, Deduplicator, page_document
+from dedup.decide import NEAR, NEW, Candidate, Rules
+from dedup.deduplicator import Deduplicator, on_servers
+from dedup.store import page_doc
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.simhash import hamming
 
@@ -51,10 +53,7 @@ def crawl_deduplicator(redis_client, pages, namespace: str) -> Deduplicator:  # 
     """A deduplicator set up as the crawl sets it up (crawler/runtime.py), defaults."""
     index = NearDuplicateIndex(RedisStore(redis_client, namespace), k=CONFIG.max_distance,
                                capacity=1000)
-    return Deduplicator(index, redis_client, pages, namespace,
-                        verify_distance=CONFIG.verify_distance,
-                        verify_containment=CONFIG.containment,
-                        trust_distance=CONFIG.trust_distance)
+    return on_servers(index, redis_client, pages, namespace, Rules.from_config(CONFIG))
 
 
 @pytest.fixture
@@ -79,7 +78,7 @@ def test_a_copy_under_other_boilerplate_is_found_by_its_text(  # type: ignore[no
 
     # Another process, whose recent admissions do not include the original, reads its
     # text from the store.
-    pages.save_pages([page_document(original, text=original.text)])
+    pages.save_pages([page_doc(original.page_id, original.url, original.host, original.checksum, text=original.text)])
     other = crawl_deduplicator(redis_client, pages, namespace)
     again = other.decide([page(dev_data, dev_pages, "4a44ab3e4c-AB")])[0]
     assert (again.kind, again.original_id) == (NEAR, original.page_id)
@@ -123,7 +122,7 @@ def test_a_copy_is_recorded_against_the_page_it_declares_canonical(  # type: ign
     other = page(dev_data, dev_pages, "4a44ab3e4c-AB", text=False)
     assert [d.kind for d in crawl.decide([original])] == [NEW]
     assert [d.kind for d in crawl.decide([other])] == [NEW]
-    pages.save_pages([page_document(other, text=page(dev_data, dev_pages,
+    pages.save_pages([page_doc(other.page_id, other.url, other.host, other.checksum, text=page(dev_data, dev_pages,
                                                      "4a44ab3e4c-AB").text)])
     copy = page(dev_data, dev_pages, "4a44ab3e4c-B2", canonical=other.url)
     assert hamming(copy.simhash, original.simhash) < hamming(copy.simhash, other.simhash)
@@ -212,10 +211,8 @@ def registered(dev_data: Path, redis_client, pages, namespace: str, tmp_path: Pa
     assert windows is not None
     assert register(essays, "essays", pages, index, windows, redis_client, config).added == 3
     ids = {d["url"]: str(d["_id"]) for d in pages.pages.find({}, {"url": 1})}
-    crawl = Deduplicator(index, redis_client, pages, namespace, windows,
-                         verify_distance=CONFIG.verify_distance,
-                         verify_containment=CONFIG.containment,
-                         trust_distance=CONFIG.trust_distance, main_content=CONFIG.main_content)
+    crawl = on_servers(index, redis_client, pages, namespace, Rules.from_config(CONFIG),
+                       windows=windows)
     yield crawl, [(e.read_text(encoding="utf-8"), ids[e.resolve().as_uri()]) for e in essays]
     RedisStore(redis_client, namespace).clear()
 

@@ -45,7 +45,7 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     after = NearDuplicateIndex(RedisStore(redis_client, namespace))
     assert sorted(after.entries()) == before
     assert store.read_layout() == layout
-    from dedup.decide import checksum_key
+    from dedup.registry import checksum_key
     key, field = checksum_key(namespace, docs[5]["checksum"])
     assert redis_client.hget(key, field).decode() == docs[5]["_id"]
     probe = before[17][0] ^ 0b101

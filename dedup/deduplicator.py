@@ -1,0 +1,352 @@
+"""The crawl's decision for a batch of fetched pages, over its evidence's stores.
+
+:class:`Deduplicator` gathers the evidence a batch needs and applies the rules of
+:mod:`dedup.decide`: it holds no client. The stores come in through small interfaces,
+each with an in-memory implementation and one on the servers:
+
+* the near-duplicate index (:class:`dedup.index.NearDuplicateIndex` over
+  :class:`~dedup.index.MemoryStore` or :class:`~dedup.index.RedisStore`): the atomic
+  check-and-add of the simhash tables;
+* the exact-copy registry (:mod:`dedup.registry`): who owns a text;
+* the page facts (:mod:`dedup.facts`): stored URLs, and the candidates' URLs, texts,
+  canonicals and second opinions;
+* optionally the hosts' learned template text (:mod:`dedup.templates`) and the registered
+  originals' pinyin windows (:mod:`dedup.index.windows`).
+
+:func:`in_memory` builds one on memory stores (no server): what :func:`dedup.scan.scan`
+and scripts use. The crawl wires the same class to Redis and MongoDB
+(``crawler/wiring.py``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .decide import (
+    EXACT,
+    NEAR,
+    NEW,
+    TEMPLATE_ONLY,
+    Candidate,
+    Decision,
+    Excerpt,
+    Rules,
+    choose_original,
+    declared_first,
+    exact_or_next,
+    follow,
+    leave_out_template,
+    near_or_new,
+    registered,
+    reversed_link,
+    revisit,
+    trusted,
+)
+from .facts import MemoryFacts, PageFacts, StoreFacts
+from .ids import url_key
+from .index import MemoryStore, NearDuplicateIndex
+from .index.windows import WindowIndex
+from .overlap import shingles
+from .registry import ChecksumRegistry, Claim, MemoryRegistry, RedisRegistry
+from .templates import MemoryTemplates, TemplateStore
+
+#: Recently admitted pages whose URL a process remembers for its match records.
+KNOWN_PAGES = 100_000
+
+#: Characters of recently admitted pages' texts a process keeps for the text check of
+#: near matches (older originals' texts are read from the page facts).
+RECENT_TEXT_CHARS = 32_000_000
+
+#: Originals whose shingles a process keeps for their next copies.
+RECENT_SHINGLES = 4096
+
+
+class Deduplicator:
+    """Decide batches of pages against the index, the checksum registry and the facts.
+
+    Args:
+        index: the near-duplicate index.
+        registry: the exact-copy registry (:mod:`dedup.registry`).
+        facts: what is known of admitted pages (:mod:`dedup.facts`).
+        rules: the decision's thresholds (:class:`dedup.decide.Rules`).
+        windows: the registered originals' pinyin window index (``None``: no pinyin
+            check).
+        templates: the hosts' learned template text: left out of each page's
+            fingerprints; admitted pages teach it (``None``: off).
+    """
+
+    def __init__(self, index: NearDuplicateIndex, registry: ChecksumRegistry,
+                 facts: PageFacts, rules: Rules | None = None,
+                 windows: WindowIndex | None = None,
+                 templates: TemplateStore | None = None) -> None:
+        self.index = index
+        self.registry = registry
+        self.facts = facts
+        self.rules = rules or Rules()
+        self.windows = windows
+        self.templates = templates
+        # page id -> text of recent admissions here, at most RECENT_TEXT_CHARS in all
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._text_chars = 0
+        self._shingles: OrderedDict[str, np.ndarray] = OrderedDict()  # of recent originals
+        self._canonicals: OrderedDict[str, str] = OrderedDict()  # page id -> declared (url_key)
+        self._keys: OrderedDict[str, str] = OrderedDict()  # url_key -> id of recent admissions
+        # page id -> second-opinion simhash of recent admissions here
+        self._verifiers: OrderedDict[str, int] = OrderedDict()
+        # page id -> (url, host, source) of recent admissions here (their pages may not be
+        # stored yet); older ones are looked up in the facts.
+        self._known: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+
+    def decide(self, batch: Sequence[Candidate]) -> list[Decision]:
+        """Decide each page of ``batch`` (in order; later pages see earlier admissions).
+
+        With a journal behind the registry, every page that may be admitted is journaled
+        before any admission step runs, and pages that turn out to be copies leave it
+        again; the caller confirms admitted pages once they are stored
+        (:mod:`dedup.journal`).
+
+        A text's checksum is registered only once its page is admitted, so an exact copy
+        always names an admitted page. Pages of one batch with the same text follow the
+        first of them: its exact copies if it is admitted, copies of what it copies if
+        it is not.
+
+        Deciding a batch again after a failure is safe: a page already admitted under its
+        own id is admitted, not taken for a copy of itself.
+
+        Raises:
+            ServiceUnavailable: a store failed; the batch may be decided again.
+        """
+        decisions: list[Decision | None] = [None] * len(batch)
+        stored = self.facts.stored_urls([c.url for c in batch])
+        rest: list[int] = []
+        leader: dict[str, int] = {}  # a long text's checksum -> its first row
+        followers: dict[int, int] = {}
+        for i, c in enumerate(batch):
+            if c.url in stored:
+                decisions[i] = revisit(c, *stored[c.url])
+            elif not c.short and c.checksum in leader:
+                followers[i] = leader[c.checksum]
+            else:
+                if not c.short:
+                    leader[c.checksum] = i
+                rest.append(i)
+        if self.templates is not None:
+            todo = [i for i in rest if batch[i].text and not batch[i].short
+                    and not batch[i].templated]
+            known = self.templates.known(batch[i].host for i in todo) if todo else {}
+            for i in todo:
+                decisions[i] = leave_out_template(batch[i], known.get(batch[i].host, frozenset()),
+                                                  self.rules)
+            rest = [i for i in rest if decisions[i] is None]
+        owners = self.registry.claim([Claim(batch[i].page_id, batch[i].checksum,
+                                            batch[i].short, batch[i].simhash, batch[i].verify,
+                                            batch[i].url, batch[i].host) for i in rest])
+        near_rows = []
+        for i, owner in zip(rest, owners):
+            decisions[i] = exact_or_next(batch[i], owner)
+            if decisions[i] is None:
+                near_rows.append(i)
+        excerpts: dict[int, Excerpt] = {}
+        if self.windows is not None:
+            chinese = [i for i in near_rows if batch[i].pinyin is not None
+                       and batch[i].pinyin.codes]  # type: ignore[union-attr]
+            scored = self.windows.scored_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
+            texts = self._shingles_for(batch, {p for found in scored for p, _ in found})
+            for i, found in zip(chinese, scored):
+                copy, quoted = registered(batch[i], found, texts, self.rules)
+                if copy is not None:
+                    decisions[i] = copy
+                elif quoted is not None:
+                    excerpts[i] = quoted
+            near_rows = [i for i in near_rows if decisions[i] is None]
+        candidates = self.index.check_and_add_all(
+            [(batch[i].simhash, batch[i].page_id) for i in near_rows])
+        declared = self._declared_ids(batch, near_rows, candidates)
+        candidates = [declared_first(batch[i], found, declared.get(i))
+                      for i, found in zip(near_rows, candidates)]
+        chosen = self._choose(batch, near_rows, candidates)
+        rejected = [i for i, found, m in zip(near_rows, candidates, chosen) if found and m is None]
+        if rejected:  # not copies after all: admitted, so into the index
+            self.index.add_many((batch[i].simhash, batch[i].page_id) for i in rejected)
+        checksums = {c.page_id: c.checksum for c in batch}
+        for i, verdict in zip(near_rows, chosen):
+            decisions[i] = near_or_new(batch[i], verdict, checksums, declared.get(i),
+                                       excerpts.get(i))
+        for i, first in followers.items():
+            d = decisions[first]
+            assert d is not None
+            decisions[i] = follow(batch[i], batch[first], d)
+        out = [d for d in decisions if d is not None]
+        assert len(out) == len(batch)
+        admitted = [i for i in rest if out[i].kind == NEW and not batch[i].short]
+        if self.templates is not None:  # admitted pages teach their host's template
+            self.templates.learn((batch[i].host, batch[i].blocks or []) for i in admitted)
+        self.registry.settle([(batch[i].checksum, batch[i].page_id) for i in admitted],
+                             [batch[i].page_id for i in rest if out[i].dropped])
+        self._mark_reversed(batch, out)
+        self._remember(batch, out)
+        self._name_originals(out)
+        return out
+
+    # ------------------------------------------------------------------ evidence
+    def _remember(self, batch: Sequence[Candidate], decisions: list[Decision]) -> None:
+        """Keep what this process admitted, for the next batches' evidence."""
+        for c, d in zip(batch, decisions):
+            if d.kind == NEW:
+                self._known[d.page_id] = (c.url, c.host, None)
+                self._canonicals[d.page_id] = url_key(c.canonical) if c.canonical else ""
+                self._keys[url_key(c.url)] = d.page_id
+                if c.verify is not None:
+                    self._verifiers[d.page_id] = c.verify
+                if c.text and self.rules.verify_containment is not None and not c.short:
+                    self._texts[d.page_id] = c.text
+                    self._text_chars += len(c.text)
+        for recent in (self._known, self._verifiers, self._canonicals, self._keys):
+            while len(recent) > KNOWN_PAGES:
+                recent.popitem(last=False)
+        while self._text_chars > RECENT_TEXT_CHARS:
+            self._text_chars -= len(self._texts.popitem(last=False)[1])
+
+    def _declared_ids(self, batch: Sequence[Candidate], rows: list[int],
+                      candidates: list[list[Any]]) -> dict[int, str]:
+        """For each row with candidates whose page declares another URL canonical, the
+        id of the admitted page at that URL, when there is one."""
+        wanted: dict[int, tuple[str, str]] = {}  # row -> (declared URL, its url_key)
+        for i, found in zip(rows, candidates):
+            declared = batch[i].canonical
+            if found and declared and url_key(declared) != url_key(batch[i].url):
+                wanted[i] = (declared, url_key(declared))
+        if not wanted:
+            return {}
+        stored = self.facts.stored_urls(u for u, key in wanted.values() if key not in self._keys)
+        out = {}
+        for i, (declared, key) in wanted.items():
+            pid = self._keys.get(key) or (stored[declared][0] if declared in stored else None)
+            if pid is not None:
+                out[i] = pid
+        return out
+
+    def _choose(self, batch: Sequence[Candidate], rows: list[int],
+                candidates: Sequence[list[Any]]) -> list[tuple[Any, float | None] | None]:
+        """For each row, the candidate it copies (:func:`dedup.decide.choose_original`),
+        with the candidates' second opinions and, for those the fingerprints do not
+        settle, their texts' shingles."""
+        wanted = {m.page_id for found in candidates for m in found if m.page_id is not None}
+        verifiers = self._verifiers_of(batch, rows, wanted)
+        unsure = {m.page_id for i, found in zip(rows, candidates) for m in found
+                  if m.page_id is not None and not trusted(batch[i], m, verifiers, self.rules)}
+        theirs = self._shingles_for(batch, unsure) \
+            if self.rules.verify_containment is not None \
+            and any(batch[i].text for i in rows) else {}
+        return [choose_original(batch[i], found, verifiers, theirs, self.rules)
+                for i, found in zip(rows, candidates)]
+
+    def _shingles_for(self, batch: Sequence[Candidate], wanted: set[str]
+                      ) -> dict[str, np.ndarray]:
+        """The shingles of the pages ``wanted`` whose text is at hand: kept from an earlier
+        batch (the 4,096 originals asked last), else from this batch's texts, this
+        process's recent admissions' or the facts' (read once, then kept)."""
+        out: dict[str, np.ndarray] = {}
+        for pid in wanted & self._shingles.keys():
+            self._shingles.move_to_end(pid)
+            out[pid] = self._shingles[pid]
+        rest = wanted - out.keys()
+        texts = {c.page_id: c.text for c in batch if c.text and c.page_id in rest}
+        texts.update({p: self._texts[p] for p in rest - texts.keys() if p in self._texts})
+        if rest - texts.keys():
+            texts.update(self.facts.texts_of(rest - texts.keys()))
+        for pid, text in texts.items():
+            out[pid] = self._shingles[pid] = shingles(text)  # type: ignore[arg-type]
+        while len(self._shingles) > RECENT_SHINGLES:
+            self._shingles.popitem(last=False)
+        return out
+
+    def _verifiers_of(self, batch: Sequence[Candidate], rows: list[int], wanted: set[str]
+                      ) -> dict[str, int]:
+        """The second-opinion simhashes of the candidates ``wanted``: this batch's, this
+        process's recent admissions', or the facts'."""
+        if self.rules.verify_distance is None \
+                or not any(batch[i].verify is not None for i in rows):
+            return {}
+        local = {c.page_id: c.verify for c in batch if c.verify is not None}
+        for pid in wanted - set(local):
+            if pid in self._verifiers:
+                local[pid] = self._verifiers[pid]
+        missing = wanted - set(local)
+        if missing:
+            local.update(self.facts.verifiers_of(missing))
+        return local  # type: ignore[return-value]
+
+    def _mark_reversed(self, batch: Sequence[Candidate], decisions: list[Decision]) -> None:
+        """Mark the copies whose original declared the copy's URL canonical."""
+        copies = [(c, d) for c, d in zip(batch, decisions)
+                  if d.kind in (EXACT, NEAR) and d.original_id and not d.canonical_link]
+        missing = {d.original_id for _, d in copies if d.original_id not in self._canonicals}
+        if missing:  # "" for a page that declares none: asked once
+            found = self.facts.canonicals_of(missing)  # type: ignore[arg-type]
+            self._canonicals.update({pid: url_key(found[pid]) if pid in found else ""
+                                     for pid in missing if pid})
+        for c, d in copies:
+            if reversed_link(c, d, self._canonicals.get(d.original_id or "")):
+                d.canonical_link = "reversed"
+
+    def _name_originals(self, decisions: list[Decision]) -> None:
+        """Give each copy (and excerpt) its original's URL, host and source: from this
+        process's recent admissions, else the facts."""
+        wanted = {d.original_id for d in decisions if d.original_id} | {
+            d.excerpt.original_id for d in decisions if d.excerpt is not None}
+        missing = {p for p in wanted if p not in self._known}
+        if missing:
+            self._known.update(self.facts.urls_of(missing))  # type: ignore[arg-type]
+        for d in decisions:
+            if d.original_id and d.original_id in self._known:
+                d.original_url, d.original_host, d.source = self._known[d.original_id]
+            if d.excerpt is not None and d.excerpt.original_id in self._known:
+                e = d.excerpt
+                e.original_url, e.original_host, e.source = self._known[e.original_id]
+
+
+def in_memory(config: Any = None, *, capacity: int = 100_000,
+              windows: WindowIndex | None = None) -> tuple[Deduplicator, MemoryFacts]:
+    """A deduplicator on memory stores, set up as the crawl sets up its own (the same
+    rules, k and template learning), and its facts: add each admitted page to them
+    (:meth:`dedup.facts.MemoryFacts.add`) as the crawl stores it.
+
+    Args:
+        config: a :class:`dedup.config.DedupConfig` (default: the crawl's defaults).
+        capacity: pages the index is planned for.
+        windows: registered originals' pinyin windows (``None``: none).
+    """
+    from .config import DedupConfig
+
+    config = config or DedupConfig()
+    facts = MemoryFacts()
+    index = NearDuplicateIndex(MemoryStore(), k=config.max_distance, capacity=capacity)
+    templates = MemoryTemplates(config.template_pages) if config.template_pages else None
+    return Deduplicator(index, MemoryRegistry(), facts, Rules.from_config(config),
+                        windows=windows, templates=templates), facts
+
+
+def on_servers(index: NearDuplicateIndex, client: Any, pages: Any, namespace: str,
+               rules: Rules | None = None, *, journal: Any = None,
+               windows: WindowIndex | None = None,
+               templates: TemplateStore | None = None) -> Deduplicator:
+    """A deduplicator on the crawl's servers: the checksum registry in Redis (with this
+    process's admission journal, if given), the facts from the MongoDB page store and the
+    shared crawl's journals.
+
+    Args:
+        index: the index (over a :class:`~dedup.index.RedisStore`).
+        client: the index's redis-py client.
+        pages: the :class:`~dedup.store.PageStore`.
+        namespace: the index's key prefix.
+        rules, windows, templates: as :class:`Deduplicator`'s.
+        journal: this process's :class:`~dedup.journal.AdmissionJournal`.
+    """
+    return Deduplicator(index, RedisRegistry(client, namespace, journal),
+                        StoreFacts(pages, client, namespace), rules, windows=windows,
+                        templates=templates)

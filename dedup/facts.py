@@ -1,0 +1,162 @@
+"""What the decision reads about pages admitted before: the store behind an interface.
+
+:class:`dedup.deduplicator.Deduplicator` asks, for a batch, which URLs are stored already
+(revisits) and, for its candidates, their URLs, declared canonicals, texts and
+second-opinion simhashes. It holds no client; the facts come from one of
+
+* :class:`MemoryFacts`: pages kept in this process (scans, scripts, unit tests); the
+  caller adds each admitted page (:meth:`MemoryFacts.add`), as the crawl's storage
+  pipeline writes it to MongoDB;
+* :class:`StoreFacts`: the MongoDB page store (:class:`dedup.store.PageStore`), and for
+  pages admitted by another process of a shared crawl and not stored yet, that process's
+  admission journal in Redis (:func:`dedup.journal.journaled`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import redis
+
+from .journal import journaled
+from .store import PageStore, url_key
+
+
+class PageFacts(Protocol):
+    """What the decision reads about admitted pages. Every method takes any iterable and
+    answers for the pages it knows, leaving the others out."""
+
+    def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """``url -> (page id, checksum)`` for the URLs stored already (compared by their
+        canonical form, :func:`dedup.store.url_key`)."""
+
+    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
+        """``page id -> (url, host, source)``."""
+
+    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """``page id -> the URL it declared canonical`` (those that declared one)."""
+
+    def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """``page id -> its text`` (those whose text is kept)."""
+
+    def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
+        """``page id -> second-opinion simhash`` (those that have one)."""
+
+
+@dataclass
+class PageFact:
+    """What :class:`MemoryFacts` keeps of one admitted page."""
+
+    url: str
+    host: str
+    checksum: str | None = None
+    canonical: str | None = None
+    text: str | None = None
+    verify: int | None = None
+    source: str | None = None
+
+
+class MemoryFacts:
+    """Admitted pages kept in this process (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, PageFact] = {}
+        self._by_key: dict[str, str] = {}
+
+    def add(self, page_id: str, fact: PageFact) -> None:
+        """Keep an admitted page (the first page of a URL keeps it)."""
+        self._by_key.setdefault(url_key(fact.url), page_id)
+        self.pages[page_id] = fact
+
+    def add_page(self, page: Any, source: str | None = None) -> None:
+        """Keep an admitted page given as a :class:`dedup.decide.Candidate` (its id,
+        URL, host, checksum, canonical, text and second opinion)."""
+        self.add(page.page_id, PageFact(page.url, page.host, page.checksum, page.canonical,
+                                        page.text, page.verify, source))
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """See :meth:`PageFacts.stored_urls`."""
+        out = {}
+        for url in urls:
+            pid = self._by_key.get(url_key(url))
+            if pid is not None:
+                out[url] = (pid, self.pages[pid].checksum)
+        return out
+
+    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
+        """See :meth:`PageFacts.urls_of`."""
+        return {p: (f.url, f.host, f.source) for p in page_ids
+                if (f := self.pages.get(p)) is not None}
+
+    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """See :meth:`PageFacts.canonicals_of`."""
+        return {p: f.canonical for p in page_ids
+                if (f := self.pages.get(p)) is not None and f.canonical}
+
+    def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """See :meth:`PageFacts.texts_of`."""
+        return {p: f.text for p in page_ids if (f := self.pages.get(p)) is not None and f.text}
+
+    def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
+        """See :meth:`PageFacts.verifiers_of`."""
+        return {p: f.verify for p in page_ids
+                if (f := self.pages.get(p)) is not None and f.verify is not None}
+
+
+class StoreFacts:
+    """The MongoDB store, and the shared crawl's admission journals for pages admitted by
+    another process and not stored yet (see the module docstring).
+
+    Args:
+        pages: the page store.
+        client: the index's Redis (the journals); ``None``: the store alone.
+        namespace: the index's key prefix.
+    """
+
+    def __init__(self, pages: PageStore, client: redis.Redis | None = None,
+                 namespace: str = "") -> None:
+        self.pages = pages
+        self.client = client
+        self.namespace = namespace
+
+    def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """See :meth:`PageFacts.stored_urls`."""
+        return self.pages.stored_urls(urls)
+
+    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
+        """See :meth:`PageFacts.urls_of`: the store, then the journals, then the store
+        once more for a page stored (and its journal entry confirmed) between the two
+        reads."""
+        wanted = set(page_ids)
+        found = self.pages.urls_of(wanted)
+        missing = wanted - found.keys()
+        if missing and self.client is not None:
+            found.update({pid: (e.url, e.host, None) for pid, e in journaled(
+                self.client, self.namespace, missing).items() if e.url})
+            missing -= found.keys()
+            if missing:
+                found.update(self.pages.urls_of(missing))
+        return found
+
+    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """See :meth:`PageFacts.canonicals_of`."""
+        return self.pages.canonicals_of(page_ids)
+
+    def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """See :meth:`PageFacts.texts_of`."""
+        return self.pages.texts_of(page_ids)
+
+    def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
+        """See :meth:`PageFacts.verifiers_of`: the store, then the journals."""
+        wanted = set(page_ids)
+        found = self.pages.verifiers_of(wanted)
+        missing = wanted - found.keys()
+        if missing and self.client is not None:
+            found.update({pid: e.verify for pid, e in journaled(
+                self.client, self.namespace, missing).items() if e.verify is not None})
+        return found

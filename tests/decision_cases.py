@@ -1,0 +1,256 @@
+"""The decision's cases, one per rule of docs/fingerprints.md, written once and run twice:
+on memory stores without any server (tests/unit/test_decision.py) and through the Redis and
+MongoDB adapters (tests/integration/test_decide_servers.py). Each module provides the
+``world`` fixture: a :class:`World` on its stores.
+
+Fingerprints are set by hand (distances exact); texts are generated words, so the text
+check's containment is known: a copy keeps every sentence, a rewrite changes every sixth
+word."""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from dedup.decide import (
+    CHANGED,
+    EXACT,
+    NEAR,
+    NEW,
+    TEMPLATE_ONLY,
+    UNCHANGED,
+    Candidate,
+    Rules,
+)
+from dedup.deduplicator import Deduplicator
+from dedup.simhash import fingerprint
+
+A = 0x0F0F0F0F0F0F0F0F
+
+
+def far(n: int) -> int:
+    """A fingerprint about 32 bits from ``A`` and from every other ``far(m)``."""
+    return random.Random(f"far-{n}").getrandbits(64)
+
+
+class World(Protocol):
+    """Stores shared by every deduplicator a test makes (as by a crawl's processes)."""
+
+    def deduplicator(self, rules: Rules | None = None, *, template_pages: int = 0
+                     ) -> Deduplicator:
+        """A deduplicator on the world's stores (rules: the crawl's by default)."""
+
+    def store(self, page: Candidate) -> None:
+        """Write an admitted page as the crawl's storage pipeline does."""
+
+    def indexed(self) -> int:
+        """Fingerprints in the index."""
+
+
+def words(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+            for _ in range(n)]
+
+
+def article(seed: int, n: int = 240) -> str:
+    """An article of ``n`` generated words, twelve to a line."""
+    w = words(n, seed)
+    return "\n".join(" ".join(w[i:i + 12]) for i in range(0, n, 12))
+
+
+def rewrite(text: str, seed: int) -> str:
+    """Every sixth word replaced: the same topic and words, half of the three-word
+    phrases (a heavy rewrite: containment about 0.5)."""
+    fresh = iter(words(len(text.split()), seed))
+    lines = []
+    for line in text.split("\n"):
+        lines.append(" ".join(next(fresh) if i % 6 == 1 else w
+                              for i, w in enumerate(line.split())))
+    return "\n".join(lines)
+
+
+def page(url: str, fp: int, text: str, *, checksum: str | None = None,
+         verify: int | None = None, canonical: str | None = None,
+         short: bool = False) -> Candidate:
+    checksum = checksum or fingerprint(text).checksum_hex
+    return Candidate(url, url.split("/")[2], checksum, fp, short, verify=verify, text=text,
+                     canonical=canonical)
+
+
+# ----------------------------------------------------------------------------- revisit
+
+def test_a_stored_url_is_a_revisit_unchanged_or_changed_never_a_copy(world: World) -> None:
+    crawl = world.deduplicator()
+    first = page("http://a.example/story?x=1&y=2", A, article(1))
+    assert crawl.decide([first])[0].kind == NEW
+    world.store(first)
+    same = page("http://a.example/story?y=2&x=1", A, article(1))  # canonically one URL
+    edited = page("http://a.example/story?x=1&y=2", A ^ 1, article(2))
+    got = crawl.decide([same]) + crawl.decide([edited])
+    assert [(d.kind, d.page_id) for d in got] == [(UNCHANGED, first.page_id),
+                                                   (CHANGED, first.page_id)]
+
+
+# ---------------------------------------------------------------------- exact and short
+
+def test_an_exact_copy_names_the_admitted_page_that_owns_the_text(world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1))
+    copy = page("http://b.example/1", A ^ 0xFFFF, article(1))  # same text, any simhash
+    assert crawl.decide([original])[0].kind == NEW
+    world.store(original)
+    got = world.deduplicator().decide([copy])[0]  # another process
+    assert (got.kind, got.original_id, got.distance, got.original_url) == (
+        EXACT, original.page_id, 0, "http://a.example/1")
+
+
+def test_short_texts_are_matched_by_checksum_only(world: World) -> None:
+    crawl = world.deduplicator()
+    short = page("http://a.example/s", A, "Page not found", short=True)
+    twin = page("http://b.example/s", A ^ 0xFF00, "Page not found", short=True)
+    near = page("http://c.example/s", A ^ 1, "Page gone", short=True)
+    got = crawl.decide([short, twin, near])
+    assert [d.kind for d in got] == [NEW, EXACT, NEW]
+    assert got[1].original_id == short.page_id
+    assert world.indexed() == 0  # short texts never enter the simhash tables
+
+
+def test_a_dropped_copy_never_owns_its_text(world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1))
+    crawl.decide([original])
+    copy = page("http://b.example/1", A ^ 0b11, article(1) + "\nshare this story")
+    again = page("http://c.example/1", A ^ 0b11, copy.text or "")  # the copy's exact text
+    assert crawl.decide([copy])[0].kind == NEAR
+    got = crawl.decide([again])[0]
+    assert (got.kind, got.original_id) == (NEAR, original.page_id)  # never the copy
+
+
+def test_pages_of_one_batch_with_one_text_follow_the_first(world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1))
+    crawl.decide([original])
+    copy = page("http://b.example/1", A ^ 1, article(1) + "\nmore")
+    copy_again = page("http://c.example/1", A ^ 1, article(1) + "\nmore")
+    fresh = page("http://d.example/1", far(1), article(9))
+    fresh_again = page("http://e.example/1", far(1), article(9))
+    got = crawl.decide([copy, copy_again, fresh, fresh_again])
+    assert [(d.kind, d.original_id) for d in got] == [
+        (NEAR, original.page_id), (NEAR, original.page_id), (NEW, None),
+        (EXACT, fresh.page_id)]
+
+
+def test_deciding_a_batch_again_admits_it_again(world: World) -> None:
+    crawl = world.deduplicator()
+    p = page("http://a.example/1", A, article(1))
+    assert crawl.decide([p])[0].kind == NEW
+    assert crawl.decide([p])[0].kind == NEW  # a retry after a failure: not its own copy
+
+
+# ------------------------------------------------------------------- near: fingerprints
+
+def test_a_candidate_within_the_trust_distance_is_the_original(world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1), verify=0)
+    crawl.decide([original])
+    copy = page("http://b.example/1", A ^ 0b111, article(5), verify=0b11)  # texts unlike
+    got = crawl.decide([copy])[0]
+    assert (got.kind, got.distance, got.containment) == (NEAR, 3, None)
+
+
+def test_a_disagreeing_second_opinion_sends_the_candidate_to_the_text_check(
+        world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1), verify=0)
+    crawl.decide([original])
+    reworded = page("http://b.example/1", A ^ 0b1, rewrite(article(1), 7),
+                    verify=(1 << 20) - 1)  # 20 bits from the original's
+    same_words = page("http://c.example/1", A ^ 0b1, article(1) + "\ncomments",
+                      verify=(1 << 40) - (1 << 20))  # 20 bits from it, 40 from the rewrite's
+    got = crawl.decide([reworded]) + crawl.decide([same_words])
+    assert got[0].kind == NEW
+    assert (got[1].kind, got[1].original_id) == (NEAR, original.page_id)
+    assert got[1].containment == 1.0
+
+
+# ----------------------------------------------------------------------- near: texts
+
+def test_beyond_the_trust_distance_the_texts_decide(world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1))
+    crawl.decide([original])
+    world.store(original)
+    copy = page("http://b.example/1", A ^ 0b11111, article(1) + "\n" + article(3, 36))
+    rewritten = page("http://c.example/1", A ^ 0b111110, rewrite(article(1), 4))
+    other = world.deduplicator()  # another process: the original's text from the store
+    got = other.decide([copy]) + other.decide([rewritten])
+    assert (got[0].kind, got[0].distance) == (NEAR, 5)
+    assert got[0].containment is not None and got[0].containment >= 0.8
+    assert got[1].kind == NEW  # a rewrite keeps the words, not the phrasing
+    assert world.indexed() == 2  # the rewrite was admitted into the index
+
+
+def test_the_text_check_off_leaves_such_candidates_new(world: World) -> None:
+    crawl = world.deduplicator(Rules(verify_containment=None))
+    crawl.decide([page("http://a.example/1", A, article(1))])
+    got = crawl.decide([page("http://b.example/1", A ^ 0b11111, article(1) + "\nmore")])
+    assert got[0].kind == NEW
+
+
+def test_a_candidate_beyond_k_is_not_asked(world: World) -> None:
+    crawl = world.deduplicator()
+    crawl.decide([page("http://a.example/1", A, article(1))])
+    far = page("http://b.example/1", A ^ 0b1111111, article(1) + "\nmore")  # 7 bits
+    assert crawl.decide([far])[0].kind == NEW
+
+
+# ----------------------------------------------------------------- the right original
+
+def test_the_declared_canonical_is_asked_first(world: World) -> None:
+    crawl = world.deduplicator()
+    first = page("http://a.example/1", A, article(1))
+    second = page("http://b.example/1", A ^ 0b111111, article(1) + "\n" + article(8, 60))
+    assert [d.kind for d in crawl.decide([first])] == [NEW]
+    second_got = world.deduplicator(Rules(verify_containment=None)).decide([second])
+    assert second_got[0].kind == NEW  # two versions admitted
+    world.store(first)
+    world.store(second)
+    copy = page("http://c.example/1", A ^ 0b1, article(1) + "\nvia b",
+                canonical="http://b.example/1")
+    got = crawl.decide([copy])[0]
+    assert (got.original_id, got.canonical_link) == (second.page_id, "declared")
+
+
+def test_a_copy_fetched_first_stays_the_original_and_the_record_says_reversed(
+        world: World) -> None:
+    crawl = world.deduplicator()
+    syndicated = page("http://b.example/1", A, article(1) + "\nvia a",
+                      canonical="http://a.example/1")
+    crawl.decide([syndicated])
+    world.store(syndicated)
+    source = page("http://a.example/1", A ^ 1, article(1))
+    got = world.deduplicator().decide([source])[0]
+    assert (got.kind, got.original_id, got.canonical_link) == (
+        NEAR, syndicated.page_id, "reversed")
+
+
+# ------------------------------------------------------------------- template text
+
+def test_a_hosts_learned_template_lines_are_left_out_and_a_page_of_nothing_else_skipped(
+        world: World) -> None:
+    crawl = world.deduplicator(template_pages=2)
+    furniture = "\n".join(" ".join(words(12, 100 + i)) for i in range(4))  # 48 tokens
+    for n in (1, 2):
+        assert crawl.decide([page(f"http://a.example/{n}", far(n),
+                                  article(n) + "\n" + furniture)])[0].kind == NEW
+    later = page("http://a.example/3", far(3), article(3) + "\n" + furniture)
+    assert crawl.decide([later])[0].kind == NEW
+    assert later.template_lines == 4 and later.text == article(3)
+    assert later.simhash == fingerprint(article(3)).simhash  # what the index holds
+    stubs = [page(f"http://a.example/tag/{n}", far(10 + n), furniture) for n in (1, 2)]
+    assert [d.kind for d in crawl.decide(stubs[:1]) + crawl.decide(stubs[1:])] == [
+        TEMPLATE_ONLY, TEMPLATE_ONLY]  # skipped, and never one another's copy
+    elsewhere = page("http://b.example/1", far(20), article(4) + "\n" + furniture)
+    crawl.decide([elsewhere])
+    assert elsewhere.template_lines == 0  # another host's template is its own

@@ -1,0 +1,53 @@
+"""The decision's cases of tests/decision_cases.py through the Redis and MongoDB adapters
+(the checksum registry and index in Redis, the facts from MongoDB and the journals): the
+same verdicts as on memory stores (tests/unit/test_decision.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from decision_cases import *  # noqa: F403 (the shared cases are collected here)
+from dedup.config import DedupConfig
+from dedup.decide import Rules
+from dedup.deduplicator import Deduplicator, on_servers
+from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.store import fingerprint_doc, page_doc, to_int64
+from dedup.templates import HostTemplates
+
+pytestmark = pytest.mark.integration
+
+CONFIG = DedupConfig()
+
+
+class ServerWorld:
+    """The stores of tests/decision_cases.py on the real servers of the test session."""
+
+    def __init__(self, client, pages, namespace: str) -> None:  # type: ignore[no-untyped-def]
+        self.client, self.pages, self.namespace = client, pages, namespace
+        self.tables = RedisStore(client, namespace)
+
+    def deduplicator(self, rules: Rules | None = None, *, template_pages: int = 0
+                     ) -> Deduplicator:
+        index = NearDuplicateIndex(self.tables, k=CONFIG.max_distance, capacity=1000)
+        templates = HostTemplates(self.client, self.namespace, template_pages, refresh=0) \
+            if template_pages else None
+        return on_servers(index, self.client, self.pages, self.namespace,
+                          rules or Rules.from_config(CONFIG), templates=templates)
+
+    def store(self, p) -> None:  # type: ignore[no-untyped-def]
+        extra = {} if p.verify is None else {"simhash2": to_int64(p.verify)}
+        self.pages.save_pages(
+            [page_doc(p.page_id, p.url, p.host, p.checksum, text=p.text,
+                      **({"canonical": p.canonical} if p.canonical else {}))],
+            [fingerprint_doc(p.page_id, p.simhash, checksum=p.checksum, tokens=0,
+                             short=p.short, algorithm="test", **extra)])
+
+    def indexed(self) -> int:
+        return self.tables.count()
+
+
+@pytest.fixture
+def world(redis_client, pages, namespace):  # type: ignore[no-untyped-def]
+    w = ServerWorld(redis_client, pages, namespace)
+    yield w
+    w.tables.clear()
