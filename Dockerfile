@@ -11,9 +11,11 @@ COPY pyproject.toml setup.py README.md ./
 COPY dedup ./dedup
 COPY crawler ./crawler
 COPY console ./console
+COPY cli ./cli
+COPY examples ./examples
 # Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
- && rm -rf dedup crawler console build \
+ && rm -rf dedup crawler console cli examples build \
  && python -c "import dedup, dedup.pinyin as p, sys; sys.exit(dedup.KERNEL != 'cython' or p.KERNEL != 'cython')"
 
 RUN useradd --create-home --uid 10001 crawler

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crawler.demosite import DemoSite, build
+from simcrawl_examples.demosite import DemoSite, build
+
 from dedup.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[1]

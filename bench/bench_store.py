@@ -24,8 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from dedup.ids import new_page_id
 from dedup.services import connect_mongo, free_port
-from dedup.store import PageStore, fingerprint_doc, match_doc, new_page_id
+from dedup.store import PageStore, fingerprint_doc, match_doc
 
 TEXT = ("The harbour wall repairs will go ahead after months of delay, the council said. "
         * 40)
@@ -77,10 +78,10 @@ def run(uri: str, pages: int, batch: int) -> float:
 def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
     import random
 
-    from dedup.decide import Candidate
     from dedup.deduplicator import on_servers
     from dedup.index import NearDuplicateIndex, RedisStore
     from dedup.journal import AdmissionJournal
+    from dedup.page import Page
     from dedup.services import EmbeddedServer, connect_redis
 
     server = EmbeddedServer("redis", folder)
@@ -96,7 +97,7 @@ def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
         journal = AdmissionJournal(client, ns).open()
         decide = on_servers(index, client, store, ns, journal=journal)
         rng = random.Random(1)
-        rows = [Candidate(f"https://a.example/{n}", "a.example", f"{n:032x}",
+        rows = [Page(f"https://a.example/{n}", "a.example", f"{n:032x}",
                           rng.getrandbits(64), False) for n in range(pages)]
         started = time.perf_counter()
         for at in range(0, pages, batch):

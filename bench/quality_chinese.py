@@ -41,10 +41,11 @@ from typing import Any
 from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 
 from dedup.config import DedupConfig
-from dedup.decide import Candidate, Rules, second_opinion
+from dedup.decide import Rules, second_opinion
 from dedup.deduplicator import on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.index.windows import open_window_index
+from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
 from dedup.register import register
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
@@ -127,10 +128,10 @@ def pages_to_decide(originals: list[str], hosts: list[str], jieba: Any
 
 
 def candidate(text: str, n: int, config: DedupConfig, fingerprinter: PinyinFingerprinter
-              ) -> Candidate:
+              ) -> Page:
     fp = fingerprint(text, min_tokens=config.min_tokens, cjk_ngram=config.cjk_ngram)
     url = f"https://pages{n % 50}.example/{n}"
-    return Candidate(url, url.split("/")[2], fp.checksum_hex, fp.simhash, fp.short,
+    return Page(url, url.split("/")[2], fp.checksum_hex, fp.simhash, fp.short,
                      fingerprinter.fingerprint(text),
                      None if fp.short else second_opinion(text, False, config.min_tokens,
                                                           config.cjk_ngram), text=text)

@@ -40,9 +40,10 @@ from typing import Any
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
 from dedup import extract_text
-from dedup.decide import NEW, Candidate, Rules, second_opinion
+from dedup.decide import NEW, Rules, second_opinion
 from dedup.deduplicator import Deduplicator, on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.page import Page
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
 from dedup.simhash import fingerprint
 from dedup.store import PageStore
@@ -107,9 +108,9 @@ def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
                       if template_pages else None)
 
 
-def candidate(name: str, fp: dict, suffix: str = "") -> Candidate:
+def candidate(name: str, fp: dict, suffix: str = "") -> Page:
     url = fp["url"] + suffix
-    return Candidate(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
+    return Page(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
                      verify=fp["verify"], text=fp["text"])
 
 

@@ -283,7 +283,8 @@ def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
                         "for pairs without stored texts (default 10)")
     parser.add_argument("--target", type=float, default=0.9,
                         help="the share of copies k should keep (default 0.9)")
-    parser.add_argument("-k", type=int, default=3, help="the crawl's k, marked (default 3)")
+    parser.add_argument("-k", type=int, default=None, help="the crawl's k, marked (default: "
+                        "the k its index was built with)")
     parser.add_argument("--seed", type=int, default=1, help="sampling seed (default 1)")
     add_service_options(parser)
     return parser
@@ -316,6 +317,10 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
             else:
                 result = calibrate(db, args.max_distance, args.sample, args.examples,
                                    args.overlap, args.verify, args.target, args.seed)
+            if args.k is None:
+                from dedup.store import index_k
+
+                args.k = index_k(db)
     except (ServiceUnavailable, PyMongoError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -333,7 +338,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
                 page(result, args.k, png, args.overlap), encoding="utf-8")
             (args.output / "calibrate.json").write_text(json.dumps({
                 "found": result.found, "judged": result.judged, "copies": result.copies,
-                "suggested_k": suggestion, "fingerprints": result.fingerprints,
+                "suggested_k": suggestion, "k": args.k, "fingerprints": result.fingerprints,
                 "overlap": args.overlap, "target": args.target}, indent=1), encoding="utf-8")
         except OSError as exc:
             print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)

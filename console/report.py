@@ -253,17 +253,21 @@ def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str
     return "\n".join(parts)
 
 
-def write_report(db: Any, out: Path, k: int = 3, crawl_id: str | None = None,
+def write_report(db: Any, out: Path, k: int | None = None, crawl_id: str | None = None,
                  since: dt.datetime | None = None, until: dt.datetime | None = None,
                  progress: Any = None, title: str = "simcrawl report") -> Findings:
     """Collect, draw and write ``report.html``, the PNG files and ``report.json`` to
-    ``out`` (created if missing)."""
+    ``out`` (created if missing); ``k`` (marked on the distance histogram) defaults to the
+    k the crawl's index was built with (:func:`dedup.store.index_k`)."""
+    from dedup.store import index_k
+
     out.mkdir(parents=True, exist_ok=True)
+    k = index_k(db) if k is None else k
     found = collect(db, crawl_id, since, until, progress)
     drawn = figures(found, k, out)
     (out / "report.html").write_text(page(found, drawn, title), encoding="utf-8")
-    (out / "report.json").write_text(json.dumps(found.__dict__, indent=1, default=str),
-                                     encoding="utf-8")
+    (out / "report.json").write_text(json.dumps({"k": k, **found.__dict__}, indent=1,
+                                                default=str), encoding="utf-8")
     return found
 
 
@@ -275,8 +279,8 @@ def build_parser(prog: str = "simcrawl report") -> argparse.ArgumentParser:
         "report.json.")
     parser.add_argument("-o", "--output", default="simcrawl-report",
                         help="folder to write to (default ./simcrawl-report)")
-    parser.add_argument("-k", type=int, default=3, help="the crawl's k, marked on the "
-                        "distance histogram (default 3)")
+    parser.add_argument("-k", type=int, default=None, help="k, marked on the distance "
+                        "histogram (default: the k the crawl's index was built with)")
     add_options(parser)
     return parser
 

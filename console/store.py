@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from dedup.config import DEMO_DATABASE
+
 
 def iso_time(text: str) -> dt.datetime:
     """An ISO date or time from the command line (UTC unless it says otherwise)."""
@@ -23,11 +25,6 @@ def iso_time(text: str) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
-#: The database the demo crawl (``./simcrawl`` with no URL) fills.
-DEMO_DATABASE = "simcrawl_demo"
-
-#: The Redis namespace of the demo crawl's index.
-DEMO_NAMESPACE = "demo"
 
 
 def add_options(parser: argparse.ArgumentParser, redis: bool = False) -> None:

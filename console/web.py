@@ -276,7 +276,7 @@ def crawl_state(record: dict[str, Any], now: dt.datetime) -> str:
 
 def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = None,
                token: str | None = None, secret_key: str | None = None,
-               uploads: Path | None = None, k: int = 3, refresh: float = 60.0,
+               uploads: Path | None = None, k: int | None = None, refresh: float = 60.0,
                figures_folder: Path | None = None) -> Flask:
     """The console's Flask application over the database ``db``.
 
@@ -288,12 +288,13 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
             the login form).
         secret_key: signs the session and CSRF tokens (default: random per start).
         uploads: where uploaded originals are kept (their ``file://`` URL names them).
-        k: the crawl's k, marked on the distance histogram.
+        k: marked on the distance histogram (default: the k the crawl's index was
+            built with, :func:`dedup.store.index_k`).
         refresh: seconds between two drawings of the dashboard's figures.
         figures_folder: where the figures are drawn (default: a temporary folder).
     """
     from dedup.index import DEFAULT_NAMESPACE
-    from dedup.store import PageStore
+    from dedup.store import PageStore, index_k
 
     here = Path(__file__).resolve().parent
     app = Flask("console", template_folder=str(here / "templates"),
@@ -302,13 +303,13 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
                       MAX_CONTENT_LENGTH=MAX_UPLOAD, SESSION_COOKIE_SAMESITE="Lax",
                       SESSION_COOKIE_HTTPONLY=True, WTF_CSRF_TIME_LIMIT=None)
     CSRFProtect(app)
-    cache = FigureCache(db, k, refresh, figures_folder or Path(tempfile.mkdtemp(
+    namespace = namespace or DEFAULT_NAMESPACE
+    cache = FigureCache(db, index_k(db, namespace) if k is None else k, refresh, figures_folder or Path(tempfile.mkdtemp(
         prefix="simcrawl-web-")))
     app.extensions["simcrawl_figures"] = cache
     cache.current()  # the first drawing starts now, not on the first visit
     store = PageStore(db.client, db.name)
     store.ensure_indexes()
-    namespace = namespace or DEFAULT_NAMESPACE
     digest = hashlib.sha256(token.encode()).hexdigest() if token else None
 
     def authorised() -> bool:
@@ -554,8 +555,8 @@ def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--threads", type=int, default=8,
                         help="requests served at once (default 8)")
-    parser.add_argument("-k", type=int, default=3, help="the crawl's k, marked on the "
-                        "distance histogram (default 3)")
+    parser.add_argument("-k", type=int, default=None, help="k, marked on the distance "
+                        "histogram (default: the k the crawl's index was built with)")
     parser.add_argument("--refresh", type=float, default=60.0, help="seconds between two "
                         "drawings of the dashboard's figures (default 60)")
     parser.add_argument("--uploads", type=Path, default=None, help="where registered "
@@ -569,7 +570,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     service unreachable)."""
     from waitress import serve
 
-    from console.store import DEMO_DATABASE, DEMO_NAMESPACE, choose_database
+    from console.store import choose_database
+    from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
     from dedup.errors import ServiceUnavailable
     from dedup.services import (
         DEFAULT_DATA_DIR,

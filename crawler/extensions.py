@@ -7,10 +7,13 @@ import json
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class JobGuard:
         self.marker.write_text("a crawl runs (or ran and did not close cleanly)\n")
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> JobGuard:
+    def from_crawler(cls, crawler: Crawler) -> JobGuard:
         jobdir = crawler.settings.get("JOBDIR")
         if not jobdir:
             raise NotConfigured("no JOBDIR")
@@ -64,7 +67,7 @@ class JobGuard:
         self.marker.unlink(missing_ok=True)
 
 
-def crawl_counters(crawler: Any) -> dict[str, Any]:
+def crawl_counters(crawler: Crawler) -> dict[str, Any]:
     """A crawl process's counters now, from its Scrapy stats: fetched, admitted, dropped,
     revisits, skipped, lost, queue length (-1: unknown) and seconds since it started. What
     the live display, the progress file and the ``crawls`` record of a running crawl show."""
@@ -106,14 +109,14 @@ class ProgressFile:
     Settings: SIMCRAWL_PROGRESS_FILE (off without it), SIMCRAWL_PROGRESS_SECONDS.
     """
 
-    def __init__(self, crawler: Any, path: Path, interval: float) -> None:
+    def __init__(self, crawler: Crawler, path: Path, interval: float) -> None:
         self.crawler = crawler
         self.path = path
         self.interval = interval
         self._loop: Any = None
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> ProgressFile:
+    def from_crawler(cls, crawler: Crawler) -> ProgressFile:
         path = crawler.settings.get("SIMCRAWL_PROGRESS_FILE")
         if not path:
             raise NotConfigured("no SIMCRAWL_PROGRESS_FILE")

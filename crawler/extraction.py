@@ -22,7 +22,6 @@ import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -34,41 +33,17 @@ from twisted.internet.threads import deferToThread
 
 import dedup
 from dedup.config import DedupConfig
-from dedup.decide import second_opinion
-from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter
-from dedup.templates import block_keys
-from dedup.text import ExtractedText, parse_html
+from dedup.page import Page
+from dedup.pages import (
+    Params,
+    declared_canonical,
+    fingerprint_params,
+    fingerprint_text,
+    read_html,
+)
+from dedup.text import parse_html
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PageText:
-    """A page's main text and its fingerprint.
-
-    Attributes:
-        text: the main text; method: how it was found (see :class:`dedup.ExtractedText`);
-        checksum: hex checksum of the normalised text; simhash: the 64-bit simhash;
-        tokens: features hashed; short: fewer tokens than ``DEDUP_MIN_TOKENS`` (matched by
-        checksum only); verify: the second-opinion simhash on word pairs (``None`` when
-        ``DEDUP_VERIFY_DISTANCE`` is -1 or the text is short); pinyin: the pinyin fingerprint (``None`` when ``DEDUP_PINYIN`` is
-        off; no windows when the text has too few Han characters); links, title,
-        language, canonical: from the same parse (:func:`read_page`).
-    """
-
-    text: str
-    method: str
-    checksum: str
-    simhash: int
-    tokens: int
-    short: bool
-    pinyin: PinyinFingerprint | None = None
-    verify: int | None = None
-    links: list[str] | None = None
-    title: str | None = None
-    language: str | None = None
-    canonical: str | None = None
-    blocks: list[int | None] | None = None
 
 
 class ParsedResponse(HtmlResponse):
@@ -94,29 +69,17 @@ def link_extractor() -> LinkExtractor:
     return LinkExtractor()
 
 
-def declared_canonical(response: HtmlResponse) -> str | None:
-    """The URL a page declares as its canonical version: ``<link rel="canonical">``,
-    else ``<meta property="og:url">``, made absolute; ``None`` when it declares none (or
-    not an http(s) URL)."""
-    href = (response.css('link[rel~="canonical"]::attr(href)').get()
-            or response.css('meta[property="og:url"]::attr(content)').get() or "").strip()
-    if not href:
-        return None
-    absolute = response.urljoin(href)
-    return absolute if absolute.startswith(("http://", "https://")) else None
-
-
-def read_page(body: bytes, url: str, encoding: str | None, fast: bool
-              ) -> tuple[ExtractedText, list[str] | None, str | None, str | None, str | None]:
-    """Parse a page once: its main text, its links, title, language and declared
-    canonical URL (:func:`declared_canonical`).
+def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Page:
+    """Parse a page once: its main text, the URL it declares canonical and its
+    fingerprints (:mod:`dedup.pages`, the one reading of a page), and its links, title and
+    language (Scrapy's link extractor and selectors, on the same tree).
 
     ``encoding`` is the one the crawl process found (``response.encoding``: HTTP header,
     BOM, ``<meta>``); ``None`` for a page whose links are not wanted (then the body is
-    decoded by trafilatura and no links are returned).
+    decoded as :func:`dedup.pages.read_html` does and no links are returned).
     """
     if encoding is None:
-        return dedup.extract_text(body, url, fast=fast), None, None, None, None
+        return read_html(body, url, params)
     response = HtmlResponse(url, body=body, encoding=encoding)
     text = response.text
     tree = parse_html(text)
@@ -125,49 +88,17 @@ def read_page(body: bytes, url: str, encoding: str | None, fast: bool
     links = [lk.url for lk in link_extractor().extract_links(response)]
     title = (response.css("title::text").get() or "").strip() or None
     language = response.css("html::attr(lang)").get()
-    return (dedup.extract_text(text, url, fast=fast, tree=tree), links, title, language,
-            declared_canonical(response))
-
-
-Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool, bool]
-
-
-@lru_cache(maxsize=4)
-def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
-                         ) -> PinyinFingerprinter:
-    """One fingerprinter per parameter set (its tables are built once per process)."""
-    return PinyinFingerprinter(size=size, overlap=overlap, q=q, anchors=anchors)
+    return fingerprint_text(dedup.extract_text(text, url, fast=params[0], tree=tree), params,
+                            url, canonical=declared_canonical(tree, url, text), links=links,
+                            title=title, language=language)
 
 
 def extract_and_fingerprint(body: bytes, url: str, params: Params,
-                            encoding: str | None = None) -> PageText:
+                            encoding: str | None = None) -> Page:
     """Extract a page's main text and fingerprint it (runs in a worker); with an
     ``encoding``, also its links, title and language from the same parse
-    (:func:`read_page`).
-
-    ``params`` is ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
-    templates)``, from :func:`fingerprint_params` (``pinyin``: ``(size, overlap, q,
-    anchors)`` or ``None``; ``verify``: also compute the second-opinion simhash;
-    ``templates``: also the text's block keys, :func:`dedup.templates.block_keys`).
-    """
-    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
-    page, links, title, language, canonical = read_page(body, url, encoding, fast)
-    fp = dedup.fingerprint(page.text, shingle=shingle, drop_numbers=drop_numbers,
-                           min_tokens=min_tokens, cjk_ngram=cjk_ngram)
-    py = pinyin_fingerprinter(*pinyin).fingerprint(page.text) if pinyin else None
-    second = second_opinion(page.text, drop_numbers, min_tokens, cjk_ngram) \
-        if verify and not fp.short else None
-    blocks = block_keys(page.text) if templates and not fp.short else None
-    return PageText(page.text, page.method, fp.checksum_hex, fp.simhash, fp.tokens, fp.short,
-                    py, second, links, title, language, canonical, blocks)
-
-
-def fingerprint_params(config: DedupConfig) -> Params:
-    """The settings :func:`extract_and_fingerprint` needs, as a small picklable tuple."""
-    pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q,
-               config.pinyin_anchors) if config.pinyin else None)
-    return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
-            config.cjk_ngram, pinyin, config.verify_distance >= 0, config.template_pages > 0)
+    (:func:`read_page`). ``params``: :func:`dedup.pages.fingerprint_params`."""
+    return read_page(body, url, encoding, params)
 
 
 def worker_count(setting: int) -> int:
@@ -221,7 +152,7 @@ class Extractor:
             return self._pool
 
     def submit(self, body: bytes, url: str, encoding: str | None = None) -> Deferred:
-        """A Deferred that fires with the page's :class:`PageText` (or fails with the
+        """A Deferred that fires with the page's :class:`Page` (or fails with the
         extraction's error), in the reactor thread. With the page's ``encoding`` the
         result carries its links, title and language too."""
         if self.workers == 0:
@@ -280,17 +211,3 @@ class Extractor:
 
     def __repr__(self) -> str:
         return f"Extractor(workers={self.workers})"
-
-
-def apply(item: Any, page: PageText) -> None:
-    """Copy a :class:`PageText` onto a :class:`~crawler.items.PageItem`."""
-    item.text, item.extraction = page.text, page.method
-    item.checksum, item.simhash = page.checksum, page.simhash
-    item.tokens, item.short = page.tokens, page.short
-    item.pinyin = page.pinyin
-    item.verify = page.verify
-    item.blocks = page.blocks
-    if page.links is not None:
-        item.outlinks = page.links
-        item.title, item.language = page.title, page.language
-        item.canonical = page.canonical

@@ -38,18 +38,21 @@ import os
 import socket
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler as MemoryScheduler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
-log = logging.getLogger(__name__)
+from crawler.wiring import frontier_of, wiring_of
 
-#: ``SIMCRAWL_FRONTIER`` values.
-FRONTIERS = ("memory", "redis")
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+log = logging.getLogger(__name__)
 
 #: Seconds without work anywhere before a shared crawl ends (``SIMCRAWL_IDLE_SECONDS``).
 IDLE_SECONDS = 10.0
@@ -144,34 +147,22 @@ class Scheduler(MemoryScheduler):
     """
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> Any:
+    def from_crawler(cls, crawler: Crawler) -> Any:
         if frontier_of(crawler.settings) == "redis":
             return SharedFrontier.from_crawler(crawler)
         return super().from_crawler(crawler)
-
-
-def frontier_of(settings: Any) -> str:
-    """``SIMCRAWL_FRONTIER``, checked.
-
-    Raises:
-        ValueError: not ``memory`` or ``redis``.
-    """
-    kind = str(settings.get("SIMCRAWL_FRONTIER") or "memory").strip().lower()
-    if kind not in FRONTIERS:
-        raise ValueError(f"SIMCRAWL_FRONTIER must be memory or redis, got {kind!r}")
-    return kind
 
 
 class SharedFrontier(RedisScheduler):
     """scrapy-redis's scheduler on the crawl's namespace (see the module docstring)."""
 
     owner: str = ""
+    #: whether this process has said it has work (``{ns}:frontier:active:{owner}``)
+    active: bool = False
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> SharedFrontier:
-        from crawler.runtime import get_runtime
-
-        runtime = get_runtime(crawler)  # the services (embedded ones included)
+    def from_crawler(cls, crawler: Crawler) -> SharedFrontier:
+        runtime = wiring_of(crawler)  # the services (embedded ones included)
         server = runtime.client  # the index's server and client
         keys = frontier_keys(runtime.config.namespace)
         dupefilter = RFPDupeFilter(server, keys["seen"],
@@ -186,8 +177,8 @@ class SharedFrontier(RedisScheduler):
         scheduler.namespace = runtime.config.namespace
         scheduler.inflight_prefix = keys["inflight"]
         scheduler.inflight_key = f"{keys['inflight']}:{scheduler.owner}"
-        scheduler._active = False
-        runtime.frontier = scheduler  # the middleware and the pipeline settle requests
+        scheduler.active = False
+        runtime.attach_frontier(scheduler)  # the middleware and the pipeline settle requests
         scheduler.runtime = runtime
         return scheduler
 
@@ -237,12 +228,14 @@ class SharedFrontier(RedisScheduler):
         return moved
 
     def next_request(self) -> Any:
-        if not self._active:  # say "I have work" before taking any, so no one ends early
+        if not self.active:  # say "I have work" before taking any, so no one ends early
             self.mark(True)
         member = self._pop(keys=[self.queue.key, self.inflight_key])
         if member is None:
             return None
-        request = self.queue._decode_request(member)
+        # our pop script hands back the raw member, and scrapy-redis offers no public
+        # decoding of one (its queues decode inside pop): decoded as they encode it
+        request = request_from_dict(JsonSerializer.loads(member), spider=self.spider)
         request.meta[INFLIGHT_ID] = hashlib.sha1(member).hexdigest()
         self.stats.inc_value("scheduler/dequeued/redis")
         return request
@@ -261,6 +254,10 @@ class SharedFrontier(RedisScheduler):
         ids = [i for i in ids if i]
         if ids:
             self.server.hdel(self.inflight_key, *ids)
+
+    def settle_request(self, request: Request) -> None:
+        """A request whose outcome needs nothing stored (a failure, a skip)."""
+        self.settle([request.meta.get(INFLIGHT_ID, "")])
 
     def requeue_dead(self, dead: list[str], sweep: bool = False) -> int:
         """Put the in-flight requests of dead processes (``dead`` owner tokens) back into
@@ -287,7 +284,7 @@ class SharedFrontier(RedisScheduler):
     def mark(self, active: bool) -> None:
         """Publish whether this process has work (with the lease's expiry: a dead
         process stops counting as active)."""
-        self._active = active
+        self.active = active
         host = f"{socket.gethostname()}:{os.getpid()}"
         if active:
             self.server.set(self.active_key, host, px=int(self.lease * 1000))
@@ -329,14 +326,14 @@ class SharedCrawlEnd:
     Settings: SIMCRAWL_FRONTIER, SIMCRAWL_IDLE_SECONDS, SIMCRAWL_KEEP_WAITING.
     """
 
-    def __init__(self, crawler: Any, idle_seconds: float, keep_waiting: bool) -> None:
+    def __init__(self, crawler: Crawler, idle_seconds: float, keep_waiting: bool) -> None:
         self.crawler = crawler
         self.idle_seconds = idle_seconds
         self.keep_waiting = keep_waiting
         self._quiet_since: float | None = None
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> SharedCrawlEnd:
+    def from_crawler(cls, crawler: Crawler) -> SharedCrawlEnd:
         if frontier_of(crawler.settings) != "redis":
             raise NotConfigured("SIMCRAWL_FRONTIER is memory")
         idle = crawler.settings.getfloat("SIMCRAWL_IDLE_SECONDS", IDLE_SECONDS)
@@ -348,8 +345,8 @@ class SharedCrawlEnd:
         return ext
 
     def _scheduler(self) -> SharedFrontier | None:
-        engine = self.crawler.engine
-        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        """The shared frontier, as it attached itself to the crawl's wiring."""
+        scheduler = wiring_of(self.crawler).frontier
         return scheduler if isinstance(scheduler, SharedFrontier) else None
 
     def spider_idle(self, spider: Any = None) -> None:
@@ -359,7 +356,7 @@ class SharedCrawlEnd:
         if len(scheduler.queue):  # work is waiting: take it
             self._quiet_since = None
             raise DontCloseSpider
-        if scheduler._active:
+        if scheduler.active:
             scheduler.mark(False)
         now = time.monotonic()
         if scheduler.others_active() or self.keep_waiting:
@@ -377,11 +374,3 @@ class SharedCrawlEnd:
         scheduler = self._scheduler()
         if scheduler is not None and reason == "finished" and getattr(self, "_finished", False):
             scheduler.clear_frontier()
-
-
-def settle_request(crawler: Any, request: Any) -> None:
-    """A request whose outcome needs nothing stored (a failure, a skip): settle it."""
-    runtime = getattr(crawler, "_simcrawl_runtime", None)
-    frontier = getattr(runtime, "frontier", None)
-    if frontier is not None and request is not None:
-        frontier.settle([request.meta.get(INFLIGHT_ID, "")])

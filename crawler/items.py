@@ -14,6 +14,8 @@ import datetime as dt
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from dedup.page import Page
+
 
 def _pinyin_codes(fp: Any) -> list[int] | None:
     return None if fp is None else list(fp.codes)
@@ -24,39 +26,24 @@ def _count(values: Any) -> int | None:
 
 
 @dataclass(repr=False)
-class PageItem:
-    """A fetched page. The spider fills the fetch fields; the dedup middleware adds the
-    text, fingerprint and decision before the item reaches the storage pipeline."""
+class PageItem(Page):
+    """A fetched page: a :class:`dedup.page.Page` (the one shape a page has from its
+    reading to its storage) with what the crawl knows of it. The spider fills the fetch
+    fields; the dedup middleware has it read (text, fingerprints, links) and decided
+    before it reaches the storage pipeline."""
 
-    url: str
-    host: str
-    status: int
+    status: int = 0
     depth: int = 0
     referer: str | None = None
-    title: str | None = None
-    language: str | None = None
-    canonical: str | None = None  # the URL the page declares canonical (rel=canonical, og:url)
-    # its text's line keys, for the hosts' template text (exported as their count)
-    blocks: list[int | None] | None = field(default=None, metadata={"serializer": _count})
-    fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     # the HTML (emptied once decided); exported as its length, never as bytes
     body: bytes = field(default=b"", metadata={"serializer": len})
     encoding: str | None = None
-    # set by the middleware
-    page_id: str | None = None
-    text: str = ""
-    extraction: str = ""
-    checksum: str = ""
-    simhash: int = 0
-    tokens: int = 0
-    short: bool = False
-    decision: str = ""
-    # dedup.pinyin.PinyinFingerprint of a Chinese page; exported as its window codes
-    pinyin: Any = field(default=None, metadata={"serializer": _pinyin_codes})
-    verify: int | None = None  # the second-opinion simhash (word pairs)
-    # links found on the page, when the extraction worker read them (exported as a count)
-    outlinks: list[str] | None = field(default=None, metadata={"serializer": _count})
+    decision: str = ""  # set by the middleware: new / unchanged / changed
     extra: dict[str, Any] = field(default_factory=dict)
+    # exported as their count, their codes, their count
+    blocks: list[int | None] | None = field(default=None, metadata={"serializer": _count})
+    pinyin: Any = field(default=None, metadata={"serializer": _pinyin_codes})
+    links: list[str] | None = field(default=None, metadata={"serializer": _count})
 
     def __repr__(self) -> str:  # one short line in logs, never the page's text
         return (f"PageItem({self.url}, {self.decision or 'undecided'}, status {self.status}, "
@@ -117,7 +104,11 @@ class FrontierReceipt:
     inflight: str
 
 
+#: The decision's working fields of a page, not exported.
+_INTERNAL = {"templated", "rest"}
+
 #: Every field of both items, pages' first: the columns of a feed export (a CSV file's
 #: header is otherwise the first item's fields only).
 EXPORT_FIELDS = list(dict.fromkeys(
-    [f.name for f in fields(PageItem)] + [f.name for f in fields(MatchItem)]))
+    [f.name for f in fields(PageItem) if f.name not in _INTERNAL]
+    + [f.name for f in fields(MatchItem)]))

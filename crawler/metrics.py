@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class PrometheusMetrics:
     ``SIMCRAWL_METRICS_ADDRESS`` (default ``127.0.0.1``).
     """
 
-    def __init__(self, crawler: Any, port: int, address: str) -> None:
+    def __init__(self, crawler: Crawler, port: int, address: str) -> None:
         from prometheus_client import CollectorRegistry, Histogram, start_http_server
 
         self.registry = CollectorRegistry()
@@ -95,7 +98,7 @@ class PrometheusMetrics:
         log.info("Prometheus metrics on http://%s:%d/metrics", address, self.port)
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> PrometheusMetrics:
+    def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
         raw = crawler.settings.get("SIMCRAWL_METRICS_PORT") or 0
         try:
             port = int(raw)
@@ -115,11 +118,11 @@ class PrometheusMetrics:
         self.server.server_close()
 
 
-def set_latency_observer(crawler: Any, observe: Any) -> None:
+def set_latency_observer(crawler: Crawler, observe: Any) -> None:
     """Have the dedup middleware report each decision's latency to ``observe(seconds)``."""
     crawler.simcrawl_observe_decision = observe
 
 
-def latency_observer(crawler: Any) -> Any:
+def latency_observer(crawler: Crawler) -> Any:
     """The function that records a decision's latency, or ``None``."""
     return getattr(crawler, "simcrawl_observe_decision", None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy.exceptions import NotConfigured
@@ -13,40 +13,24 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
-from crawler.extraction import Extractor, apply
 from crawler.frontier import INFLIGHT_ID
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.metrics import latency_observer
-from crawler.runtime import Runtime, get_runtime
-from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Candidate, Decision, Excerpt
+from crawler.steps import fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.wiring import Wiring, wiring_of
+from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.errors import ServiceUnavailable
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
-#: Bytes of a body sniffed for binary content.
-_SNIFF = 2048
+log = logging.getLogger(__name__)
 
 #: Seconds a page waits for others to share its decision batch.
 BATCH_WAIT = 0.01
 
 #: Why a page was not decided (it counts as lost, not skipped).
 LOST = "lost"
-
-
-def stop_crawl(crawler: Any, reason: str) -> None:
-    """Close the spider (once; later calls join the first) with ``reason``."""
-    from scrapy.utils.defer import deferred_from_coro
-
-    engine = crawler.engine
-    if engine is not None and engine.spider is not None:
-        deferred_from_coro(engine.close_spider_async(reason=reason))
-
-
-async def sleep(seconds: float) -> None:
-    """Wait without blocking the reactor."""
-    from twisted.internet import reactor, task
-
-    await maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
 
 
 class Batcher:
@@ -92,32 +76,6 @@ class Batcher:
         deferToThread(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
 
 
-async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
-    """Extract the item's main text and fingerprint it (in place, off the reactor thread).
-
-    Returns:
-        ``None``, or the reason to skip the page: ``"empty_text"`` (no text at all) or
-        ``"extract_failed"`` (the extractor raised or its worker died; logged).
-    """
-    try:
-        page = await maybe_deferred_to_future(extractor.submit(item.body, item.url,
-                                                               item.encoding))
-    except Exception as exc:  # noqa: BLE001  (one bad page must not stop the crawl)
-        log.error("extracting %s failed: %s: %s", item.url, type(exc).__name__, exc)
-        return "extract_failed"
-    apply(item, page)
-    return None if page.tokens > 0 else "empty_text"
-
-
-def skip_reason(item: PageItem, text_response: bool) -> str | None:
-    if not text_response:
-        return "not_html"
-    head = item.body[:_SNIFF]
-    if b"\x00" in head or head.startswith((b"\x89PNG", b"%PDF", b"GIF8", b"\xff\xd8\xff")):
-        return "binary"
-    return None
-
-
 class NearDuplicateMiddleware:
     """Drop near-duplicate pages and their outlinks (a spider middleware).
 
@@ -130,7 +88,7 @@ class NearDuplicateMiddleware:
     of :class:`dedup.config.DedupConfig`; REDIS_URL, MONGO_URI.
     """
 
-    def __init__(self, crawler: Any, runtime: Runtime) -> None:
+    def __init__(self, crawler: Crawler, runtime: Wiring) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.runtime = runtime
@@ -142,10 +100,10 @@ class NearDuplicateMiddleware:
         runtime.worker_links = True  # the site spider leaves each page's links to us
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> NearDuplicateMiddleware:
+    def from_crawler(cls, crawler: Crawler) -> NearDuplicateMiddleware:
         if not crawler.settings.getbool("DEDUP_ENABLED", True):
             raise NotConfigured("DEDUP_ENABLED is off")
-        return cls(crawler, get_runtime(crawler))
+        return cls(crawler, wiring_of(crawler))
 
     async def _decide(self, item: PageItem) -> Decision | str:
         """Extract and fingerprint off the reactor thread, then decide together with the
@@ -161,13 +119,10 @@ class NearDuplicateMiddleware:
         reason = await fingerprint_item(item, self.runtime.extractor)
         if reason is not None:
             return reason
-        candidate = Candidate(item.url, item.host, item.checksum, item.simhash, item.short,
-                              item.pinyin, item.verify, text=item.text,
-                              canonical=item.canonical, blocks=item.blocks)
         delay = 0.25
         while True:
             try:
-                decision = await maybe_deferred_to_future(self.batcher.submit(candidate))
+                decision = await maybe_deferred_to_future(self.batcher.submit(item))
             except ServiceUnavailable as exc:
                 if not self._wait_for_services(exc):
                     return LOST
@@ -180,10 +135,8 @@ class NearDuplicateMiddleware:
                 self._outage_since = None
             if decision.kind == TEMPLATE_ONLY:
                 return TEMPLATE_ONLY  # a skip: nothing but the site's own text
-            # the fingerprints the index holds (without the host's template lines, if any)
-            item.simhash, item.verify = candidate.simhash, candidate.verify
-            if candidate.template_lines:
-                self.stats.inc_value("dedup/template_lines_left_out", candidate.template_lines)
+            if item.template_lines:  # its fingerprints are the rest's (what the index holds)
+                self.stats.inc_value("dedup/template_lines_left_out", item.template_lines)
             return decision
 
     def _excerpt_record(self, page: PageItem, excerpt: Excerpt) -> MatchItem:
@@ -318,8 +271,8 @@ class NearDuplicateMiddleware:
         that are not HTML or are binary; parsed here when the worker failed)."""
         if page.encoding is None or reason == "binary":
             return []
-        if page.outlinks is not None:
-            return page.outlinks
+        if page.links is not None:
+            return page.links
         return self.crawler.spider.links_of(response)  # type: ignore[no-any-return]
 
     def _follow(self, page: PageItem, response: scrapy.http.Response,
@@ -354,8 +307,8 @@ class ServiceGuard:
         self._logged = False
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> ServiceGuard:
-        runtime = get_runtime(crawler)
+    def from_crawler(cls, crawler: Crawler) -> ServiceGuard:
+        runtime = wiring_of(crawler)
         forbidden = {(name, port) for url in (runtime.redis_url, runtime.mongo_uri)
                      for host, port in _addresses(url) for name in _names_of(host)}
         raw = crawler.settings.get("SIMCRAWL_ALLOWED_PORTS") or ""

@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -17,23 +17,18 @@ from twisted.internet.threads import deferToThread
 
 from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
-from crawler.middlewares import fingerprint_item, skip_reason, sleep, stop_crawl
-from crawler.runtime import Runtime, get_runtime
+from crawler.steps import fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.wiring import Wiring, wiring_of
 from dedup.errors import ServiceUnavailable
+from dedup.ids import new_page_id
 from dedup.journal import lost_pages
-from dedup.store import (
-    fingerprint_doc,
-    match_doc,
-    new_page_id,
-    object_id,
-    page_doc,
-    pinyin_doc,
-    to_int64,
-)
+from dedup.store import fingerprint_document, match_doc, object_id, page_document
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
-ALGORITHM = "simhash64-xxh3"
 
 #: Seconds between two updates of a running crawl's ``crawls`` record
 #: (``SIMCRAWL_RECORD_SECONDS``; 0 turns them off: the record is written at the end only).
@@ -53,7 +48,7 @@ class StoragePipeline:
     the spider closes, and the summary is written after that.
     """
 
-    def __init__(self, crawler: Any, runtime: Runtime) -> None:
+    def __init__(self, crawler: Crawler, runtime: Wiring) -> None:
         self.crawler = crawler
         self.runtime = runtime
         self.config = runtime.config
@@ -68,8 +63,8 @@ class StoragePipeline:
         self._failing_since: float | None = None
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> StoragePipeline:
-        return cls(crawler, get_runtime(crawler))
+    def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
+        return cls(crawler, wiring_of(crawler))
 
     def open_spider(self, spider: Any = None) -> None:
         self._loop = task.LoopingCall(self._flush_in_thread)
@@ -115,26 +110,12 @@ class StoragePipeline:
             item.page_id, item.decision = new_page_id(), "new"
             item.body = b""
         if isinstance(item, PageItem) and item.decision == "new":
-            fields = {"status": item.status, "title": item.title, "language": item.language,
-                      "depth": item.depth,
-                      "referer": item.referer, "text_length": len(item.text),
-                      "extraction": item.extraction, "crawl_id": self.runtime.crawl_id,
-                      "encoding": item.encoding}
-            if self.config.store_text:
-                fields["text"] = item.text
-            if item.canonical:
-                fields["canonical"] = item.canonical
             with self._lock:
-                self.pages.append(page_doc(item.page_id or "", item.url, item.host,
-                                           item.checksum, item.fetched_at, **fields))
-                extra: dict[str, Any] = {}
-                if item.verify is not None:
-                    extra["simhash2"] = to_int64(item.verify)
-                if item.pinyin is not None and item.pinyin.codes:
-                    extra["pinyin"] = pinyin_doc(item.pinyin, self.runtime.pinyin_params)
-                self.fingerprints.append(fingerprint_doc(
-                    item.page_id or "", item.simhash, checksum=item.checksum,
-                    tokens=item.tokens, short=item.short, algorithm=ALGORITHM, **extra))
+                self.pages.append(page_document(
+                    item, store_text=self.config.store_text, status=item.status,
+                    depth=item.depth, referer=item.referer, crawl_id=self.runtime.crawl_id,
+                    encoding=item.encoding))
+                self.fingerprints.append(fingerprint_document(item, self.runtime.pinyin_params))
         elif isinstance(item, MatchItem):
             evidence: dict[str, Any] = {"title": item.title, "fetched_at": item.fetched_at}
             if item.source:

@@ -21,6 +21,44 @@ from pathlib import Path
 from typing import Any
 
 
+class CrawlDidNotRun(Exception):
+    """A crawl process ended without a summary; ``status`` is its exit status (2: a bad
+    setting, 3: a service unreachable, 1: anything else; it said why on stderr)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status if status in (1, 2, 3) else 1
+
+
+def bad_start_url(url: str) -> str | None:
+    """Why ``url`` cannot start a crawl, or ``None``: an http(s) URL with a host, no
+    spaces and a valid port."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a bad port)
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return "not an http or https URL"
+    if not parts.hostname:
+        return "no host"
+    if any(c.isspace() for c in url):
+        return "it contains white space"
+    return None
+
+
+def unreachable(stats: dict) -> str | None:
+    """Why a crawl fetched nothing at all (no response, not even robots.txt), naming the
+    download errors it met; ``None`` when it fetched something."""
+    if stats.get("downloader/response_count", 0):
+        return None
+    errors = sorted(k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/skipped/"))
+    return ("none of the start URLs could be fetched"
+            + (f" ({', '.join(errors)})" if errors else ""))
+
+
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
           log_file: Path, processes: int = 1) -> dict:
     """Run ``scrapy crawl site`` in subprocesses (``processes`` of them share one crawl
@@ -85,8 +123,8 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         finally:
             summary.unlink(missing_ok=True)
         if not data:  # it said why on stderr (crawler/commands/crawl.py)
-            raise SystemExit(f"the crawl did not run (exit status {proc.returncode}); its "
-                             f"log: {log}")
+            raise CrawlDidNotRun(f"the crawl did not run (exit status {proc.returncode}); "
+                                 f"its log: {log}", proc.returncode)
         combined["lost_urls"] += data.pop("lost_urls", [])
         combined["per_process"].append(sum(v for k, v in data.items() if k in HANDLED))
         for key, value in data.items():
@@ -223,11 +261,12 @@ def positive(text: str) -> int:
 
 def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
     """The main job (``./simcrawl``, ``simcrawl crawl``); returns the exit status."""
+    from dedup.errors import EXIT_STATUSES
+
     parser = argparse.ArgumentParser(
         prog=prog, description="Crawl with inline near-duplicate dropping. With no "
         "URL: crawl the bundled demo site and compare the result with its known outcome. "
-        "Exit status: 0 done, 1 the crawl failed or lost pages (named in its log), 2 bad "
-        "arguments, 3 a service is unreachable.",
+        "Exit status: " + "; ".join(f"{c} {w}" for c, w in EXIT_STATUSES) + ".",
         epilog="Other commands: report, export, web, register, services, scan, ... "
         "('simcrawl help' lists them; 'simcrawl VERB --help' shows each one's options).")
     parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
@@ -239,11 +278,18 @@ def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
     parser.add_argument("--data-dir", default=None,
                         help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
     args = parser.parse_args(argv)
-    bad = [u for u in args.urls if not u.startswith(("http://", "https://"))]
+    bad = [f"{u} ({why})" for u in args.urls if (why := bad_start_url(u))]
     if bad:
-        parser.error(f"not http(s) URLs: {', '.join(bad)}")
+        parser.error(f"not a start URL: {', '.join(bad)}")
 
-    from dedup.errors import ServiceUnavailable
+    from dedup.errors import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_USAGE,
+        ServiceUnavailable,
+        exit_status,
+    )
     from dedup.services import DataDirError, private_folder, resolve, stop_on_signals
 
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
@@ -258,19 +304,26 @@ def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
                 stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log",
                               args.processes)
                 print_summary(stats)
+                why = unreachable(stats)
+                if why:
+                    print(f"error: {why}", file=sys.stderr)
+                    return EXIT_FAILED
                 print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
                       + QUERY.format(db="simcrawl"))
-                return 1 if stats.get("lost_urls") else 0
+                return EXIT_FAILED if stats.get("lost_urls") else EXIT_OK
             return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
+        except CrawlDidNotRun as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.status
         except DataDirError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2
-        except ServiceUnavailable as exc:
+            return EXIT_USAGE
+        except (ServiceUnavailable, ValueError) as exc:  # unreachable; a malformed URL
             print(f"error: {exc}", file=sys.stderr)
-            return 3
+            return exit_status(exc)
         except KeyboardInterrupt:
             print("interrupted; the embedded services are stopped", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED
         finally:
             if services is not None:
                 services.stop()
@@ -282,7 +335,7 @@ DEMO_SOURCE = "demo-novels"
 def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mongo_uri: str,
                          database: str, namespace: str) -> dict[str, str]:
     """Write the demo's registered chapters to ``folder`` and register them (as
-    ``python -m dedup register FOLDER --source demo-novels`` would); returns file name →
+    ``simcrawl register FOLDER --source demo-novels`` would); returns file name →
     the registered page's URL."""
     from dedup.config import DedupConfig
     from dedup.register import register_files
@@ -304,8 +357,9 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
          processes: int = 1) -> int:
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
     (cleared first, so every demo run starts alike)."""
-    from console.store import DEMO_DATABASE, DEMO_NAMESPACE
-    from crawler.demosite import DemoSite
+    from simcrawl_examples.demosite import DemoSite
+
+    from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
     from dedup.index import RedisStore
     from dedup.services import connect_mongo, connect_redis
 
@@ -361,7 +415,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
                   f"  {'':8} copies {m['original_url']}{source}")
     print(f"  ... {len(matched)} in all. Query them yourself:\n  "
           + QUERY.format(db=database))
-    print("  (python -m dedup services prints the MongoDB URI while the servers run; "
+    print("  (simcrawl services prints the MongoDB URI while the servers run; "
           "see docs/queries.md)")
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
         and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls")

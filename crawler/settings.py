@@ -53,7 +53,9 @@ SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
 DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50}
 ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
 # A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
-EXTENSIONS = {"crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10,
+EXTENSIONS = {  # the crawl's objects, built once from these settings (crawler/wiring.py)
+              "crawler.wiring.Wiring": -10,
+              "crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10,
               # counters for ./simcrawl's live display (SIMCRAWL_PROGRESS_FILE)
               "crawler.extensions.ProgressFile": 20,
               # /metrics for Prometheus (SIMCRAWL_METRICS_PORT; crawler/metrics.py)

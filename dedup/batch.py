@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .config import DEFAULT_MAX_DISTANCE
 from .simhash import _kernel
 from .tables import Design, plan
 
@@ -68,7 +69,7 @@ class MemoryIndex:
         [(0, 1), (1, 2)]
     """
 
-    def __init__(self, fps: Iterable[int] | np.ndarray, k: int = 3,
+    def __init__(self, fps: Iterable[int] | np.ndarray, k: int = DEFAULT_MAX_DISTANCE,
                  design: Design | None = None) -> None:
         self.fps = _as_uint64(fps)
         self.k = k
@@ -147,7 +148,7 @@ def _value_pairs(uniq: np.ndarray, k: int, design: Design) -> tuple[np.ndarray, 
     return np.concatenate(all_a), np.concatenate(all_b), np.concatenate(all_d)
 
 
-def find_all(fps: Iterable[int] | np.ndarray, k: int = 3,
+def find_all(fps: Iterable[int] | np.ndarray, k: int = DEFAULT_MAX_DISTANCE,
              design: Design | None = None) -> np.ndarray:
     """Every pair of fingerprints within ``k`` bits of each other.
 
@@ -197,7 +198,7 @@ def find_all(fps: Iterable[int] | np.ndarray, k: int = 3,
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
 
-def clusters(fps: Iterable[int] | np.ndarray, k: int = 3,
+def clusters(fps: Iterable[int] | np.ndarray, k: int = DEFAULT_MAX_DISTANCE,
              design: Design | None = None) -> list[list[int]]:
     """Clusters of near-duplicate fingerprints: the connected components of the graph whose
     edges are the pairs within ``k`` bits (simhash-cpp's clustering).

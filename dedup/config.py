@@ -8,16 +8,30 @@ with :meth:`DedupConfig.from_settings`; scripts build one directly. A bad value 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .index import DEFAULT_CAPACITY, DEFAULT_NAMESPACE, check_namespace
 from .simhash import DEFAULT_CJK_NGRAM, DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE
-from .store import DEFAULT_DATABASE
 
 #: The crawl's k: candidates within it are judged by their texts (docs/fingerprints.md).
+#: The one default k of simcrawl: an index saves the k it was built with (its layout,
+#: in Redis and in MongoDB's ``meta``), and every command reads that; this is the k of a
+#: new index and of commands without a store (scan, find-all, plan).
 DEFAULT_MAX_DISTANCE = 6
+
+#: Pages a new index's design and buckets are planned for.
+DEFAULT_CAPACITY = 1_000_000
+
+#: The index's Redis key prefix, and the MongoDB database.
+DEFAULT_NAMESPACE = "simcrawl"
+DEFAULT_DATABASE = "simcrawl"
+
+#: The database and the index namespace the demo crawl (``./simcrawl`` with no URL) fills
+#: (the console falls back to them when the default database is empty).
+DEMO_DATABASE = "simcrawl_demo"
+DEMO_NAMESPACE = "demo"
 
 
 @dataclass(frozen=True)
@@ -226,3 +240,18 @@ def _convert(name: str, raw: Any, kind: Any) -> Any:
         what = {"bool": "true or false", "int": "an integer", "float": "a number"}.get(
             kind, "a string")
         raise ValueError(f"{name} must be {what}, got {raw!r}") from None
+
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.{}-]{1,64}$")
+
+
+def check_namespace(namespace: str) -> str:
+    """Validate a key prefix: 1-64 of ``A-Z a-z 0-9 _ . - { }`` (braces for a Redis
+    Cluster hash tag; no ``:``, so that one namespace is never a prefix of another's keys).
+
+    Raises:
+        ValueError: anything else (glob characters would break key scans).
+    """
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise ValueError(f"namespace must be 1-64 of A-Z a-z 0-9 _ . - {{ }}, got {namespace!r}")
+    return namespace

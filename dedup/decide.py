@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from .ids import new_page_id, url_key
+from .ids import url_key
 from .index import Match
 from .overlap import containment, shared_text, shingles
-from .pinyin import PinyinFingerprint, PinyinScore
+from .page import Page
+from .pinyin import PinyinScore
 from .simhash import (
     DEFAULT_CJK_NGRAM,
     DEFAULT_DROP_NUMBERS,
@@ -70,46 +71,6 @@ def second_opinion(text: str, drop_numbers: bool = DEFAULT_DROP_NUMBERS,
     """The second-opinion simhash of a text (features: :data:`VERIFY_SHINGLE` words)."""
     return fingerprint(text, shingle=VERIFY_SHINGLE, drop_numbers=drop_numbers,
                        min_tokens=min_tokens, cjk_ngram=cjk_ngram).simhash
-
-
-@dataclass
-class Candidate:
-    """A fetched page, fingerprinted.
-
-    Attributes:
-        url: the page's URL (after redirects).
-        host: its host (``netloc``).
-        checksum: 32 hex digits (the normalised text's XXH3-128).
-        simhash: the 64-bit fingerprint.
-        short: below the minimum size (matched by checksum only).
-        pinyin: the pinyin fingerprint of a Chinese page (``None``: not computed).
-        verify: the second-opinion simhash on word pairs (``None``: not computed).
-        page_id: the page's id if it is admitted.
-        text: the main text, for the text check of near matches (``None``: not given;
-            the page's near matches are then judged by their fingerprints alone).
-        canonical: the URL the page declares as its canonical version (``rel=canonical``
-            or ``og:url``), if any.
-        blocks: the keys of the text's lines (:func:`dedup.templates.block_keys`; the
-            crawler computes them in its extraction workers), else computed when the
-            decision has a template learner.
-        template_lines: lines left out of the fingerprints as the host's template text
-            (then ``simhash``, ``verify`` and ``text`` are the rest's); ``templated``:
-            done (a batch decided again is not stripped twice).
-    """
-
-    url: str
-    host: str
-    checksum: str
-    simhash: int
-    short: bool
-    pinyin: PinyinFingerprint | None = None
-    verify: int | None = None
-    page_id: str = field(default_factory=new_page_id)
-    text: str | None = field(default=None, repr=False)
-    canonical: str | None = None
-    blocks: list[int | None] | None = field(default=None, repr=False)
-    template_lines: int = 0
-    templated: bool = field(default=False, repr=False)
 
 
 @dataclass
@@ -224,16 +185,17 @@ class Rules:
 
 # ------------------------------------------------------------------------------- rules
 
-def revisit(page: Candidate, stored_id: str, stored_checksum: str | None) -> Decision:
+def revisit(page: Page, stored_id: str, stored_checksum: str | None) -> Decision:
     """A URL stored before: *unchanged* when its text's checksum is the stored one's,
     else *changed*; the stored page's id either way."""
     return Decision(UNCHANGED if stored_checksum == page.checksum else CHANGED, stored_id)
 
 
-def leave_out_template(page: Candidate, template: frozenset[int] | set[int],
+def leave_out_template(page: Page, template: frozenset[int] | set[int],
                        rules: Rules) -> Decision | None:
     """Leave the host's template lines out of ``page``'s fingerprints (in place: its
-    ``simhash``, ``verify`` and ``text`` become the rest's); a page that is nothing else
+    ``simhash`` and ``verify`` become the rest's, ``rest`` the text the text check reads;
+    ``text`` stays whole); a page that is nothing else
     is :data:`TEMPLATE_ONLY` (the returned decision). A page done once is left as is."""
     if page.templated or not page.text or page.short:
         return None
@@ -249,14 +211,14 @@ def leave_out_template(page: Candidate, template: frozenset[int] | set[int],
     fp = fingerprint(rest, **options)
     if fp.short:  # (almost) nothing but the site's own text
         return Decision(TEMPLATE_ONLY, page.page_id)
-    page.simhash, page.text, page.template_lines = fp.simhash, rest, removed
+    page.simhash, page.rest, page.template_lines = fp.simhash, rest, removed
     if page.verify is not None:
         options.pop("shingle", None)
         page.verify = second_opinion(rest, **options)
     return None
 
 
-def exact_or_next(page: Candidate, owner: str | None) -> Decision | None:
+def exact_or_next(page: Page, owner: str | None) -> Decision | None:
     """The registry's answer: an exact copy of the page that owns the text; a short text
     that now owns itself is new (its registration is its whole decision); ``None``: a
     long text nobody owns goes on to the near check."""
@@ -267,7 +229,7 @@ def exact_or_next(page: Candidate, owner: str | None) -> Decision | None:
     return None
 
 
-def follow(page: Candidate, leader: Candidate, verdict: Decision) -> Decision:
+def follow(page: Page, leader: Page, verdict: Decision) -> Decision:
     """A page of a batch with the same (long) text as an earlier one, its leader: a copy
     of what the leader copies, skipped with it, or an exact copy of it."""
     if verdict.kind == TEMPLATE_ONLY:
@@ -278,7 +240,7 @@ def follow(page: Candidate, leader: Candidate, verdict: Decision) -> Decision:
     return Decision(EXACT, page.page_id, leader.page_id, 0)
 
 
-def registered(page: Candidate, found: Sequence[tuple[str, PinyinScore]],
+def registered(page: Page, found: Sequence[tuple[str, PinyinScore]],
                originals: Mapping[str, np.ndarray], rules: Rules
                ) -> tuple[Decision | None, Excerpt | None]:
     """Whether a Chinese page copies a registered original its pinyin windows ``found``
@@ -290,7 +252,7 @@ def registered(page: Candidate, found: Sequence[tuple[str, PinyinScore]],
     quoted: Excerpt | None = None
     for original, s in found:
         if page.text and original in originals:
-            share, chars, span = shared_text(page.text, originals[original])
+            share, chars, span = shared_text(page.own_text, originals[original])
             if share >= rules.main_content or s.share >= rules.pinyin_min_share:
                 return Decision(PINYIN, page.page_id, original, 0, pinyin=s,
                                 containment=round(share, 4)), None
@@ -304,7 +266,7 @@ def registered(page: Candidate, found: Sequence[tuple[str, PinyinScore]],
     return None, quoted
 
 
-def declared_first(page: Candidate, found: list[Match], declared_id: str | None
+def declared_first(page: Page, found: list[Match], declared_id: str | None
                    ) -> list[Match]:
     """Put first among ``found`` the stored page ``page`` declares canonical, when that
     page is a candidate (a declaration alone makes no copy); otherwise closest first."""
@@ -313,7 +275,7 @@ def declared_first(page: Candidate, found: list[Match], declared_id: str | None
     return sorted(found, key=lambda m: m.page_id != declared_id)  # stable otherwise
 
 
-def trusted(page: Candidate, m: Match, verifiers: Mapping[str, int], rules: Rules) -> bool:
+def trusted(page: Page, m: Match, verifiers: Mapping[str, int], rules: Rules) -> bool:
     """Whether candidate ``m`` is the original by fingerprints alone: within the trust
     distance, and its second opinion (``verifiers``: the candidates' that are known)
     agrees when both pages have one."""
@@ -324,12 +286,12 @@ def trusted(page: Candidate, m: Match, verifiers: Mapping[str, int], rules: Rule
         or hamming(verifiers[m.page_id], page.verify) <= rules.verify_distance
 
 
-def choose_original(page: Candidate, found: Sequence[Match], verifiers: Mapping[str, int],
+def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],
                     theirs: Mapping[str, np.ndarray], rules: Rules,
                     own: Callable[[], np.ndarray] | None = None
                     ) -> tuple[Match, float | None] | None:
     """The candidate ``page`` copies, and the texts' containment (``None``: judged by
-    fingerprints), or ``None``: no candidate passes and the page is new. Candidates are
+    fingerprints), or ``None``: no candidate passes and the page is new. Pages are
     asked in turn, in the order given (closest first):
 
     * within ``trust_distance``, with its second opinion agreeing, it is the original;
@@ -346,14 +308,14 @@ def choose_original(page: Candidate, found: Sequence[Match], verifiers: Mapping[
         if rules.verify_containment is None or not page.text or m.page_id not in theirs:
             continue
         if mine is None:
-            mine = own() if own is not None else shingles(page.text)
+            mine = own() if own is not None else shingles(page.own_text)
         share = containment(mine, theirs[m.page_id])  # type: ignore[index]
         if share >= rules.verify_containment:
             return m, round(share, 4)
     return None
 
 
-def near_or_new(page: Candidate, chosen: tuple[Match, float | None] | None,
+def near_or_new(page: Page, chosen: tuple[Match, float | None] | None,
                 batch_checksums: Mapping[str, str], declared_id: str | None,
                 excerpt: Excerpt | None = None) -> Decision:
     """The verdict of the near check: new (with its excerpt, if any) when no candidate
@@ -369,7 +331,7 @@ def near_or_new(page: Candidate, chosen: tuple[Match, float | None] | None,
                     and declared_id == match.page_id else None)
 
 
-def reversed_link(page: Candidate, decision: Decision, original_canonical: str | None) -> bool:
+def reversed_link(page: Page, decision: Decision, original_canonical: str | None) -> bool:
     """Whether a copy's original, fetched first, declared this copy's URL canonical (the
     record then says ``reversed``; the page stored first stays the original)."""
     return decision.kind in (EXACT, NEAR) and decision.original_id is not None \

@@ -30,8 +30,6 @@ from .decide import (
     EXACT,
     NEAR,
     NEW,
-    TEMPLATE_ONLY,
-    Candidate,
     Decision,
     Excerpt,
     Rules,
@@ -51,6 +49,7 @@ from .ids import url_key
 from .index import MemoryStore, NearDuplicateIndex
 from .index.windows import WindowIndex
 from .overlap import shingles
+from .page import Page
 from .registry import ChecksumRegistry, Claim, MemoryRegistry, RedisRegistry
 from .templates import MemoryTemplates, TemplateStore
 
@@ -101,7 +100,7 @@ class Deduplicator:
         # stored yet); older ones are looked up in the facts.
         self._known: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
 
-    def decide(self, batch: Sequence[Candidate]) -> list[Decision]:
+    def decide(self, batch: Sequence[Page]) -> list[Decision]:
         """Decide each page of ``batch`` (in order; later pages see earlier admissions).
 
         With a journal behind the registry, every page that may be admitted is journaled
@@ -193,7 +192,7 @@ class Deduplicator:
         return out
 
     # ------------------------------------------------------------------ evidence
-    def _remember(self, batch: Sequence[Candidate], decisions: list[Decision]) -> None:
+    def _remember(self, batch: Sequence[Page], decisions: list[Decision]) -> None:
         """Keep what this process admitted, for the next batches' evidence."""
         for c, d in zip(batch, decisions):
             if d.kind == NEW:
@@ -203,15 +202,15 @@ class Deduplicator:
                 if c.verify is not None:
                     self._verifiers[d.page_id] = c.verify
                 if c.text and self.rules.verify_containment is not None and not c.short:
-                    self._texts[d.page_id] = c.text
-                    self._text_chars += len(c.text)
+                    self._texts[d.page_id] = c.own_text
+                    self._text_chars += len(c.own_text)
         for recent in (self._known, self._verifiers, self._canonicals, self._keys):
             while len(recent) > KNOWN_PAGES:
                 recent.popitem(last=False)
         while self._text_chars > RECENT_TEXT_CHARS:
             self._text_chars -= len(self._texts.popitem(last=False)[1])
 
-    def _declared_ids(self, batch: Sequence[Candidate], rows: list[int],
+    def _declared_ids(self, batch: Sequence[Page], rows: list[int],
                       candidates: list[list[Any]]) -> dict[int, str]:
         """For each row with candidates whose page declares another URL canonical, the
         id of the admitted page at that URL, when there is one."""
@@ -230,7 +229,7 @@ class Deduplicator:
                 out[i] = pid
         return out
 
-    def _choose(self, batch: Sequence[Candidate], rows: list[int],
+    def _choose(self, batch: Sequence[Page], rows: list[int],
                 candidates: Sequence[list[Any]]) -> list[tuple[Any, float | None] | None]:
         """For each row, the candidate it copies (:func:`dedup.decide.choose_original`),
         with the candidates' second opinions and, for those the fingerprints do not
@@ -245,7 +244,7 @@ class Deduplicator:
         return [choose_original(batch[i], found, verifiers, theirs, self.rules)
                 for i, found in zip(rows, candidates)]
 
-    def _shingles_for(self, batch: Sequence[Candidate], wanted: set[str]
+    def _shingles_for(self, batch: Sequence[Page], wanted: set[str]
                       ) -> dict[str, np.ndarray]:
         """The shingles of the pages ``wanted`` whose text is at hand: kept from an earlier
         batch (the 4,096 originals asked last), else from this batch's texts, this
@@ -255,7 +254,7 @@ class Deduplicator:
             self._shingles.move_to_end(pid)
             out[pid] = self._shingles[pid]
         rest = wanted - out.keys()
-        texts = {c.page_id: c.text for c in batch if c.text and c.page_id in rest}
+        texts = {c.page_id: c.own_text for c in batch if c.text and c.page_id in rest}
         texts.update({p: self._texts[p] for p in rest - texts.keys() if p in self._texts})
         if rest - texts.keys():
             texts.update(self.facts.texts_of(rest - texts.keys()))
@@ -265,7 +264,7 @@ class Deduplicator:
             self._shingles.popitem(last=False)
         return out
 
-    def _verifiers_of(self, batch: Sequence[Candidate], rows: list[int], wanted: set[str]
+    def _verifiers_of(self, batch: Sequence[Page], rows: list[int], wanted: set[str]
                       ) -> dict[str, int]:
         """The second-opinion simhashes of the candidates ``wanted``: this batch's, this
         process's recent admissions', or the facts'."""
@@ -281,7 +280,7 @@ class Deduplicator:
             local.update(self.facts.verifiers_of(missing))
         return local  # type: ignore[return-value]
 
-    def _mark_reversed(self, batch: Sequence[Candidate], decisions: list[Decision]) -> None:
+    def _mark_reversed(self, batch: Sequence[Page], decisions: list[Decision]) -> None:
         """Mark the copies whose original declared the copy's URL canonical."""
         copies = [(c, d) for c, d in zip(batch, decisions)
                   if d.kind in (EXACT, NEAR) and d.original_id and not d.canonical_link]

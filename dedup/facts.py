@@ -71,8 +71,8 @@ class MemoryFacts:
         self.pages[page_id] = fact
 
     def add_page(self, page: Any, source: str | None = None) -> None:
-        """Keep an admitted page given as a :class:`dedup.decide.Candidate` (its id,
-        URL, host, checksum, canonical, text and second opinion)."""
+        """Keep an admitted :class:`dedup.page.Page` as the crawl stores it (its id, URL,
+        host, checksum, canonical, whole text and second opinion)."""
         self.add(page.page_id, PageFact(page.url, page.host, page.checksum, page.canonical,
                                         page.text, page.verify, source))
 

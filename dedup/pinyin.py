@@ -46,7 +46,7 @@ from .kernels import load
 #: Characters that end a sentence (window starts align to what follows them).
 SENTENCE_ENDS = "。！？!?．.；;｡"
 
-#: The shipped reference distribution (``python -m dedup pinyin-reference`` writes one).
+#: The shipped reference distribution (``simcrawl pinyin-reference`` writes one).
 DEFAULT_REFERENCE = Path(__file__).with_name("data") / "pinyin_reference.json"
 
 DEFAULT_SIZE = 40
@@ -136,7 +136,7 @@ def _lower_latin() -> dict[int, int]:
 @dataclass(frozen=True)
 class Reference:
     """The reference distribution: each initial letter's share of Han characters in a
-    corpus (``python -m dedup pinyin-reference CORPUS`` computes one)."""
+    corpus (``simcrawl pinyin-reference CORPUS`` computes one)."""
 
     frequency: dict[str, float]
     characters: int = 0

@@ -21,15 +21,15 @@ import redis
 
 from .config import DedupConfig
 from .decide import second_opinion
-from .registry import register_checksums
 from .files import SkipFile, read_document
+from .ids import new_page_id, url_key
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
 from .pinyin import PinyinFingerprinter
+from .registry import register_checksums
 from .simhash import fingerprint
-from .store import PageStore, fingerprint_doc, new_page_id, pinyin_doc, to_int64, url_key
+from .store import ALGORITHM, PageStore, fingerprint_doc, pinyin_doc, to_int64
 
-ALGORITHM = "simhash64-xxh3"
 REGISTERED_HOST = "registered"
 
 

@@ -133,7 +133,7 @@ def durability_warning(client: redis.Redis) -> str | None:
         return None
     if config.get("appendonly") != "yes":
         return ("Redis runs without its append-only file: a crash loses the index since the "
-                "last snapshot; run python -m dedup rebuild-index after one")
+                "last snapshot; run simcrawl rebuild-index after one")
     if config.get("appendfsync") != "always":
         return (f"Redis fsyncs its append-only file {config.get('appendfsync')!r}, not "
                 "'always': a crash can lose the last second of admissions, and copies of "
@@ -424,7 +424,7 @@ class EmbeddedServices:
     never start two servers on one folder), and the servers stop when the last user
     leaves, whoever started them. A user that died (SIGKILL, a crash) is dropped from the
     count by the next process that starts or stops; servers whose users all died are
-    joined by the next process and stopped when it leaves (``python -m dedup services
+    joined by the next process and stopped when it leaves (``simcrawl services
     stop`` stops them at once).
 
     Args:

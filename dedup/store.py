@@ -48,13 +48,15 @@ from bson import Int64, ObjectId
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
+from .config import DEFAULT_DATABASE
 from .errors import ServiceUnavailable
-from .ids import new_page_id as new_page_id  # re-exported for its old users
 from .ids import url_key
+from .page import Page
 
 log = logging.getLogger(__name__)
-#: Default database name.
-DEFAULT_DATABASE = "simcrawl"
+
+#: The fingerprint algorithm stored with each fingerprint (simhash, 64 bits, XXH3 features).
+ALGORITHM = "simhash64-xxh3"
 
 #: Documents per write in the batched writers.
 DEFAULT_WRITE_BATCH = 500
@@ -523,7 +525,7 @@ class StoreAudit:
         out = []
         if self.pages_without_fingerprint:
             out.append(f"{len(self.pages_without_fingerprint):,} pages have no fingerprint "
-                       "(not indexed; remove them with python -m dedup remove, or crawl "
+                       "(not indexed; remove them with simcrawl remove, or crawl "
                        "them again)")
         if self.fingerprints_without_page:
             out.append(f"{len(self.fingerprints_without_page):,} fingerprints have no page "
@@ -544,14 +546,63 @@ def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, s
             "created_at": created_at or dt.datetime.now(dt.timezone.utc), **extra}
 
 
-def page_doc(page_id: str, url: str, host: str, checksum: str,
-             fetched_at: dt.datetime | None = None, **fields_: Any) -> dict[str, Any]:
-    """A ``pages`` document of an admitted page (the one place that makes one): its id,
-    URL and canonical URL (``url_key``), host, checksum and ``fetched_at`` (default now),
-    and the given fields."""
-    return {"_id": page_id, "url": url, "url_key": url_key(url), "host": host,
-            "checksum": checksum, "fetched_at": fetched_at or dt.datetime.now(dt.timezone.utc),
-            **fields_}
+def index_k(db: Any, namespace: str | None = None) -> int:
+    """The k of the crawl's index: from the layout it was built with, saved in the
+    database's ``meta`` collection (:meth:`PageStore.save_layout`): the namespace's, or
+    without one the default namespace's, else the demo's, else the first saved; the crawl's
+    default (:data:`dedup.config.DEFAULT_MAX_DISTANCE`) when none is saved. What the
+    console marks as k, so that every command agrees with the crawl.
+
+    Raises:
+        ServiceUnavailable: MongoDB failed.
+    """
+    from .config import DEFAULT_MAX_DISTANCE, DEFAULT_NAMESPACE, DEMO_NAMESPACE
+    from .index.layout import IndexLayout, IndexMismatchError
+
+    try:
+        saved = {d["_id"].split(":", 1)[1]: d.get("layout") for d in db["meta"].find(
+            {"_id": {"$regex": "^index-layout:"}})}
+    except PyMongoError as exc:
+        raise ServiceUnavailable(f"MongoDB failed reading the index layout: {exc}") from exc
+    order = [namespace] if namespace else [DEFAULT_NAMESPACE, DEMO_NAMESPACE, *sorted(saved)]
+    for name in order:
+        if saved.get(name):
+            try:
+                return IndexLayout.from_description(saved[name]).k
+            except IndexMismatchError:
+                continue
+    return DEFAULT_MAX_DISTANCE
+
+
+def page_document(page: Page, *, store_text: bool = True, **fields_: Any) -> dict[str, Any]:
+    """The ``pages`` document of an admitted :class:`~dedup.page.Page` (the one place that
+    makes one): its id, URL and canonical URL (``url_key``), host, checksum, fetch time,
+    title, language, text length, extraction method, declared canonical, its whole text
+    (unless ``store_text`` is off), and the crawl's ``fields_`` (status, depth, ...)."""
+    doc: dict[str, Any] = {
+        "_id": page.page_id, "url": page.url, "url_key": url_key(page.url),
+        "host": page.host, "checksum": page.checksum, "fetched_at": page.fetched_at,
+        "title": page.title, "language": page.language, "text_length": len(page.text),
+        "extraction": page.method}
+    if store_text:
+        doc["text"] = page.text
+    if page.canonical:
+        doc["canonical"] = page.canonical
+    doc.update(fields_)
+    return doc
+
+
+def fingerprint_document(page: Page, pinyin_params: dict[str, Any] | None = None,
+                         **extra: Any) -> dict[str, Any]:
+    """The ``fingerprints`` document of an admitted :class:`~dedup.page.Page`: its
+    simhash (the one the index holds), checksum, tokens, second opinion (``simhash2``)
+    and pinyin windows (with the parameters they were computed with)."""
+    if page.verify is not None:
+        extra["simhash2"] = to_int64(page.verify)
+    if page.pinyin is not None and page.pinyin.codes and pinyin_params is not None:
+        extra["pinyin"] = pinyin_doc(page.pinyin, pinyin_params)
+    return fingerprint_doc(page.page_id, page.simhash, checksum=page.checksum,
+                           tokens=page.tokens, short=page.short, algorithm=ALGORITHM, **extra)
 
 
 def pinyin_doc(fp: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from itertools import combinations
 
 import numpy as np
 
+from .config import DEFAULT_MAX_DISTANCE
+
 F = 64
 MASK64 = (1 << 64) - 1
 
@@ -235,7 +237,7 @@ def candidate_designs(k: int, max_tables: int = 256) -> list[Design]:
     return designs
 
 
-def plan(docs: int, k: int = 3, memory_budget: int | None = None, bytes_per_entry: int = 8,
+def plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, memory_budget: int | None = None, bytes_per_entry: int = 8,
          max_tables: int = 256) -> tuple[Plan, list[Plan]]:
     """Choose a table design for a corpus.
 

@@ -19,10 +19,10 @@ from dedup.decide import (
     NEW,
     TEMPLATE_ONLY,
     UNCHANGED,
-    Candidate,
     Rules,
 )
 from dedup.deduplicator import Deduplicator
+from dedup.page import Page
 from dedup.simhash import fingerprint
 
 A = 0x0F0F0F0F0F0F0F0F
@@ -40,7 +40,7 @@ class World(Protocol):
                      ) -> Deduplicator:
         """A deduplicator on the world's stores (rules: the crawl's by default)."""
 
-    def store(self, page: Candidate) -> None:
+    def store(self, page: Page) -> None:
         """Write an admitted page as the crawl's storage pipeline does."""
 
     def indexed(self) -> int:
@@ -72,9 +72,9 @@ def rewrite(text: str, seed: int) -> str:
 
 def page(url: str, fp: int, text: str, *, checksum: str | None = None,
          verify: int | None = None, canonical: str | None = None,
-         short: bool = False) -> Candidate:
+         short: bool = False) -> Page:
     checksum = checksum or fingerprint(text).checksum_hex
-    return Candidate(url, url.split("/")[2], checksum, fp, short, verify=verify, text=text,
+    return Page(url, url.split("/")[2], checksum, fp, short, verify=verify, text=text,
                      canonical=canonical)
 
 
@@ -246,7 +246,8 @@ def test_a_hosts_learned_template_lines_are_left_out_and_a_page_of_nothing_else_
                                   article(n) + "\n" + furniture)])[0].kind == NEW
     later = page("http://a.example/3", far(3), article(3) + "\n" + furniture)
     assert crawl.decide([later])[0].kind == NEW
-    assert later.template_lines == 4 and later.text == article(3)
+    assert later.template_lines == 4 and later.rest == article(3)  # what the check reads
+    assert later.text == article(3) + "\n" + furniture  # stored whole
     assert later.simhash == fingerprint(article(3)).simhash  # what the index holds
     stubs = [page(f"http://a.example/tag/{n}", far(10 + n), furniture) for n in (1, 2)]
     assert [d.kind for d in crawl.decide(stubs[:1]) + crawl.decide(stubs[1:])] == [

@@ -16,10 +16,13 @@ import argparse
 import asyncio
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +74,7 @@ def report_start_failure(exc: BaseException) -> int:
     return 1
 
 
-def lost_pages(crawler: Any) -> bool:
+def lost_pages(crawler: Crawler) -> bool:
     """Whether the crawl lost pages or stopped on a fault."""
     stats = crawler.stats
     if stats is None:

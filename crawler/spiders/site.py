@@ -14,9 +14,8 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from crawler.frontier import settle_request
 from crawler.items import PageItem
-from crawler.runtime import note_skip, worker_links
+from crawler.wiring import Wiring
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
 MAX_OUTLINKS = 10_000
@@ -104,7 +103,8 @@ class SiteSpider(scrapy.Spider):
     @property
     def links_from_workers(self) -> bool:
         """Whether the dedup middleware's workers read the links (it is active)."""
-        return worker_links(self.crawler)
+        wiring = self.crawler.get_extension(Wiring)
+        return bool(wiring is not None and wiring.worker_links)
 
     def links_of(self, response: Response) -> list[str]:
         """The links of an HTML page, parsed here (dedup off, or its worker failed)."""
@@ -172,7 +172,9 @@ class SiteSpider(scrapy.Spider):
             reason = type(failure.value).__name__
         if stats is not None:
             stats.inc_value(f"dedup/skipped/{reason}")
-        note_skip(self.crawler)
-        settle_request(self.crawler, failure.request)  # type: ignore[attr-defined]
+        wiring = self.crawler.get_extension(Wiring)  # None: run without simcrawl's settings
+        if wiring is not None:
+            wiring.count_skip()
+            wiring.settle_request(failure.request)  # type: ignore[attr-defined]
         self.logger.info("skipped %s: %s", failure.request.url,  # type: ignore[attr-defined]
                          reason)

@@ -8,6 +8,7 @@
     [Match(fingerprint=18446462603027742720, page_id='a', distance=3)]
 """
 
+from ..config import check_namespace
 from .core import (
                    DEFAULT_BATCH,
                    DEFAULT_CAPACITY,
@@ -16,7 +17,6 @@ from .core import (
                    NearDuplicateIndex,
                    Probe,
                    check_fingerprint,
-                   check_namespace,
                    check_page_id,
 )
 from .layout import IndexLayout, IndexMismatchError

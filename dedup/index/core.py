@@ -11,13 +11,13 @@ process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from ..config import DEFAULT_CAPACITY, DEFAULT_MAX_DISTANCE
 from ..tables import Design
 from .layout import IndexLayout, IndexMismatchError
 
@@ -26,8 +26,6 @@ log = logging.getLogger(__name__)
 #: Fingerprints the index sends to its store in one call (one Lua script run in Redis).
 DEFAULT_BATCH = 64
 
-#: Planned size of a new index when none is given.
-DEFAULT_CAPACITY = 1_000_000
 
 #: Longest page id, in UTF-8 bytes.
 MAX_PAGE_ID_BYTES = 255
@@ -152,8 +150,9 @@ class NearDuplicateIndex:
     Args:
         store: where the tables live (:class:`~dedup.index.memory.MemoryStore`,
             :class:`~dedup.index.redis_store.RedisStore`).
-        k: the distance at which a fingerprint counts as a near duplicate (default: the
-            design's k). At most the design's k.
+        k: the distance at which a fingerprint counts as a near duplicate (default: an
+            existing index's k; for a new one the crawl's,
+            :data:`dedup.config.DEFAULT_MAX_DISTANCE`). At most the design's k.
         design: the table design for a new index; by default the planner's choice for
             ``capacity``. An existing index keeps its own, and a different ``design``
             raises :class:`IndexMismatchError`.
@@ -188,7 +187,8 @@ class NearDuplicateIndex:
         stored = store.read_layout()
         if stored is None:
             if layout is None:
-                layout = IndexLayout.plan(capacity, 3 if k is None else k, design=design,
+                layout = IndexLayout.plan(capacity, DEFAULT_MAX_DISTANCE if k is None else k,
+                                          design=design,
                                           table_limit=store.compact_limit())
             stored = store.create_layout(layout.describe())  # another process may win
         found = IndexLayout.from_description(stored)
@@ -198,7 +198,7 @@ class NearDuplicateIndex:
             raise IndexMismatchError(
                 f"the index in {store.describe()} is bucketed differently "
                 f"({found.bucket_bits} bucket bits, not {layout.bucket_bits}); rebuild it "
-                "(python -m dedup rebuild-index) or use another namespace.")
+                "(simcrawl rebuild-index) or use another namespace.")
         layout = found
         self.layout = layout
         self.k = layout.k if k is None else int(k)
@@ -206,7 +206,7 @@ class NearDuplicateIndex:
             raise ValueError(
                 f"k must be in 0..{layout.k} for the index in {store.describe()} (design "
                 f"{layout.design.name}, planned for k={layout.k}), got {k}: rebuild it for "
-                f"the larger k (python -m dedup rebuild-index -k {k}), or use k={layout.k} "
+                f"the larger k (simcrawl rebuild-index -k {k}), or use k={layout.k} "
                 "(DEDUP_MAX_DISTANCE) or another namespace")
         store.attach(layout)
 
@@ -214,7 +214,7 @@ class NearDuplicateIndex:
         return (f"the index in {self.store.describe()} uses the design "
                 f"'{layout.design.name}' (k={layout.k}, {len(layout.tables)} tables), not "
                 f"'{design.name}' (k={design.k}, {len(design.tables)} tables). Open it without "
-                "a design, use another namespace, or rebuild it (python -m dedup rebuild-index).")
+                "a design, use another namespace, or rebuild it (simcrawl rebuild-index).")
 
     # ------------------------------------------------------------------ helpers
     def _probe(self, fps: Sequence[int]) -> Probe:
@@ -361,7 +361,7 @@ class NearDuplicateIndex:
 
         Returns:
             Whether it was deleted. (To delete by page id alone, look its fingerprint up
-            in the page store: ``python -m dedup remove PAGE_ID`` does both.)
+            in the page store: ``simcrawl remove PAGE_ID`` does both.)
         """
         fp = check_fingerprint(fp)
         pid = None if page_id is None else check_page_id(page_id)
@@ -382,18 +382,3 @@ class NearDuplicateIndex:
         """Whether the index holds more than twice its planned capacity (its buckets then
         outgrow Redis's compact encoding: rebuild it with a larger ``--capacity``)."""
         return len(self) > 2 * self.layout.capacity
-
-
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.{}-]{1,64}$")
-
-
-def check_namespace(namespace: str) -> str:
-    """Validate a key prefix: 1-64 of ``A-Z a-z 0-9 _ . - { }`` (braces for a Redis
-    Cluster hash tag; no ``:``, so that one namespace is never a prefix of another's keys).
-
-    Raises:
-        ValueError: anything else (glob characters would break key scans).
-    """
-    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-        raise ValueError(f"namespace must be 1-64 of A-Z a-z 0-9 _ . - {{ }}, got {namespace!r}")
-    return namespace

@@ -23,6 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..config import DEFAULT_MAX_DISTANCE
 from ..simhash import _kernel
 from ..tables import Design, F, Table
 
@@ -87,7 +88,7 @@ class IndexLayout:
 
     # ---------------------------------------------------------------- planning
     @classmethod
-    def plan(cls, capacity: int, k: int = 3, *, design: Design | None = None,
+    def plan(cls, capacity: int, k: int = DEFAULT_MAX_DISTANCE, *, design: Design | None = None,
              table_limit: int = 128) -> IndexLayout:
         """Choose a layout for about ``capacity`` fingerprints.
 
@@ -130,7 +131,7 @@ class IndexLayout:
         if desc.get("version") != LAYOUT_VERSION:
             raise IndexMismatchError(f"stored index layout version {desc.get('version')!r} is "
                                      f"not {LAYOUT_VERSION}: rebuild the index "
-                                     "(python -m dedup rebuild-index)")
+                                     "(simcrawl rebuild-index)")
         try:
             d = desc["design"]
             tables = tuple(Table(tuple(t["order"]), int(t["prefix_bits"])) for t in d["tables"])

@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 import redis
 
+from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
 from ..tables import F
-from .core import Hit, Probe, check_namespace
+from .core import Hit, Probe
 from .layout import IndexLayout
 
 #: Default key prefix.
-DEFAULT_NAMESPACE = "simcrawl"
 
 _pack: Any
 try:  # hiredis packs a command with many arguments at C speed

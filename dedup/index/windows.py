@@ -30,9 +30,10 @@ from typing import Any, Protocol
 
 import redis
 
+from ..config import check_namespace
 from ..errors import ServiceUnavailable
 from ..pinyin import PinyinFingerprint, PinyinFingerprinter, PinyinScore, is_copy, score_windows
-from .core import check_namespace, check_page_id
+from .core import check_page_id
 from .layout import IndexMismatchError
 from .redis_store import pack_page_id, unpack_page_id
 

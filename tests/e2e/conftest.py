@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import DemoSite
 
-from crawler.demosite import DemoSite
 from dedup.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,14 +38,14 @@ def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 def register_corpus(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str
                     ) -> subprocess.CompletedProcess:
-    """``python -m dedup register`` the site's registered chapters into database and
+    """``simcrawl register`` the site's registered chapters into database and
     namespace ``name``; returns the finished process."""
     folder = tmp / "corpus"
     folder.mkdir(exist_ok=True)
     for file, text in site.content.expected.registered.items():
         (folder / file).write_text(text, encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "dedup", "register", str(folder), "--source", "demo-novels",
+        [sys.executable, "-m", "cli", "register", str(folder), "--source", "demo-novels",
          "--redis-url", services.redis_url or "", "--mongo-uri", services.mongo_uri or "",
          "--database", name, "--namespace", name],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
@@ -161,7 +161,7 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
 
 
 def _check_exact_groups(db, site: DemoSite) -> None:  # type: ignore[no-untyped-def]
-    """The record of a crawl of :func:`crawler.demosite.build_groups` (groups whose
+    """The record of a crawl of :func:`simcrawl_examples.demosite.build_groups` (groups whose
     members are pairwise within k), whatever the order of decisions: exactly one page of
     each group stored, every other member fetched recorded as its copy and naming it, one
     match record per dropped URL and none naming the URL itself, every unique page

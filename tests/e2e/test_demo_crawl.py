@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import build
 
-from crawler.demosite import build
 from dedup.config import DEFAULT_MAX_DISTANCE
 
 pytestmark = pytest.mark.e2e
@@ -123,7 +123,7 @@ def test_export_streams_the_records_the_queries_see(demo_run, tmp_path: Path) ->
     env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
 
     def export(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "crawler.cli", "export", *args,
+        return subprocess.run([sys.executable, "-m", "cli", "export", *args,
                                "--database", "simcrawl_demo"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=120, check=False)
 
@@ -164,11 +164,12 @@ def test_the_report_draws_what_the_store_holds(demo_run, tmp_path: Path) -> None
     host, port = db.client.address
     env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "crawler.cli", "report", "-o", str(out),
+    done = subprocess.run([sys.executable, "-m", "cli", "report", "-o", str(out),
                            "--database", "simcrawl_demo"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     found = json.loads((out / "report.json").read_text())
+    assert found["k"] == 6  # the k the demo crawl's index was built with (one k)
     # the figures' numbers are the store's
     near = db.matches.aggregate([{"$match": {"distance": {"$ne": None},
                                              "kind": {"$ne": "exact"}}},
@@ -238,7 +239,7 @@ def test_calibrate_measures_the_share_of_copies_per_distance(demo_run, tmp_path:
     host, port = db.client.address
     env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
     out = tmp_path / "calibrate"
-    done = subprocess.run([sys.executable, "-m", "crawler.cli", "calibrate", "-o", str(out)],
+    done = subprocess.run([sys.executable, "-m", "cli", "calibrate", "-o", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr
@@ -252,5 +253,6 @@ def test_calibrate_measures_the_share_of_copies_per_distance(demo_run, tmp_path:
     far = [d for d in range(5, 13) if found["judged"][str(d)]]
     assert far and all(found["copies"][str(d)] == 0 for d in far)
     assert found["suggested_k"] == 3 and "suggested k: 3" in done.stdout
+    assert found["k"] == 6 and "the crawl's k: 6" in done.stdout  # its index's
     page = (out / "calibrate.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in page and "<mark" in page

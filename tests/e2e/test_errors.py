@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import DemoSite
 
-from crawler.demosite import DemoSite
 from dedup.services import EmbeddedServices, free_port
 
 pytestmark = pytest.mark.e2e
@@ -106,3 +106,29 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
         return f"SIMCRAWL_TEST_MARK={mark}".encode() in (proc_dir / "environ").read_bytes()
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("args,env,status,message", [
+    (["example.org"], {}, 2, "not a start URL: example.org (not an http or https URL)"),
+    (["http://127.0.0.1:{port}/"], {"REDIS_URL": "foo://x"}, 2,
+     "REDIS_URL 'foo://x' is not a Redis URL"),
+    (["http://127.0.0.1:{port}/"], {"MONGO_URI": "mongodb://127.0.0.1:{port}/"}, 3,
+     "MongoDB at mongodb://127.0.0.1:{port}/ is unreachable"),
+    (["http://127.0.0.1:{port}/"], {}, 1,
+     "none of the start URLs could be fetched (DownloadConnectionRefusedError)"),
+])
+def test_the_simcrawl_command_exits_as_its_table_says(tmp_path: Path, args: list[str],
+                                                      env: dict, status: int,
+                                                      message: str) -> None:
+    """What users run (``simcrawl URL``, the wrapper of the crawl processes): the exit
+    status of the table in ``simcrawl help`` and the README, and a one-line reason."""
+    port = str(free_port())
+    environ = dict(os.environ, REDIS_URL="", MONGO_URI="")
+    environ.update({k: v.replace("{port}", port) for k, v in env.items()})
+    done = subprocess.run([sys.executable, "-m", "cli", *[a.replace("{port}", port)
+                                                           for a in args],
+                           "--data-dir", str(tmp_path / "data")], cwd=ROOT, env=environ,
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == status, done.stderr
+    assert message.replace("{port}", port) in done.stderr
+    assert "Traceback" not in done.stderr

@@ -11,8 +11,7 @@ import venv
 from pathlib import Path
 
 import pytest
-
-from crawler.demosite import build
+from simcrawl_examples.demosite import build
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

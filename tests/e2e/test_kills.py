@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import DemoSite, build
 
-from crawler.demosite import DemoSite, build
 from dedup.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e

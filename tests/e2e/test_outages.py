@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import DemoSite, build
 
-from crawler.demosite import DemoSite, build
 from dedup.services import EmbeddedServer, connect_mongo
 
 pytestmark = pytest.mark.e2e

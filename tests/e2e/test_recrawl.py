@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import DemoSite
 
-from crawler.demosite import DemoSite
 from dedup.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e

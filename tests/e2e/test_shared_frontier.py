@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from simcrawl_examples.demosite import DemoSite, build, build_groups
 
-from crawler.demosite import DemoSite, build, build_groups
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
 
 pytestmark = pytest.mark.e2e

@@ -10,12 +10,12 @@ from dedup.decide import (
     NEAR,
     NEW,
     UNCHANGED,
-    Candidate,
     Rules,
 )
 from dedup.deduplicator import on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.store import page_doc
+from dedup.page import Page
+from dedup.store import page_document
 
 pytestmark = pytest.mark.integration
 
@@ -29,8 +29,8 @@ def dedup_(redis_client, pages, namespace):  # type: ignore[no-untyped-def]
     store.clear()
 
 
-def cand(url: str, checksum: str, fp: int, short: bool = False) -> Candidate:
-    return Candidate(url, url.split("/")[2], checksum, fp, short)
+def cand(url: str, checksum: str, fp: int, short: bool = False) -> Page:
+    return Page(url, url.split("/")[2], checksum, fp, short)
 
 
 def test_new_exact_near_and_short(dedup_, pages) -> None:  # type: ignore[no-untyped-def]
@@ -53,7 +53,7 @@ def test_new_exact_near_and_short(dedup_, pages) -> None:  # type: ignore[no-unt
 def test_revisits_are_not_duplicates_of_themselves(dedup_, pages) -> None:  # type: ignore[no-untyped-def]
     first = cand("http://a/page", "1" * 32, A)
     assert dedup_.decide([first])[0].kind == NEW
-    pages.save_pages([page_doc(first.page_id, first.url, first.host, first.checksum)])
+    pages.save_pages([page_document(first)])
     same = dedup_.decide([cand("http://a/page", "1" * 32, A)])[0]
     assert (same.kind, same.page_id) == (UNCHANGED, first.page_id)
     assert dedup_.decide([cand("http://a/page", "2" * 32, A ^ 3)])[0].kind == CHANGED
@@ -66,7 +66,7 @@ def test_originals_from_another_process_are_named_from_the_store(redis_client, p
     two = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace)
     original = cand("http://a/x", "9" * 32, A)
     one.decide([original])
-    pages.save_pages([page_doc(original.page_id, original.url, original.host, original.checksum)])
+    pages.save_pages([page_document(original)])
     copy = two.decide([cand("http://b/x", "8" * 32, A ^ 1)])[0]
     assert (copy.kind, copy.original_url, copy.original_host) == (NEAR, "http://a/x", "a")
     store.clear()
@@ -78,23 +78,23 @@ def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pa
     dedup_ = on_servers(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
                           namespace,
                           Rules(verify_distance=10))
-    original = Candidate("http://a/1", "a", "1" * 32, A, False, verify=0)
-    copy = Candidate("http://b/1", "b", "2" * 32, A ^ 0b11, False, verify=0b111)
-    rewrite = Candidate("http://c/1", "c", "3" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
+    original = Page("http://a/1", "a", "1" * 32, A, False, verify=0)
+    copy = Page("http://b/1", "b", "2" * 32, A ^ 0b11, False, verify=0b111)
+    rewrite = Page("http://c/1", "c", "3" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
     got = dedup_.decide([original, copy, rewrite])
     assert [d.kind for d in got] == [NEW, NEAR, NEW]  # 3 pair-bits off: a copy; 20: not
     # the admitted rewrite is in the index now: its own near copy names it
-    later = Candidate("http://d/1", "d", "4" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
+    later = Page("http://d/1", "d", "4" * 32, A ^ 0b101, False, verify=(1 << 20) - 1)
     assert dedup_.decide([later])[0].original_id == rewrite.page_id
     # an original whose second opinion is only in MongoDB (another process admitted it)
     other = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace,
                          Rules(verify_distance=10))
     from dedup.store import fingerprint_doc, to_int64
 
-    pages.save_pages([page_doc(original.page_id, original.url, original.host, original.checksum)],
+    pages.save_pages([page_document(original)],
                      [fingerprint_doc(original.page_id, A, checksum="1" * 32, tokens=99,
                                       short=False, algorithm="t", simhash2=to_int64(0))])
-    far = Candidate("http://e/1", "e", "5" * 32, A ^ (3 << 40), False,  # rewrite: 4 bits
+    far = Page("http://e/1", "e", "5" * 32, A ^ (3 << 40), False,  # rewrite: 4 bits
                     verify=(1 << 30) - 1)
     assert other.decide([far])[0].kind == NEW
     store.clear()
@@ -109,15 +109,15 @@ def test_every_candidate_within_k_is_asked_closest_first(redis_client, pages,
     dedup_ = on_servers(NearDuplicateIndex(store, capacity=1000), redis_client, pages,
                           namespace,
                           Rules(verify_distance=10))
-    rewrite = Candidate("http://a/1", "a", "1" * 32, A ^ 0b1, False, verify=(1 << 40) - 1)
-    source = Candidate("http://b/1", "b", "2" * 32, A ^ 0b110000, False, verify=0)
+    rewrite = Page("http://a/1", "a", "1" * 32, A ^ 0b1, False, verify=(1 << 40) - 1)
+    source = Page("http://b/1", "b", "2" * 32, A ^ 0b110000, False, verify=0)
     assert [d.kind for d in dedup_.decide([rewrite])] == [NEW]
     assert [d.kind for d in dedup_.decide([source])] == [NEW]  # 3 bits from the rewrite,
     # but 40 second-opinion bits: not its copy
-    copy = Candidate("http://c/1", "c", "3" * 32, A, False, verify=0b11)
+    copy = Page("http://c/1", "c", "3" * 32, A, False, verify=0b11)
     got = dedup_.decide([copy])[0]  # 1 bit from the rewrite, 2 from the source
     assert (got.kind, got.original_id, got.distance) == (NEAR, source.page_id, 2)
-    neither = Candidate("http://d/1", "d", "4" * 32, A ^ 0b10, False, verify=(1 << 20) - 1)
+    neither = Page("http://d/1", "d", "4" * 32, A ^ 0b10, False, verify=(1 << 20) - 1)
     assert dedup_.decide([neither])[0].kind == NEW  # 20 bits from both second opinions
     assert NearDuplicateIndex(store).query(A ^ 0b10, 0)[0].page_id == neither.page_id
     store.clear()
@@ -130,13 +130,13 @@ def test_a_page_is_the_same_page_whatever_the_order_of_its_query_arguments(  # t
     before url_key existed is given its key and found too."""
     first = cand("http://a/list?page=2&sort=new", "1" * 32, A)
     assert dedup_.decide([first])[0].kind == NEW
-    pages.save_pages([page_doc(first.page_id, first.url, first.host, first.checksum)], [])
+    pages.save_pages([page_document(first)], [])
     again = cand("http://a/list?sort=new&page=2#top", "1" * 32, A)
     got = dedup_.decide([again])[0]
     assert (got.kind, got.page_id) == (UNCHANGED, first.page_id)
     # a page stored by an older simcrawl, without url_key
     old = cand("http://b/item?id=7&lang=en", "2" * 32, A ^ (0xFF << 40))
-    doc = page_doc(old.page_id, old.url, old.host, old.checksum)
+    doc = page_document(old)
     del doc["url_key"]
     from bson import ObjectId
 

@@ -5,13 +5,13 @@ same verdicts as on memory stores (tests/unit/test_decision.py)."""
 from __future__ import annotations
 
 import pytest
+from decision_cases import *  # the shared cases, collected here
 
-from decision_cases import *  # noqa: F403 (the shared cases are collected here)
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator, on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.store import fingerprint_doc, page_doc, to_int64
+from dedup.store import fingerprint_document, page_document
 from dedup.templates import HostTemplates
 
 pytestmark = pytest.mark.integration
@@ -35,12 +35,7 @@ class ServerWorld:
                           rules or Rules.from_config(CONFIG), templates=templates)
 
     def store(self, p) -> None:  # type: ignore[no-untyped-def]
-        extra = {} if p.verify is None else {"simhash2": to_int64(p.verify)}
-        self.pages.save_pages(
-            [page_doc(p.page_id, p.url, p.host, p.checksum, text=p.text,
-                      **({"canonical": p.canonical} if p.canonical else {}))],
-            [fingerprint_doc(p.page_id, p.simhash, checksum=p.checksum, tokens=0,
-                             short=p.short, algorithm="test", **extra)])
+        self.pages.save_pages([page_document(p)], [fingerprint_document(p)])  # the crawl's
 
     def indexed(self) -> int:
         return self.tables.count()

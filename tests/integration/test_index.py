@@ -122,7 +122,7 @@ def test_other_designs(store, design) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_remove(store) -> None:
-    index = NearDuplicateIndex(store, capacity=1000)
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
     index.add_many([(10, "a"), (1 << 60, "b")])
     assert not index.remove(10, "someone-else")
     assert index.query(11) == [Match(10, "a", 1)]
@@ -261,7 +261,7 @@ def test_state_machine_against_brute_force(redis_client) -> None:  # type: ignor
 
 def test_redis_keys_are_the_documented_layout(redis_client, namespace) -> None:
     store = RedisStore(redis_client, namespace)
-    index = NearDuplicateIndex(store, capacity=1_000_000)
+    index = NearDuplicateIndex(store, k=3, capacity=1_000_000)
     layout = index.layout
     fp = 0x0123456789ABCDEF
     index.check_and_add(fp, "65f1a2b3c4d5e6f708192a3b")

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from dedup.errors import ServiceUnavailable
+from dedup.ids import new_page_id
 from dedup.index import Match, NearDuplicateIndex, RedisStore
 from dedup.services import EmbeddedServer, EmbeddedServices, connect_mongo, connect_redis, free_port
-from dedup.store import PageStore, fingerprint_doc, new_page_id
+from dedup.store import PageStore, fingerprint_doc
 
 pytestmark = pytest.mark.integration
 

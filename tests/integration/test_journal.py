@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from dedup.decide import EXACT, NEAR, NEW, Candidate
+from dedup.decide import EXACT, NEAR, NEW
 from dedup.deduplicator import on_servers
-from dedup.store import page_doc
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.journal import AdmissionJournal, live_owners, owners, recover
-from dedup.store import fingerprint_doc, match_doc
+from dedup.page import Page
+from dedup.store import fingerprint_doc, match_doc, page_document
 
 pytestmark = pytest.mark.integration
 
@@ -22,12 +22,12 @@ A = 0x0F0F0F0F0F0F0F0F
 B = 0x7777000011112222
 
 
-def cand(url: str, checksum: str, fp: int) -> Candidate:
-    return Candidate(url, url.split("/")[2], checksum, fp, False)
+def cand(url: str, checksum: str, fp: int) -> Page:
+    return Page(url, url.split("/")[2], checksum, fp, False)
 
 
-def store_page(pages, c: Candidate) -> None:  # type: ignore[no-untyped-def]
-    pages.save_pages([page_doc(c.page_id, c.url, c.host, c.checksum)], [fingerprint_doc(
+def store_page(pages, c: Page) -> None:  # type: ignore[no-untyped-def]
+    pages.save_pages([page_document(c)], [fingerprint_doc(
         c.page_id, c.simhash, checksum=c.checksum, tokens=50, short=False, algorithm="t")])
 
 
@@ -76,7 +76,7 @@ def test_a_page_stored_without_its_fingerprint_is_removed_too(redis_client, page
     crawl = on_servers(index, redis_client, pages, namespace, journal=journal)
     half = cand("http://a/3", "4" * 32, A)
     crawl.decide([half])
-    pages.save_pages([page_doc(half.page_id, half.url, half.host, half.checksum)])  # killed between the page and its fingerprint
+    pages.save_pages([page_document(half)])  # killed between the page and its fingerprint
     journal.close()  # a clean stop with unconfirmed entries: recovered at once
     done = recover(redis_client, namespace, pages, index)
     assert done.removed == [half.page_id] and pages.pages.count_documents({}) == 0

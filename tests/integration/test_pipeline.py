@@ -10,8 +10,9 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from crawler.pipelines import StoragePipeline
-from crawler.runtime import get_runtime
-from dedup.store import fingerprint_doc, new_page_id
+from crawler.wiring import Wiring
+from dedup.ids import new_page_id
+from dedup.store import fingerprint_doc
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +24,7 @@ def test_the_last_write_waits_for_one_already_running(services, mongo_client, na
         "REDIS_URL": services.redis_url, "MONGO_URI": services.mongo_uri,
         "DEDUP_NAMESPACE": namespace, "DEDUP_DATABASE": database,
         "DEDUP_EXTRACT_WORKERS": 0})
-    runtime = get_runtime(crawler)
+    runtime = Wiring.from_crawler(crawler)
     try:
         pipeline = StoragePipeline(crawler, runtime)
         real = runtime.pages.save_pages

@@ -14,11 +14,12 @@ import pytest
 
 from crawler.extraction import extract_and_fingerprint, fingerprint_params
 from dedup.config import DedupConfig
-from dedup.decide import NEAR, NEW, Candidate, Rules
+from dedup.decide import NEAR, NEW, Rules
 from dedup.deduplicator import Deduplicator, on_servers
-from dedup.store import page_doc
 from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.page import Page
 from dedup.simhash import hamming
+from dedup.store import page_document
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def dev_pages(dev_data: Path) -> dict[str, dict]:
 
 
 def page(dev_data: Path, dev_pages: dict[str, dict], name: str, *, text: bool = True,
-         canonical: str | None = None) -> Candidate:
+         canonical: str | None = None) -> Page:
     """A development page as the crawl sees it (``text=False``: without its text;
     ``canonical``: with its ``rel=canonical`` and ``og:url`` pointing there instead, as a
     syndicated copy names its source)."""
@@ -43,14 +44,15 @@ def page(dev_data: Path, dev_pages: dict[str, dict], name: str, *, text: bool = 
         assert url.encode() in body  # the page declares itself canonical
         body = body.replace(f'href="{url}"'.encode(), f'href="{canonical}"'.encode()) \
             .replace(f'content="{url}"'.encode(), f'content="{canonical}"'.encode())
-    fp = extract_and_fingerprint(body, url, fingerprint_params(CONFIG), "utf-8")
-    assert fp.canonical == (canonical or url)
-    return Candidate(url, url.split("/")[2], fp.checksum, fp.simhash, fp.short, fp.pinyin,
-                     fp.verify, text=fp.text if text else None, canonical=fp.canonical)
+    read = extract_and_fingerprint(body, url, fingerprint_params(CONFIG), "utf-8")
+    assert read.canonical == (canonical or url)
+    if not text:
+        read.text = ""
+    return read
 
 
 def crawl_deduplicator(redis_client, pages, namespace: str) -> Deduplicator:  # type: ignore[no-untyped-def]
-    """A deduplicator set up as the crawl sets it up (crawler/runtime.py), defaults."""
+    """A deduplicator set up as the crawl sets it up (crawler/wiring.py), defaults."""
     index = NearDuplicateIndex(RedisStore(redis_client, namespace), k=CONFIG.max_distance,
                                capacity=1000)
     return on_servers(index, redis_client, pages, namespace, Rules.from_config(CONFIG))
@@ -78,7 +80,7 @@ def test_a_copy_under_other_boilerplate_is_found_by_its_text(  # type: ignore[no
 
     # Another process, whose recent admissions do not include the original, reads its
     # text from the store.
-    pages.save_pages([page_doc(original.page_id, original.url, original.host, original.checksum, text=original.text)])
+    pages.save_pages([page_document(original)])
     other = crawl_deduplicator(redis_client, pages, namespace)
     again = other.decide([page(dev_data, dev_pages, "4a44ab3e4c-AB")])[0]
     assert (again.kind, again.original_id) == (NEAR, original.page_id)
@@ -122,7 +124,7 @@ def test_a_copy_is_recorded_against_the_page_it_declares_canonical(  # type: ign
     other = page(dev_data, dev_pages, "4a44ab3e4c-AB", text=False)
     assert [d.kind for d in crawl.decide([original])] == [NEW]
     assert [d.kind for d in crawl.decide([other])] == [NEW]
-    pages.save_pages([page_doc(other.page_id, other.url, other.host, other.checksum, text=page(dev_data, dev_pages,
+    pages.save_pages([page_document(other, text=page(dev_data, dev_pages,
                                                      "4a44ab3e4c-AB").text)])
     copy = page(dev_data, dev_pages, "4a44ab3e4c-B2", canonical=other.url)
     assert hamming(copy.simhash, original.simhash) < hamming(copy.simhash, other.simhash)
@@ -161,7 +163,8 @@ def test_a_line_on_every_page_of_a_site_is_learned_and_left_out(  # type: ignore
     later = page(dev_data, dev_pages, "94fbcc2677-E")
     full_text = later.text
     assert crawl.decide([later])[0].kind == NEW
-    assert later.template_lines == 1 and "Inexhibit 2019" not in later.text
+    assert later.template_lines == 1 and "Inexhibit 2019" not in (later.rest or "")
+    assert later.text == full_text  # stored whole
     without = "\n".join(line for line in full_text.split("\n") if "ISSN: 2283-5474" not in line)
     assert later.simhash == fingerprint(without).simhash  # what the index holds
     # another site's pages are not touched by it
@@ -186,7 +189,7 @@ def test_a_page_of_nothing_but_template_text_is_skipped_and_never_an_original(  
 
     fp = fingerprint(sidebar)
     assert not fp.short  # long enough to be fingerprinted, were it not the site's own
-    first, second = (Candidate(f"https://nypost.com/stub/{n}", "nypost.com", fp.checksum_hex,
+    first, second = (Page(f"https://nypost.com/stub/{n}", "nypost.com", fp.checksum_hex,
                                fp.simhash, False, text=sidebar) for n in (1, 2))
     assert [d.kind for d in crawl.decide([first])] == [TEMPLATE_ONLY]
     assert [d.kind for d in crawl.decide([second])] == [TEMPLATE_ONLY]  # not its copy
@@ -217,12 +220,12 @@ def registered(dev_data: Path, redis_client, pages, namespace: str, tmp_path: Pa
     RedisStore(redis_client, namespace).clear()
 
 
-def chinese_page(text: str, url: str) -> Candidate:
+def chinese_page(text: str, url: str) -> Page:
     from dedup.pinyin import PinyinFingerprinter
     from dedup.simhash import fingerprint
 
     fp = fingerprint(text)
-    return Candidate(url, url.split("/")[2], fp.checksum_hex, fp.simhash, fp.short,
+    return Page(url, url.split("/")[2], fp.checksum_hex, fp.simhash, fp.short,
                      PinyinFingerprinter.from_config(CONFIG).fingerprint(text), text=text)
 
 

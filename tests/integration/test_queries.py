@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from bson import Int64
 
-from dedup.store import fingerprint_doc, from_int64, match_doc, new_page_id, to_int64
+from dedup.ids import new_page_id
+from dedup.store import fingerprint_doc, from_int64, match_doc, to_int64
 
 pytestmark = pytest.mark.integration
 

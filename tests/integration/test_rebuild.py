@@ -1,4 +1,4 @@
-"""`python -m dedup rebuild-index` and `remove` against real servers."""
+"""`simcrawl rebuild-index` and `remove` against real servers."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ import sys
 
 import pytest
 
+from dedup.ids import new_page_id
 from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.store import fingerprint_doc, new_page_id
+from dedup.store import fingerprint_doc
 
 pytestmark = pytest.mark.integration
 
 
 def cli(services, pages, namespace, *args):  # type: ignore[no-untyped-def]
     return subprocess.run(
-        [sys.executable, "-m", "dedup", *args, "--redis-url", services.redis_url,
+        [sys.executable, "-m", "cli", *args, "--redis-url", services.redis_url,
          "--mongo-uri", services.mongo_uri, "--database", pages.db.name,
          "--namespace", namespace], capture_output=True, text=True, timeout=300, check=False)
 
@@ -78,7 +79,7 @@ def test_remove_by_page_id_and_fingerprint(services, redis_client, pages, namesp
 def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
     from dedup.services import free_port
 
-    done = subprocess.run([sys.executable, "-m", "dedup", "rebuild-index", "--redis-url",
+    done = subprocess.run([sys.executable, "-m", "cli", "rebuild-index", "--redis-url",
                            f"redis://127.0.0.1:{free_port()}/0", "--mongo-uri", "mongodb://x",
                            "--namespace", namespace], capture_output=True, text=True,
                           timeout=120, check=False)

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, stdin=""):
-    return subprocess.run([sys.executable, "-m", "dedup", *args], input=stdin,
+    return subprocess.run([sys.executable, "-m", "cli", *args], input=stdin,
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
 
 
@@ -64,9 +64,31 @@ def test_fingerprint_json():
     assert len(record["simhash"]) == 16 and record["tokens"] > 100
 
 
-def test_no_command_prints_help():
-    out = run()
-    assert out.returncode == 2 and "scan" in out.stdout
+def test_help_lists_every_verb_and_the_exit_statuses():
+    from cli.main import VERBS
+
+    out = run("help")
+    assert out.returncode == 0
+    for verb in VERBS:
+        assert f"  {verb} " in out.stdout
+    assert "  2  bad usage" in out.stdout and "  3  Redis or MongoDB cannot be reached" in out.stdout
+
+
+def test_an_unknown_verb_is_named_with_a_hint():
+    out = run("scna", "examples")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("simcrawl: unknown command 'scna'; did you mean 'scan'? "
+                          "('simcrawl help' lists the commands)\n")
+    out = run("nosuchverb")
+    assert out.returncode == 2 and "unknown command 'nosuchverb'" in out.stderr
+
+
+def test_debug_shows_the_traceback_of_an_error():
+    assert "Traceback" not in run("find-all", "/nonexistent").stderr
+    out = run("--debug", "remove", "--redis-url", "foo://x", "--mongo-uri", "mongodb://x")
+    assert out.returncode == 2 and "Traceback" in out.stderr
+    assert out.stderr.rstrip().endswith("is not a Redis URL: Redis URL must specify one of "
+                                        "the following schemes (redis://, rediss://, unix://)")
 
 
 def test_a_subcommands_errors_show_its_own_usage():
@@ -74,7 +96,7 @@ def test_a_subcommands_errors_show_its_own_usage():
                           (["scan", "--bogus"], "unrecognized arguments: --bogus")):
         out = run(*args)
         assert out.returncode == 2
-        assert "usage: python -m dedup scan" in out.stderr and message in out.stderr
+        assert "usage: simcrawl scan" in out.stderr and message in out.stderr
         assert "{scan,fingerprint" not in out.stderr  # not the top-level usage
 
 
@@ -109,7 +131,7 @@ def test_scan_skips_binary_big_and_data_files_and_decodes_latin1(tmp_path):
         fh.truncate(256 * 1024 * 1024)
         fh.seek(0)
         fh.write(b"text " * 3000)
-    out = subprocess.run([sys.executable, "-m", "dedup", "scan", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "cli", "scan", str(tmp_path)],
                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert "2 documents fingerprinted" in out.stdout and "3 files skipped" in out.stdout
@@ -122,3 +144,39 @@ def test_scan_skips_binary_big_and_data_files_and_decodes_latin1(tmp_path):
     assert {line["file"].rsplit("/", 1)[1]: line.get("skipped", line.get("text_from"))
             for line in lines}["latin1.txt"].startswith("text/")
     assert sum(1 for line in lines if "skipped" in line) == 3
+
+
+def test_scan_decides_with_the_crawls_k_and_text_check(tmp_path):
+    """A copy with comments added, 4-6 bits from its original (beyond k = 3, within the
+    crawl's 6), is reported as the crawl would drop it, with its containment."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from decision_cases import article, words
+
+    from dedup import fingerprint, hamming
+
+    seed = next(s for s in range(100) if 4 <= hamming(
+        fingerprint(article(s, 300)).simhash,
+        fingerprint(article(s, 300) + "\n" + " ".join(words(45, 1000 + s))).simhash) <= 6)
+    original = article(seed, 300)
+    (tmp_path / "a-original.txt").write_text(original)
+    (tmp_path / "b-with-comments.txt").write_text(
+        original + "\n" + " ".join(words(45, 1000 + seed)))
+    (tmp_path / "c-other.txt").write_text(article(seed + 500, 300))
+    out = run("scan", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "k = 6, the crawl's rules" in out.stdout
+    near = [line for line in out.stdout.splitlines() if line.startswith("near duplicate")]
+    assert len(near) == 1 and "b-with-comments.txt  ~  " in near[0] \
+        and near[0].rstrip().endswith("containment 1.00)")
+    assert "c-other" not in out.stdout.split("near duplicate", 1)[1]
+
+
+def test_the_readme_documents_the_exit_statuses_the_commands_use():
+    import re
+
+    from dedup.errors import EXIT_STATUSES
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    table = readme.split("**Exit statuses**", 1)[1].split("\n\n", 2)[1]
+    documented = [int(code) for code in re.findall(r"^\|\s*(\d+)\s*\|", table, re.MULTILINE)]
+    assert documented == [code for code, _ in EXIT_STATUSES]

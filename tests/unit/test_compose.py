@@ -65,7 +65,8 @@ def test_compose_promises() -> None:
     # every package the installed command imports is copied into the image
     dockerfile = (ROOT / "Dockerfile").read_text()
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "packages"]
-    for top in {p.split(".")[0] for p in packages}:
-        assert f"COPY {top} ./{top}" in dockerfile, top
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = setup.get("package-dir", {})
+    for top in {p.split(".")[0] for p in setup["packages"]}:
+        folder = folders.get(top, top)
+        assert f"COPY {folder} ./{folder}" in dockerfile, top

@@ -5,9 +5,9 @@ tests/integration/test_decide_servers.py), and the pure rules of dedup/decide.py
 from __future__ import annotations
 
 import pytest
-
-from decision_cases import *  # noqa: F403 (the shared cases are collected here)
+from decision_cases import *  # the shared cases, collected here
 from decision_cases import A, article, page
+
 from dedup.config import DedupConfig
 from dedup.decide import (
     EXACT,

@@ -57,14 +57,12 @@ def test_workers_setting():
 
 
 def test_the_declared_canonical_url() -> None:
-    from scrapy.http import HtmlResponse
-
-    from crawler.extraction import declared_canonical
+    from dedup.pages import declared_canonical
+    from dedup.text import parse_html
 
     def declared(head: str) -> str | None:
         html = f"<html><head>{head}</head><body><p>text</p></body></html>"
-        return declared_canonical(HtmlResponse("https://a.example/news/1?utm=x",
-                                               body=html.encode(), encoding="utf-8"))
+        return declared_canonical(parse_html(html), "https://a.example/news/1?utm=x", html)
 
     assert declared('<link rel="canonical" href="/news/1">') == "https://a.example/news/1"
     assert declared('<meta property="og:url" content="https://b.example/story">') == \
@@ -74,3 +72,6 @@ def test_the_declared_canonical_url() -> None:
         "https://c.example/x"  # rel=canonical first
     assert declared("") is None
     assert declared('<link rel="canonical" href="javascript:void(0)">') is None
+    assert declared('<link rel="alternate canonical" href="/b">') == "https://a.example/b"
+    assert declared('<base href="https://m.example/"><link rel="canonical" href="n/1">') == \
+        "https://m.example/n/1"  # against the page's base URL, as Scrapy's urljoin

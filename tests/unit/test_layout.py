@@ -24,11 +24,12 @@ def test_buckets_are_planned_for_the_compact_encoding() -> None:
         per_bucket = capacity / 2 ** layout.bucket_bits
         assert per_bucket <= 64, capacity  # half of Redis's default 128
         assert layout.bucket_bits <= min(t.prefix_bits for t in layout.tables)
-    # 1M: 14 bits leave 50 bits, 7 bytes per member, about 61 entries per bucket
-    one_m = IndexLayout.plan(1_000_000)
+    # 1M at k = 3: 14 bits leave 50 bits, 7 bytes per member, about 61 entries per bucket
+    one_m = IndexLayout.plan(1_000_000, 3)
     assert (one_m.bucket_bits, one_m.member_bytes, one_m.design.name) == (14, 7, "5 blocks")
     # a server allowing bigger compact sets gets fewer, fuller buckets
-    assert IndexLayout.plan(1_000_000, table_limit=512).bucket_bits < one_m.bucket_bits
+    assert IndexLayout.plan(1_000_000, 3, table_limit=512).bucket_bits < one_m.bucket_bits
+    assert IndexLayout.plan(1_000_000).k == 6  # the crawl's k, by default
 
 
 def test_describe_round_trip_and_bad_descriptions() -> None:

@@ -1,6 +1,14 @@
-"""One place that wires the dedup objects for a crawl: configuration, services (external
-or embedded), the Redis index, the MongoDB store and the deduplicator. The middleware and
-the pipeline share it through the crawler."""
+"""The one place that wires a crawl: a Scrapy extension (:class:`Wiring`, first in
+``EXTENSIONS``) builds, from the settings, the configuration, the services (external or
+embedded), the Redis index, the MongoDB store, the admission journal, the deduplicator
+and the extraction workers, and holds what the crawl's components share (requests in
+flight, pages waiting for their record, lost pages). The middlewares, the pipeline, the
+frontier and the spider get it with :func:`wiring_of` (Scrapy's
+``crawler.get_extension``): nothing is hung on Scrapy's crawler, and no component reads
+another's attributes.
+
+Scrapy builds the extensions before the engine (scheduler, middlewares, pipelines), so
+the wiring is complete before any of them asks for it."""
 
 from __future__ import annotations
 
@@ -9,10 +17,9 @@ import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.extraction import Extractor
-from crawler.frontier import frontier_of
 from crawler.logs import quiet_third_party
 from dedup.config import DedupConfig
 from dedup.decide import Rules
@@ -31,12 +38,32 @@ from dedup.services import (
 from dedup.store import PageStore
 from dedup.templates import HostTemplates
 
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
 log = logging.getLogger(__name__)
 
 
+#: ``SIMCRAWL_FRONTIER``: Scrapy's own queue, or one in Redis shared by the namespace's
+#: processes (crawler/frontier.py).
+FRONTIERS = ("memory", "redis")
+
+
+def frontier_of(settings: Any) -> str:
+    """``SIMCRAWL_FRONTIER``, checked.
+
+    Raises:
+        ValueError: not ``memory`` or ``redis``.
+    """
+    kind = str(settings.get("SIMCRAWL_FRONTIER") or "memory").strip().lower()
+    if kind not in FRONTIERS:
+        raise ValueError(f"SIMCRAWL_FRONTIER must be memory or redis, got {kind!r}")
+    return kind
+
+
 @dataclass
-class Runtime:
-    """The objects one crawl uses."""
+class Wiring:
+    """The objects one crawl uses, built once (:meth:`from_crawler`)."""
 
     config: DedupConfig
     deduplicator: Deduplicator
@@ -54,7 +81,8 @@ class Runtime:
     journal: AdmissionJournal | None = None
     #: URLs of pages that could not be decided or stored (the crawl exits non-zero)
     lost: list[str] = field(default_factory=list)
-    #: the shared frontier (crawler.frontier.SharedFrontier), when SIMCRAWL_FRONTIER=redis
+    #: the shared frontier (crawler.frontier.SharedFrontier), when SIMCRAWL_FRONTIER=redis:
+    #: it attaches itself (:meth:`attach_frontier`)
     frontier: Any = None
     #: page URL -> the in-flight id of its request, settled once its record is stored
     pending: dict[str, str] = field(default_factory=dict)
@@ -71,6 +99,27 @@ class Runtime:
     stored_waiters: dict[str, Any] = field(default_factory=dict)
     #: "YYYY-MM-DDTHH:MM" (UTC) -> pages skipped in that minute, for reports
     skips_per_minute: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Wiring:
+        """Build the crawl's objects from its settings (see :func:`build`) and stop them
+        when the spider closes."""
+        from scrapy import signals
+
+        wiring = build(crawler)
+        crawler.signals.connect(wiring.close, signal=signals.engine_stopped)
+        return wiring
+
+    def attach_frontier(self, frontier: Any) -> None:
+        """The shared frontier of this crawl (the middleware and the pipeline settle its
+        requests through :meth:`settle` and :meth:`settle_request`)."""
+        self.frontier = frontier
+
+    def settle_request(self, request: Any) -> None:
+        """A request whose outcome needs nothing stored (a failure, a skip): settle it in
+        the shared frontier, if any."""
+        if self.frontier is not None and request is not None:
+            self.frontier.settle_request(request)
 
     def count_skip(self) -> None:
         """A page was skipped now (kept per minute in the crawl's summary)."""
@@ -126,23 +175,21 @@ def _fire(waiter: Any, value: bool) -> None:
     reactor.callFromThread(waiter.callback, value)  # type: ignore[attr-defined]
 
 
-def note_skip(crawler: Any) -> None:
-    """Count a skipped page in its minute (:meth:`Runtime.count_skip`), when the crawl has
-    a runtime (dedup on)."""
-    runtime = getattr(crawler, "_simcrawl_runtime", None)
-    if runtime is not None:
-        runtime.count_skip()
+def wiring_of(crawler: Crawler) -> Wiring:
+    """The crawl's :class:`Wiring` (Scrapy's ``crawler.get_extension``).
+
+    Raises:
+        RuntimeError: ``crawler.wiring.Wiring`` is not among the ``EXTENSIONS``.
+    """
+    wiring = crawler.get_extension(Wiring)
+    if wiring is None:
+        raise RuntimeError("crawler.wiring.Wiring is not in EXTENSIONS: the crawl's "
+                           "components need it (see crawler/settings.py)")
+    return wiring
 
 
-def worker_links(crawler: Any) -> bool:
-    """Whether the dedup middleware reads pages' links in its extraction workers, from
-    the one parse of each page (the site spider then leaves the links to it)."""
-    runtime = getattr(crawler, "_simcrawl_runtime", None)
-    return bool(runtime is not None and runtime.worker_links)
-
-
-def get_runtime(crawler: Any) -> Runtime:
-    """The crawl's :class:`Runtime`, built on first use from the crawler's settings.
+def build(crawler: Crawler) -> Wiring:
+    """The crawl's :class:`Wiring`, built from the crawler's settings.
 
     Before the first decision it recovers what crawls killed on this namespace left
     half-done (:func:`dedup.journal.recover`), and it refuses to run beside another live
@@ -153,9 +200,6 @@ def get_runtime(crawler: Any) -> Runtime:
         ServiceUnavailable: Redis or MongoDB cannot be reached (the message names the URL).
         RuntimeError: another crawl is live on the namespace.
     """
-    runtime = getattr(crawler, "_simcrawl_runtime", None)
-    if runtime is not None:
-        return runtime
     quiet_third_party()
     config = DedupConfig.from_settings(crawler.settings.get)
     redis_url, mongo_uri, services = resolve(config.redis_url or None,
@@ -196,7 +240,7 @@ def get_runtime(crawler: Any) -> Runtime:
         windows=windows,
         templates=HostTemplates(client, config.namespace, config.template_pages)
         if config.template_pages else None)
-    runtime = Runtime(config, deduplicator, pages, index, services,
+    runtime = Wiring(config, deduplicator, pages, index, services,
                       crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
                       redact(redis_url), redact(mongo_uri), Extractor(config), client,
                       windows, params, journal)
@@ -205,7 +249,6 @@ def get_runtime(crawler: Any) -> Runtime:
     if recovered.journals:
         crawler.stats.set_value("dedup/recovered/pages_removed", len(recovered.removed))
         log.info("dedup: %s", recovered)
-    crawler._simcrawl_runtime = runtime
     log.info("dedup: crawl %s; index in %s (namespace %r, %s, k=%d), pages in %s database "
              "%r, %d extraction workers", runtime.crawl_id, runtime.redis_url, config.namespace,
              index.layout.design.name, index.k, runtime.mongo_uri, config.database,

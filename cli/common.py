@@ -1,0 +1,164 @@
+"""What the verbs share: running a command with one-line errors and the exit-status
+table, the services options, and the fingerprint options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from dedup.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STATUSES,
+    EXIT_USAGE,
+    exit_status,
+)
+
+#: Set by ``simcrawl --debug``: errors print their traceback too.
+DEBUG = False
+
+
+class InputError(Exception):
+    """Bad input that the user must fix (exit status 2); printed without a traceback."""
+
+
+def exit_table() -> str:
+    """The exit statuses, for ``--help`` texts."""
+    return "exit status: " + "; ".join(f"{code} {what}" for code, what in EXIT_STATUSES)
+
+
+def parser(prog: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A verb's argument parser (its usage names ``simcrawl VERB``)."""
+    return argparse.ArgumentParser(prog=prog, description=description,
+                                   epilog=kwargs.pop("epilog", exit_table()), **kwargs)
+
+
+def run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a verb: errors end it in one line on stderr with their exit status (the
+    traceback too with ``--debug``)."""
+    from dedup.services import DataDirError
+
+    try:
+        return int(func(args))
+    except BrokenPipeError:  # `simcrawl export | head`
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (InputError, DataDirError) as exc:
+        _say(exc)
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001  (any error: one line, and the table's status)
+        _say(exc)
+        return exit_status(exc)
+
+
+def _say(exc: BaseException) -> None:
+    if DEBUG:
+        traceback.print_exception(exc)
+    print(f"error: {str(exc).strip() or type(exc).__name__}", file=sys.stderr)
+
+
+def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:
+    """A usage error unless ``k`` is a Hamming distance the index supports (0..31)."""
+    if k is not None and not 0 <= k <= 31:
+        parser_.error(f"-k must be between 0 and 31, got {k}")
+
+
+def service_options(p: argparse.ArgumentParser) -> None:
+    """``--redis-url``, ``--mongo-uri``, ``--database``, ``--namespace``, ``--data-dir``."""
+    from dedup.index import DEFAULT_NAMESPACE
+    from dedup.services import DEFAULT_DATA_DIR
+    from dedup.store import DEFAULT_DATABASE
+
+    g = p.add_argument_group("services (default: $REDIS_URL / $MONGO_URI, else embedded)")
+    g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
+    g.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
+    g.add_argument("--database", default=DEFAULT_DATABASE,
+                   help=f"MongoDB database (default {DEFAULT_DATABASE})")
+    g.add_argument("--namespace", default=DEFAULT_NAMESPACE,
+                   help=f"Redis key prefix of the index (default {DEFAULT_NAMESPACE})")
+    g.add_argument("--data-dir", default=None,
+                   help=f"embedded servers' data folder (default $SIMCRAWL_DATA or "
+                   f"./{DEFAULT_DATA_DIR})")
+
+
+def connect(args: argparse.Namespace, op_timeout: float | None = 60.0
+            ) -> tuple[Any, Any, Any]:
+    """Connect to Redis and MongoDB (or start the embedded servers): returns
+    ``(redis client, page store, embedded services or None)``."""
+    from dedup.errors import redact
+    from dedup.services import connect_mongo, connect_redis, resolve
+    from dedup.store import PageStore
+
+    redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
+    try:
+        client = connect_redis(redis_url)
+        pages = PageStore(connect_mongo(mongo_uri, op_timeout=op_timeout), args.database,
+                          redact(mongo_uri))
+    except BaseException:
+        if services is not None:
+            services.stop()
+        raise
+    return client, pages, services
+
+
+def fingerprint_options(p: argparse.ArgumentParser) -> None:
+    """How files are read and fingerprinted (the crawl's defaults)."""
+    from dedup.config import DedupConfig
+    from dedup.files import MAX_BYTES
+
+    crawl = DedupConfig()
+    p.add_argument("--max-size", type=float, default=MAX_BYTES / 1e6, metavar="MB",
+                   help=f"skip files larger than this (default {MAX_BYTES / 1e6:.0f} MB); "
+                   "binary files and data files (.json, .csv, ...) are skipped too, "
+                   "each listed with its reason")
+    p.add_argument("--shingle", type=int, default=crawl.shingle,
+                   help=f"tokens per feature (default {crawl.shingle}, the crawl's)")
+    p.add_argument("--drop-numbers", dest="drop_numbers", action="store_true",
+                   default=crawl.drop_numbers,
+                   help="leave number-only tokens (counters, dates) out of the features "
+                   "(default: keep them, as the crawl does: DEDUP_DROP_NUMBERS)")
+    p.add_argument("--keep-numbers", dest="drop_numbers", action="store_false",
+                   help="keep number-only tokens (the default)")
+    p.add_argument("--min-tokens", type=int, default=crawl.min_tokens,
+                   help="texts with fewer tokens are matched by checksum only "
+                        f"(default {crawl.min_tokens})")
+
+
+def iter_files(paths: list[Path]) -> Iterator[Path]:
+    """The files under ``paths`` (:func:`dedup.files.iter_files`); a missing path is an
+    :class:`InputError`."""
+    from dedup.files import iter_files as files
+
+    try:
+        yield from files(paths)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
+
+
+def documents(files: list[Path], max_mb: float, skipped: list[tuple[Path, str]]
+              ) -> Iterator[tuple[Path, str, str]]:
+    """``(path, text, method)`` of each file that is a document; the others go to
+    ``skipped`` with their reason (binary, too big, not text, unreadable)."""
+    from dedup.files import SkipFile, read_document
+
+    for path in files:
+        try:
+            text, method = read_document(path, int(max_mb * 1e6))
+        except SkipFile as exc:
+            skipped.append((path, str(exc)))
+            continue
+        except OSError as exc:
+            skipped.append((path, f"unreadable: {exc.strerror or exc}"))
+            continue
+        yield path, text, method
+
+
+__all__ = ["EXIT_FAILED", "InputError", "check_k", "connect", "documents", "exit_table",
+           "fingerprint_options", "iter_files", "parser", "run", "service_options"]

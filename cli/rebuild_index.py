@@ -1,0 +1,127 @@
+"""``simcrawl rebuild-index``: reload the Redis index from MongoDB (the source of truth)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cli.common import check_k, connect, parser, run, service_options
+
+HELP = "reload the Redis index from MongoDB"
+
+
+def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int, int]:
+    """Reload the registered originals' pinyin windows; ``(loaded, skipped)`` (skipped:
+    computed with parameters other than the first original's)."""
+    from dedup.index.windows import RedisWindowStore, WindowIndex
+    from dedup.pinyin import PinyinFingerprint
+
+    index: WindowIndex | None = None
+    loaded = skipped = 0
+    for page_id, codes, params in pages.iter_pinyin():
+        if index is None:
+            index = WindowIndex(RedisWindowStore(redis_client, namespace), params)
+        if params != index.params:
+            skipped += 1
+            continue
+        loaded += index.add(page_id, PinyinFingerprint(codes))
+    return loaded, skipped
+
+
+def rebuild(args: argparse.Namespace) -> int:
+    from dedup.config import DEFAULT_MAX_DISTANCE
+    from dedup.index import IndexLayout, NearDuplicateIndex, RedisStore
+    from dedup.progress import Progress
+    from dedup.registry import register_checksums
+
+    redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
+    try:
+        store = RedisStore(redis_client, args.namespace)
+        total = pages.estimated_fingerprints()
+        old = store.read_layout() or pages.load_layout(args.namespace)
+        if old is not None and args.capacity is None and args.k is None:
+            layout = IndexLayout.from_description(old)  # the same index again
+        else:
+            previous = IndexLayout.from_description(old) if old is not None else None
+            capacity = args.capacity or max(total, previous.capacity if previous else 1)
+            k = args.k if args.k is not None else (previous.k if previous
+                                                   else DEFAULT_MAX_DISTANCE)
+            layout = IndexLayout.plan(capacity, k, table_limit=store.compact_limit())
+        print(f"rebuild-index: about {total:,} fingerprints from {pages.url} "
+              f"(database {pages.db.name!r}) into {store.describe()}; design "
+              f"{layout.design.name}, {len(layout.tables)} tables, capacity "
+              f"{layout.capacity:,}", file=sys.stderr)
+        audit = pages.audit()
+        before = {pid for _, pid in NearDuplicateIndex(store).entries()} \
+            if store.read_layout() else set()
+        store.clear()
+        index = NearDuplicateIndex(store, layout=layout, batch_size=1024)
+        pages.save_layout(args.namespace, layout.describe())
+        progress = Progress("rebuild-index", total)
+        started = time.monotonic()
+        orphans = audit.fingerprints_without_page
+        stored: set[str] = set()
+
+        def rows() -> Iterator[tuple[int, str]]:  # streams; orphans are left out
+            for fp, pid in pages.iter_fingerprints():
+                if pid not in orphans:
+                    stored.add(pid)
+                    yield fp, pid
+
+        added = index.add_many(rows(), progress=progress)
+        progress.close()
+        sums = register_checksums(redis_client, args.namespace, pages.iter_checksums())
+        windows, other = _rebuild_windows(redis_client, args.namespace, pages)
+        took = time.monotonic() - started
+        print(f"rebuilt: {added:,} fingerprints, {sums:,} text checksums and the pinyin "
+              f"windows of {windows:,} registered originals in {took:.1f} s "
+              f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
+        problems = audit.problems()
+        if before:
+            ghosts = sum(1 for pid in before if pid not in stored)
+            lost = sum(1 for pid in stored if pid not in before)
+            if ghosts:
+                problems.append(f"the index held {ghosts:,} fingerprints of pages that are "
+                                "not stored (admitted, never written): now gone from it")
+            if lost:
+                problems.append(f"the index lacked {lost:,} stored fingerprints (lost by "
+                                "Redis): restored")
+        for problem in problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        print("the store and the index " + (f"disagreed in {len(problems)} ways (above); "
+                                            "the index now follows the store"
+                                            if problems else "agreed"))
+        if other:
+            print(f"warning: {other:,} registered originals have pinyin windows computed "
+                  "with other parameters than the first one's; register them again",
+                  file=sys.stderr)
+        if index.over_capacity():
+            print("warning: the index holds more than twice its capacity; rebuild with "
+                  "--capacity for faster, smaller buckets", file=sys.stderr)
+    finally:
+        if services is not None:
+            services.stop()
+    return 0
+
+
+
+def main(argv: list[str], prog: str = "simcrawl rebuild-index") -> int:
+    from dedup.config import DEFAULT_MAX_DISTANCE
+
+    p = parser(prog, "Clear the near-duplicate index in Redis and load every fingerprint "
+               "of the MongoDB 'fingerprints' collection into it, and every page's text "
+               "checksum into the exact-copy registry (MongoDB is the source of truth). "
+               "Keeps the index's design unless --capacity or -k is given. Stop crawlers "
+               "that use the index first.")
+    p.add_argument("--capacity", type=int, default=None,
+                   help="plan the design and buckets for this many fingerprints")
+    p.add_argument("-k", type=int, default=None,
+                   help="largest Hamming distance of the new design (default: the index's, "
+                   f"or {DEFAULT_MAX_DISTANCE}, the crawl's, for a new one)")
+    service_options(p)
+    args = p.parse_args(argv)
+    check_k(p, args.k)
+    return run(rebuild, args)

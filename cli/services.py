@@ -1,0 +1,58 @@
+"""``simcrawl services [run|stop]``: the embedded Redis and MongoDB servers."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from cli.common import parser, run
+
+HELP = "run (or stop) the embedded Redis and MongoDB servers"
+
+
+def services_(args: argparse.Namespace) -> int:
+    from dedup.services import DEFAULT_DATA_DIR, EmbeddedServices, stop_services
+
+    folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
+    if args.action == "stop":
+        stopped, users = stop_services(folder)
+        print(f"stopped {', '.join(stopped) or 'nothing (no servers were running)'} in "
+              f"{Path(folder).resolve()}" + (f"; {users} processes were still using them"
+                                              if users else ""))
+        return 0
+    services = EmbeddedServices(folder)
+    from dedup.services import stop_on_signals
+
+    with stop_on_signals():
+        try:
+            services.start()
+            print(f"REDIS_URL={services.redis_url}")
+            print(f"MONGO_URI={services.mongo_uri}", flush=True)
+            joined = not any(s.owned for s in services.servers.values())
+            print(f"embedded services {'joined (already running)' if joined else 'running'}, "
+                  f"data in {services.data_dir}; they stay up while this runs and other "
+                  "processes use them; Ctrl-C leaves", file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            services.stop()
+
+
+
+def main(argv: list[str], prog: str = "simcrawl services") -> int:
+    p = parser(prog, "Start the embedded redis-server and SecantusDB (or join them if "
+               "running) on loopback, print their URLs, and keep them up until Ctrl-C or "
+               "SIGTERM: for querying the stored pages and matches with other tools, or for "
+               "sharing them between crawler processes. Every process using a data folder "
+               "counts as a user; the last one to leave stops the servers. 'services stop' "
+               "stops them at once.")
+    p.add_argument("action", nargs="?", choices=["run", "stop"], default="run",
+                   help="run (default) or stop the servers of the data folder")
+    p.add_argument("--data-dir", default=None,
+                   help="data folder (default $SIMCRAWL_DATA or ./simcrawl-data)")
+    return run(services_, p.parse_args(argv))

@@ -1,0 +1,93 @@
+"""A page: one shape from extraction to storage.
+
+The crawl reads a page (:func:`dedup.pages.read_html`: its text, the URL it declares
+canonical, its fingerprints, and in the crawler its links, title and language), decides it
+(:class:`dedup.deduplicator.Deduplicator`) and stores it
+(:func:`dedup.store.page_document`, :func:`dedup.store.fingerprint_document`), all on
+one :class:`Page`; the crawler's item (``crawler.items.PageItem``) is a :class:`Page`
+extended with what only a crawl knows (the HTTP status, depth, body, ...).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ids import new_page_id
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class Page:
+    """A fetched page, read and fingerprinted.
+
+    Attributes:
+        url: the page's URL (after redirects).
+        host: its host (``netloc``).
+        checksum: 32 hex digits (the normalised text's XXH3-128).
+        simhash: the 64-bit fingerprint (once its host's template lines are left out,
+            the fingerprint of the rest: what the index holds).
+        short: below the minimum size (matched by checksum only).
+        pinyin: the pinyin fingerprint of a Chinese page (``None``: not computed).
+        verify: the second-opinion simhash on word pairs (``None``: not computed).
+        page_id: the page's id if it is admitted.
+        text: the main text (``""``: none given; its near matches are then judged by
+            their fingerprints alone). Stored whole.
+        canonical: the URL the page declares as its canonical version (``rel=canonical``
+            or ``og:url``), if any.
+        blocks: the keys of the text's lines (:func:`dedup.templates.block_keys`; the
+            crawler computes them in its extraction workers), else computed when the
+            decision has a template learner.
+        template_lines: lines left out of the fingerprints as the host's template text;
+            ``rest``: the text without them (what the text check reads); ``templated``:
+            done (a batch decided again is not stripped twice).
+        method: how the text was found (``trafilatura``, ``body``, ``empty``, ``text``).
+        tokens: the features hashed into the simhash.
+        title, language, links: from the page's HTML, when the crawler read them.
+        fetched_at: when it was fetched.
+
+    Two pages are equal when they were read alike (their id and fetch time aside).
+    """
+
+    url: str
+    host: str = ""
+    checksum: str = ""
+    simhash: int = 0
+    short: bool = False
+    pinyin: Any = None
+    verify: int | None = None
+    page_id: str = field(default_factory=new_page_id, compare=False)
+    text: str = field(default="", repr=False)
+    canonical: str | None = None
+    blocks: list[int | None] | None = field(default=None, repr=False)
+    template_lines: int = 0
+    templated: bool = field(default=False, repr=False)
+    rest: str | None = field(default=None, repr=False)
+    method: str = ""
+    tokens: int = 0
+    title: str | None = None
+    language: str | None = None
+    links: list[str] | None = field(default=None, repr=False)
+    fetched_at: dt.datetime = field(default_factory=_now, compare=False)
+
+    @property
+    def own_text(self) -> str:
+        """The text the decision compares: without the host's template lines, once they
+        are left out."""
+        return self.text if self.rest is None else self.rest
+
+    def take_reading(self, read: Page) -> None:
+        """Take what a reader of the page's HTML found (an extraction worker's
+        :func:`dedup.pages.read_html`): the text and fingerprints, and the links, title,
+        language and declared canonical when it read them (``links`` not ``None``)."""
+        self.text, self.method = read.text, read.method
+        self.checksum, self.simhash = read.checksum, read.simhash
+        self.tokens, self.short = read.tokens, read.short
+        self.pinyin, self.verify, self.blocks = read.pinyin, read.verify, read.blocks
+        if read.links is not None:
+            self.links, self.title, self.language = read.links, read.title, read.language
+            self.canonical = read.canonical

@@ -1,0 +1,180 @@
+"""A page as the crawl reads it, and the crawl's decision over pages given as (url, html).
+
+:func:`read_html` is the crawl's reading of a page's HTML: the main text (trafilatura,
+:func:`dedup.text.extract_text`), the URL it declares canonical, and its fingerprints (the
+simhash, the second opinion, the pinyin windows, the lines' keys for the template text).
+The crawler's extraction workers call it (``crawler/extraction.py``, which adds the links,
+title and language from the same parse), and so does :func:`decide_pages`, which runs the
+crawl's decision (:func:`dedup.deduplicator.in_memory`: the same code, rules and
+thresholds, templates and text check included) over pages in crawl order, in memory and
+without any server, for scripts, benchmarks and ``simcrawl scan``:
+
+    >>> from dedup.pages import decide_pages
+    >>> body = "<html><body><article><p>" + "A long enough story. " * 20 + "</p></article>"
+    >>> [v.kind for v in decide_pages([("http://a.example/1", body),
+    ...                                ("http://b.example/1", body)])]
+    ['new', 'exact']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from .decide import NEW, TEMPLATE_ONLY, Decision, second_opinion
+from .page import Page
+from .pinyin import PinyinFingerprinter
+from .simhash import fingerprint
+from .templates import block_keys
+from .text import ExtractedText, extract_text, parse_html
+
+#: How a page is read and fingerprinted, as a small picklable tuple (the extraction
+#: workers get it): ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
+#: templates)``; ``pinyin``: ``(size, overlap, q, anchors)`` or ``None``; ``verify``: also
+#: the second-opinion simhash; ``templates``: also the lines' keys.
+Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool, bool]
+
+
+def fingerprint_params(config: Any) -> Params:
+    """The :data:`Params` of a :class:`dedup.config.DedupConfig`."""
+    pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q,
+               config.pinyin_anchors) if config.pinyin else None)
+    return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
+            config.cjk_ngram, pinyin, config.verify_distance >= 0, config.template_pages > 0)
+
+
+@lru_cache(maxsize=4)
+def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
+                         ) -> PinyinFingerprinter:
+    """One fingerprinter per parameter set (its tables are built once per process)."""
+    return PinyinFingerprinter(size=size, overlap=overlap, q=q, anchors=anchors)
+
+
+def declared_canonical(tree: Any, url: str, html: str = "") -> str | None:
+    """The URL a parsed page declares as its canonical version: ``<link rel="canonical">``,
+    else ``<meta property="og:url">``, made absolute against the page's base URL (its
+    ``<base href>``, else ``url``); ``None`` when it declares none, or not an http(s) URL.
+    """
+    from w3lib.html import get_base_url
+
+    if tree is None:
+        return None
+    found = tree.xpath("//link[contains(concat(' ', normalize-space(@rel), ' '), "
+                       "' canonical ')]/@href") or tree.xpath(
+        "//meta[@property='og:url']/@content")
+    href = str(found[0]).strip() if found else ""
+    if not href:
+        return None
+    absolute = urljoin(get_base_url(html[:4096], url) if html else url, href)
+    return absolute if absolute.startswith(("http://", "https://")) else None
+
+
+def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found: Any
+                     ) -> Page:
+    """A :class:`~dedup.page.Page` of ``url`` (its host: the URL's ``netloc``) with an
+    extracted text and its fingerprints (``found``: the page's ``canonical``, ``links``,
+    ``title``, ``language``, as its reader found them)."""
+    _fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
+    fp = fingerprint(read.text, shingle=shingle, drop_numbers=drop_numbers,
+                     min_tokens=min_tokens, cjk_ngram=cjk_ngram)
+    py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
+    second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
+        if verify and not fp.short else None
+    blocks = block_keys(read.text) if templates and not fp.short else None
+    return Page(url, urlsplit(url).netloc, fp.checksum_hex, fp.simhash, fp.short, py, second,
+                text=read.text, method=read.method, tokens=fp.tokens, blocks=blocks, **found)
+
+
+def read_html(html: str | bytes, url: str, params: Params) -> Page:
+    """Read a page as the crawl does: parse it once, extract its main text and the URL it
+    declares canonical, and fingerprint the text. Bytes are decoded as a crawl without a
+    ``Content-Type`` charset would (w3lib: a byte-order mark, else ``<meta charset>``,
+    else UTF-8)."""
+    if isinstance(html, bytes):
+        from w3lib.encoding import html_to_unicode
+
+        html = html_to_unicode(None, html)[1]
+    tree = parse_html(html)
+    return fingerprint_text(extract_text(html, url, fast=params[0], tree=tree), params, url,
+                            canonical=declared_canonical(tree, url, html))
+
+
+@dataclass
+class Verdict:
+    """What the crawl does with one page of :func:`decide_pages`.
+
+    Attributes:
+        url: the page's URL.
+        kind: the decision's kind (``new``, ``exact``, ``simhash``, ``pinyin``,
+            ``unchanged``, ``changed``), or the reason the page was skipped
+            (``empty_text``: no text at all; ``template_only``: nothing but its host's
+            template text).
+        decision: the :class:`~dedup.decide.Decision` (``None`` for a skipped page).
+        page: the page as read and decided.
+    """
+
+    url: str
+    kind: str
+    decision: Decision | None = None
+    page: Page | None = None
+
+    @property
+    def original_url(self) -> str | None:
+        """For a copy, the URL of the page it copies."""
+        return None if self.decision is None else self.decision.original_url
+
+
+def decide_pages(pages: Iterable[tuple[str, str | bytes]], config: Any = None,
+                 capacity: int = 100_000) -> list[Verdict]:
+    """The crawl's decision over ``(url, html)`` pages in crawl order, in memory.
+
+    Each page is read as the crawl reads it (:func:`read_html`) and decided as
+    :func:`decide_read` says.
+
+    Args:
+        pages: ``(url, html)`` pairs; ``html`` as text, or bytes (decoded as
+            :func:`read_html` says).
+        config: a :class:`dedup.config.DedupConfig` (default: the crawl's settings).
+        capacity: pages the in-memory index is planned for.
+
+    Returns:
+        One :class:`Verdict` per page, in order.
+    """
+    from .config import DedupConfig
+
+    config = config or DedupConfig()
+    params = fingerprint_params(config)
+    return decide_read((read_html(html, url, params) for url, html in pages), config,
+                       capacity)
+
+
+def decide_read(pages: Iterable[Page], config: Any = None, capacity: int = 100_000
+                ) -> list[Verdict]:
+    """The crawl's decision over pages already read (:func:`read_html`), in order.
+
+    Each page is decided alone, in order, by :func:`dedup.deduplicator.in_memory` with
+    ``config`` (the same code, rules and thresholds as the crawl); a page without text is
+    skipped (``empty_text``); an admitted page is then kept as the crawl stores it (its
+    whole text: the template lines are left out of its fingerprints only), so later pages
+    see it: a revisit of its URL, its text for the text check, its host's template lines.
+    """
+    from .config import DedupConfig
+    from .deduplicator import in_memory
+
+    decider, facts = in_memory(config or DedupConfig(), capacity=capacity)
+    out = []
+    for page in pages:
+        if page.tokens == 0:
+            out.append(Verdict(page.url, "empty_text", None, page))
+            continue
+        d = decider.decide([page])[0]
+        if d.kind == TEMPLATE_ONLY:
+            out.append(Verdict(page.url, TEMPLATE_ONLY, None, page))
+            continue
+        if d.kind == NEW:
+            facts.add_page(page)
+        out.append(Verdict(page.url, d.kind, d, page))
+    return out
