@@ -1,11 +1,99 @@
-"""``simcrawl calibrate``: the share of page pairs that are copies at each distance, to choose k (the options and the work: :mod:`console.calibrate`)."""
+"""``simcrawl calibrate``: its options and exit statuses; the work is :mod:`console.calibrate`'s."""
 
 from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
+from console.store import add_service_options, open_database
 
 HELP = "the share of page pairs that are copies at each distance, to choose k"
 
 
-def main(argv: list[str], prog: str = "simcrawl calibrate") -> int:
-    from console.calibrate import main as calibrate
+def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
+    """The command's options (``simcrawl calibrate --help``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Estimate, for each Hamming distance, the share of page "
+        "pairs at that distance that are copies, from the crawl's own store, to choose k "
+        "with evidence.")
+    parser.add_argument("-o", "--output", type=Path, default=None, help="also write "
+                        "calibrate.html, calibrate.png and calibrate.json to this folder")
+    parser.add_argument("--max-distance", type=int, default=MAX_DISTANCE,
+                        help=f"the largest distance examined (default {MAX_DISTANCE})")
+    parser.add_argument("--sample", type=int, default=30,
+                        help="pairs judged per distance (default 30)")
+    parser.add_argument("--examples", type=int, default=2,
+                        help="pairs per distance shown side by side in the HTML (default 2)")
+    parser.add_argument("--overlap", type=float, default=0.6,
+                        help="share of the shorter text's shingles in the other for a copy "
+                        "(default 0.6)")
+    parser.add_argument("--verify", type=int, default=10, help="second-opinion distance "
+                        "for pairs without stored texts (default 10)")
+    parser.add_argument("--target", type=float, default=0.9,
+                        help="the share of copies k should keep (default 0.9)")
+    parser.add_argument("-k", type=int, default=None, help="the crawl's k, marked (default: "
+                        "the k its index was built with)")
+    parser.add_argument("--seed", type=int, default=1, help="sampling seed (default 1)")
+    add_service_options(parser)
+    return parser
 
-    return calibrate(argv, prog=prog)
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int:
+    """Run ``simcrawl calibrate``; returns the exit status (2: bad arguments, 3: MongoDB
+    unreachable)."""
+    from pymongo.errors import PyMongoError
+
+    from dedup.errors import ServiceUnavailable
+
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if not 0 <= args.max_distance <= 24:
+        parser.error(f"--max-distance must be 0-24, got {args.max_distance}")
+    if not 0 < args.overlap <= 1 or not 0 < args.target <= 1 or args.sample < 1:
+        parser.error("--overlap and --target must be in (0, 1], --sample at least 1")
+    try:
+        with open_database(args) as db:
+            if sys.stderr.isatty():
+                from rich.progress import Progress
+
+                with Progress(transient=True) as bar:
+                    task = bar.add_task("reading fingerprints",
+                                        total=db.fingerprints.estimated_document_count())
+                    result = calibrate(db, args.max_distance, args.sample, args.examples,
+                                       args.overlap, args.verify, args.target, args.seed,
+                                       progress=lambda n: bar.advance(task, n))
+            else:
+                result = calibrate(db, args.max_distance, args.sample, args.examples,
+                                   args.overlap, args.verify, args.target, args.seed)
+            if args.k is None:
+                from dedup.store import index_k
+
+                args.k = index_k(db)
+    except (ServiceUnavailable, PyMongoError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(table(result, args.k))
+    suggestion = result.suggested_k
+    print(f"\nsuggested k: {suggestion if suggestion is not None else 'none'} (the largest k "
+          f"up to which at least {args.target:.0%} of the judged pairs at every distance "
+          f"are copies; the crawl's k: {args.k})")
+    if args.output is not None:
+        try:
+            args.output.mkdir(parents=True, exist_ok=True)
+            png = args.output / "calibrate.png"
+            figure(result, args.k, png)
+            (args.output / "calibrate.html").write_text(
+                page(result, args.k, png, args.overlap), encoding="utf-8")
+            (args.output / "calibrate.json").write_text(json.dumps({
+                "found": result.found, "judged": result.judged, "copies": result.copies,
+                "suggested_k": suggestion, "k": args.k, "fingerprints": result.fingerprints,
+                "overlap": args.overlap, "target": args.target}, indent=1), encoding="utf-8")
+        except OSError as exc:
+            print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+            return 2
+        print(f"written: {args.output / 'calibrate.html'} (figure and examples)",
+              file=sys.stderr)
+    return 0

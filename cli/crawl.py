@@ -1,12 +1,105 @@
-"""``simcrawl crawl [URL ...]``: crawl the URLs (no URL: the bundled demo site); the
-options and the work: :mod:`crawler.run`."""
+"""``simcrawl crawl [URL ...]`` (also ``simcrawl URL ...``, and ``simcrawl`` alone: the
+demo): crawl the URLs on REDIS_URL / MONGO_URI or the embedded servers; the work is
+:mod:`crawler.run`'s."""
 
 from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from crawler.run import (
+    QUERY,
+    CrawlDidNotRun,
+    bad_start_url,
+    crawl,
+    demo,
+    print_summary,
+    unreachable,
+)
 
 HELP = "crawl the URLs (no URL: the bundled demo site, compared with its known outcome)"
 
 
-def main(argv: list[str], prog: str = "simcrawl crawl") -> int:
-    from crawler.run import main as crawl
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
-    return crawl(argv, prog=prog)
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
+    """The main job (``./simcrawl``, ``simcrawl crawl``); returns the exit status."""
+    from dedup.errors import EXIT_STATUSES
+
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Crawl with inline near-duplicate dropping. With no "
+        "URL: crawl the bundled demo site and compare the result with its known outcome. "
+        "Exit status: " + "; ".join(f"{c} {w}" for c, w in EXIT_STATUSES) + ".",
+        epilog="Other commands: report, export, web, register, services, scan, ... "
+        "('simcrawl help' lists them; 'simcrawl VERB --help' shows each one's options).")
+    parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
+    parser.add_argument("--depth", type=positive, default=None,
+                        help="depth limit (default 5)")
+    parser.add_argument("--processes", type=positive, default=1,
+                        help="crawl processes sharing one crawl through the frontier in Redis "
+                        "(default 1); the services are started once for all")
+    parser.add_argument("--data-dir", default=None,
+                        help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
+    args = parser.parse_args(argv)
+    bad = [f"{u} ({why})" for u in args.urls if (why := bad_start_url(u))]
+    if bad:
+        parser.error(f"not a start URL: {', '.join(bad)}")
+
+    from dedup.errors import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_USAGE,
+        ServiceUnavailable,
+        exit_status,
+    )
+    from dedup.services import DataDirError, private_folder, resolve, stop_on_signals
+
+    log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
+    extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
+    services = None
+    with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
+        try:
+            private_folder(log_dir)
+            redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
+            if args.urls:
+                print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
+                stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log",
+                              args.processes)
+                print_summary(stats)
+                why = unreachable(stats)
+                if why:
+                    print(f"error: {why}", file=sys.stderr)
+                    return EXIT_FAILED
+                print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
+                      + QUERY.format(db="simcrawl"))
+                return EXIT_FAILED if stats.get("lost_urls") else EXIT_OK
+            return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
+        except CrawlDidNotRun as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.status
+        except DataDirError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except (ServiceUnavailable, ValueError) as exc:  # unreachable; a malformed URL
+            print(f"error: {exc}", file=sys.stderr)
+            return exit_status(exc)
+        except KeyboardInterrupt:
+            print("interrupted; the embedded services are stopped", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            if services is not None:
+                services.stop()
+
+

@@ -1,11 +1,71 @@
-"""``simcrawl export``: stream the store's match records or pages to CSV or JSON lines (the options and the work: :mod:`console.export`)."""
+"""``simcrawl export``: its options and exit statuses; the work is :mod:`console.export`'s."""
 
 from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from console.export import FIELDS, query, rows, write
+from console.store import add_options, open_database
 
 HELP = "stream the store's match records or pages to CSV or JSON lines"
 
 
-def main(argv: list[str], prog: str = "simcrawl export") -> int:
-    from console.export import main as export
+def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
+    """The command's options (``simcrawl export --help``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Stream the store's match records or pages to CSV or JSON "
+        "lines (one cursor in _id order: constant memory on any store size).")
+    parser.add_argument("what", choices=sorted(FIELDS), help="which records")
+    parser.add_argument("--format", choices=["csv", "jsonl"], default="csv",
+                        help="csv (a header row, lists joined with ';') or jsonl (default csv)")
+    parser.add_argument("-o", "--output", default="-",
+                        help="file to write (default: standard output)")
+    add_options(parser)
+    return parser
 
-    return export(argv, prog=prog)
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
+    """Run ``simcrawl export``; returns the exit status (2: bad arguments or output file,
+    3: MongoDB unreachable)."""
+    from pymongo.errors import PyMongoError
+
+    from dedup.errors import ServiceUnavailable
+
+    args = build_parser(prog).parse_args(argv)
+    try:
+        with open_database(args) as db:
+            where = query(args.what, args.crawl_id, args.since, args.until)
+            try:
+                out = sys.stdout if args.output == "-" else open(  # noqa: SIM115
+                    args.output, "w", encoding="utf-8", newline="")
+            except OSError as exc:
+                print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+                return 2
+            try:
+                n = _export(db, args, where, out)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
+    except (ServiceUnavailable, PyMongoError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except BrokenPipeError:
+        return 0
+    where_to = "standard output" if args.output == "-" else args.output
+    print(f"exported {n:,} {args.what} to {where_to}", file=sys.stderr)
+    return 0
+
+
+def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextIO) -> int:
+    records = rows(db, args.what, where)
+    if not sys.stderr.isatty():
+        return write(out, args.what, args.format, records)
+    from rich.progress import Progress
+
+    total = db[args.what].count_documents(where)
+    with Progress(transient=True) as progress:
+        task = progress.add_task(f"export {args.what}", total=total)
+        return write(out, args.what, args.format, records,
+                     step=lambda: progress.advance(task))

@@ -1,11 +1,62 @@
-"""``simcrawl report``: one self-contained HTML report with plots of the store (the options and the work: :mod:`console.report`)."""
+"""``simcrawl report``: its options and exit statuses; the work is :mod:`console.report`'s."""
 
 from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from console.report import write_report
+from console.store import add_options, open_database
 
 HELP = "one self-contained HTML report with plots of the store"
 
 
-def main(argv: list[str], prog: str = "simcrawl report") -> int:
-    from console.report import main as report
+def build_parser(prog: str = "simcrawl report") -> argparse.ArgumentParser:
+    """The command's options (``simcrawl report --help``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Write what the crawls found as one self-contained HTML "
+        "file (report.html, opens offline), the figures as PNG files and their numbers as "
+        "report.json.")
+    parser.add_argument("-o", "--output", default="simcrawl-report",
+                        help="folder to write to (default ./simcrawl-report)")
+    parser.add_argument("-k", type=int, default=None, help="k, marked on the distance "
+                        "histogram (default: the k the crawl's index was built with)")
+    add_options(parser)
+    return parser
 
-    return report(argv, prog=prog)
+
+def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
+    """Run ``simcrawl report``; returns the exit status (2: bad arguments or output
+    folder, 3: MongoDB unreachable)."""
+    from pymongo.errors import PyMongoError
+
+    from dedup.errors import ServiceUnavailable
+
+    args = build_parser(prog).parse_args(argv)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        print(f"error: {out} exists and is not a folder", file=sys.stderr)
+        return 2
+    try:
+        with open_database(args) as db:
+            if sys.stderr.isatty():
+                from rich.progress import Progress
+
+                total = (db.pages.estimated_document_count()
+                         + db.matches.estimated_document_count())
+                with Progress(transient=True) as bar:
+                    task = bar.add_task("reading the store", total=total)
+                    found = write_report(db, out, args.k, args.crawl_id, args.since,
+                                         args.until, progress=lambda n: bar.advance(task, n))
+            else:
+                found = write_report(db, out, args.k, args.crawl_id, args.since, args.until)
+    except (ServiceUnavailable, PyMongoError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(f"report of {found.pages:,} pages and {found.matches:,} copies: "
+          f"{out / 'report.html'} (figures beside it)", file=sys.stderr)
+    return 0

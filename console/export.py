@@ -13,17 +13,13 @@ to a time range (``detected_at`` of matches, ``fetched_at`` of pages).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime as dt
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from bson import ObjectId
-
-from console.store import add_options, open_database
 
 #: The columns of each export, in order: the fields users query (docs/queries.md).
 FIELDS: dict[str, list[str]] = {
@@ -116,62 +112,3 @@ def write(out: TextIO, kind: str, fmt: str, records: Iterator[dict[str, Any]],
             if step:
                 step()
     return n
-
-
-def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
-    """The command's options (``simcrawl export --help``)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Stream the store's match records or pages to CSV or JSON "
-        "lines (one cursor in _id order: constant memory on any store size).")
-    parser.add_argument("what", choices=sorted(FIELDS), help="which records")
-    parser.add_argument("--format", choices=["csv", "jsonl"], default="csv",
-                        help="csv (a header row, lists joined with ';') or jsonl (default csv)")
-    parser.add_argument("-o", "--output", default="-",
-                        help="file to write (default: standard output)")
-    add_options(parser)
-    return parser
-
-
-def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
-    """Run ``simcrawl export``; returns the exit status (2: bad arguments or output file,
-    3: MongoDB unreachable)."""
-    from pymongo.errors import PyMongoError
-
-    from dedup.errors import ServiceUnavailable
-
-    args = build_parser(prog).parse_args(argv)
-    try:
-        with open_database(args) as db:
-            where = query(args.what, args.crawl_id, args.since, args.until)
-            try:
-                out = sys.stdout if args.output == "-" else open(  # noqa: SIM115
-                    args.output, "w", encoding="utf-8", newline="")
-            except OSError as exc:
-                print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
-                return 2
-            try:
-                n = _export(db, args, where, out)
-            finally:
-                if out is not sys.stdout:
-                    out.close()
-    except (ServiceUnavailable, PyMongoError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    except BrokenPipeError:
-        return 0
-    where_to = "standard output" if args.output == "-" else args.output
-    print(f"exported {n:,} {args.what} to {where_to}", file=sys.stderr)
-    return 0
-
-
-def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextIO) -> int:
-    records = rows(db, args.what, where)
-    if not sys.stderr.isatty():
-        return write(out, args.what, args.format, records)
-    from rich.progress import Progress
-
-    total = db[args.what].count_documents(where)
-    with Progress(transient=True) as progress:
-        task = progress.add_task(f"export {args.what}", total=total)
-        return write(out, args.what, args.format, records,
-                     step=lambda: progress.advance(task))

@@ -29,7 +29,6 @@ Every form carries a CSRF token (Flask-WTF), so another site cannot post to it.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import hmac
@@ -37,7 +36,6 @@ import ipaddress
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -537,95 +535,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
-    """The command's options (``simcrawl web --help``)."""
-    from console.store import add_service_options
-
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Serve the web console over the crawl's store: dashboard "
-        "(figures, live counters of running crawls), search, a copy beside its original, "
-        "registered sources and a form to register originals.",
-        epilog=f"Binding to an address other than loopback requires ${TOKEN_ENV} (at least "
-        f"{MIN_TOKEN} characters); requests must then carry it (Authorization: Bearer, or "
-        "the login form).")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default "
-                        "127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--threads", type=int, default=8,
-                        help="requests served at once (default 8)")
-    parser.add_argument("-k", type=int, default=None, help="k, marked on the distance "
-                        "histogram (default: the k the crawl's index was built with)")
-    parser.add_argument("--refresh", type=float, default=60.0, help="seconds between two "
-                        "drawings of the dashboard's figures (default 60)")
-    parser.add_argument("--uploads", type=Path, default=None, help="where registered "
-                        "uploads are kept (default: DATA_DIR/uploads)")
-    add_service_options(parser, redis=True)
-    return parser
-
-
-def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
-    """Run ``simcrawl web`` until Ctrl-C; returns the exit status (2: bad options, 3: a
-    service unreachable)."""
-    from waitress import serve
-
-    from console.store import choose_database
-    from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
-    from dedup.errors import ServiceUnavailable
-    from dedup.services import (
-        DEFAULT_DATA_DIR,
-        connect_mongo,
-        connect_redis,
-        resolve,
-        stop_on_signals,
-    )
-
-    args = build_parser(prog).parse_args(argv)
-    token = os.environ.get(TOKEN_ENV) or None
-    if not is_loopback(args.host) and token is None:
-        print(f"error: binding to {args.host} lets other machines reach the console: set "
-              f"{TOKEN_ENV} to a secret of at least {MIN_TOKEN} characters (requests must "
-              "then carry it), or bind to 127.0.0.1", file=sys.stderr)
-        return 2
-    if token is not None and len(token) < MIN_TOKEN:
-        print(f"error: {TOKEN_ENV} is too short ({len(token)} characters; at least "
-              f"{MIN_TOKEN})", file=sys.stderr)
-        return 2
-    if not 0 < args.port < 65536:
-        print(f"error: --port must be 1-65535, got {args.port}", file=sys.stderr)
-        return 2
-    data_dir = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
-    with stop_on_signals():
-        services = None
-        app: Flask | None = None
-        try:
-            redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri,
-                                                     data_dir)
-            db = choose_database(connect_mongo(mongo_uri), args.database)
-            namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
-                                           else None)
-            app = create_app(db, redis_client=connect_redis(redis_url), namespace=namespace,
-                             token=token, secret_key=os.environ.get("SIMCRAWL_WEB_SECRET"),
-                             uploads=args.uploads or Path(data_dir) / "uploads", k=args.k,
-                             refresh=args.refresh)
-            print(f"simcrawl web: the database {db.name!r} on http://{args.host}:{args.port}/"
-                  + (" (token required)" if token else "") + "; Ctrl-C to stop",
-                  file=sys.stderr, flush=True)
-            serve(app, host=args.host, port=args.port, threads=args.threads,
-                  ident="simcrawl", _quiet=True)
-        except ServiceUnavailable as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 3
-        except OSError as exc:
-            print(f"error: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-                  file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            return 0
-        finally:
-            if app is not None:  # the drawn figures go with the server
-                shutil.rmtree(app.extensions["simcrawl_figures"].folder, ignore_errors=True)
-            if services is not None:
-                services.stop()
-    return 0

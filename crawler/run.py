@@ -1,4 +1,4 @@
-"""The main job: ``python -m crawler.run [URL ...]`` (what ``./simcrawl`` runs).
+"""The main job's work (``simcrawl crawl [URL ...]``, what ``./simcrawl`` runs; its options: cli/crawl.py).
 
 With no URL it serves the local demo site, crawls it with ``scrapy crawl site`` on the
 embedded services (or ``REDIS_URL`` / ``MONGO_URI``), and prints a summary, how the crawl
@@ -8,7 +8,6 @@ With URLs it crawls those sites.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -248,87 +247,6 @@ QUERY = '''db.matches.find({{}}, {{url: 1, original_url: 1, distance: 1, kind: 1
            .sort({{detected_at: -1}}).limit(10)        // in mongosh, database "{db}"'''
 
 
-def positive(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def main(argv: list[str] | None = None, prog: str = "./simcrawl") -> int:
-    """The main job (``./simcrawl``, ``simcrawl crawl``); returns the exit status."""
-    from dedup.errors import EXIT_STATUSES
-
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Crawl with inline near-duplicate dropping. With no "
-        "URL: crawl the bundled demo site and compare the result with its known outcome. "
-        "Exit status: " + "; ".join(f"{c} {w}" for c, w in EXIT_STATUSES) + ".",
-        epilog="Other commands: report, export, web, register, services, scan, ... "
-        "('simcrawl help' lists them; 'simcrawl VERB --help' shows each one's options).")
-    parser.add_argument("urls", nargs="*", help="start URLs (http or https)")
-    parser.add_argument("--depth", type=positive, default=None,
-                        help="depth limit (default 5)")
-    parser.add_argument("--processes", type=positive, default=1,
-                        help="crawl processes sharing one crawl through the frontier in Redis "
-                        "(default 1); the services are started once for all")
-    parser.add_argument("--data-dir", default=None,
-                        help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
-    args = parser.parse_args(argv)
-    bad = [f"{u} ({why})" for u in args.urls if (why := bad_start_url(u))]
-    if bad:
-        parser.error(f"not a start URL: {', '.join(bad)}")
-
-    from dedup.errors import (
-        EXIT_FAILED,
-        EXIT_INTERRUPTED,
-        EXIT_OK,
-        EXIT_USAGE,
-        ServiceUnavailable,
-        exit_status,
-    )
-    from dedup.services import DataDirError, private_folder, resolve, stop_on_signals
-
-    log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
-    extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
-    services = None
-    with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
-        try:
-            private_folder(log_dir)
-            redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
-            if args.urls:
-                print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
-                stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log",
-                              args.processes)
-                print_summary(stats)
-                why = unreachable(stats)
-                if why:
-                    print(f"error: {why}", file=sys.stderr)
-                    return EXIT_FAILED
-                print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
-                      + QUERY.format(db="simcrawl"))
-                return EXIT_FAILED if stats.get("lost_urls") else EXIT_OK
-            return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
-        except CrawlDidNotRun as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return exc.status
-        except DataDirError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except (ServiceUnavailable, ValueError) as exc:  # unreachable; a malformed URL
-            print(f"error: {exc}", file=sys.stderr)
-            return exit_status(exc)
-        except KeyboardInterrupt:
-            print("interrupted; the embedded services are stopped", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        finally:
-            if services is not None:
-                services.stop()
-
-
 DEMO_SOURCE = "demo-novels"
 
 
@@ -420,7 +338,3 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
         and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

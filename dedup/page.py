@@ -48,7 +48,7 @@ class Page:
         method: how the text was found (``trafilatura``, ``body``, ``empty``, ``text``).
         tokens: the features hashed into the simhash.
         title, language, links: from the page's HTML, when the crawler read them.
-        fetched_at: when it was fetched.
+        fetched_at: when it was fetched (``None``: never, a registered original).
 
     Two pages are equal when they were read alike (their id and fetch time aside).
     """
@@ -72,7 +72,7 @@ class Page:
     title: str | None = None
     language: str | None = None
     links: list[str] | None = field(default=None, repr=False)
-    fetched_at: dt.datetime = field(default_factory=_now, compare=False)
+    fetched_at: dt.datetime | None = field(default_factory=_now, compare=False)
 
     @property
     def own_text(self) -> str:

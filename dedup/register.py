@@ -15,20 +15,19 @@ import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import redis
 
 from .config import DedupConfig
 from .decide import second_opinion
 from .files import SkipFile, read_document
-from .ids import new_page_id, url_key
 from .index import NearDuplicateIndex
 from .index.windows import WindowIndex
+from .page import Page
 from .pinyin import PinyinFingerprinter
 from .registry import register_checksums
 from .simhash import fingerprint
-from .store import ALGORITHM, PageStore, fingerprint_doc, pinyin_doc, to_int64
+from .store import PageStore, fingerprint_document, page_document
 
 REGISTERED_HOST = "registered"
 
@@ -132,46 +131,42 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
         if fp.tokens == 0:
             result.skipped.append((str(path), "no text"))
             continue
-        py = fingerprinter.fingerprint(text) if fingerprinter is not None else None
-        rows.append((path.resolve().as_uri(), path, text, method, fp, py))
-    stored = pages.stored_urls(url for url, *_ in rows)
+        verify = second_opinion(text, config.drop_numbers, config.min_tokens,
+                                config.cjk_ngram) \
+            if not fp.short and config.verify_distance >= 0 else None
+        rows.append((path, Page(
+            path.resolve().as_uri(), REGISTERED_HOST, fp.checksum_hex, fp.simhash, fp.short,
+            fingerprinter.fingerprint(text) if fingerprinter is not None else None, verify,
+            text=text, method=method, tokens=fp.tokens, title=path.stem,
+            fetched_at=None)))  # never fetched: registered
+    stored = pages.stored_urls(page.url for _, page in rows)
     docs, fps, index_rows = [], [], []
-    for url, path, text, method, fp, py in rows:
-        if url in stored:
-            page_id, checksum = stored[url]
-            if checksum != fp.checksum_hex:
+    for path, page in rows:
+        if page.url in stored:
+            page.page_id, checksum = stored[page.url]
+            if checksum != page.checksum:
                 result.changed.append(str(path))
                 continue
             result.unchanged += 1
         else:
-            page_id = new_page_id()
             result.added += 1
-            docs.append({"_id": page_id, "url": url, "url_key": url_key(url),
-                         "host": REGISTERED_HOST, "source": source,
-                         "title": path.stem, "checksum": fp.checksum_hex, "text": text,
-                         "text_length": len(text), "extraction": method,
-                         "registered_at": dt.datetime.now(dt.timezone.utc)})
-            extra: dict[str, Any] = {"source": source}
-            if not fp.short and config.verify_distance >= 0:
-                extra["simhash2"] = to_int64(second_opinion(
-                    text, config.drop_numbers, config.min_tokens, config.cjk_ngram))
-            if py is not None and py.codes and fingerprinter is not None:
-                extra["pinyin"] = pinyin_doc(py, fingerprinter.describe())
-            fps.append(fingerprint_doc(page_id, fp.simhash, checksum=fp.checksum_hex,
-                                       tokens=fp.tokens, short=fp.short, algorithm=ALGORITHM,
-                                       **extra))
-        index_rows.append((page_id, fp, py))
+            docs.append(page_document(page, source=source,
+                                      registered_at=dt.datetime.now(dt.timezone.utc)))
+            fps.append(fingerprint_document(
+                page, fingerprinter.describe() if fingerprinter is not None else None,
+                source=source))
+        index_rows.append(page)
     pages.save_pages(docs, fps)
     # Redis after MongoDB: every step below is idempotent, so a re-run repairs a half-done
     # registration.
     register_checksums(client, config.namespace,
-                       [(fp.checksum_hex, pid) for pid, fp, _ in index_rows])
-    long_rows = [(pid, fp) for pid, fp, _ in index_rows if not fp.short]
+                       [(page.checksum, page.page_id) for page in index_rows])
+    long_rows = [page for page in index_rows if not page.short]
     if long_rows:
-        owners = index.store.lookup([fp.simhash for _, fp in long_rows])
-        index.add_many((fp.simhash, pid) for (pid, fp), owner in zip(long_rows, owners)
+        owners = index.store.lookup([page.simhash for page in long_rows])
+        index.add_many((page.simhash, page.page_id) for page, owner in zip(long_rows, owners)
                        if owner is None)
     if windows is not None:
-        for pid, _, py in index_rows:
-            if py is not None and py.codes:
-                windows.add(pid, py)
+        for page in index_rows:
+            if page.pinyin is not None and page.pinyin.codes:
+                windows.add(page.page_id, page.pinyin)

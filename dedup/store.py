@@ -581,9 +581,10 @@ def page_document(page: Page, *, store_text: bool = True, **fields_: Any) -> dic
     (unless ``store_text`` is off), and the crawl's ``fields_`` (status, depth, ...)."""
     doc: dict[str, Any] = {
         "_id": page.page_id, "url": page.url, "url_key": url_key(page.url),
-        "host": page.host, "checksum": page.checksum, "fetched_at": page.fetched_at,
-        "title": page.title, "language": page.language, "text_length": len(page.text),
-        "extraction": page.method}
+        "host": page.host, "checksum": page.checksum, "title": page.title,
+        "language": page.language, "text_length": len(page.text), "extraction": page.method}
+    if page.fetched_at is not None:  # a registered original was never fetched
+        doc["fetched_at"] = page.fetched_at
     if store_text:
         doc["text"] = page.text
     if page.canonical:

@@ -80,7 +80,7 @@ def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: 
 
     data = tmp_path / "data"
     env = dict(os.environ, REDIS_URL="", MONGO_URI="", SIMCRAWL_TEST_MARK=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "crawler.run", "--data-dir", str(data)],
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "crawl", "--data-dir", str(data)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 120

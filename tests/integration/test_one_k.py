@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path) -> None:
-    from console.calibrate import main as calibrate
+    from cli.calibrate import main as calibrate
     from console.report import write_report
     from console.web import create_app
 

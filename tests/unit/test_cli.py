@@ -107,7 +107,7 @@ def test_number_options_say_what_they_do():
 
 
 def test_the_main_command_refuses_bad_arguments_in_one_line(tmp_path):
-    main = [sys.executable, "-m", "crawler.run"]
+    main = [sys.executable, "-m", "cli", "crawl"]
     for args, message in ((["--depth", "-3", "https://example.org/"], "must be at least 1"),
                           (["--data-dir", "/dev/null/x", "https://example.org/"],
                            "cannot use /dev/null/x as a data folder")):
