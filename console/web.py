@@ -168,6 +168,26 @@ class RegisterForm(FlaskForm):  # type: ignore[misc]
     files = MultipleFileField("Files (text or HTML)")
 
 
+def same_site_path(target: str | None) -> str | None:
+    r"""``target`` when it is a path of this site to send a signed-in browser to, else
+    ``None``: one leading ``/`` (not ``//`` or ``/\``, which browsers read as another
+    host), no scheme or host, no backslash, white space or control character (browsers
+    drop tabs and newlines, so ``/\t/evil.example`` would become ``//evil.example``).
+
+    >>> [same_site_path(t) for t in ("/matches?q=a", "//evil.example/", "/\t/evil.example",
+    ...                              "https://evil.example/", "/a\nb", None)]
+    ['/matches?q=a', None, None, None, None, None]
+    """
+    from urllib.parse import urlsplit
+
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
+        return None
+    if any(c == "\\" or c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return None
+    parts = urlsplit(target)
+    return None if parts.scheme or parts.netloc else target
+
+
 class LoginForm(FlaskForm):  # type: ignore[misc]
     """The token, for a console bound to a non-loopback address."""
 
@@ -308,7 +328,10 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
     cache.current()  # the first drawing starts now, not on the first visit
     store = PageStore(db.client, db.name)
     store.ensure_indexes()
-    digest = hashlib.sha256(token.encode()).hexdigest() if token else None
+    # signed-in sessions, by a random id given at sign-in: a session cookie is signed, not
+    # secret-bound, so signing out must make the old cookie worthless on the server too
+    sessions: set[str] = set()
+    sessions_lock = threading.Lock()
 
     def authorised() -> bool:
         if token is None:
@@ -317,7 +340,8 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         if header.startswith("Bearer ") and hmac.compare_digest(
                 header[7:].strip().encode(), token.encode()):
             return True
-        return hmac.compare_digest(str(session.get("auth", "")), digest or "")
+        with sessions_lock:
+            return str(session.get("auth", "")) in sessions
 
     @app.before_request
     def require_token() -> Any:
@@ -361,14 +385,18 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
     @app.route("/login", methods=["GET", "POST"])
     def login() -> Any:
         form = LoginForm()
-        target = request.values.get("next") or url_for("dashboard")
-        if not target.startswith("/") or target.startswith("//"):
-            target = url_for("dashboard")  # never a redirect to another site
+        # never a redirect to another site
+        target = same_site_path(request.values.get("next")) or url_for("dashboard")
         if token is None:
             return redirect(target)
         if form.validate_on_submit():
             if hmac.compare_digest(form.token.data.encode(), token.encode()):
-                session["auth"] = digest
+                fresh = os.urandom(24).hex()  # a new session at every sign-in
+                with sessions_lock:
+                    sessions.discard(str(session.get("auth", "")))
+                    sessions.add(fresh)
+                session.clear()
+                session["auth"] = fresh
                 return redirect(target)
             flash("That is not the token.", "error")
             return render_template("login.html", form=form, next=target), 401
@@ -376,7 +404,9 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
 
     @app.post("/logout")
     def logout() -> Any:
-        session.pop("auth", None)
+        with sessions_lock:  # the cookie is worthless from now on, kept or not
+            sessions.discard(str(session.get("auth", "")))
+        session.clear()
         return redirect(url_for("login"))
 
     @app.get("/")

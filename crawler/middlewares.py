@@ -95,6 +95,7 @@ class NearDuplicateMiddleware:
         self.config = runtime.config
         self._first_drop_logged = False
         self._outage_since: float | None = None
+        self._failing: set[str] = set()  # the services that failed (Redis, MongoDB)
         self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
                                BATCH_WAIT)
         runtime.worker_links = True  # the site spider leaves each page's links to us
@@ -130,9 +131,11 @@ class NearDuplicateMiddleware:
                 delay = min(delay * 2, 8.0)
                 continue
             if self._outage_since is not None:
-                log.warning("Redis and MongoDB answer again after %.1f s; deciding pages again",
+                failed = " and ".join(sorted(self._failing))
+                log.warning("%s %s again after %.1f s; deciding pages again", failed,
+                            "answer" if " and " in failed else "answers",
                             time.monotonic() - self._outage_since)
-                self._outage_since = None
+                self._outage_since, self._failing = None, set()
             if decision.kind == TEMPLATE_ONLY:
                 return TEMPLATE_ONLY  # a skip: nothing but the site's own text
             if item.template_lines:  # its fingerprints are the rest's (what the index holds)
@@ -154,9 +157,10 @@ class NearDuplicateMiddleware:
             pinyin=None if s is None else {"share": round(s.share, 4), "run": s.run,
                                            "span": list(s.span), "windows_matched": s.matched})
 
-    def _wait_for_services(self, exc: Exception) -> bool:
+    def _wait_for_services(self, exc: ServiceUnavailable) -> bool:
         """During an outage, whether to keep retrying (the crawl waits meanwhile)."""
         now = time.monotonic()
+        self._failing.add(exc.service or "Redis or MongoDB")
         if self._outage_since is None:
             self._outage_since = now
             log.warning("deciding pages failed; the crawl waits and retries for up to "
@@ -164,8 +168,10 @@ class NearDuplicateMiddleware:
         self.stats.inc_value("dedup/retries/decide")
         if now - self._outage_since < self.config.retry_seconds:
             return True
-        log.error("Redis or MongoDB has failed for %.0f s; stopping the crawl (pages not "
-                  "decided are lost and named at the end): %s", now - self._outage_since, exc)
+        failed = " and ".join(sorted(self._failing))
+        log.error("%s %s failed for %.0f s; stopping the crawl (pages not decided are lost "
+                  "and named at the end): %s", failed, "have" if " and " in failed else "has",
+                  now - self._outage_since, exc)
         stop_crawl(self.crawler, "service_unavailable")
         return False
 

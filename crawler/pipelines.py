@@ -35,6 +35,12 @@ log = logging.getLogger(__name__)
 RECORD_SECONDS = 5.0
 
 
+def failed_services(services: set[str], wiring: Wiring) -> str:
+    """``Redis at URL``, ``MongoDB at URL`` or both, for the services in ``services``."""
+    where = {"Redis": wiring.redis_url, "MongoDB": wiring.mongo_uri}
+    return " and ".join(f"{name} at {where.get(name, '?')}" for name in sorted(services))
+
+
 class StoragePipeline:
     """Write admitted pages (with their fingerprints) and match records to MongoDB.
 
@@ -61,6 +67,7 @@ class StoragePipeline:
         self._record_loop: task.LoopingCall | None = None
         self._unconfirmed: list[str] = []
         self._failing_since: float | None = None
+        self._failing: set[str] = set()  # the services that failed (Redis, MongoDB)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -168,9 +175,11 @@ class StoragePipeline:
             self.runtime.abandon(str(d["url"]) for d in pages)  # their links stay unqueued
             self.crawler.stats.inc_value("dedup/lost/pages", len(pages))
             self.crawler.stats.inc_value("dedup/lost/matches", len(matches))
-            log.error("MongoDB at %s has failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages "
-                      "and %d match records are lost; stopping the crawl", self.runtime.mongo_uri,
-                      time.monotonic() - since, len(pages), len(matches))
+            failed = failed_services(self._failing, self.runtime)
+            log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages and %d match "
+                      "records are lost; stopping the crawl", failed,
+                      "have" if " and " in failed else "has", time.monotonic() - since,
+                      len(pages), len(matches))
             stop_crawl(self.crawler, "store_unavailable")
         return True
 
@@ -220,6 +229,7 @@ class StoragePipeline:
             first = self._failing_since is None
             if first:
                 self._failing_since = time.monotonic()
+            self._failing.add(exc.service or "MongoDB")
             self.crawler.stats.inc_value("dedup/retries/store")
             (log.warning if first else log.debug)(
                 "writing %d pages and %d match records failed; retrying for up to %.0f s "
@@ -227,9 +237,11 @@ class StoragePipeline:
                 self.config.retry_seconds, exc)
             return False
         if self._failing_since is not None:
-            log.warning("MongoDB answers again after %.1f s; the buffered records are written",
+            failed = " and ".join(sorted(self._failing))
+            log.warning("%s %s again after %.1f s; the buffered records are written", failed,
+                        "answer" if " and " in failed else "answers",
                         time.monotonic() - self._failing_since)
-            self._failing_since = None
+            self._failing_since, self._failing = None, set()
         self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
         if excerpts:

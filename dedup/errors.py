@@ -10,7 +10,14 @@ class ServiceUnavailable(ConnectionError):
 
     The message names the server (without credentials) and what to do. Nothing was
     decided: an index call that raises this admitted nothing and dropped nothing.
+
+    Attributes:
+        service: ``"Redis"`` or ``"MongoDB"``: which one failed (``""``: not said).
     """
+
+    def __init__(self, message: str, service: str = "") -> None:
+        super().__init__(message)
+        self.service = service
 
 
 def redact(url: str) -> str:

@@ -121,7 +121,8 @@ class AdmissionJournal:
             self._renew()
             self.client.sadd(registry_key(self.namespace), self.owner)
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed while opening the journal: {exc}") from exc
+            raise ServiceUnavailable(f"Redis failed while opening the journal: {exc}",
+                                     service="Redis") from exc
         self._stop.clear()
         self._thread = threading.Thread(target=self._beat, name="simcrawl-lease", daemon=True)
         self._thread.start()
@@ -159,8 +160,8 @@ class AdmissionJournal:
         try:
             self.client.hdel(self.key, *page_ids)
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed while confirming stored pages: {exc}"
-                                     ) from exc
+            raise ServiceUnavailable(f"Redis failed while confirming stored pages: {exc}",
+                                     service="Redis") from exc
 
     def pending(self) -> int:
         """Entries not yet confirmed."""
@@ -231,8 +232,8 @@ def journaled(client: redis.Redis, namespace: str, page_ids: Iterable[str]
                     found[pid] = JournalEntry.decode(pid, _text(value))
         return found
     except redis.RedisError as exc:
-        raise ServiceUnavailable(f"Redis failed while reading the journals: {exc}"
-                                 ) from exc
+        raise ServiceUnavailable(f"Redis failed while reading the journals: {exc}",
+                                 service="Redis") from exc
 
 
 def _text(value: bytes | str) -> str:
@@ -322,7 +323,7 @@ def recover(client: redis.Redis, namespace: str, pages: PageStore, index: NearDu
             client.srem(registry_key(namespace), owner.token)
             result.dead.append(owner.token)
     except redis.RedisError as exc:
-        raise ServiceUnavailable(f"Redis failed during recovery: {exc}") from exc
+        raise ServiceUnavailable(f"Redis failed during recovery: {exc}", service="Redis") from exc
     if result.removed:
         log.warning("recovered the index: %s", result)
     return result
@@ -366,6 +367,6 @@ def lost_pages(client: redis.Redis, namespace: str, page_ids: Sequence[str]) -> 
     try:
         flags = client.smismember(f"{namespace}:lost", ids)
     except redis.RedisError as exc:
-        raise ServiceUnavailable(f"Redis failed while checking recovered pages: {exc}"
-                                 ) from exc
+        raise ServiceUnavailable(f"Redis failed while checking recovered pages: {exc}",
+                                 service="Redis") from exc
     return {p for p, f in zip(ids, flags) if f}

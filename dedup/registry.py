@@ -153,7 +153,8 @@ class RedisRegistry:
                 pipe.hget(key, field_)
             replies: list[Any] = pipe.execute()
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed during the checksum check: {exc}") from exc
+            raise ServiceUnavailable(f"Redis failed during the checksum check: {exc}",
+                                     service="Redis") from exc
         at = 1 if self.journal is not None else 0
         out: list[str | None] = []
         for c in claims:
@@ -174,5 +175,5 @@ class RedisRegistry:
                 self.journal.forget(pipe, dropped)
             pipe.execute()
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed while registering checksums: {exc}"
-                                     ) from exc
+            raise ServiceUnavailable(f"Redis failed while registering checksums: {exc}",
+                                     service="Redis") from exc

@@ -86,7 +86,8 @@ def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
     except redis.RedisError as exc:
         raise ServiceUnavailable(
             f"Redis at {redact(url)} is unreachable ({exc}). Start it or fix REDIS_URL; "
-            "unset REDIS_URL to use the embedded server.") from exc
+            "unset REDIS_URL to use the embedded server.",
+                                 service="Redis") from exc
     # RedisCluster serves every command the index, journal and frontier send, keys in
     # one slot; it is not a subclass of redis.Redis, hence the cast for the type checker
     return cast(redis.Redis, cluster)
@@ -175,13 +176,16 @@ def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
         if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
             raise ServiceUnavailable(
                 f"MongoDB at {redact(uri)} refused the login ({exc.details and exc.details.get('errmsg') or exc}). "
-                "Fix the user name and password in MONGO_URI.") from exc
-        raise ServiceUnavailable(f"MongoDB at {redact(uri)} failed: {exc}") from exc
+                "Fix the user name and password in MONGO_URI.",
+                                     service="MongoDB") from exc
+        raise ServiceUnavailable(f"MongoDB at {redact(uri)} failed: {exc}",
+                                 service="MongoDB") from exc
     except PyMongoError as exc:
         client.close()
         raise ServiceUnavailable(
             f"MongoDB at {redact(uri)} is unreachable ({type(exc).__name__}). Start it or "
-            "fix MONGO_URI; unset MONGO_URI to use the embedded server.") from exc
+            "fix MONGO_URI; unset MONGO_URI to use the embedded server.",
+                                 service="MongoDB") from exc
     return client
 
 

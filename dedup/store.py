@@ -130,7 +130,7 @@ class PageStore:
     def _unavailable(self, exc: Exception) -> ServiceUnavailable:
         return ServiceUnavailable(f"MongoDB at {self.url} failed ({type(exc).__name__}: "
                                   f"{exc}). Start it or fix MONGO_URI; unset MONGO_URI to "
-                                  "use the embedded server.")
+                                  "use the embedded server.", service="MongoDB")
 
     def ensure_indexes(self) -> None:
         """Create the indexes the crawler and the documented queries use (idempotent), and
@@ -563,7 +563,8 @@ def index_k(db: Any, namespace: str | None = None) -> int:
         saved = {d["_id"].split(":", 1)[1]: d.get("layout") for d in db["meta"].find(
             {"_id": {"$regex": "^index-layout:"}})}
     except PyMongoError as exc:
-        raise ServiceUnavailable(f"MongoDB failed reading the index layout: {exc}") from exc
+        raise ServiceUnavailable(f"MongoDB failed reading the index layout: {exc}",
+                                 service="MongoDB") from exc
     order = [namespace] if namespace else [DEFAULT_NAMESPACE, DEMO_NAMESPACE, *sorted(saved)]
     for name in order:
         if saved.get(name):

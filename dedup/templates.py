@@ -154,8 +154,8 @@ class HostTemplates:
                     pipe.zrangebyscore(self.key(host), self.min_pages, "+inf")
                 replies = pipe.execute()
             except redis.RedisError as exc:
-                raise ServiceUnavailable(f"Redis failed reading template blocks: {exc}"
-                                         ) from exc
+                raise ServiceUnavailable(f"Redis failed reading template blocks: {exc}",
+                                         service="Redis") from exc
             for host, members in zip(stale, replies):
                 blocks = frozenset(int(m) for m in members)
                 self._cache[host] = (now, blocks)
@@ -198,4 +198,5 @@ class HostTemplates:
                     trim.zremrangebyrank(self.key(host), 0, -self.keep - 1)
                 trim.execute()
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed counting template blocks: {exc}") from exc
+            raise ServiceUnavailable(f"Redis failed counting template blocks: {exc}",
+                                     service="Redis") from exc

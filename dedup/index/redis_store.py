@@ -221,7 +221,8 @@ class RedisStore:
     def _unavailable(self, exc: Exception) -> ServiceUnavailable:
         return ServiceUnavailable(
             f"Redis at {self.url} is unreachable ({exc}). Nothing was admitted or dropped. "
-            "Start the server or fix REDIS_URL; unset REDIS_URL to use the embedded server.")
+            "Start the server or fix REDIS_URL; unset REDIS_URL to use the embedded server.",
+            service="Redis")
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -230,7 +231,8 @@ class RedisStore:
             raise self._unavailable(exc) from exc
         except redis.ResponseError as exc:
             if "LOADING" in str(exc) or "BUSY" in str(exc):
-                raise ServiceUnavailable(f"Redis at {self.url} is not ready: {exc}") from exc
+                raise ServiceUnavailable(f"Redis at {self.url} is not ready: {exc}",
+                                         service="Redis") from exc
             raise
 
     # ----------------------------------------------------------------- layout

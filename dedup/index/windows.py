@@ -181,7 +181,7 @@ class RedisWindowStore:
         try:
             return fn()
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis at {self.url} failed: {exc}") from exc
+            raise ServiceUnavailable(f"Redis at {self.url} failed: {exc}", service="Redis") from exc
 
     def _where(self, code: int) -> tuple[str, bytes]:
         mixed = (code * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF

@@ -91,6 +91,11 @@ def test_a_short_outage_loses_nothing(tmp_path: Path, service: str, setup: Setup
     assert summary["lost_urls"] == []
     assert summary.get("dedup/retries/decide", 0) + summary.get(
         "dedup/retries/store", 0) > 0  # the outage was felt, and waited out
+    # the recovery names the service that failed, and only that one
+    log = (tmp_path / "short.log").read_text()
+    failed, other = ("Redis", "MongoDB") if service == "redis" else ("MongoDB", "Redis")
+    assert f"{failed} answers again after" in log
+    assert f"{other} answers again" not in log and "Redis and MongoDB answer" not in log
     check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)
 
 
