@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
-from console.store import add_service_options, open_database
+from console.store import NoCrawl, add_service_options, open_database
 
 HELP = "the share of page pairs that are copies at each distance, to choose k"
 
@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
     except (ServiceUnavailable, PyMongoError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    except NoCrawl as exc:  # nothing to read: say so, not an empty result
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(table(result, args.k))
     suggestion = result.suggested_k
     print(f"\nsuggested k: {suggestion if suggestion is not None else 'none'} (the largest k "

@@ -7,7 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from console.export import FIELDS, query, rows, write
-from console.store import add_options, open_database
+from console.store import NoCrawl, add_options, open_database
 
 HELP = "stream the store's match records or pages to CSV or JSON lines"
 
@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
     except (ServiceUnavailable, PyMongoError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    except NoCrawl as exc:  # nothing to read: say so, not an empty result
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
     where_to = "standard output" if args.output == "-" else args.output

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from console.report import write_report
-from console.store import add_options, open_database
+from console.store import NoCrawl, add_options, open_database
 
 HELP = "one self-contained HTML report with plots of the store"
 
@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
     except (ServiceUnavailable, PyMongoError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    except NoCrawl as exc:  # nothing to read: say so, not an empty result
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
         return 2

@@ -78,20 +78,39 @@ def choose_database(client: Any, name: str | None) -> Any:
     return db
 
 
+class NoCrawl(LookupError):
+    """The database holds no crawl: no pages and no match records."""
+
+
+def require_crawl(db: Any) -> Any:
+    """``db``, when it holds a crawl (pages or match records).
+
+    Raises:
+        NoCrawl: it holds neither (a mistyped ``--database``, or nothing crawled yet).
+    """
+    names = set(db.list_collection_names())
+    if not names & {"pages", "matches"} or not any(
+            db[n].find_one({}, {"_id": 1}) for n in ("pages", "matches") if n in names):
+        raise NoCrawl(f"the database {db.name!r} holds no crawl (no pages or match records): "
+                      "crawl first, or name the crawl's database with --database")
+    return db
+
+
 @contextlib.contextmanager
 def open_database(args: argparse.Namespace) -> Iterator[Any]:
-    """The database the options name (see :func:`choose_database`); the embedded MongoDB
-    is started (and stopped after) when neither ``--mongo-uri`` nor ``$MONGO_URI`` is
-    given.
+    """The database the options name (see :func:`choose_database`), holding a crawl; the
+    embedded MongoDB is started (and stopped after) when neither ``--mongo-uri`` nor
+    ``$MONGO_URI`` is given.
 
     Raises:
         ServiceUnavailable: MongoDB cannot be reached.
+        NoCrawl: the database holds no crawl.
     """
     from dedup.services import connect_mongo, resolve
 
     _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:
-        yield choose_database(connect_mongo(uri), args.database)
+        yield require_crawl(choose_database(connect_mongo(uri), args.database))
     finally:
         if services is not None:
             services.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,8 +76,10 @@ def crawl_counters(crawler: Crawler) -> dict[str, Any]:
     started = stats.get("start_time")
     elapsed = (dt.datetime.now(dt.timezone.utc) - started).total_seconds() \
         if isinstance(started, dt.datetime) else 0.0
-    engine = crawler.engine
-    scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+    try:  # the engine and its scheduler exist once the crawl has started
+        scheduler = crawler.engine.scheduler
+    except RuntimeError:
+        scheduler = None
     try:
         queue = len(scheduler) if scheduler is not None else 0
     except Exception:  # noqa: BLE001 - a queue that cannot say (Redis down): unknown
@@ -147,8 +150,10 @@ class ProgressFile:
         """Replace the file with the counters now."""
         data = dict(self.snapshot(), done=done)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        try:
-            tmp.write_text(json.dumps(data))
+        try:  # the owner's only, as everything simcrawl writes of a crawl
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps(data))
             tmp.replace(self.path)
         except OSError as exc:  # the display is a nicety: never stop the crawl for it
             log.debug("writing the progress file %s failed: %s", self.path, exc)

@@ -239,7 +239,8 @@ def process_alive(pid: int) -> bool:
 
 
 def private_folder(path: Path) -> Path:
-    """Create ``path`` (and parents) readable by its owner only; return it.
+    """Create ``path`` (and parents) readable by its owner only, or make an existing one
+    so (it holds crawl data and the servers' files); return it.
 
     Raises:
         DataDirError: it cannot be created or is not a folder (one-line message).
@@ -251,6 +252,12 @@ def private_folder(path: Path) -> Path:
                            ) from None
     if not path.is_dir():
         raise DataDirError(f"cannot use {path} as a data folder: not a folder")
+    try:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError as exc:  # another user's folder: say so rather than share it silently
+        raise DataDirError(f"cannot make {path} private to its owner: "
+                           f"{exc.strerror or exc}") from None
     return path
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dedup.index import IndexLayout
-from dedup.store import index_k
+from dedup.page import Page
+from dedup.store import index_k, page_document
 
 pytestmark = pytest.mark.integration
 
@@ -20,6 +21,8 @@ def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path
     from console.web import create_app
 
     db = pages.db
+    pages.save_pages([page_document(Page("http://a.example/1", "a.example", "0" * 32, 1,
+                                         False, text="a page"))])
     assert index_k(db) == 6  # nothing saved: the crawl's default
     pages.save_layout("simcrawl", IndexLayout.plan(1000, 4).describe())
     pages.save_layout("other", IndexLayout.plan(1000, 2).describe())
@@ -34,3 +37,21 @@ def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path
     assert calibrate(["--mongo-uri", uri, "--database", db.name, "-o",
                       str(tmp_path / "cal")]) == 0
     assert json.loads((tmp_path / "cal" / "calibrate.json").read_text())["k"] == 4
+
+
+@pytest.mark.parametrize("verb", ["report", "export", "calibrate"])
+def test_a_database_without_a_crawl_is_named_not_reported_empty(services, tmp_path: Path,
+                                                                verb: str) -> None:
+    import subprocess
+    import sys
+
+    args = {"report": ["-o", str(tmp_path / "out")], "export": ["pages"],
+            "calibrate": []}[verb]
+    done = subprocess.run([sys.executable, "-m", "cli", verb, *args, "--mongo-uri",
+                           services.mongo_uri, "--database", "nosuchdb"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip() == ("error: the database 'nosuchdb' holds no crawl (no pages "
+                                   "or match records): crawl first, or name the crawl's "
+                                   "database with --database")
+    assert done.stdout == "" and not (tmp_path / "out").exists()

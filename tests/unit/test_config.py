@@ -31,3 +31,26 @@ def test_defaults_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_values_name_the_setting(name: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DedupConfig.from_settings(lambda n, d: value if n == name else d)
+
+
+def test_what_simcrawl_writes_of_a_crawl_is_its_owners_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A data folder that exists already open to others is made private; the progress
+    file the crawl rewrites for ./simcrawl's live line is the owner's only."""
+    import json
+    import os
+
+    from scrapy.utils.test import get_crawler
+
+    from crawler.extensions import ProgressFile
+    from dedup.services import private_folder
+
+    folder = tmp_path / "data"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    private_folder(folder)
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    progress = ProgressFile(get_crawler(), tmp_path / "progress.json", 1.0)
+    os.umask(old := os.umask(0o022))  # the usual umask: files would be 0644
+    progress.write()
+    assert oct((tmp_path / "progress.json").stat().st_mode & 0o777) == "0o600"
+    assert "fetched" in json.loads((tmp_path / "progress.json").read_text())
