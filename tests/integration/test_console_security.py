@@ -76,7 +76,7 @@ def console(pages, tmp_path: Path) -> Iterator[int]:  # type: ignore[no-untyped-
 def test_sign_in_never_sends_the_browser_to_another_site(console: int, target: str) -> None:
     status, location = Browser(console).sign_in(target)
     assert status == 302
-    assert location in ("/", "http://127.0.0.1:%d/" % console), location
+    assert location in ("/", f"http://127.0.0.1:{console}/"), location
 
 
 def test_sign_in_keeps_a_path_of_this_site(console: int) -> None:

@@ -50,7 +50,10 @@ def test_what_simcrawl_writes_of_a_crawl_is_its_owners_only(tmp_path) -> None:  
     private_folder(folder)
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     progress = ProgressFile(get_crawler(), tmp_path / "progress.json", 1.0)
-    os.umask(old := os.umask(0o022))  # the usual umask: files would be 0644
-    progress.write()
+    old = os.umask(0o022)  # the usual umask: a plain file would be 0644
+    try:
+        progress.write()
+    finally:
+        os.umask(old)
     assert oct((tmp_path / "progress.json").stat().st_mode & 0o777) == "0o600"
     assert "fetched" in json.loads((tmp_path / "progress.json").read_text())
