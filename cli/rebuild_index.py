@@ -55,21 +55,26 @@ def rebuild(args: argparse.Namespace) -> int:
               f"{layout.design.name}, {len(layout.tables)} tables, capacity "
               f"{layout.capacity:,}", file=sys.stderr)
         audit = pages.audit()
-        before = {pid for _, pid in NearDuplicateIndex(store).entries()} \
-            if store.read_layout() else set()
+        # what the index held: its fingerprints, and the pages they name (a fingerprint
+        # that several stored pages share names the first of them only)
+        before = dict(NearDuplicateIndex(store).entries()) if store.read_layout() else {}
         store.clear()
         index = NearDuplicateIndex(store, layout=layout, batch_size=1024)
         pages.save_layout(args.namespace, layout.describe())
         progress = Progress("rebuild-index", total)
         started = time.monotonic()
         orphans = audit.fingerprints_without_page
-        stored: set[str] = set()
+        stored: dict[str, int] = {}  # page id -> fingerprint, of the pages indexed
+        left_out = 0
 
         def rows() -> Iterator[tuple[int, str]]:  # streams; orphans are left out
+            nonlocal left_out
             for fp, pid in pages.iter_fingerprints():
-                if pid not in orphans:
-                    stored.add(pid)
-                    yield fp, pid
+                if pid in orphans:
+                    left_out += 1
+                    continue
+                stored[pid] = fp
+                yield fp, pid
 
         added = index.add_many(rows(), progress=progress)
         progress.close()
@@ -79,10 +84,20 @@ def rebuild(args: argparse.Namespace) -> int:
         print(f"rebuilt: {added:,} fingerprints, {sums:,} text checksums and the pinyin "
               f"windows of {windows:,} registered originals in {took:.1f} s "
               f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
+        short = pages.count_fingerprints(indexed_only=False) - len(stored) - left_out
+        shared = len(stored) - added
+        not_indexed = [f"{short:,} of short texts (matched by their checksum only)"
+                       if short > 0 else "",
+                       f"{shared:,} equal to another page's (indexed once, for the first)"
+                       if shared > 0 else "",
+                       f"{left_out:,} without a page (see below)" if left_out else ""]
+        if any(not_indexed):
+            print("fingerprints stored but not indexed, as it should be: "
+                  + "; ".join(n for n in not_indexed if n))
         problems = audit.problems()
         if before:
-            ghosts = sum(1 for pid in before if pid not in stored)
-            lost = sum(1 for pid in stored if pid not in before)
+            ghosts = sum(1 for pid in set(before.values()) if pid not in stored)
+            lost = len(set(stored.values()) - before.keys())  # by fingerprint
             if ghosts:
                 problems.append(f"the index held {ghosts:,} fingerprints of pages that are "
                                 "not stored (admitted, never written): now gone from it")

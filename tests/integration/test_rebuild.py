@@ -115,3 +115,31 @@ def test_rebuild_index_reports_where_store_and_index_disagree(services, redis_cl
     assert sorted(pid for _, pid in after.entries()) == sorted([ok, lost])
     again = cli(services, pages, namespace, "rebuild-index")
     assert "disagreed in 2 ways" in again.stdout  # the store's own two remain
+
+
+def test_a_healthy_store_agrees_with_its_index_and_says_what_is_not_indexed(
+        services, redis_client, pages, namespace) -> None:  # type: ignore[no-untyped-def]
+    """Two stored pages with one simhash (the index names the first), and a short text
+    (matched by checksum only): nothing is lost, and the rebuild says why it indexed 1 of
+    the 3 stored fingerprints, on the first rebuild and on the next."""
+    first, second, short = new_page_id(), new_page_id(), new_page_id()
+    fp = 0x0123456789ABCDEF
+    pages.save_pages(
+        [{"_id": p, "url": f"https://h.example/{n}", "host": "h.example",
+          "checksum": f"{n:032x}"} for n, p in enumerate((first, second, short))],
+        [fingerprint_doc(first, fp, checksum="0" * 32, tokens=40, short=False, algorithm="t"),
+         fingerprint_doc(second, fp, checksum="1" * 32, tokens=40, short=False, algorithm="t"),
+         fingerprint_doc(short, 7, checksum="2" * 32, tokens=4, short=True, algorithm="t")])
+    index = NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=1000)
+    index.add_many([(fp, first), (fp, second)])  # as the crawl admits them: one entry
+    pages.save_layout(namespace, RedisStore(redis_client, namespace).read_layout())
+    for _ in range(2):
+        done = cli(services, pages, namespace, "rebuild-index")
+        assert done.returncode == 0, done.stderr
+        assert "lacked" not in done.stderr and "warning" not in done.stderr, done.stderr
+        assert "the store and the index agreed" in done.stdout
+        assert "rebuilt: 1 fingerprints" in done.stdout
+        assert ("fingerprints stored but not indexed, as it should be: 1 of short texts "
+                "(matched by their checksum only); 1 equal to another page's (indexed "
+                "once, for the first)") in done.stdout
+    assert dict(index.entries()) == {fp: first}
