@@ -29,6 +29,13 @@ class CrawlDidNotRun(Exception):
         self.status = status if status in (1, 2, 3) else 1
 
 
+def _forward(runs: list[tuple[subprocess.Popen, Path, Path]], signum: int) -> None:
+    """Send ``signum`` to the crawl processes still running."""
+    for proc, _, _ in runs:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+
 def bad_start_url(url: str) -> str | None:
     """Why ``url`` cannot start a crawl, or ``None``: an http(s) URL with a host, no
     spaces and a valid port."""
@@ -90,7 +97,10 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
                "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
                "-s", f"LOG_FILE={log}", "-s", f"SIMCRAWL_PROGRESS_FILE={progress_files[-1]}",
                *shared, *ports, *extra]
-        runs.append((subprocess.Popen(cmd, env=env), summary, log))
+        # in a session of its own: a signal to this command's process group (Ctrl-C in a
+        # terminal, systemd, kill -- -PGID) reaches the crawl once, forwarded from here,
+        # not twice (the group's and ours: Scrapy takes a second one for "force")
+        runs.append((subprocess.Popen(cmd, env=env, start_new_session=True), summary, log))
     started = time.monotonic()
     live = LiveProgress(progress_files, float(os.environ.get("SIMCRAWL_PROGRESS_SECONDS")
                                               or 10)).start()
@@ -98,15 +108,22 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         for proc, _, _ in runs:
             proc.wait()
     except KeyboardInterrupt as exc:
+        # each signal this command gets is passed on once: the first asks the crawls to
+        # stop cleanly, another one (a second Ctrl-C) to stop at once
+        forward = signal.SIGTERM if str(exc).startswith("signal") else signal.SIGINT
+        _forward(runs, forward)
+        deadline = time.monotonic() + 120
         for proc, _, _ in runs:
-            if str(exc).startswith("signal") and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)  # SIGTERM / SIGHUP reached only us
-        for proc, _, _ in runs:
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            while True:
+                try:
+                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    break
+                except KeyboardInterrupt:
+                    _forward(runs, signal.SIGINT)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    break
         raise
     finally:
         took = time.monotonic() - started

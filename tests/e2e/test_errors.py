@@ -73,7 +73,12 @@ def test_a_second_crawl_on_a_live_namespace_is_refused(tmp_path: Path) -> None:
             slow.wait(timeout=120)
 
 
-def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: Path) -> None:
+@pytest.mark.parametrize("group", [False, True], ids=["the command", "its process group"])
+def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: Path,
+                                                                      group: bool) -> None:
+    """SIGTERM to the command, or to its whole process group (systemd, a shell's kill --
+    -PGID): one clean shutdown of the crawl (Scrapy gets it once, never "twice, forcing
+    unclean shutdown"), and nothing left running."""
     import json
 
     from dedup.services import process_alive
@@ -82,15 +87,24 @@ def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: 
     env = dict(os.environ, REDIS_URL="", MONGO_URI="", SIMCRAWL_TEST_MARK=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "cli", "crawl", "--data-dir", str(data)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while not (data / "demo-crawl.log").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     state = json.loads((data / "services.json").read_text())
     servers = [state[n]["pid"] for n in ("redis", "mongo")]
-    proc.send_signal(signal.SIGTERM)
+    while "Spider opened" not in (data / "demo-crawl.log").read_text() \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)  # the crawl is under way, its signal handlers in place
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "Traceback" not in err
+    log = (data / "demo-crawl.log").read_text()
+    assert "Received SIGTERM, shutting down gracefully" in log, log[-2000:]
+    assert "twice" not in log and "unclean" not in log, log[-2000:]  # once, cleanly
     deadline = time.monotonic() + 30
     while any(process_alive(p) for p in servers) and time.monotonic() < deadline:
         time.sleep(0.1)
