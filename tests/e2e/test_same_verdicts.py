@@ -1,4 +1,4 @@
-"""One decision for every entry point: the development pages crawled over HTTP by the real
+"""One decision for every entry point: development pages crawled over HTTP by the real
 crawler (``scrapy crawl site`` on the embedded services) get the same verdicts as the same
 pages, in the order the crawl fetched them, given to :func:`dedup.pages.decide_pages` in
 memory (no server). Each site of the set is served on its own loopback address, so each
@@ -51,6 +51,9 @@ def test_a_crawl_and_the_in_memory_decision_give_the_same_verdicts(
         dev_data: Path, tmp_path: Path) -> None:
     folder = dev_data / "near-dup-dev"
     rows = [json.loads(line) for line in (folder / "pages.jsonl").open()]
+    # every other article with all its versions (copies, rewrites, stubs): the suite's time
+    clusters = sorted({row["cluster"] for row in rows})[::2]
+    rows = [row for row in rows if row["cluster"] in clusters]
     port = free_port()
     hosts: dict[str, str] = {}  # each site on an address of its own
     pages: dict[str, bytes] = {}
@@ -92,4 +95,4 @@ def test_a_crawl_and_the_in_memory_decision_give_the_same_verdicts(
     differ = {u: (crawled[u], in_memory[u]) for u in order if crawled[u] != in_memory[u]}
     assert not differ, differ
     kinds = [k for k, _ in crawled.values()]
-    assert kinds.count("new") > 50 and kinds.count("simhash") + kinds.count("exact") > 100
+    assert kinds.count("new") > 25 and kinds.count("simhash") + kinds.count("exact") > 50
