@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from cli.common import store_errors, store_failure
 from console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
-from console.store import NoCrawl, add_service_options, open_database
+from console.store import add_service_options, open_database
 
 HELP = "the share of page pairs that are copies at each distance, to choose k"
 
@@ -44,9 +45,7 @@ def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int:
     """Run ``simcrawl calibrate``; returns the exit status (2: bad arguments, 3: MongoDB
     unreachable)."""
-    from pymongo.errors import PyMongoError
 
-    from dedup.errors import ServiceUnavailable
 
     parser = build_parser(prog)
     args = parser.parse_args(argv)
@@ -72,12 +71,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
                 from dedup.store import index_k
 
                 args.k = index_k(db)
-    except (ServiceUnavailable, PyMongoError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    except NoCrawl as exc:  # nothing to read: say so, not an empty result
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except store_errors() as exc:  # unreachable, or nothing to read: not an empty result
+        return store_failure(exc)
     print(table(result, args.k))
     suggestion = result.suggested_k
     print(f"\nsuggested k: {suggestion if suggestion is not None else 'none'} (the largest k "

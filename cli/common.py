@@ -15,9 +15,21 @@ from dedup.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STATUSES,
+    EXIT_UNAVAILABLE,
     EXIT_USAGE,
     exit_status,
 )
+
+
+def store_errors() -> tuple[type[Exception], ...]:
+    """What reading the crawl's store can raise that :func:`store_failure` reports."""
+    from pymongo.errors import PyMongoError
+
+    from console.store import NoCrawl
+    from dedup.errors import ServiceUnavailable
+
+    return ServiceUnavailable, PyMongoError, NoCrawl
+
 
 #: Set by ``simcrawl --debug``: errors print their traceback too.
 DEBUG = False
@@ -62,6 +74,15 @@ def _say(exc: BaseException) -> None:
     if DEBUG:
         traceback.print_exception(exc)
     print(f"error: {str(exc).strip() or type(exc).__name__}", file=sys.stderr)
+
+
+def store_failure(exc: Exception) -> int:
+    """Say in one line why a verb could not read the crawl's store; its exit status (the
+    store has no crawl: 1; MongoDB failed or cannot be reached: 3)."""
+    from console.store import NoCrawl
+
+    print(f"error: {exc}", file=sys.stderr)
+    return EXIT_FAILED if isinstance(exc, NoCrawl) else EXIT_UNAVAILABLE
 
 
 def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:

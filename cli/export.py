@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from cli.common import store_errors, store_failure
 from console.export import FIELDS, query, rows, write
-from console.store import NoCrawl, add_options, open_database
+from console.store import add_options, open_database
 
 HELP = "stream the store's match records or pages to CSV or JSON lines"
 
@@ -29,9 +30,7 @@ def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
     """Run ``simcrawl export``; returns the exit status (2: bad arguments or output file,
     3: MongoDB unreachable)."""
-    from pymongo.errors import PyMongoError
 
-    from dedup.errors import ServiceUnavailable
 
     args = build_parser(prog).parse_args(argv)
     try:
@@ -48,12 +47,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
             finally:
                 if out is not sys.stdout:
                     out.close()
-    except (ServiceUnavailable, PyMongoError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    except NoCrawl as exc:  # nothing to read: say so, not an empty result
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except store_errors() as exc:  # unreachable, or nothing to read: not an empty result
+        return store_failure(exc)
     except BrokenPipeError:
         return 0
     where_to = "standard output" if args.output == "-" else args.output

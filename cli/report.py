@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from cli.common import store_errors, store_failure
 from console.report import write_report
-from console.store import NoCrawl, add_options, open_database
+from console.store import add_options, open_database
 
 HELP = "one self-contained HTML report with plots of the store"
 
@@ -29,9 +30,7 @@ def build_parser(prog: str = "simcrawl report") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
     """Run ``simcrawl report``; returns the exit status (2: bad arguments or output
     folder, 3: MongoDB unreachable)."""
-    from pymongo.errors import PyMongoError
 
-    from dedup.errors import ServiceUnavailable
 
     args = build_parser(prog).parse_args(argv)
     out = Path(args.output)
@@ -51,12 +50,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
                                          args.until, progress=lambda n: bar.advance(task, n))
             else:
                 found = write_report(db, out, args.k, args.crawl_id, args.since, args.until)
-    except (ServiceUnavailable, PyMongoError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    except NoCrawl as exc:  # nothing to read: say so, not an empty result
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except store_errors() as exc:  # unreachable, or nothing to read: not an empty result
+        return store_failure(exc)
     except OSError as exc:
         print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
         return 2
