@@ -74,14 +74,15 @@ def articles(pages: list[str], pairs: list[dict]) -> dict[str, int]:
     return {p: roots.setdefault(root(p), len(roots)) for p in pages}
 
 
-def candidates(data: Path) -> tuple[dict[str, dict], list[dict], list[str]]:
-    """Each page's fingerprints as the crawler computes them (fast extraction, the
-    default settings), the labelled pairs, and the stream order."""
+def candidates(data: Path, fast: bool = True) -> tuple[dict[str, dict], list[dict], list[str]]:
+    """Each page's fingerprints as the crawler computes them (the default settings;
+    ``fast``: trafilatura without its fallback extractors), the labelled pairs, and the
+    stream order."""
     rows = [json.loads(line) for line in (data / "pages.jsonl").open()]
     out = {}
     for row in rows:
         html = gzip.decompress((data / "pages" / f"{row['page']}.html.gz").read_bytes())
-        text = extract_text(html, url=row["url"]).text
+        text = extract_text(html, url=row["url"], fast=fast).text
         fp = fingerprint(text)
         out[row["page"]] = {"url": row["url"], "checksum": fp.checksum_hex,
                             "simhash": fp.simhash, "short": fp.short,
@@ -183,11 +184,14 @@ def main() -> int:
                         help="distance trusted without the text check (default 3)")
     parser.add_argument("--verify", type=int, default=10,
                         help="second-opinion distance (-1: off; default 10, the crawl's)")
+    parser.add_argument("--extraction", choices=("fast", "full"), default="fast",
+                        help="trafilatura fast (no fallback extractors; the crawl's default, "
+                        "DEDUP_EXTRACT_FAST) or full")
     args = parser.parse_args()
     if not (args.data / "pages.jsonl").is_file():
         raise missing_data(args.data, "The near-duplicate development set (pages.jsonl)")
     started = time.perf_counter()
-    fps, pairs, order = candidates(args.data)
+    fps, pairs, order = candidates(args.data, fast=args.extraction == "fast")
     article = articles(list(fps), pairs)
     verify = None if args.verify < 0 else args.verify
     containment = None if args.containment < 0 else args.containment
@@ -203,7 +207,8 @@ def main() -> int:
     print(f"{len(fps)} pages, {len(pairs)} labelled pairs; k = {args.k}, text check "
           f"{'off' if containment is None else containment}, trusted within {args.trust}, "
           f"template text after {args.template_pages or 'never'} pages, "
-          f"second opinion {'off' if verify is None else verify}; "
+          f"second opinion {'off' if verify is None else verify}, "
+          f"{args.extraction} extraction; "
           f"{time.perf_counter() - started:.0f} s (development figures)\n")
     print("| | precision | recall | F1 | right / should | wrong |")
     print("|---|---:|---:|---:|---:|---:|")

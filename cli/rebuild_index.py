@@ -67,14 +67,14 @@ def rebuild(args: argparse.Namespace) -> int:
         stored: dict[str, int] = {}  # page id -> fingerprint, of the pages indexed
         left_out = 0
 
-        def rows() -> Iterator[tuple[int, str]]:  # streams; orphans are left out
+        def rows() -> Iterator[tuple[int, str, bytes | None]]:  # streams; orphans left out
             nonlocal left_out
-            for fp, pid in pages.iter_fingerprints():
+            for fp, pid, sketch in pages.iter_fingerprints():
                 if pid in orphans:
                     left_out += 1
                     continue
                 stored[pid] = fp
-                yield fp, pid
+                yield fp, pid, sketch
 
         added = index.add_many(rows(), progress=progress)
         progress.close()

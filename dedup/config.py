@@ -41,15 +41,15 @@ class DedupConfig:
     Attributes:
         enabled: drop near duplicates at all [DEDUP_ENABLED, default True].
         max_distance: k, the largest Hamming distance of a near duplicate: the index is
-            planned for it, and candidates within k that the fingerprints do not settle
-            are judged by their texts [DEDUP_MAX_DISTANCE, 6].
-        verify_containment: the text check: such a candidate is a copy when this share of
-            the shorter text's three-token shingles is in the other (:mod:`dedup.overlap`;
-            both texts must be at hand: recent admissions or the store's ``text``); -1 =
-            off, only ``trust_distance`` matches count [DEDUP_VERIFY_CONTAINMENT, 0.8].
-        trust_distance: a candidate within this distance whose second opinion agrees is
-            a copy by its fingerprints, without the text check; at most k
-            [DEDUP_TRUST_DISTANCE, 3].
+            planned for it, and candidates within k are judged by their texts
+            [DEDUP_MAX_DISTANCE, 6].
+        verify_containment: the text check: a candidate is a copy when this share of the
+            shorter own text's three-token shingles is in the other (:mod:`dedup.overlap`,
+            measured on the candidate's text sketch, :mod:`dedup.sketch`); -1 = off, only
+            ``trust_distance`` matches count [DEDUP_VERIFY_CONTAINMENT, 0.8].
+        trust_distance: where a page has no text (or the text check is off), a candidate
+            within this distance whose second opinion agrees is a copy by its
+            fingerprints; at most k [DEDUP_TRUST_DISTANCE, 3].
         min_tokens: texts with fewer tokens are matched by checksum only
             [DEDUP_MIN_TOKENS, 30].
         shingle: words per feature [DEDUP_SHINGLE, 1].

@@ -13,16 +13,18 @@ Order of the checks (docs/fingerprints.md):
    (:func:`exact_or_next`). A short text's registration is its whole decision.
 4. **Pinyin copy**: a Chinese page whose text (or pinyin windows) is mostly a registered
    original's; a smaller overlap is an excerpt and the page is kept (:func:`registered`).
-5. **Near copy**: a candidate within the index's k is the original when the fingerprints
-   settle it (within ``trust_distance`` and the second opinion agrees) or, beyond, when the
-   texts' shingle containment reaches ``verify_containment``; candidates are asked closest
-   first, the page's declared canonical first of all (:func:`choose_original`).
+5. **Near copy**: a candidate within the index's k is the original when the shorter of
+   the two own texts is ``verify_containment`` in the other, measured on the candidate's
+   text sketch, which every process reads from the index with the candidate
+   (:mod:`dedup.sketch`); only where a page has no text do the fingerprints decide
+   (within ``trust_distance`` and the second opinion agrees). Candidates are asked
+   closest first, the page's declared canonical first of all (:func:`choose_original`).
 6. Otherwise the page is **new** and admitted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +32,7 @@ import numpy as np
 
 from .ids import url_key
 from .index import Match
-from .overlap import containment, shared_text, shingles
+from .overlap import shared_text
 from .page import Page
 from .pinyin import PinyinScore
 from .simhash import (
@@ -40,6 +42,7 @@ from .simhash import (
     fingerprint,
     hamming,
 )
+from .sketch import TextSketch, shingle_values
 from .templates import block_keys, strip
 
 #: A page is a copy of a registered original found by its pinyin windows when this share
@@ -286,32 +289,46 @@ def trusted(page: Page, m: Match, verifiers: Mapping[str, int], rules: Rules) ->
         or hamming(verifiers[m.page_id], page.verify) <= rules.verify_distance
 
 
+def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules) -> float | None:
+    """The text check of a candidate: the containment of the shorter own text in the
+    other, measured between the page's shingles (``values``, in full) and the candidate's
+    sketch, when it reaches ``verify_containment``; else ``None``."""
+    share, sample = sketch.containment(values)
+    if sample and share >= rules.verify_containment:  # type: ignore[operator]
+        return round(share, 4)
+    return None
+
+
 def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],
-                    theirs: Mapping[str, np.ndarray], rules: Rules,
-                    own: Callable[[], np.ndarray] | None = None
+                    sketches: Mapping[str, TextSketch], rules: Rules,
+                    values: np.ndarray | None = None
                     ) -> tuple[Match, float | None] | None:
     """The candidate ``page`` copies, and the texts' containment (``None``: judged by
-    fingerprints), or ``None``: no candidate passes and the page is new. Pages are
+    fingerprints), or ``None``: no candidate passes and the page is new. Candidates are
     asked in turn, in the order given (closest first):
 
-    * within ``trust_distance``, with its second opinion agreeing, it is the original;
-    * otherwise, when both texts are at hand (``theirs``: the candidates' shingles) and
-      the text check is on, it is the original when the containment of the shorter text's
-      shingles in the other reaches ``verify_containment``.
+    * when both pages have a text (``sketches``: the candidates' text sketches, which the
+      index keeps with their fingerprints) and the text check is on, the text decides,
+      at every distance: the candidate is the original when the shorter own text's
+      shingles are ``verify_containment`` in the other (:func:`text_check`);
+    * otherwise (a page without text, an original registered by its fingerprint alone,
+      the text check off) the fingerprints decide: within ``trust_distance``, with the
+      second opinion agreeing (:func:`trusted`).
 
-    ``own`` gives the page's shingles (computed at most once, only when needed).
+    ``values``: the page's own text's :func:`dedup.sketch.shingle_values` (computed here
+    when not given).
     """
-    mine: np.ndarray | None = None
     for m in found:
-        if trusted(page, m, verifiers, rules):
-            return m, None
-        if rules.verify_containment is None or not page.text or m.page_id not in theirs:
+        sketch = sketches.get(m.page_id or "")
+        if sketch is None or not page.text or rules.verify_containment is None:
+            if trusted(page, m, verifiers, rules):
+                return m, None
             continue
-        if mine is None:
-            mine = own() if own is not None else shingles(page.own_text)
-        share = containment(mine, theirs[m.page_id])  # type: ignore[index]
-        if share >= rules.verify_containment:
-            return m, round(share, 4)
+        if values is None:
+            values = shingle_values(page.own_text)
+        share = text_check(values, sketch, rules)
+        if share is not None:
+            return m, share
     return None
 
 

@@ -20,6 +20,7 @@ and scripts use. The crawl wires the same class to Redis and MongoDB
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -42,16 +43,18 @@ from .decide import (
     registered,
     reversed_link,
     revisit,
-    trusted,
 )
 from .facts import MemoryFacts, PageFacts, StoreFacts
 from .ids import url_key
-from .index import MemoryStore, NearDuplicateIndex
+from .index import Match, MemoryStore, NearDuplicateIndex
 from .index.windows import WindowIndex
 from .overlap import shingles
 from .page import Page
 from .registry import ChecksumRegistry, Claim, MemoryRegistry, RedisRegistry
+from .sketch import TextSketch, shingle_values
 from .templates import MemoryTemplates, TemplateStore
+
+log = logging.getLogger(__name__)
 
 #: Recently admitted pages whose URL a process remembers for its match records.
 KNOWN_PAGES = 100_000
@@ -162,15 +165,21 @@ class Deduplicator:
                 elif quoted is not None:
                     excerpts[i] = quoted
             near_rows = [i for i in near_rows if decisions[i] is None]
+        # Every page that may be admitted leaves its text sketch with its fingerprint.
+        values = {i: shingle_values(batch[i].own_text) for i in near_rows if batch[i].text}
+        sketches = {i: TextSketch.of_values(v).to_bytes() for i, v in values.items()}
+        for i, sketch in sketches.items():
+            batch[i].sketch = sketch
         candidates = self.index.check_and_add_all(
-            [(batch[i].simhash, batch[i].page_id) for i in near_rows])
+            [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in near_rows])
         declared = self._declared_ids(batch, near_rows, candidates)
         candidates = [declared_first(batch[i], found, declared.get(i))
                       for i, found in zip(near_rows, candidates)]
-        chosen = self._choose(batch, near_rows, candidates)
+        chosen = self._choose(batch, near_rows, candidates, values)
         rejected = [i for i, found, m in zip(near_rows, candidates, chosen) if found and m is None]
         if rejected:  # not copies after all: admitted, so into the index
-            self.index.add_many((batch[i].simhash, batch[i].page_id) for i in rejected)
+            self.index.add_many((batch[i].simhash, batch[i].page_id, sketches.get(i))
+                                for i in rejected)
         checksums = {c.page_id: c.checksum for c in batch}
         for i, verdict in zip(near_rows, chosen):
             decisions[i] = near_or_new(batch[i], verdict, checksums, declared.get(i),
@@ -230,19 +239,40 @@ class Deduplicator:
         return out
 
     def _choose(self, batch: Sequence[Page], rows: list[int],
-                candidates: Sequence[list[Any]]) -> list[tuple[Any, float | None] | None]:
+                candidates: Sequence[list[Match]], values: dict[int, np.ndarray]
+                ) -> list[tuple[Match, float | None] | None]:
         """For each row, the candidate it copies (:func:`dedup.decide.choose_original`),
-        with the candidates' second opinions and, for those the fingerprints do not
-        settle, their texts' shingles."""
+        with the candidates' text sketches (read from the index with them) and second
+        opinions."""
         wanted = {m.page_id for found in candidates for m in found if m.page_id is not None}
         verifiers = self._verifiers_of(batch, rows, wanted)
-        unsure = {m.page_id for i, found in zip(rows, candidates) for m in found
-                  if m.page_id is not None and not trusted(batch[i], m, verifiers, self.rules)}
-        theirs = self._shingles_for(batch, unsure) \
-            if self.rules.verify_containment is not None \
-            and any(batch[i].text for i in rows) else {}
-        return [choose_original(batch[i], found, verifiers, theirs, self.rules)
+        sketches = self._sketches_of(candidates)
+        return [choose_original(batch[i], found, verifiers, sketches, self.rules, values.get(i))
                 for i, found in zip(rows, candidates)]
+
+    def _sketches_of(self, candidates: Sequence[list[Match]]) -> dict[str, TextSketch]:
+        """The candidates' text sketches: those the index keeps with them, else (an index
+        built before sketches, rebuilt by ``simcrawl rebuild-index``) made from their
+        texts in the facts. A candidate with neither has no text evidence."""
+        out: dict[str, TextSketch] = {}
+        missing = set()
+        for found in candidates:
+            for m in found:
+                if m.page_id is None or m.page_id in out:
+                    continue
+                if m.sketch:
+                    try:
+                        out[m.page_id] = TextSketch.from_bytes(m.sketch)
+                        continue
+                    except ValueError as exc:
+                        log.warning("the index holds a bad text sketch for page %s (%s): "
+                                    "its stored text is read instead", m.page_id, exc)
+                missing.add(m.page_id)
+        if missing:
+            texts = {p: self._texts[p] for p in missing if p in self._texts}
+            texts.update(self.facts.texts_of(missing - texts.keys()))
+            out.update({p: TextSketch.of_text(t) for p, t in texts.items() if t})
+        return out
 
     def _shingles_for(self, batch: Sequence[Page], wanted: set[str]
                       ) -> dict[str, np.ndarray]:

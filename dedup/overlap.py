@@ -21,6 +21,7 @@ import re
 from functools import lru_cache
 
 import numpy as np
+import xxhash
 
 from .text import CJK_RANGES, normalize
 
@@ -46,7 +47,8 @@ def token_pattern() -> re.Pattern[str]:
 def shingles(text: str, size: int = SHINGLE_TOKENS) -> np.ndarray:
     """The hashed shingles (``size`` consecutive tokens) of a text, sorted and distinct
     (``uint64``); a text shorter than ``size`` tokens is one shingle; an empty text has
-    none. Token hashes are Python's: compare arrays made in the same process only."""
+    none. The hashes are the same in every process (xxHash of each token), so arrays and
+    sketches (:mod:`dedup.sketch`) made by different crawl processes compare."""
     tokens = token_pattern().findall(normalize(text))
     if not tokens:
         return np.empty(0, dtype=np.uint64)
@@ -56,13 +58,17 @@ def shingles(text: str, size: int = SHINGLE_TOKENS) -> np.ndarray:
 def _mixed(tokens: list[str], size: int) -> np.ndarray:
     """Each run of ``size`` tokens hashed to one ``uint64``, in text order: a polynomial
     in the tokens' hashes, modulo 2**64."""
-    hashes = np.fromiter(map(hash, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
+    hashes = np.fromiter(map(_token_hash, tokens), dtype=np.uint64, count=len(tokens))
     n = len(hashes) - size + 1
     mixed = hashes[:n].copy()
     for j in range(1, size):
         mixed *= _MULTIPLIER
         mixed += hashes[j:n + j]
     return mixed
+
+
+def _token_hash(token: str) -> int:
+    return xxhash.xxh3_64_intdigest(token.encode("utf-8", "surrogatepass"))
 
 
 def containment(a: np.ndarray, b: np.ndarray) -> float:

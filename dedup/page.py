@@ -42,6 +42,9 @@ class Page:
         blocks: the keys of the text's lines (:func:`dedup.templates.block_keys`; the
             crawler computes them in its extraction workers), else computed when the
             decision has a template learner.
+        sketch: the text sketch of its own text (:class:`dedup.sketch.TextSketch` bytes),
+            set by the decision for a page that goes to the near check: what the index and
+            the page's fingerprint document keep of its text for the text check.
         template_lines: lines left out of the fingerprints as the host's template text;
             ``rest``: the text without them (what the text check reads); ``templated``:
             done (a batch decided again is not stripped twice).
@@ -64,6 +67,7 @@ class Page:
     text: str = field(default="", repr=False)
     canonical: str | None = None
     blocks: list[int | None] | None = field(default=None, repr=False)
+    sketch: bytes | None = field(default=None, repr=False)
     template_lines: int = 0
     templated: bool = field(default=False, repr=False)
     rest: str | None = field(default=None, repr=False)

@@ -499,13 +499,17 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
-    def iter_fingerprints(self, batch_size: int = 10_000) -> Iterator[tuple[int, str]]:
-        """Every ``(simhash, page id)`` the index should hold (short texts excluded)."""
+    def iter_fingerprints(self, batch_size: int = 10_000
+                          ) -> Iterator[tuple[int, str, bytes | None]]:
+        """Every ``(simhash, page id, text sketch)`` the index should hold (short texts
+        excluded; the sketch ``None`` for a page stored without one)."""
         try:
-            cursor = self.fingerprints.find({"short": False}, {"simhash": 1},
+            cursor = self.fingerprints.find({"short": False}, {"simhash": 1, "sketch": 1},
                                             batch_size=batch_size)
             for doc in cursor:
-                yield from_int64(doc["simhash"]), str(doc["_id"])
+                sketch = doc.get("sketch")
+                yield from_int64(doc["simhash"]), str(doc["_id"]), \
+                    bytes(sketch) if sketch else None
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
@@ -598,7 +602,11 @@ def fingerprint_document(page: Page, pinyin_params: dict[str, Any] | None = None
                          **extra: Any) -> dict[str, Any]:
     """The ``fingerprints`` document of an admitted :class:`~dedup.page.Page`: its
     simhash (the one the index holds), checksum, tokens, second opinion (``simhash2``)
-    and pinyin windows (with the parameters they were computed with)."""
+    and pinyin windows (with the parameters they were computed with), and the text sketch
+    the index keeps with the simhash (``sketch``), from which ``rebuild-index`` restores
+    it."""
+    if page.sketch:
+        extra["sketch"] = page.sketch
     if page.verify is not None:
         extra["simhash2"] = to_int64(page.verify)
     if page.pinyin is not None and page.pinyin.codes and pinyin_params is not None:

@@ -150,13 +150,26 @@ def test_deciding_a_batch_again_admits_it_again(world: World) -> None:
 
 # ------------------------------------------------------------------- near: fingerprints
 
-def test_a_candidate_within_the_trust_distance_is_the_original(world: World) -> None:
+def test_without_texts_a_candidate_within_the_trust_distance_is_the_original(
+        world: World) -> None:
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, "", checksum="1" * 32, verify=0)
+    crawl.decide([original])
+    copy = page("http://b.example/1", A ^ 0b111, "", checksum="2" * 32, verify=0b11)
+    beyond = page("http://c.example/1", A ^ 0b1111, "", checksum="3" * 32, verify=0b11)
+    got = crawl.decide([copy]) + crawl.decide([beyond])
+    assert (got[0].kind, got[0].distance, got[0].containment) == (NEAR, 3, None)
+    assert got[1].kind == NEW  # 4 bits: fingerprints alone never judge it a copy
+
+
+def test_with_texts_the_text_decides_at_every_distance(world: World) -> None:
     crawl = world.deduplicator()
     original = page("http://a.example/1", A, article(1), verify=0)
     crawl.decide([original])
-    copy = page("http://b.example/1", A ^ 0b111, article(5), verify=0b11)  # texts unlike
-    got = crawl.decide([copy])[0]
-    assert (got.kind, got.distance, got.containment) == (NEAR, 3, None)
+    unlike = page("http://b.example/1", A ^ 0b1, article(5), verify=0b11)  # texts unlike
+    reworded = page("http://c.example/1", A, rewrite(article(1), 3), verify=0)
+    got = crawl.decide([unlike]) + crawl.decide([reworded])
+    assert [d.kind for d in got] == [NEW, NEW]  # 1 bit and 0 bits: no text evidence
 
 
 def test_a_disagreeing_second_opinion_sends_the_candidate_to_the_text_check(
@@ -189,6 +202,20 @@ def test_beyond_the_trust_distance_the_texts_decide(world: World) -> None:
     assert got[0].containment is not None and got[0].containment >= 0.8
     assert got[1].kind == NEW  # a rewrite keeps the words, not the phrasing
     assert world.indexed() == 2  # the rewrite was admitted into the index
+
+
+def test_a_candidate_another_process_admitted_and_did_not_store_is_judged_on_its_text(
+        world: World) -> None:
+    first = world.deduplicator()
+    original = page("http://a.example/1", A, article(1))
+    assert first.decide([original])[0].kind == NEW  # admitted, not stored (yet)
+    copy = page("http://b.example/1", A ^ 0b11111, article(1) + "\n" + article(3, 36))
+    rewritten = page("http://c.example/1", A ^ 0b111110, rewrite(article(1), 4))
+    other = world.deduplicator()  # another process: the text sketch came with the index
+    got = other.decide([copy]) + other.decide([rewritten])
+    assert (got[0].kind, got[0].original_id) == (NEAR, original.page_id)
+    assert got[0].containment is not None and got[0].containment >= 0.8
+    assert got[1].kind == NEW
 
 
 def test_the_text_check_off_leaves_such_candidates_new(world: World) -> None:

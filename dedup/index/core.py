@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -40,11 +41,15 @@ class Match(NamedTuple):
         fingerprint: the stored (original's) fingerprint.
         page_id: the page it belongs to (``None`` only if it was removed meanwhile).
         distance: Hamming distance to the query.
+        sketch: the stored page's text sketch (:class:`dedup.sketch.TextSketch` bytes),
+            stored with the fingerprint in the same atomic step (``None``: admitted
+            without text).
     """
 
     fingerprint: int
     page_id: str | None
     distance: int
+    sketch: bytes | None = None
 
 
 @dataclass
@@ -55,11 +60,14 @@ class Probe:
         fps: the fingerprints, as ints.
         buckets: ``uint64`` (B, tables): bucket of each fingerprint in each table.
         rests: ``uint64`` (B, tables): the permuted value after the bucket bits.
+        sketches: each fingerprint's text sketch, stored with it when it is inserted
+            (``None``: none).
     """
 
     fps: list[int]
     buckets: np.ndarray
     rests: np.ndarray
+    sketches: Sequence[bytes | None] | None = None
 
 
 #: One raw hit from a store: (table number, rest of the stored entry, distance).
@@ -99,6 +107,9 @@ class IndexStore(Protocol):
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         """The page id stored for each fingerprint."""
+
+    def evidence(self, fps: Sequence[int]) -> list[tuple[str | None, bytes | None]]:
+        """The page id and the text sketch stored for each fingerprint (one round trip)."""
 
     def count(self) -> int:
         """Number of stored fingerprints."""
@@ -217,10 +228,13 @@ class NearDuplicateIndex:
                 "a design, use another namespace, or rebuild it (simcrawl rebuild-index).")
 
     # ------------------------------------------------------------------ helpers
-    def _probe(self, fps: Sequence[int]) -> Probe:
+    def _probe(self, fps: Sequence[int], sketches: Sequence[bytes | None] | None = None
+               ) -> Probe:
         arr = np.fromiter(fps, dtype=np.uint64, count=len(fps))
         buckets, rests = self.layout.coordinates(arr)
-        return Probe(list(fps), buckets, rests)
+        if sketches is not None and not any(sketches):
+            sketches = None
+        return Probe(list(fps), buckets, rests, sketches)
 
     def _chunks(self, items: Sequence) -> Iterator[Sequence]:
         for at in range(0, len(items), self.batch_size):
@@ -260,32 +274,39 @@ class NearDuplicateIndex:
         failure."""
         return [found[0] if found else None for found in self.check_and_add_all(items)]
 
-    def check_and_add_all(self, items: Iterable[tuple[int, str]]) -> list[list[Match]]:
+    def check_and_add_all(self, items: Iterable[tuple[int, str] | tuple[int, str, bytes | None]]
+                          ) -> list[list[Match]]:
         """:meth:`check_and_add_many`, with every stored match within ``k`` of each pair,
-        closest first (ties: the smaller fingerprint first); an empty list: admitted (now
-        stored). For a caller that verifies the candidates one by one (the crawl's second
-        opinion) and admits the page with :meth:`add_many` when none passes."""
-        pairs = [(check_fingerprint(fp), check_page_id(pid)) for fp, pid in items]
-        return self._decide(pairs, attempts=3)
+        closest first (ties: the smaller fingerprint first), each with its page's text
+        sketch; an empty list: admitted (now stored). For a caller that verifies the
+        candidates one by one (the crawl's text check) and admits the page with
+        :meth:`add_many` when none passes. An item may carry a third element, the page's
+        text sketch (bytes), stored with its fingerprint when it is admitted."""
+        rows = [(check_fingerprint(it[0]), check_page_id(it[1]),
+                 it[2] if len(it) > 2 else None) for it in items]  # type: ignore[misc]
+        return self._decide(rows, attempts=3)
 
-    def _decide(self, pairs: Sequence[tuple[int, str]], attempts: int) -> list[list[Match]]:
+    def _decide(self, pairs: Sequence[tuple[int, str, bytes | None]], attempts: int
+                ) -> list[list[Match]]:
         chunks = list(self._chunks(pairs))
         probes: list[Probe] = []
 
         def requests() -> Iterator[tuple[Probe, Sequence[str] | None]]:
             for chunk in chunks:
-                probes.append(self._probe([fp for fp, _ in chunk]))
-                yield probes[-1], [pid for _, pid in chunk]
+                probes.append(self._probe([fp for fp, _, _ in chunk], [s for *_, s in chunk]))
+                yield probes[-1], [pid for _, pid, _ in chunk]
 
         rows: list[list[tuple[int, int]]] = []
         for n, hits in enumerate(self.store.decide_many(requests(), self.k)):
             rows.extend(self._matches(probes[n], hits))
-        ids = iter(self.store.lookup([fp for found in rows for fp, _ in found]))
+        found_fps = [fp for found in rows for fp, _ in found]
+        evidence = iter(self.store.evidence(found_fps) if found_fps else [])
         out: list[list[Match]] = []
         retry = []
         for i, found in enumerate(rows):
-            matches = [Match(fp, next(ids), d) for fp, d in found]
-            if any((m.fingerprint, m.page_id) == pairs[i] for m in matches):
+            matches = [Match(fp, pid, d, sketch)
+                       for (fp, d), (pid, sketch) in zip(found, islice(evidence, len(found)))]
+            if any((m.fingerprint, m.page_id) == pairs[i][:2] for m in matches):
                 out.append([])  # admitted by an earlier try whose reply was lost
                 continue
             live = [m for m in matches if m.page_id is not None]
@@ -321,13 +342,15 @@ class NearDuplicateIndex:
         ids = iter(self.store.lookup([fp for rows in found for fp, _ in rows]))
         return [[Match(fp, next(ids), d) for fp, d in rows] for rows in found]
 
-    def add_many(self, items: Iterable[tuple[int, str]],
+    def add_many(self, items: Iterable[tuple[int, str] | tuple[int, str, bytes | None]],
                  progress: Callable[[int], None] | None = None) -> int:
         """Load ``(fingerprint, page_id)`` pairs without checking for near duplicates (bulk
-        loads, rebuilds). A fingerprint already stored keeps its page id.
+        loads, rebuilds, pages admitted after their candidates' text check). A fingerprint
+        already stored keeps its page id and sketch.
 
         Args:
-            items: the pairs (any iterable; consumed in batches).
+            items: the pairs (any iterable; consumed in batches), each with the page's
+                text sketch as an optional third element.
             progress: called with the number of pairs handled after each batch.
 
         Returns:
@@ -336,14 +359,17 @@ class NearDuplicateIndex:
         size = max(self.batch_size, 256)
 
         def requests() -> Iterator[tuple[Probe, Sequence[str]]]:
-            batch: list[tuple[int, str]] = []
-            for fp, pid in items:
-                batch.append((check_fingerprint(fp), check_page_id(pid)))
+            batch: list[tuple[int, str, bytes | None]] = []
+            for it in items:
+                batch.append((check_fingerprint(it[0]), check_page_id(it[1]),
+                              it[2] if len(it) > 2 else None))  # type: ignore[misc]
                 if len(batch) >= size:
-                    yield self._probe([f for f, _ in batch]), [p for _, p in batch]
+                    yield self._probe([f for f, _, _ in batch], [s for *_, s in batch]), \
+                        [p for _, p, _ in batch]
                     batch = []
             if batch:
-                yield self._probe([f for f, _ in batch]), [p for _, p in batch]
+                yield self._probe([f for f, _, _ in batch], [s for *_, s in batch]), \
+                    [p for _, p, _ in batch]
 
         added = 0
         for flags in self.store.add_many(requests()):

@@ -27,6 +27,7 @@ class MemoryStore:
         self._limit = table_limit
         self._tables: list[dict[int, list[int]]] = []
         self._ids: dict[int, str] = {}
+        self._sketches: dict[int, bytes] = {}
         self._free: list[int] = []  # per table: mask of the bits after the prefix
 
     def read_layout(self) -> dict | None:
@@ -60,10 +61,13 @@ class MemoryStore:
                     hits.append((t, entry, dist))
         return hits
 
-    def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str) -> bool:
+    def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str,
+                sketch: bytes | None) -> bool:
         if fp in self._ids:
             return False
         self._ids[fp] = page_id
+        if sketch:
+            self._sketches[fp] = sketch
         for t, (bucket, rest) in enumerate(zip(buckets, rests)):
             insort(self._tables[t].setdefault(bucket, []), rest)
         return True
@@ -84,14 +88,14 @@ class MemoryStore:
             for i, fp in enumerate(probe.fps):
                 hits = self._hits(buckets[i], rests[i], k)
                 if page_ids is not None and not hits:
-                    self._insert(fp, buckets[i], rests[i], page_ids[i])
+                    self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i))
                 out.append(hits)
         return out
 
     def _add(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
         buckets, rests = probe.buckets.tolist(), probe.rests.tolist()
         with self._lock:
-            return [self._insert(fp, buckets[i], rests[i], page_ids[i])
+            return [self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i))
                     for i, fp in enumerate(probe.fps)]
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
@@ -104,6 +108,7 @@ class MemoryStore:
                     out.append(False)
                     continue
                 del self._ids[fp]
+                self._sketches.pop(fp, None)
                 for t, (bucket, rest) in enumerate(zip(buckets[i], rests[i])):
                     entries = self._tables[t][bucket]
                     del entries[bisect_left(entries, rest)]
@@ -114,6 +119,10 @@ class MemoryStore:
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         return [self._ids.get(fp) for fp in fps]
+
+    def evidence(self, fps: Sequence[int]) -> list[tuple[str | None, bytes | None]]:
+        with self._lock:
+            return [(self._ids.get(fp), self._sketches.get(fp)) for fp in fps]
 
     def count(self) -> int:
         return len(self._ids)
@@ -128,6 +137,11 @@ class MemoryStore:
             self._layout_desc = None
             self._tables = []
             self._ids = {}
+            self._sketches = {}
 
     def describe(self) -> str:
         return "memory"
+
+
+def _sketch(probe: Probe, row: int) -> bytes | None:
+    return probe.sketches[row] if probe.sketches is not None else None

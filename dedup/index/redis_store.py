@@ -13,6 +13,10 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     lose bits above 2^53). In table 0 (only), the page id follows the fixed-width part of
     the member, so the original of a match needs no other key; a page id of lowercase hex
     digits (a MongoDB ObjectId, say) is stored as bytes after a NUL marker, half the size.
+``ns:s:{bucket}``
+    Text sketches (:mod:`dedup.sketch`): a hash per table-0 bucket, from the table-0
+    member (without its page id) to the sketch of the page's own text, written in the
+    same script as the fingerprint and deleted with it.
 ``ns:count``
     Number of fingerprints.
 
@@ -57,20 +61,21 @@ _HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
 # The scripts' arguments. ARGV[1..3]: k, insert flag (1/0), T (tables). Then per
 # fingerprint: its T members (the fixed-width rest of each permuted value), for DECIDE also
 # the T range starts and T range ends of its probes ("[" + bytes), then the packed page
-# id ("" for none). KEYS[1] is the count, then the T table keys of each fingerprint.
+# id ("" for none) and the text sketch ("" for none). KEYS[1] is the count, then per
+# fingerprint its T table keys and its sketch key.
 # Python computes every string; the scripts call Redis and compare candidates. A table-0
 # member is the rest followed by the page id, so its range end gets 256 bytes of 0xFF
 # appended (page ids are at most 255 bytes).
 _LUA_COMMON = r"""
 local T = tonumber(ARGV[3])
-local n = (#KEYS - 1) / T
+local n = (#KEYS - 1) / (T + 1)
 local TOP = string.rep('\255', 256)
 """
 
 _LUA_DECIDE = _LUA_COMMON + r"""
 local k = tonumber(ARGV[1])
 local insert = ARGV[2] == '1'
-local stride = 3 * T + 1
+local stride = 3 * T + 2
 local function distance(m, c)
   local d = 0
   for j = 1, #m do
@@ -87,7 +92,7 @@ local out = {}
 local added = 0
 for i = 0, n - 1 do
   local a = 3 + i * stride
-  local kb = 1 + i * T
+  local kb = 1 + i * (T + 1)
   local hits = {}
   for t = 1, T do
     local hi = ARGV[a + 2 * T + t]
@@ -107,6 +112,8 @@ for i = 0, n - 1 do
     for t = 2, T do
       redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
     end
+    local sketch = ARGV[a + 3 * T + 2]
+    if sketch ~= '' then redis.call('HSET', KEYS[kb + T + 1], ARGV[a + 1], sketch) end
     added = added + 1
   end
   out[i + 1] = hits
@@ -116,12 +123,12 @@ return out
 """
 
 _LUA_ADD = _LUA_COMMON + r"""
-local stride = T + 1
+local stride = T + 2
 local out = {}
 local added = 0
 for i = 0, n - 1 do
   local a = 3 + i * stride
-  local kb = 1 + i * T
+  local kb = 1 + i * (T + 1)
   local m = ARGV[a + 1]
   -- A fingerprint is stored iff its member is in table 1 (no page id there, so ZADD
   -- itself says whether it was new); with a single table, look in table 0.
@@ -136,6 +143,8 @@ for i = 0, n - 1 do
     for t = 3, T do
       redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
     end
+    local sketch = ARGV[a + T + 2]
+    if sketch ~= '' then redis.call('HSET', KEYS[kb + T + 1], m, sketch) end
     added = added + 1
     out[i + 1] = 1
   else
@@ -147,12 +156,12 @@ return out
 """
 
 _LUA_REMOVE = _LUA_COMMON + r"""
-local stride = T + 1
+local stride = T + 2
 local out = {}
 local removed = 0
 for i = 0, n - 1 do
   local a = 3 + i * stride
-  local kb = 1 + i * T
+  local kb = 1 + i * (T + 1)
   local m = ARGV[a + 1]
   local want = ARGV[a + T + 1]
   local have = redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1)[1]
@@ -161,6 +170,7 @@ for i = 0, n - 1 do
     for t = 2, T do
       redis.call('ZREM', KEYS[kb + t], ARGV[a + t])
     end
+    redis.call('HDEL', KEYS[kb + T + 1], m)
     removed = removed + 1
     out[i + 1] = 1
   else
@@ -270,6 +280,7 @@ class RedisStore:
         bd = max(1, -(-layout.bucket_bits // 4))
         ns = self.namespace.replace("{", "{{").replace("}", "}}")  # a hash tag's braces
         self._table_keys = [f"{ns}:t{t}:{{:0{bd}x}}".format for t in range(len(layout.tables))]
+        self._sketch_key = f"{ns}:s:{{:0{bd}x}}".format
 
     # ------------------------------------------------------------------ batches
     def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
@@ -295,9 +306,10 @@ class RedisStore:
             los, his = self._split(lo, b"["), self._split(lo | self._free, b"[")
         keys: list[Any] = [f"{self.namespace}:count"]
         args: list[Any] = []
-        names = self._table_keys
+        names, sketches = self._table_keys, probe.sketches
         for i, row in enumerate(probe.buckets.tolist()):
             keys.extend([name(bucket) for name, bucket in zip(names, row)])
+            keys.append(self._sketch_key(row[0]))
             at = i * tables
             args.extend(members[at:at + tables])
             if ranges:
@@ -305,6 +317,7 @@ class RedisStore:
                 args.extend(his[at:at + tables])
             pid = page_ids[i] if page_ids is not None else None
             args.append(b"" if pid is None else pack_page_id(pid))
+            args.append((sketches[i] or b"") if sketches is not None else b"")
         return keys, args
 
     def _pool(self) -> Any:
@@ -386,6 +399,15 @@ class RedisStore:
         return [bool(x) for x in reply]
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
+        return [pid for pid, _ in self._read(fps, sketches=False)]
+
+    def evidence(self, fps: Sequence[int]) -> list[tuple[str | None, bytes | None]]:
+        return self._read(fps, sketches=True)
+
+    def _read(self, fps: Sequence[int], sketches: bool
+              ) -> list[tuple[str | None, bytes | None]]:
+        """Each fingerprint's page id (from its table-0 member) and, if asked, its sketch,
+        in one pipeline."""
         if not fps:
             return []
         layout = self._layout
@@ -398,8 +420,12 @@ class RedisStore:
             bucket = permuted >> shift if shift < F else 0
             pipe.zrangebylex(self._table_keys[0](bucket), b"[" + member,
                              b"[" + member + b"\xff" * 256, 0, 1)
-        return [unpack_page_id(found[0][nb:]) if found else None
-                for found in self._call(pipe.execute)]
+            if sketches:
+                pipe.hget(self._sketch_key(bucket), member)
+        replies = self._call(pipe.execute)
+        step = 2 if sketches else 1
+        return [(unpack_page_id(replies[j][0][nb:]) if replies[j] else None,
+                 replies[j + 1] if sketches else None) for j in range(0, len(replies), step)]
 
     def count(self) -> int:
         return int(self._call(self.client.get, f"{self.namespace}:count") or 0)

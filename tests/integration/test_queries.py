@@ -32,7 +32,7 @@ def test_uint64_round_trips_through_the_server(pages) -> None:
                      [fingerprint_doc(pid, fp, checksum="0" * 32, tokens=50, short=False,
                                       algorithm="test") for pid, fp in zip(ids, EDGES)])
     assert [pages.fingerprint_of(pid) for pid in ids] == EDGES
-    assert sorted(fp for fp, _ in pages.iter_fingerprints()) == EDGES
+    assert sorted(fp for fp, _, _ in pages.iter_fingerprints()) == EDGES
     for fp in EDGES:  # query by value, as users do
         doc = pages.fingerprints.find_one({"simhash": to_int64(fp)})
         assert doc["simhash_hex"] == f"{fp:016x}" and from_int64(doc["simhash"]) == fp
@@ -58,7 +58,7 @@ def test_pages_are_stored_once_and_removed_with_their_fingerprint(pages) -> None
                      [fingerprint_doc(short, 7, checksum="d" * 32, tokens=3, short=True,
                                       algorithm="t")])
     assert pages.count_fingerprints() == 1 and pages.count_fingerprints(False) == 2
-    assert [p for _, p in pages.iter_fingerprints()] == [pid]  # short texts are not indexed
+    assert [p for _, p, _ in pages.iter_fingerprints()] == [pid]  # short texts are not indexed
     assert pages.remove_page(pid) == 12345
     assert pages.page(pid) is None and pages.fingerprint_of(pid) is None
     assert pages.remove_page(pid) is None

@@ -10,6 +10,7 @@ import pytest
 
 from dedup.ids import new_page_id
 from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.sketch import TextSketch
 from dedup.store import fingerprint_doc
 
 pytestmark = pytest.mark.integration
@@ -32,8 +33,10 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
         if index.check_and_add(fp, pid) is None:
             docs.append({"_id": pid, "url": f"https://h.example/{i}", "host": "h.example",
                          "checksum": f"{i:032x}"})
+            sketch = {"sketch": TextSketch.of_text(f"the own text of page {i}").to_bytes()} \
+                if i < 10 else {}
             fps.append(fingerprint_doc(pid, fp, checksum="0" * 32, tokens=40, short=False,
-                                       algorithm="t"))
+                                       algorithm="t", **sketch))
     pages.save_pages(docs, fps)
     before, layout = sorted(index.entries()), store.read_layout()
     pages.save_layout(namespace, layout)  # as the crawler does when it opens the index
@@ -51,6 +54,12 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     assert redis_client.hget(key, field).decode() == docs[5]["_id"]
     probe = before[17][0] ^ 0b101
     assert after.query(probe) == index.query(probe) and after.query(probe)
+    # the text sketches the store keeps come back with their fingerprints
+    sketched = {d["_id"]: d for d in fps if "sketch" in d}
+    assert len(sketched) == 10
+    for fp, pid in before:
+        if pid in sketched:
+            assert after.store.evidence([fp]) == [(pid, sketched[pid]["sketch"])]
 
 
 def test_rebuild_with_a_new_capacity_replans(services, redis_client, pages, namespace) -> None:

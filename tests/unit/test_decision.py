@@ -27,6 +27,7 @@ from dedup.index import Match, MemoryStore, NearDuplicateIndex
 from dedup.overlap import shingles
 from dedup.pinyin import PinyinScore
 from dedup.registry import MemoryRegistry
+from dedup.sketch import TextSketch, shingle_values
 from dedup.templates import MemoryTemplates
 
 CONFIG = DedupConfig()
@@ -86,17 +87,39 @@ def test_rules_follow_the_config() -> None:
 def test_candidates_are_asked_in_order_and_the_first_that_passes_is_the_original() -> None:
     p = page("http://c.example/1", A, article(1) + "\nmore", verify=0)
     rules = Rules()
-    far_text = Match(A ^ 0b11111, "x", 5)  # beyond trust, text unlike
-    close_text = Match(A ^ 0b111111, "y", 6)
-    theirs = {"x": shingles(article(2)), "y": shingles(article(1))}
-    got = choose_original(p, [far_text, close_text], {}, theirs, rules)
-    assert got is not None and got[0] is close_text and got[1] == 1.0
-    # without the texts nothing settles it: the page is new
-    assert choose_original(p, [far_text, close_text], {}, {}, rules) is None
-    # a trusted candidate needs no text; a disagreeing second opinion makes it unsure
+    unlike = Match(A ^ 1, "x", 1)  # close, but its text is another article's
+    alike = Match(A ^ 0b111111, "y", 6)
+    theirs = {"x": TextSketch.of_text(article(2)), "y": TextSketch.of_text(article(1))}
+    got = choose_original(p, [unlike, alike], {}, theirs, rules)
+    assert got is not None and got[0] is alike and got[1] == 1.0
+    # a candidate with no text evidence at all is judged by its fingerprints: a trusted
+    # one (within the trust distance, second opinion agreeing) is the original
+    assert choose_original(p, [alike], {}, {}, rules) is None
     trusted_one = Match(A ^ 1, "z", 1)
     assert choose_original(p, [trusted_one], {"z": 0b11}, {}, rules) == (trusted_one, None)
     assert choose_original(p, [trusted_one], {"z": (1 << 11) - 1}, {}, rules) is None
+
+
+def test_the_text_sketch_measures_containment_both_ways() -> None:
+    long_text = article(1, 2400)
+    copy = TextSketch.of_text(long_text)
+    assert len(copy.to_bytes()) < 256 and not copy.complete
+    back = TextSketch.from_bytes(copy.to_bytes())
+    assert (back.count, back.top, back.low.tolist()) == (copy.count, copy.top, copy.low.tolist())
+    # a page at hand that is half of the sketched text: all of it is in there
+    half = shingle_values(article(1, 1200))
+    share, sample = copy.containment(half)
+    assert share > 0.95 and sample >= 40
+    # the sketched text is the shorter: how much of it the page at hand contains
+    short = TextSketch.of_text(article(1, 600))
+    share, sample = short.containment(shingle_values(long_text))
+    assert share > 0.95 and sample == 120
+    assert short.containment(shingle_values(article(7, 2400)))[0] < 0.05
+    # a short text is kept whole: exact
+    stub = TextSketch.of_text("a few words of a stub page here")
+    assert stub.complete and stub.containment(shingle_values("a few words of a stub"))[0] == 1.0
+    with pytest.raises(ValueError, match="not a text sketch"):
+        TextSketch.from_bytes(b"\x07junk")
 
 
 def test_a_follower_shares_its_leaders_fate() -> None:
