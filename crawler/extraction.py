@@ -39,6 +39,7 @@ from dedup.pages import (
     declared_canonical,
     fingerprint_params,
     fingerprint_text,
+    page_title,
     read_html,
 )
 from dedup.text import parse_html
@@ -86,7 +87,7 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     if tree is not None:
         response = ParsedResponse(url, body=body, encoding=encoding, tree=tree)
     links = [lk.url for lk in link_extractor().extract_links(response)]
-    title = (response.css("title::text").get() or "").strip() or None
+    title = page_title(tree)
     language = response.css("html::attr(lang)").get()
     return fingerprint_text(dedup.extract_text(text, url, fast=params[0], tree=tree), params,
                             url, canonical=declared_canonical(tree, url, text), links=links,

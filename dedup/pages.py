@@ -31,6 +31,13 @@ from .simhash import fingerprint
 from .templates import block_keys
 from .text import ExtractedText, extract_text, parse_html
 
+#: A text with fewer tokens than this is *thin*: read with its page's title as its first
+#: line (:func:`fingerprint_text`). Derived from the development sets: every article of
+#: near-dup-dev has at least 144 tokens, and all but 11 extraction failures of
+#: near-dup-dev-2's 612 at least 100, while most template-only stub pages have fewer
+#: (28 of 44 and 94 of 136).
+THIN_TOKENS = 100
+
 #: How a page is read and fingerprinted, as a small picklable tuple (the extraction
 #: workers get it): ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
 #: templates)``; ``pinyin``: ``(size, overlap, q, anchors)`` or ``None``; ``verify``: also
@@ -72,14 +79,35 @@ def declared_canonical(tree: Any, url: str, html: str = "") -> str | None:
     return absolute if absolute.startswith(("http://", "https://")) else None
 
 
+def page_title(tree: Any) -> str | None:
+    """A parsed page's ``<title>``, its white space collapsed (``None``: none)."""
+    if tree is None:
+        return None
+    found = tree.xpath("//title")
+    title = " ".join(found[0].text_content().split()) if found else ""
+    return title or None
+
+
 def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found: Any
                      ) -> Page:
     """A :class:`~dedup.page.Page` of ``url`` (its host: the URL's ``netloc``) with an
     extracted text and its fingerprints (``found``: the page's ``canonical``, ``links``,
-    ``title``, ``language``, as its reader found them)."""
+    ``title``, ``language``, as its reader found them).
+
+    A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's title as
+    its first line: what the extractor finds on a page with little text of its own is
+    often the site's furniture ("related articles", an author box), the same on every
+    such page of the site, and the title is what tells two of them apart
+    (docs/fingerprints.md)."""
     _fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
-    fp = fingerprint(read.text, shingle=shingle, drop_numbers=drop_numbers,
-                     min_tokens=min_tokens, cjk_ngram=cjk_ngram)
+    options = {"shingle": shingle, "drop_numbers": drop_numbers, "min_tokens": min_tokens,
+               "cjk_ngram": cjk_ngram}
+    fp = fingerprint(read.text, **options)
+    title = found.get("title")
+    if title and read.text and fp.tokens < THIN_TOKENS \
+            and not read.text.startswith(title):
+        read = ExtractedText(f"{title}\n{read.text}", read.method, read.reason)
+        fp = fingerprint(read.text, **options)
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
@@ -89,8 +117,8 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
 
 
 def read_html(html: str | bytes, url: str, params: Params) -> Page:
-    """Read a page as the crawl does: parse it once, extract its main text and the URL it
-    declares canonical, and fingerprint the text. Bytes are decoded as a crawl without a
+    """Read a page as the crawl does: parse it once, extract its main text, its title and
+    the URL it declares canonical, and fingerprint the text. Bytes are decoded as a crawl without a
     ``Content-Type`` charset would (w3lib: a byte-order mark, else ``<meta charset>``,
     else UTF-8)."""
     if isinstance(html, bytes):
@@ -99,7 +127,8 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
         html = html_to_unicode(None, html)[1]
     tree = parse_html(html)
     return fingerprint_text(extract_text(html, url, fast=params[0], tree=tree), params, url,
-                            canonical=declared_canonical(tree, url, html))
+                            canonical=declared_canonical(tree, url, html),
+                            title=page_title(tree))
 
 
 @dataclass
