@@ -86,7 +86,7 @@ def candidates(data: Path, fast: bool = True) -> tuple[dict[str, dict], list[dic
         page = read_html(html, row["url"], params)
         out[row["page"]] = {"url": row["url"], "checksum": page.checksum,
                             "simhash": page.simhash, "short": page.short,
-                            "verify": page.verify, "text": page.text}
+                            "verify": page.verify, "text": page.text, "title": page.title}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order
@@ -111,7 +111,7 @@ def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
 def candidate(name: str, fp: dict, suffix: str = "") -> Page:
     url = fp["url"] + suffix
     return Page(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
-                     verify=fp["verify"], text=fp["text"])
+                verify=fp["verify"], text=fp["text"], title=fp["title"])
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],

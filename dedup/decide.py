@@ -289,12 +289,19 @@ def trusted(page: Page, m: Match, verifiers: Mapping[str, int], rules: Rules) ->
         or hamming(verifiers[m.page_id], page.verify) <= rules.verify_distance
 
 
+#: The fewest shingles the text check judges on (unless the shorter text has fewer, all
+#: of them then): below it a sketch's estimate errs by more than 0.1 too often.
+MIN_SAMPLE = 20
+
+
 def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules) -> float | None:
     """The text check of a candidate: the containment of the shorter own text in the
     other, measured between the page's shingles (``values``, in full) and the candidate's
-    sketch, when it reaches ``verify_containment``; else ``None``."""
+    sketch on a sample of at least :data:`MIN_SAMPLE` shingles, when it reaches
+    ``verify_containment``; else ``None``."""
     share, sample = sketch.containment(values)
-    if sample and share >= rules.verify_containment:  # type: ignore[operator]
+    if sample >= min(MIN_SAMPLE, len(values), sketch.count) and sample \
+            and share >= rules.verify_containment:  # type: ignore[operator]
         return round(share, 4)
     return None
 
@@ -307,6 +314,8 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     fingerprints), or ``None``: no candidate passes and the page is new. Candidates are
     asked in turn, in the order given (closest first):
 
+    * a candidate on the page's site under another title is another document, never
+      the original (:meth:`dedup.sketch.TextSketch.same_site_other_title`);
     * when both pages have a text (``sketches``: the candidates' text sketches, which the
       index keeps with their fingerprints) and the text check is on, the text decides,
       at every distance: the candidate is the original when the shorter own text's
@@ -320,6 +329,8 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     """
     for m in found:
         sketch = sketches.get(m.page_id or "")
+        if sketch is not None and sketch.same_site_other_title(page.host, page.title):
+            continue
         if sketch is None or not page.text or rules.verify_containment is None:
             if trusted(page, m, verifiers, rules):
                 return m, None

@@ -167,7 +167,8 @@ class Deduplicator:
             near_rows = [i for i in near_rows if decisions[i] is None]
         # Every page that may be admitted leaves its text sketch with its fingerprint.
         values = {i: shingle_values(batch[i].own_text) for i in near_rows if batch[i].text}
-        sketches = {i: TextSketch.of_values(v).to_bytes() for i, v in values.items()}
+        sketches = {i: TextSketch.of_values(v, host=batch[i].host, title=batch[i].title)
+                    .to_bytes() for i, v in values.items()}
         for i, sketch in sketches.items():
             batch[i].sketch = sketch
         candidates = self.index.check_and_add_all(

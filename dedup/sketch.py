@@ -18,30 +18,38 @@ is estimated on a uniform sample, with no sketch-to-sketch error:
   them among the page's shingles.
 
 Each value is stored as its low 16 bits (their order is the 32-bit values', which the
-sketch's largest value, stored whole, bounds), so a sketch of 120 values takes 247 bytes
-(a 7-byte header), inside one 256-byte allocation of Redis; a value of the page matches
-one of the sketch's by chance with probability about 120 / 65,536, which raises a
-containment by about 0.002. Measured against exact containment on the development pairs
+sketch's largest value, stored whole, bounds); a value of the page matches one of the
+sketch's by chance with probability about 116 / 65,536, which raises a containment by
+about 0.002. Measured against exact containment on the development pairs
 (``bench/quality_sketch.py``, docs/fingerprints.md): mean absolute error 0.01, and 0 of
 538 and 3 of 1,634 pair decisions at the threshold 0.8 flipped.
+
+The sketch also says which site the page is on and what its title is (a hash of the host,
+and a 64-bit set of the title's words), for the rule that two pages of one site under
+different titles are different documents (:meth:`TextSketch.same_site_other_title`).
+With a 19-byte header and 116 values a sketch takes 251 bytes, inside one 256-byte
+allocation of Redis.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 
 import numpy as np
+import xxhash
 
 from .overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
-SKETCH_SIZE = 120
+SKETCH_SIZE = 116
 
 #: Version byte of the encoding, so a future format can tell old sketches apart.
 _VERSION = 1
-_HEADER = struct.Struct("<BHI")  # version, distinct shingles (at most 65,535), largest kept
+# version, distinct shingles (at most 65,535), largest kept value, host hash, title words
+_HEADER = struct.Struct("<BHIIQ")
 _MAX_COUNT = 0xFFFF
 
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -67,6 +75,26 @@ def values_of(hashes: np.ndarray) -> np.ndarray:
     return np.unique((x >> _S32).astype(np.uint32))
 
 
+#: Two titles name the same document when this share of the shorter one's words (as
+#: bits of :func:`title_bits`) are the other's.
+TITLE_OVERLAP = 0.5
+
+_WORD = re.compile(r"\w+")
+
+
+def host_key(host: str | None) -> int:
+    """A site's 32-bit key (0: unknown)."""
+    return xxhash.xxh32_intdigest(host.lower().encode()) if host else 0
+
+
+def title_bits(title: str | None) -> int:
+    """A title's words as a 64-bit set: each lowercased word sets one bit (0: no title)."""
+    bits = 0
+    for word in _WORD.findall((title or "").lower()):
+        bits |= 1 << (xxhash.xxh32_intdigest(word.encode()) & 63)
+    return bits
+
+
 @dataclass(frozen=True)
 class TextSketch:
     """A text's bottom-k shingle sketch (see the module docstring).
@@ -76,23 +104,40 @@ class TextSketch:
             that long, which only ever makes it the longer text of a pair).
         top: the largest value kept (every value of the text up to it is kept).
         low: the low 16 bits of each kept value, in the values' order (``uint16``).
+        host: the page's :func:`host_key` (0: unknown).
+        title: the page's :func:`title_bits` (0: no title).
     """
 
     count: int
     top: int
     low: np.ndarray
+    host: int = 0
+    title: int = 0
 
     @classmethod
-    def of_text(cls, text: str, size: int = SKETCH_SIZE) -> TextSketch:
-        """The sketch of a text."""
-        return cls.of_values(shingle_values(text), size)
+    def of_text(cls, text: str, size: int = SKETCH_SIZE, *, host: str | None = None,
+                title: str | None = None) -> TextSketch:
+        """The sketch of a text (of a page on ``host`` titled ``title``)."""
+        return cls.of_values(shingle_values(text), size, host=host, title=title)
 
     @classmethod
-    def of_values(cls, values: np.ndarray, size: int = SKETCH_SIZE) -> TextSketch:
+    def of_values(cls, values: np.ndarray, size: int = SKETCH_SIZE, *,
+                  host: str | None = None, title: str | None = None) -> TextSketch:
         """The sketch of a text's :func:`shingle_values`."""
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
-                   (kept & 0xFFFF).astype(np.uint16))
+                   (kept & 0xFFFF).astype(np.uint16), host_key(host), title_bits(title))
+
+    def same_site_other_title(self, host: str | None, title: str | None) -> bool:
+        """Whether a page on ``host`` titled ``title`` is on this sketch's site under
+        another title (less than :data:`TITLE_OVERLAP` of the shorter title's words in the
+        other): on one site a title names a document, so the two are different documents,
+        whatever template text they share. ``False`` when a host or a title is unknown."""
+        theirs = title_bits(title)
+        if not (self.host and self.title and theirs) or self.host != host_key(host):
+            return False
+        shared = (self.title & theirs).bit_count()
+        return shared < TITLE_OVERLAP * min(self.title.bit_count(), theirs.bit_count())
 
     @property
     def complete(self) -> bool:
@@ -100,8 +145,9 @@ class TextSketch:
         return len(self.low) >= self.count
 
     def to_bytes(self) -> bytes:
-        """The stored form: a 7-byte header and two bytes per kept value."""
-        return _HEADER.pack(_VERSION, self.count, self.top) + self.low.astype("<u2").tobytes()
+        """The stored form: a 19-byte header and two bytes per kept value."""
+        return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title) \
+            + self.low.astype("<u2").tobytes()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TextSketch:
@@ -112,8 +158,9 @@ class TextSketch:
         """
         if len(raw) < _HEADER.size or raw[0] != _VERSION or (len(raw) - _HEADER.size) % 2:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
-        _, count, top = _HEADER.unpack_from(raw)
-        return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER.size))
+        _, count, top, host, title = _HEADER.unpack_from(raw)
+        return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER.size), host,
+                   title)
 
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text

@@ -225,6 +225,23 @@ def test_the_text_check_off_leaves_such_candidates_new(world: World) -> None:
     assert got[0].kind == NEW
 
 
+def test_pages_of_one_site_under_other_titles_are_other_documents(world: World) -> None:
+    crawl = world.deduplicator()
+    furniture = article(2, 200)  # a site's sidebar, on every page
+    stub = page("http://a.example/stub", A, furniture + "\n" + article(3, 12))
+    stub.title = "15 Best Online Tutoring Platforms"
+    story = page("http://a.example/story", A ^ 0b11, furniture + "\n" + article(4, 60))
+    story.title = "6 Gardening Shows to Watch"
+    mirror = page("http://a.example/story?print", A ^ 0b1, story.text + "\nprint")
+    mirror.title = "6 Gardening Shows to Watch (print)"
+    elsewhere = page("http://b.example/stub", A, stub.text + "\nvia a")
+    elsewhere.title = "Tutoring platforms, reviewed"
+    got = [crawl.decide([p])[0] for p in (stub, story, mirror, elsewhere)]
+    assert [d.kind for d in got] == [NEW, NEW, NEAR, NEAR]
+    assert got[2].original_id == story.page_id  # the same title: the same document
+    assert got[3].original_id == stub.page_id  # another site: its title says nothing
+
+
 def test_a_candidate_beyond_k_is_not_asked(world: World) -> None:
     crawl = world.deduplicator()
     crawl.decide([page("http://a.example/1", A, article(1))])

@@ -139,6 +139,19 @@ def test_two_stubs_of_one_site_are_not_copies_of_each_other(  # type: ignore[no-
     assert [d.kind for d in crawl.decide([one]) + crawl.decide([two])] == [NEW, NEW]
 
 
+def test_an_article_is_not_a_copy_of_a_stub_of_its_site_fetched_before_it(  # type: ignore[no-untyped-def]
+        crawl, dev_data, dev_pages) -> None:
+    # modernfarmer.com: a stub page whose extracted text is the site's republishing
+    # guidelines (854 tokens), all of which every article page of the site repeats: by
+    # its text alone the article contains the stub. Its title names another document.
+    stub = page(dev_data, dev_pages, "near-dup-dev-2/e2bd38f9d9-F1")
+    story = page(dev_data, dev_pages, "near-dup-dev-2/e2bd38f9d9-P")
+    assert crawl.decide([stub])[0].kind == NEW
+    assert crawl.decide([story])[0].kind == NEW
+    copy = crawl.decide([page(dev_data, dev_pages, "near-dup-dev-2/e2bd38f9d9-A1")])[0]
+    assert (copy.kind, copy.original_id) == (NEAR, story.page_id)
+
+
 def test_a_copy_of_a_copy_names_the_true_original(crawl, dev_data, dev_pages) -> None:  # type: ignore[no-untyped-def]
     # A dropped copy never becomes an original: later copies name the first page.
     original, first, second = (page(dev_data, dev_pages, f"4a44ab3e4c-{v}")

@@ -113,11 +113,21 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
     # the sketched text is the shorter: how much of it the page at hand contains
     short = TextSketch.of_text(article(1, 600))
     share, sample = short.containment(shingle_values(long_text))
-    assert share > 0.95 and sample == 120
+    assert share > 0.95 and sample == 116
     assert short.containment(shingle_values(article(7, 2400)))[0] < 0.05
     # a short text is kept whole: exact
     stub = TextSketch.of_text("a few words of a stub page here")
     assert stub.complete and stub.containment(shingle_values("a few words of a stub"))[0] == 1.0
+    # the page's site and title travel with it
+    titled = TextSketch.of_text(long_text, host="www.Eufic.org",
+                                title="Debunking 10 common nutrition myths for 2025 | Eufic")
+    back = TextSketch.from_bytes(titled.to_bytes())
+    assert (back.host, back.title) == (titled.host, titled.title) != (0, 0)
+    assert back.same_site_other_title("www.eufic.org", "How To Take Care of Your Oral Health | Eufic")
+    assert not back.same_site_other_title("www.eufic.org", "Debunking 10 common nutrition myths")
+    assert not back.same_site_other_title("lithub.com", "Literary Hub » Oral Health")
+    assert not back.same_site_other_title("www.eufic.org", None)
+    assert not copy.same_site_other_title("www.eufic.org", "Anything")  # no title known
     with pytest.raises(ValueError, match="not a text sketch"):
         TextSketch.from_bytes(b"\x07junk")
 

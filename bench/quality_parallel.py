@@ -1,0 +1,156 @@
+"""The decision at 1, 2 and 3 crawl processes: the development pages crawled over HTTP by
+the real crawler, the same pages for every row, the figures side by side.
+
+Each development set's pages are served on 127.0.0.1 (each site on a loopback address of
+its own, so each keeps its host and template), every page with one extra link of its own,
+``/out/NAME``. The crawl starts from every page (``scrapy crawl site`` through
+:func:`crawler.run.crawl`, the processes sharing the frontier in Redis for 2 and 3) on the
+embedded Redis and SecantusDB, then the store is read:
+
+* **copies admitted**: stored pages beyond the first of their article (an article: the
+  pages connected by labelled duplicate pairs; a rewrite or a stub is its own);
+* **wrong drops**: match records whose original is another article's page;
+* **outlinks of copies requested**: ``/out/NAME`` fetched for a page recorded as a copy
+  (a dropped copy's outlinks must never be requested).
+
+The decision must not depend on the number of processes: copies admitted and wrong drops
+should stay within ±2 of one process, and no outlink of a copy may be requested. Reads the
+data from ``../shared`` (never copied into the repository); development figures.
+
+    python bench/quality_parallel.py [--data PATH ...] [--processes 1 2 3] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from _peers import missing_data  # bench/ is the script's folder: on sys.path
+from quality_crawl import articles
+
+from crawler.run import crawl
+from dedup.services import EmbeddedServices, connect_mongo, free_port
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
+
+
+def site(data: Path, port: int) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The set's pages by local URL, each with its ``/out/NAME`` link, and page name by
+    URL."""
+    hosts: dict[str, str] = {}
+    pages: dict[str, bytes] = {}
+    names: dict[str, str] = {}
+    for row in map(json.loads, (data / "pages.jsonl").open()):
+        parts = urlsplit(row["url"])
+        address = hosts.setdefault(parts.netloc, f"127.0.0.{len(hosts) + 2}")
+        url = f"http://{address}:{port}{parts.path or '/'}"
+        body = gzip.decompress((data / "pages" / f"{row['page']}.html.gz").read_bytes())
+        link = f'<a href="/out/{row["page"]}">more</a>'.encode()
+        at = body.lower().rfind(b"</body>")
+        pages[url] = body[:at] + link + body[at:] if at >= 0 else body + link
+        names[url] = row["page"]
+    return pages, names
+
+
+def serve(pages: dict[str, bytes], port: int) -> tuple[ThreadingHTTPServer, list[str]]:
+    """Serve ``pages`` and an empty page at every ``/out/`` path; the paths asked."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = f"http://{self.headers['Host']}{self.path}"
+            asked.append(self.path)
+            body = pages.get(url)
+            if body is None and self.path.startswith("/out/"):
+                body = b"<html><body><p>an outlink</p></body></html>"
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(body or b"not here")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, asked
+
+
+def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
+    port = free_port()
+    pages, names = site(data, port)
+    pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
+    article = articles(list(names.values()), pairs)
+    server, asked = serve(pages, port)
+    database = f"par{processes}x{run}"
+    started = time.monotonic()
+    try:
+        with EmbeddedServices(workdir / database) as services:
+            summary = crawl(list(pages), services.redis_url or "", services.mongo_uri or "",
+                            ["-s", f"DEDUP_DATABASE={database}", "-s",
+                             f"DEDUP_NAMESPACE={database}", "-s", "AUTOTHROTTLE_ENABLED=0",
+                             "-s", "ROBOTSTXT_OBEY=0", "-s", "DEPTH_LIMIT=1",
+                             "-s", "LOG_LEVEL=INFO"],
+                            workdir / f"{database}.log", processes)
+            db = connect_mongo(services.mongo_uri)[database]
+            stored = [names[d["url"]] for d in db.pages.find({}, {"url": 1})
+                      if d["url"] in names]
+            copies = {names[d["url"]]: names.get(d.get("original_url") or "", "?")
+                      for d in db.matches.find({}, {"url": 1, "original_url": 1})
+                      if d["url"] in names}
+    finally:
+        server.shutdown()
+    per_article = Counter(article[n] for n in stored)
+    wrong = sum(1 for n, o in copies.items() if o not in article or article[o] != article[n])
+    out = {name for p in asked if p.startswith("/out/") for name in [p[5:]]}
+    return {"processes": processes, "run": run, "decided": len(stored) + len(copies),
+            "pages": len(pages), "stored": len(stored), "drops": len(copies),
+            "copies_admitted": sum(c - 1 for c in per_article.values()),
+            "wrong_drops": wrong, "copy_outlinks": len(out & copies.keys()),
+            "lost": len(summary.get("lost_urls", [])),
+            "seconds": time.monotonic() - started}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--repeat", type=int, default=2, help="runs per process count")
+    args = parser.parse_args()
+    for data in args.data:
+        if not (data / "pages.jsonl").is_file():
+            raise missing_data(data, "A near-duplicate development set (pages.jsonl)")
+    print(f"{os.cpu_count()} cores; every row crawls the same pages from scratch "
+          "(development figures)")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="simcrawl-parallel-") as tmp:
+        for data in args.data:
+            print(f"\n{data.name}\n")
+            print("| processes | run | pages decided | stored | drops | copies admitted | "
+                  "wrong drops | outlinks of copies requested | seconds |")
+            print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for processes in args.processes:
+                for run in range(1, args.repeat + 1):
+                    r = measure(data, processes, run, Path(tmp))
+                    results.append({"data": data.name, **r})
+                    print(f"| {processes} | {run} | {r['decided']} / {r['pages']} | "
+                          f"{r['stored']} | {r['drops']} | {r['copies_admitted']} | "
+                          f"{r['wrong_drops']} | {r['copy_outlinks']} | "
+                          f"{r['seconds']:.0f} |", flush=True)
+    print(json.dumps({"results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
