@@ -63,6 +63,10 @@ KNOWN_PAGES = 100_000
 #: near matches (older originals' texts are read from the page facts).
 RECENT_TEXT_CHARS = 32_000_000
 
+#: Times a page whose candidates were judged not its original asks the index to admit it
+#: before it is admitted regardless (each new candidate met meanwhile is judged first).
+ADMIT_ROUNDS = 4
+
 #: Originals whose shingles a process keeps for their next copies.
 RECENT_SHINGLES = 4096
 
@@ -177,10 +181,11 @@ class Deduplicator:
         candidates = [declared_first(batch[i], found, declared.get(i))
                       for i, found in zip(near_rows, candidates)]
         chosen = self._choose(batch, near_rows, candidates, values)
-        rejected = [i for i, found, m in zip(near_rows, candidates, chosen) if found and m is None]
-        if rejected:  # not copies after all: admitted, so into the index
-            self.index.add_many((batch[i].simhash, batch[i].page_id, sketches.get(i))
-                                for i in rejected)
+        rejected = {i: found for i, found, m in zip(near_rows, candidates, chosen)
+                    if found and m is None}
+        if rejected:  # no candidate is the original: admitted, unless one appeared since
+            copies = self._admit(batch, rejected, values, sketches)
+            chosen = [copies.get(i, m) for i, m in zip(near_rows, chosen)]
         checksums = {c.page_id: c.checksum for c in batch}
         for i, verdict in zip(near_rows, chosen):
             decisions[i] = near_or_new(batch[i], verdict, checksums, declared.get(i),
@@ -250,6 +255,41 @@ class Deduplicator:
         sketches = self._sketches_of(candidates)
         return [choose_original(batch[i], found, verifiers, sketches, self.rules, values.get(i))
                 for i, found in zip(rows, candidates)]
+
+    def _admit(self, batch: Sequence[Page], rejected: dict[int, list[Match]],
+               values: dict[int, np.ndarray], sketches: dict[int, bytes]
+               ) -> dict[int, tuple[Match, float | None]]:
+        """Admit the pages none of whose candidates is their original, each in one atomic
+        step with the index that admits it only if no other candidate appeared since its
+        probe (:meth:`dedup.index.NearDuplicateIndex.admit_unless_new`); a page that meets
+        a new candidate is judged against it and asked again. Returns the pages that
+        turned out to copy a new candidate (a near copy admitted meanwhile, by this batch
+        or another process), with their choice."""
+        judged = {i: {m.fingerprint for m in found} for i, found in rejected.items()}
+        copies: dict[int, tuple[Match, float | None]] = {}
+        pending = list(rejected)
+        for _ in range(ADMIT_ROUNDS):
+            results = self.index.admit_unless_new(
+                [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in pending],
+                [judged[i] for i in pending])
+            waiting = {i: found for i, found in zip(pending, results) if found}
+            rows = list(waiting)
+            fresh = [[m for m in waiting[i] if m.fingerprint not in judged[i]] for i in rows]
+            for i, new, choice in zip(rows, fresh, self._choose(batch, rows, fresh, values)):
+                if choice is not None:
+                    copies[i] = choice
+                elif not new:  # a judged candidate was removed meanwhile: judge what is left
+                    judged[i] = {m.fingerprint for m in waiting[i]}
+                else:
+                    judged[i] |= {m.fingerprint for m in new}
+            pending = [i for i in rows if i not in copies]
+            if not pending:
+                return copies
+        log.warning("%d pages kept meeting new candidates; admitted without a last check",
+                    len(pending))
+        self.index.add_many((batch[i].simhash, batch[i].page_id, sketches.get(i))
+                            for i in pending)
+        return copies
 
     def _sketches_of(self, candidates: Sequence[list[Match]]) -> dict[str, TextSketch]:
         """The candidates' text sketches: those the index keeps with them, else (an index

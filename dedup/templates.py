@@ -14,8 +14,12 @@ repeated on a mirror-heavy site does not become its template. The counts live in
 shared by every crawl process on the namespace: one sorted set per host,
 ``{namespace}:tpl:{host}`` (member: the block's XXH3-64, score: pages seen), trimmed to
 the ``keep`` most frequent blocks whenever it holds twice that many, and expiring
-``ttl`` seconds after the host's last admitted page. A process reads a host's learned
-blocks at most every ``refresh`` seconds.
+``ttl`` seconds after the host's last admitted page. Every batch reads its hosts'
+learned blocks afresh (one pipelined round trip), so a decision sees what every process
+has taught so far, not what this process read some seconds ago: a 30-second cache made
+the decision depend on which process made it and when (with three crawl processes, a
+copy fingerprinted with its template lines left out and its original without them were
+no longer candidates of each other). ``refresh`` > 0 brings such a cache back.
 
 Cold start: the first pages of a host are fingerprinted with their template text, before
 anything is learned. That never makes them farther from their copies than without
@@ -116,12 +120,13 @@ class HostTemplates:
         namespace: the index's key prefix.
         min_pages: admitted pages a block must appear on to be template text.
         keep, ttl: blocks kept per host, and seconds before an idle host's counts expire.
-        refresh: seconds a process keeps a host's learned blocks before reading again.
+        refresh: seconds a process may keep a host's learned blocks before reading again
+            (default 0: read for every batch, the same state for every process).
     """
 
     def __init__(self, client: redis.Redis, namespace: str,
                  min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP, ttl: int = TTL,
-                 refresh: float = 30.0) -> None:
+                 refresh: float = 0.0) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
         self.client, self.namespace = client, namespace
@@ -133,7 +138,7 @@ class HostTemplates:
         return f"{self.namespace}:tpl:{host}"
 
     def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
-        """Each host's template blocks (read from Redis at most every ``refresh`` s).
+        """Each host's template blocks (read from Redis, or at most ``refresh`` s old).
 
         Raises:
             ServiceUnavailable: Redis failed.
@@ -143,7 +148,7 @@ class HostTemplates:
         stale = []
         for host in set(hosts):
             cached = self._cache.get(host)
-            if cached is not None and now - cached[0] < self.refresh:
+            if self.refresh > 0 and cached is not None and now - cached[0] < self.refresh:
                 out[host] = cached[1]
             else:
                 stale.append(host)
@@ -158,7 +163,8 @@ class HostTemplates:
                                          service="Redis") from exc
             for host, members in zip(stale, replies):
                 blocks = frozenset(int(m) for m in members)
-                self._cache[host] = (now, blocks)
+                if self.refresh > 0:
+                    self._cache[host] = (now, blocks)
                 out[host] = blocks
             if len(self._cache) > 100_000:  # hosts seen long ago
                 self._cache = {h: v for h, v in self._cache.items()

@@ -218,6 +218,21 @@ def test_a_candidate_another_process_admitted_and_did_not_store_is_judged_on_its
     assert got[1].kind == NEW
 
 
+def test_a_page_admitted_after_its_text_check_never_stands_beside_its_copy(
+        world: World) -> None:
+    # R is admitted; X and Y (a copy of X) both have R for their only candidate at their
+    # probe, a rewrite, so neither is its copy. Admitting X and Y then is one atomic step
+    # each that sees what was admitted since: Y meets X and is its copy.
+    crawl = world.deduplicator()
+    reworded = page("http://r.example/1", A, rewrite(article(1), 5))
+    assert crawl.decide([reworded])[0].kind == NEW
+    x = page("http://x.example/1", A ^ 0b1, article(1))
+    y = page("http://y.example/1", A ^ 0b11, article(1) + "\nshared from x")
+    got = crawl.decide([x, y])
+    assert [(d.kind, d.original_id) for d in got] == [(NEW, None), (NEAR, x.page_id)]
+    assert world.indexed() == 2  # R and X
+
+
 def test_the_text_check_off_leaves_such_candidates_new(world: World) -> None:
     crawl = world.deduplicator(Rules(verify_containment=None))
     crawl.decide([page("http://a.example/1", A, article(1))])

@@ -11,15 +11,16 @@ process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import islice
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from ..config import DEFAULT_CAPACITY, DEFAULT_MAX_DISTANCE
-from ..tables import Design
+from ..tables import Design, F
 from .layout import IndexLayout, IndexMismatchError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,10 @@ class Match(NamedTuple):
     distance: int
     sketch: bytes | None = None
 
+    def __repr__(self) -> str:  # the sketch's bytes say nothing to a reader
+        return (f"Match(fingerprint={self.fingerprint}, page_id={self.page_id!r}, "
+                f"distance={self.distance})")
+
 
 @dataclass
 class Probe:
@@ -62,12 +67,15 @@ class Probe:
         rests: ``uint64`` (B, tables): the permuted value after the bucket bits.
         sketches: each fingerprint's text sketch, stored with it when it is inserted
             (``None``: none).
+        expect: per fingerprint, the hits it may have and still be inserted (the hits of
+            candidates already judged not its original; ``None``: none, 0 each).
     """
 
     fps: list[int]
     buckets: np.ndarray
     rests: np.ndarray
     sketches: Sequence[bytes | None] | None = None
+    expect: Sequence[int] | None = None
 
 
 #: One raw hit from a store: (table number, rest of the stored entry, distance).
@@ -93,8 +101,9 @@ class IndexStore(Protocol):
     def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
                     ) -> Iterator[list[list[Hit]]]:
         """For each batch, for each fingerprint in order: its hits within ``k`` bits;
-        with page ids, insert every fingerprint that has none (later ones, in this batch
-        and the following ones, see earlier inserts). Each batch is atomic. ``probes``
+        with page ids, insert every fingerprint that has none, or exactly as many as the
+        probe's ``expect`` allows it (later ones, in this batch and the following ones,
+        see earlier inserts). Each batch is atomic. ``probes``
         is consumed lazily, so a store may build the next batch's request while the
         server works on the previous one."""
 
@@ -286,24 +295,36 @@ class NearDuplicateIndex:
                  it[2] if len(it) > 2 else None) for it in items]  # type: ignore[misc]
         return self._decide(rows, attempts=3)
 
-    def _decide(self, pairs: Sequence[tuple[int, str, bytes | None]], attempts: int
-                ) -> list[list[Match]]:
+    def _decide(self, pairs: Sequence[tuple[int, str, bytes | None]], attempts: int,
+                judged: Sequence[Collection[int]] | None = None) -> list[list[Match]]:
         chunks = list(self._chunks(pairs))
         probes: list[Probe] = []
 
         def requests() -> Iterator[tuple[Probe, Sequence[str] | None]]:
+            at = 0
             for chunk in chunks:
-                probes.append(self._probe([fp for fp, _, _ in chunk], [s for *_, s in chunk]))
-                yield probes[-1], [pid for _, pid, _ in chunk]
+                probe = self._probe([fp for fp, _, _ in chunk], [s for *_, s in chunk])
+                if judged is not None:
+                    probe.expect = self._expected(probe, judged[at:at + len(chunk)])
+                at += len(chunk)
+                probes.append(probe)
+                yield probe, [pid for _, pid, _ in chunk]
 
         rows: list[list[tuple[int, int]]] = []
+        admitted: list[bool] = []  # with judged candidates: inserted by the store
         for n, hits in enumerate(self.store.decide_many(requests(), self.k)):
             rows.extend(self._matches(probes[n], hits))
-        found_fps = [fp for found in rows for fp, _ in found]
+            if judged is not None:
+                admitted.extend(len(h) == e for h, e in zip(hits, probes[n].expect or ()))
+        found_fps = [fp for found, done in zip(rows, admitted or [False] * len(rows))
+                     if not done for fp, _ in found]
         evidence = iter(self.store.evidence(found_fps) if found_fps else [])
         out: list[list[Match]] = []
         retry = []
         for i, found in enumerate(rows):
+            if admitted and admitted[i]:
+                out.append([])  # every hit a judged candidate: admitted
+                continue
             matches = [Match(fp, pid, d, sketch)
                        for (fp, d), (pid, sketch) in zip(found, islice(evidence, len(found)))]
             if any((m.fingerprint, m.page_id) == pairs[i][:2] for m in matches):
@@ -317,6 +338,42 @@ class NearDuplicateIndex:
             for i, result in zip(retry, self._decide([pairs[i] for i in retry], attempts - 1)):
                 out[i] = result
         return out
+
+    def admit_unless_new(self, items: Sequence[tuple[int, str, bytes | None]],
+                         judged: Sequence[Collection[int]]) -> list[list[Match]]:
+        """Admit each page whose candidates were all judged not to be its original,
+        unless a candidate appeared since: one atomic store step per batch, like
+        :meth:`check_and_add_all`. ``judged``: per item, the fingerprints of the
+        candidates judged. Returns, per item, an empty list when it was admitted, else
+        every match now within ``k`` (the caller judges the new ones and asks again).
+
+        This closes the gap between a page's probe and its admission after a text
+        check: a near copy admitted meanwhile (by this process's batch or another
+        process) is always seen, never admitted beside it."""
+        rows = [(check_fingerprint(fp), check_page_id(pid), sketch)
+                for fp, pid, sketch in items]
+        return self._decide(rows, attempts=1, judged=judged)
+
+    def _expected(self, probe: Probe, judged: Sequence[Collection[int]]) -> list[int]:
+        """Per row, the hits its judged candidates give in the store's probe: in every
+        table where one shares the row's bucket and prefix (its distance is within k)."""
+        out = []
+        free = self._free
+        for row, fps in enumerate(judged):
+            if not fps:
+                out.append(0)
+                continue
+            buckets, rests = self.layout.coordinates(np.fromiter(fps, dtype=np.uint64,
+                                                                 count=len(fps)))
+            same = (buckets == probe.buckets[row]) \
+                & ((rests & ~free) == (probe.rests[row] & ~free))
+            out.append(int(same.sum()))
+        return out
+
+    @cached_property
+    def _free(self) -> np.ndarray:
+        return np.array([(1 << (F - t.prefix_bits)) - 1 for t in self.layout.tables],
+                        dtype=np.uint64)
 
     def query(self, fp: int, k: int | None = None) -> list[Match]:
         """Every stored fingerprint within ``k`` bits of ``fp`` (default: the index's k),

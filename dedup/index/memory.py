@@ -87,7 +87,8 @@ class MemoryStore:
         with self._lock:
             for i, fp in enumerate(probe.fps):
                 hits = self._hits(buckets[i], rests[i], k)
-                if page_ids is not None and not hits:
+                expect = probe.expect[i] if probe.expect is not None else 0
+                if page_ids is not None and len(hits) == expect:
                     self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i))
                 out.append(hits)
         return out

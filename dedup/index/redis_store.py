@@ -61,8 +61,9 @@ _HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
 # The scripts' arguments. ARGV[1..3]: k, insert flag (1/0), T (tables). Then per
 # fingerprint: its T members (the fixed-width rest of each permuted value), for DECIDE also
 # the T range starts and T range ends of its probes ("[" + bytes), then the packed page
-# id ("" for none) and the text sketch ("" for none). KEYS[1] is the count, then per
-# fingerprint its T table keys and its sketch key.
+# id ("" for none) and the text sketch ("" for none), and for DECIDE the number of hits
+# that still let it be inserted (those of candidates already judged). KEYS[1] is the
+# count, then per fingerprint its T table keys and its sketch key.
 # Python computes every string; the scripts call Redis and compare candidates. A table-0
 # member is the rest followed by the page id, so its range end gets 256 bytes of 0xFF
 # appended (page ids are at most 255 bytes).
@@ -75,7 +76,7 @@ local TOP = string.rep('\255', 256)
 _LUA_DECIDE = _LUA_COMMON + r"""
 local k = tonumber(ARGV[1])
 local insert = ARGV[2] == '1'
-local stride = 3 * T + 2
+local stride = 3 * T + 3
 local function distance(m, c)
   local d = 0
   for j = 1, #m do
@@ -107,14 +108,25 @@ for i = 0, n - 1 do
       end
     end
   end
-  if insert and #hits == 0 then
-    redis.call('ZADD', KEYS[kb + 1], 0, ARGV[a + 1] .. ARGV[a + 3 * T + 1])
-    for t = 2, T do
-      redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
+  if insert and #hits == 3 * tonumber(ARGV[a + 3 * T + 3]) then
+    -- with judged candidates allowed, one may be this very fingerprint (another page's):
+    -- it stays indexed once, for the first page, as ADD does
+    local new
+    if T > 1 then
+      new = redis.call('ZADD', KEYS[kb + 2], 0, ARGV[a + 2]) == 1
+    else
+      new = #redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. ARGV[a + 1],
+                        '[' .. ARGV[a + 1] .. TOP, 'LIMIT', 0, 1) == 0
     end
-    local sketch = ARGV[a + 3 * T + 2]
-    if sketch ~= '' then redis.call('HSET', KEYS[kb + T + 1], ARGV[a + 1], sketch) end
-    added = added + 1
+    if new then
+      redis.call('ZADD', KEYS[kb + 1], 0, ARGV[a + 1] .. ARGV[a + 3 * T + 1])
+      for t = 3, T do
+        redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
+      end
+      local sketch = ARGV[a + 3 * T + 2]
+      if sketch ~= '' then redis.call('HSET', KEYS[kb + T + 1], ARGV[a + 1], sketch) end
+      added = added + 1
+    end
   end
   out[i + 1] = hits
 end
@@ -318,6 +330,8 @@ class RedisStore:
             pid = page_ids[i] if page_ids is not None else None
             args.append(b"" if pid is None else pack_page_id(pid))
             args.append((sketches[i] or b"") if sketches is not None else b"")
+            if ranges:
+                args.append(probe.expect[i] if probe.expect is not None else 0)
         return keys, args
 
     def _pool(self) -> Any:
