@@ -4,7 +4,9 @@ for each candidate extractor, on the development pages, in one run.
 Candidates (all read the same parsed page; each page's title and canonical are read as
 the crawl reads them):
 
-- trafilatura, fast (no fallback extractors): the crawl's default (``DEDUP_EXTRACT_FAST``);
+- trafilatura, fast (no fallback extractors), and full again when the fast text is thin
+  (fewer than ``THIN_TOKENS`` words): the crawl's (:func:`dedup.pages.extract_main`);
+- trafilatura, fast alone (the crawl's before);
 - trafilatura, full (with its readability and jusText fallbacks);
 - jusText alone (its non-boilerplate paragraphs; a trafilatura dependency);
 - the page's visible body text (no extraction: the floor, and the naive peer).
@@ -36,7 +38,13 @@ from quality_crawl import articles
 from dedup.config import DedupConfig
 from dedup.decide import NEW, TEMPLATE_ONLY
 from dedup.deduplicator import in_memory
-from dedup.pages import declared_canonical, fingerprint_params, fingerprint_text, page_title
+from dedup.pages import (
+    declared_canonical,
+    extract_main,
+    fingerprint_params,
+    fingerprint_text,
+    page_title,
+)
 from dedup.text import ExtractedText, extract_text, parse_html
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -49,6 +57,10 @@ def trafilatura_fast(html: str, url: str, tree: Any) -> str:
 
 def trafilatura_full(html: str, url: str, tree: Any) -> str:
     return extract_text(html, url, fast=False, tree=tree).text
+
+
+def trafilatura_fast_then_full(html: str, url: str, tree: Any) -> str:
+    return extract_main(html, url, True, tree).text
 
 
 def justext_only(html: str, url: str, tree: Any) -> str:
@@ -67,7 +79,8 @@ def body_text(html: str, url: str, tree: Any) -> str:
 
 
 EXTRACTORS: dict[str, Callable[[str, str, Any], str]] = {
-    "trafilatura fast (crawl default)": trafilatura_fast,
+    "trafilatura fast, full when thin (the crawl's)": trafilatura_fast_then_full,
+    "trafilatura fast": trafilatura_fast,
     "trafilatura full": trafilatura_full,
     "jusText": justext_only,
     "visible body text": body_text,
@@ -101,6 +114,7 @@ def evaluate(rows: list[dict], pairs: list[dict], order: list[str],
     by_id: dict[str, str] = {}
     seen: set[int] = set()
     right = wrong = should = 0
+    wrong_pages = []
     for name in order:
         page = pages[name]
         decision = decider.decide([page])[0]
@@ -116,10 +130,12 @@ def evaluate(rows: list[dict], pairs: list[dict], order: list[str],
             right += 1
         else:
             wrong += 1
+            wrong_pages.append(f"{name} -> {original}")
     ms = sorted(t * 1000 for t in times)
     return {"median_ms": statistics.median(ms), "p90_ms": ms[int(len(ms) * 0.9)],
             "precision": right / (right + wrong) if right + wrong else 1.0,
-            "recall": right / should if should else 1.0, "wrong": wrong}
+            "recall": right / should if should else 1.0, "wrong": wrong,
+            "wrong_pages": wrong_pages}
 
 
 def main() -> int:

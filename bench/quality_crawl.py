@@ -147,11 +147,16 @@ def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, An
     tp = fp_ = fn = 0
     missed: Counter[str] = Counter()
     wrongs: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()  # pairs of each labelled kind
+    dropped_kinds: Counter[str] = Counter()  # ... in which the second page was dropped
     for n, pair in enumerate(pairs):
         dedup = make(f"pairs{n}")
         dedup.decide([candidate(pair["a"], fps[pair["a"]])])
         got = dedup.decide([candidate(pair["b"], fps[pair["b"]], "#b")])[0]
         dropped = got.kind != NEW
+        if pair.get("kind"):
+            kinds[pair["kind"]] += 1
+            dropped_kinds[pair["kind"]] += dropped
         if pair["duplicate"] and dropped:
             tp += 1
         elif pair["duplicate"]:
@@ -161,7 +166,8 @@ def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, An
             fp_ += 1
             wrongs[variant(pair["a"]) + variant(pair["b"])] += 1
     return {"precision": tp / (tp + fp_) if tp + fp_ else 1.0, "recall": tp / (tp + fn),
-            "tp": tp, "fp": fp_, "fn": fn, "missed": missed, "wrong_by_class": wrongs}
+            "tp": tp, "fp": fp_, "fn": fn, "missed": missed, "wrong_by_class": wrongs,
+            "kinds": {k: (dropped_kinds[k], kinds[k]) for k in sorted(kinds)}}
 
 
 def f1(r: dict) -> float:
@@ -220,6 +226,14 @@ def main() -> int:
           f"wrong drops by class: {dict(sorted(stream['wrong_by_class'].items()))}")
     print(f"pairs, missed by classes: {dict(sorted(labelled['missed'].items()))}; "
           f"wrong drops by classes: {dict(sorted(labelled['wrong_by_class'].items()))}")
+    if labelled["kinds"]:
+        print("\npairs by labelled kind: the second page dropped as a copy of the first")
+        print("| kind | duplicate | dropped | pairs | share |")
+        print("|---|---|---:|---:|---:|")
+        dup = {p["kind"]: p["duplicate"] for p in pairs if p.get("kind")}
+        for kind, (dropped, total) in labelled["kinds"].items():
+            print(f"| {kind} | {'yes' if dup[kind] else 'no'} | {dropped} | {total} | "
+                  f"{dropped / total:.1%} |")
     return 0
 
 

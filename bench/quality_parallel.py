@@ -119,6 +119,8 @@ def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
             "copies_admitted": sum(c - 1 for c in per_article.values()),
             "wrong_drops": wrong, "copy_outlinks": len(out & copies.keys()),
             "lost": len(summary.get("lost_urls", [])),
+            "wrong": sorted(f"{n} -> {o}" for n, o in copies.items()
+                            if o not in article or article[o] != article[n]),
             "admitted_twice": sorted(sorted(n for n in stored if article[n] == a)
                                      for a, c in per_article.items() if c > 1),
             "seconds": time.monotonic() - started}

@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                     return EXIT_FAILED
                 print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
                       + QUERY.format(db="simcrawl"))
+                if stats.get("failed_processes"):
+                    print(f"error: {stats['failed_processes']} of {args.processes} crawl "
+                          "processes ended without a summary (above); the totals are the "
+                          "others'. Crawl again to finish their pages.", file=sys.stderr)
+                    return EXIT_FAILED
                 return EXIT_FAILED if stats.get("lost_urls") else EXIT_OK
             return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
         except CrawlDidNotRun as exc:

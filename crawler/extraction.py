@@ -31,12 +31,12 @@ from scrapy.selector import Selector
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
-import dedup
 from dedup.config import DedupConfig
 from dedup.page import Page
 from dedup.pages import (
     Params,
     declared_canonical,
+    extract_main,
     fingerprint_params,
     fingerprint_text,
     page_title,
@@ -89,7 +89,7 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     links = [lk.url for lk in link_extractor().extract_links(response)]
     title = page_title(tree)
     language = response.css("html::attr(lang)").get()
-    return fingerprint_text(dedup.extract_text(text, url, fast=params[0], tree=tree), params,
+    return fingerprint_text(extract_main(text, url, params[0], tree), params,
                             url, canonical=declared_canonical(tree, url, text), links=links,
                             title=title, language=language)
 

@@ -299,8 +299,8 @@ class ServiceGuard:
     could send the crawler to ``http://127.0.0.1:6379/`` on an allowed host: its own
     Redis. This downloader middleware refuses any request (redirects included) to the
     address of the crawl's Redis or MongoDB, and, when ``SIMCRAWL_ALLOWED_PORTS`` is set
-    (comma-separated, e.g. ``80,443,8080``), to any other port. Refused requests count as
-    ``dedup/skipped/forbidden_port``.
+    (comma-separated, e.g. ``80,443,8080``), to any other port. A refused request goes to
+    its errback, which counts it once, as ``dedup/skipped/forbidden_port``.
 
     Settings: SIMCRAWL_ALLOWED_PORTS (default: any port but the services').
     """
@@ -338,7 +338,6 @@ class ServiceGuard:
         host = (parts.hostname or "").lower()
         if (host, port) in self.forbidden or (self.allowed is not None
                                               and port not in self.allowed):
-            self.stats.inc_value("dedup/skipped/forbidden_port")
             if not self._logged:
                 self._logged = True
                 log.warning("refused %s: the port of one of this crawl's own services, or "

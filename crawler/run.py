@@ -68,9 +68,10 @@ def unreachable(stats: dict) -> str | None:
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
           log_file: Path, processes: int = 1) -> dict:
     """Run ``scrapy crawl site`` in subprocesses (``processes`` of them share one crawl
-    through the frontier in Redis); return the combined summary (dedup stats summed,
-    ``lost_urls``: pages that could not be decided or stored, ``per_process``: each
-    one's pages handled).
+    through the frontier in Redis); return the combined summary (dedup stats summed over
+    the processes that finished, ``lost_urls``: pages that could not be decided or
+    stored, ``per_process``: each finished one's pages handled, ``outcomes``: a line per
+    process, ``failed_processes``: how many ended without a summary, killed say).
 
     Interrupted (Ctrl-C, SIGTERM), it lets the crawls stop gracefully (Scrapy saves a
     ``JOBDIR``; the shared frontier keeps its queue) before it returns to the caller.
@@ -130,26 +131,38 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         live.stop()
         for path in progress_files:
             path.unlink(missing_ok=True)
-    combined: dict = {"lost_urls": [], "per_process": []}
-    for proc, summary, log in runs:
+    combined: dict = {"lost_urls": [], "per_process": [], "outcomes": []}
+    failed: list[tuple[int, Path]] = []  # exit status and log of those without a summary
+    for n, (proc, summary, log) in enumerate(runs, 1):
         try:
             data = json.loads(summary.read_text() or "{}")
         except (OSError, ValueError):
             data = {}
         finally:
             summary.unlink(missing_ok=True)
-        if not data:  # it said why on stderr (crawler/commands/crawl.py)
-            raise CrawlDidNotRun(f"the crawl did not run (exit status {proc.returncode}); "
-                                 f"its log: {log}", proc.returncode)
+        if not data:  # it said why on stderr (crawler/commands/crawl.py), or was killed
+            failed.append((proc.returncode, log))
+            combined["outcomes"].append(
+                f"process {n}: ended without a summary (exit status {proc.returncode}); "
+                f"its log: {log}")
+            continue
+        handled = sum(v for k, v in data.items() if k in HANDLED)
+        combined["outcomes"].append(f"process {n}: finished, {handled} pages handled "
+                                    f"(exit status {proc.returncode})")
         combined["lost_urls"] += data.pop("lost_urls", [])
-        combined["per_process"].append(sum(v for k, v in data.items() if k in HANDLED))
+        combined["per_process"].append(handled)
         for key, value in data.items():
             if isinstance(value, (int, float)):
                 combined[key] = combined.get(key, 0) + value
             else:
                 combined.setdefault(key, value)
+    if len(failed) == len(runs):  # none ran: the first one's reason
+        status, log = failed[0]
+        raise CrawlDidNotRun(f"the crawl did not run (exit status {status}); its log: {log}",
+                             status)
     combined["seconds"] = took
-    combined["returncode"] = max(proc.returncode for proc, _, _ in runs)
+    combined["returncode"] = max(abs(proc.returncode) for proc, _, _ in runs)
+    combined["failed_processes"] = len(failed)
     return combined
 
 
@@ -252,6 +265,9 @@ def print_summary(stats: dict) -> None:
     if len(stats.get("per_process", [])) > 1:
         rows.append(("pages handled per process", " / ".join(
             str(n) for n in stats["per_process"])))
+    if stats.get("failed_processes"):  # each one's outcome; the totals are the others'
+        rows += [(f"process {n}", outcome.split(": ", 1)[1])
+                 for n, outcome in enumerate(stats["outcomes"], 1)]
     rows += [("pages stored / match records stored",
               f"{stats.get('dedup/stored/pages', 0)} / {stats.get('dedup/stored/matches', 0)}"),
              ("wall time", f"{stats['seconds']:.1f} s")]
@@ -353,5 +369,6 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     print("  (simcrawl services prints the MongoDB URI while the servers run; "
           "see docs/queries.md)")
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
-        and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls")
+        and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls") \
+        and not stats.get("failed_processes")
     return 0 if ok else 1

@@ -88,6 +88,20 @@ def page_title(tree: Any) -> str | None:
     return title or None
 
 
+def extract_main(html: str, url: str, fast: bool, tree: Any = None) -> ExtractedText:
+    """A page's main text as the crawl extracts it: trafilatura (``fast``: without its
+    fallback extractors); a fast result with fewer than :data:`THIN_TOKENS` words is
+    extracted again with the fallbacks, since it is often not the article but the page's
+    furniture (an author box), which the fallbacks read past (docs/fingerprints.md,
+    "Extraction")."""
+    read = extract_text(html, url, fast=fast, tree=tree)
+    if fast and read.method == "trafilatura" and len(read.text.split()) < THIN_TOKENS:
+        full = extract_text(html, url, fast=False, tree=tree)
+        if full.method == "trafilatura" and len(full.text) > len(read.text):
+            return full
+    return read
+
+
 def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found: Any
                      ) -> Page:
     """A :class:`~dedup.page.Page` of ``url`` (its host: the URL's ``netloc``) with an
@@ -126,7 +140,7 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
 
         html = html_to_unicode(None, html)[1]
     tree = parse_html(html)
-    return fingerprint_text(extract_text(html, url, fast=params[0], tree=tree), params, url,
+    return fingerprint_text(extract_main(html, url, params[0], tree), params, url,
                             canonical=declared_canonical(tree, url, html),
                             title=page_title(tree))
 

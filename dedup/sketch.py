@@ -75,8 +75,9 @@ def values_of(hashes: np.ndarray) -> np.ndarray:
     return np.unique((x >> _S32).astype(np.uint32))
 
 
-#: Two titles name the same document when this share of the shorter one's words (as
-#: bits of :func:`title_bits`) are the other's.
+#: Two titles name the same document when at least this share of the words of both (as
+#: bits of :func:`title_bits`: shared over all) are in each: a site's name in every
+#: title (" – pv magazine International") does not make two articles' titles one.
 TITLE_OVERLAP = 0.5
 
 _WORD = re.compile(r"\w+")
@@ -130,14 +131,15 @@ class TextSketch:
 
     def same_site_other_title(self, host: str | None, title: str | None) -> bool:
         """Whether a page on ``host`` titled ``title`` is on this sketch's site under
-        another title (less than :data:`TITLE_OVERLAP` of the shorter title's words in the
-        other): on one site a title names a document, so the two are different documents,
-        whatever template text they share. ``False`` when a host or a title is unknown."""
+        another title (the two titles' shared words less than :data:`TITLE_OVERLAP` of
+        their words): on one site a title names a document, so the two are different
+        documents, whatever template text they share. ``False`` when a host or a title is
+        unknown."""
         theirs = title_bits(title)
         if not (self.host and self.title and theirs) or self.host != host_key(host):
             return False
         shared = (self.title & theirs).bit_count()
-        return shared < TITLE_OVERLAP * min(self.title.bit_count(), theirs.bit_count())
+        return shared < TITLE_OVERLAP * (self.title | theirs).bit_count()
 
     @property
     def complete(self) -> bool:

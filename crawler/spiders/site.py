@@ -69,6 +69,28 @@ class SiteSpider(scrapy.Spider):
         # link URL -> the shallowest depth this process requested it at (see follow)
         self._requested: dict[str, int] = {}
 
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SiteSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.dropped, signal=scrapy.signals.request_dropped)
+        return spider  # type: ignore[no-any-return]
+
+    def dropped(self, request: scrapy.Request, spider: Any = None) -> None:
+        """A redirect whose target the crawl requested already never reaches a callback
+        (the duplicate filter drops it): count it as a skip, ``redirect_loop`` when the
+        target is one of its own earlier URLs, else ``redirect_to_known`` (the page was or
+        will be fetched under its own URL)."""
+        chain = request.meta.get("redirect_urls")
+        if not chain:
+            return  # a plain duplicate: the request it repeats has its own outcome
+        reason = "redirect_loop" if request.url in chain else "redirect_to_known"
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(f"dedup/skipped/{reason}")
+        wiring = self.crawler.get_extension(Wiring)
+        if wiring is not None:
+            wiring.count_skip()
+        self.logger.info("skipped %s: %s (to %s)", chain[0], reason, request.url)
+
     async def start(self) -> AsyncIterator[Any]:
         for url in self.start_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.failed)
@@ -167,7 +189,9 @@ class SiteSpider(scrapy.Spider):
         elif failure.check(IgnoreRequest):
             text = str(failure.value)
             reason = ("robots_txt" if "robots" in text.lower() else
-                      "too_big" if "DOWNLOAD_MAXSIZE" in text else "ignored")
+                      "too_big" if "DOWNLOAD_MAXSIZE" in text else
+                      "forbidden_port" if text.startswith("forbidden port") else
+                      "too_many_redirects" if "max redirections" in text else "ignored")
         else:
             reason = type(failure.value).__name__
         if stats is not None:

@@ -26,6 +26,8 @@ def hostile_site(redis_port: int) -> DemoSite:
     news = content.pages["news"]
     news["/moved.html"] = Page(b"", status=302,  # to the crawl's own Redis
                                location=f"http://127.0.0.1:{redis_port}/")
+    news["/loop-a.html"] = Page(b"", status=302, location="/loop-b.html")  # a redirect loop
+    news["/loop-b.html"] = Page(b"", status=302, location="/loop-a.html")
     news["/api/stories.json"] = Page(json.dumps({"stories": [1, 2, 3]}).encode(),
                                      content_type="application/json")
     news["/sitemap-all.html"] = Page(("<html><body><h1>All pages</h1>" + "".join(
@@ -38,7 +40,8 @@ def hostile_site(redis_port: int) -> DemoSite:
     home = news["/"].body.replace(b"</ul>", b'<li><a href="/api/stories.json">API</a></li>'
                                   b'<li><a href="/sitemap-all.html">All</a></li><li><a href='
                                   b'"/bomb.html">Bomb</a></li><li><a href="/deep.html">Deep'
-                                  b'</a></li><li><a href="/moved.html">Moved</a></li></ul>')
+                                  b'</a></li><li><a href="/moved.html">Moved</a></li>'
+                                  b'<li><a href="/loop-a.html">Loop</a></li></ul>')
     news["/"] = Page(home)
     return DemoSite(content)
 
@@ -71,7 +74,10 @@ def test_hostile_pages_are_counted_and_deep_text_is_kept(tmp_path: Path) -> None
         deep = db.pages.find_one({"url": site.url("news") + "/deep.html"})
         assert deep is not None and "visiting yachts" in deep["text"]
         assert "news/moved.html" in site.requests  # the redirect to Redis is not followed
+        # every request that does not become a page is counted once, under its reason
         assert stats["dedup/skipped/forbidden_port"] == 1
+        assert stats["dedup/skipped/redirect_loop"] == 1
+        assert "dedup/skipped/ignored" not in stats
         redis_log = (tmp_path / "data" / "redis.log").read_text()
         assert "SECURITY ATTACK" not in redis_log
         # Scrapy's feed export writes pages and match records (-o items.jsonl)

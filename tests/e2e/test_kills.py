@@ -82,3 +82,32 @@ def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop
         check_record(db, site, expected)
         log = (tmp_path / "last.log").read_text()
         assert "recovered" in log or stop != "SIGKILL"
+
+
+def test_a_killed_process_of_a_shared_crawl_does_not_hide_the_others(tmp_path: Path) -> None:
+    # `simcrawl crawl URL --processes 2`, one crawl process SIGKILLed: the command prints
+    # each process's outcome and the totals of the one that finished, and exits 1.
+    import psutil
+
+    content = build(articles=15, zh_articles=0, novel_chapters=0)
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        wrapper = subprocess.Popen(
+            [sys.executable, "-m", "cli", "crawl", site.start_urls()[0], "--processes", "2",
+             "--data-dir", str(tmp_path / "run")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while len(site.requests) < 12 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        crawls = [p for p in psutil.Process(wrapper.pid).children()
+                  if "crawl" in " ".join(p.cmdline()) and "scrapy" in " ".join(p.cmdline())]
+        assert len(crawls) == 2
+        crawls[1].kill()
+        out, err = wrapper.communicate(timeout=300)
+    assert wrapper.returncode == 1, err
+    assert "process 2" in out and "ended without a summary (exit status -9)" in out
+    assert "finished" in out and "pages handled" in out
+    fetched = int(next(line.split()[-1] for line in out.splitlines()
+                       if line.strip().startswith("pages fetched")))
+    assert fetched > 0  # the finished process's totals, not discarded
+    assert "crawl processes ended without a summary" in err
