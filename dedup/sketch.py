@@ -19,7 +19,7 @@ is estimated on a uniform sample, with no sketch-to-sketch error:
 
 Each value is stored as its low 16 bits (their order is the 32-bit values', which the
 sketch's largest value, stored whole, bounds); a value of the page matches one of the
-sketch's by chance with probability about 116 / 65,536, which raises a containment by
+sketch's by chance with probability about 108 / 65,536, which raises a containment by
 about 0.002. Measured against exact containment on the development pairs
 (``bench/quality_sketch.py``, docs/fingerprints.md): mean absolute error 0.01, and 0 of
 538 and 3 of 1,634 pair decisions at the threshold 0.8 flipped.
@@ -27,8 +27,9 @@ about 0.002. Measured against exact containment on the development pairs
 The sketch also says which site the page is on and what its title is (a hash of the host,
 and a 64-bit set of the title's words), for the rule that two pages of one site under
 different titles are different documents (:meth:`TextSketch.same_site_other_title`).
-With a 19-byte header and 116 values a sketch takes 251 bytes, inside one 256-byte
-allocation of Redis.
+With a 19-byte header and 108 values a sketch takes 235 bytes; with the page's id and
+its length (16 bytes in the index, :mod:`dedup.index.redis_store`) a page's record fits
+one 256-byte allocation of Redis.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
-SKETCH_SIZE = 116
+SKETCH_SIZE = 108
 
 #: Version byte of the encoding, so a future format can tell old sketches apart.
 _VERSION = 1

@@ -233,6 +233,20 @@ def test_a_page_admitted_after_its_text_check_never_stands_beside_its_copy(
     assert world.indexed() == 2  # R and X
 
 
+def test_pages_with_one_fingerprint_are_each_a_candidate(world: World) -> None:
+    # A rewrite admitted first; its article arrives with the very same fingerprint (a
+    # rewrite keeps the vocabulary), is not its copy and is admitted, indexed under the
+    # rewrite's entry. A copy of the article is the article's copy, not admitted beside it.
+    crawl = world.deduplicator()
+    reworded = page("http://r.example/1", A, rewrite(article(1), 5))
+    original = page("http://a.example/1", A, article(1))
+    copy = page("http://b.example/1", A ^ 0b1, article(1) + "\nshared from a")
+    got = [crawl.decide([p])[0] for p in (reworded, original, copy)]
+    assert [(d.kind, d.original_id) for d in got] == [
+        (NEW, None), (NEW, None), (NEAR, original.page_id)]
+    assert world.indexed() == 1  # one fingerprint, two pages
+
+
 def test_the_text_check_off_leaves_such_candidates_new(world: World) -> None:
     crawl = world.deduplicator(Rules(verify_containment=None))
     crawl.decide([page("http://a.example/1", A, article(1))])

@@ -117,8 +117,11 @@ class IndexStore(Protocol):
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         """The page id stored for each fingerprint."""
 
-    def evidence(self, fps: Sequence[int]) -> list[tuple[str | None, bytes | None]]:
-        """The page id and the text sketch stored for each fingerprint (one round trip)."""
+    def evidence(self, fps: Sequence[int]) -> list[list[tuple[str | None, bytes | None]]]:
+        """For each fingerprint, the admitted pages it stands for, with their text
+        sketches, in one round trip: the page its entry names first, then any other page
+        admitted later with the same fingerprint and a text (``[(None, None)]``: not
+        stored)."""
 
     def count(self) -> int:
         """Number of stored fingerprints."""
@@ -326,7 +329,8 @@ class NearDuplicateIndex:
                 out.append([])  # every hit a judged candidate: admitted
                 continue
             matches = [Match(fp, pid, d, sketch)
-                       for (fp, d), (pid, sketch) in zip(found, islice(evidence, len(found)))]
+                       for (fp, d), pages in zip(found, islice(evidence, len(found)))
+                       for pid, sketch in pages]
             if any((m.fingerprint, m.page_id) == pairs[i][:2] for m in matches):
                 out.append([])  # admitted by an earlier try whose reply was lost
                 continue

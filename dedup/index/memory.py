@@ -27,7 +27,7 @@ class MemoryStore:
         self._limit = table_limit
         self._tables: list[dict[int, list[int]]] = []
         self._ids: dict[int, str] = {}
-        self._sketches: dict[int, bytes] = {}
+        self._sketches: dict[int, list[tuple[str, bytes]]] = {}  # fp -> (page, sketch)
         self._free: list[int] = []  # per table: mask of the bits after the prefix
 
     def read_layout(self) -> dict | None:
@@ -63,11 +63,13 @@ class MemoryStore:
 
     def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str,
                 sketch: bytes | None) -> bool:
+        if sketch:  # every admitted page with a text is a candidate, one fingerprint or not
+            pages = self._sketches.setdefault(fp, [])
+            if all(pid != page_id for pid, _ in pages):
+                pages.append((page_id, sketch))
         if fp in self._ids:
             return False
         self._ids[fp] = page_id
-        if sketch:
-            self._sketches[fp] = sketch
         for t, (bucket, rest) in enumerate(zip(buckets, rests)):
             insort(self._tables[t].setdefault(bucket, []), rest)
         return True
@@ -121,9 +123,9 @@ class MemoryStore:
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         return [self._ids.get(fp) for fp in fps]
 
-    def evidence(self, fps: Sequence[int]) -> list[tuple[str | None, bytes | None]]:
+    def evidence(self, fps: Sequence[int]) -> list[list[tuple[str | None, bytes | None]]]:
         with self._lock:
-            return [(self._ids.get(fp), self._sketches.get(fp)) for fp in fps]
+            return [_pages(self._ids.get(fp), self._sketches.get(fp, [])) for fp in fps]
 
     def count(self) -> int:
         return len(self._ids)
@@ -146,3 +148,13 @@ class MemoryStore:
 
 def _sketch(probe: Probe, row: int) -> bytes | None:
     return probe.sketches[row] if probe.sketches is not None else None
+
+
+def _pages(first: str | None, sketched: list[tuple[str, bytes]]
+           ) -> list[tuple[str | None, bytes | None]]:
+    """The pages a fingerprint stands for: the one its entry names first (with its sketch,
+    if it has one), then the others admitted with it."""
+    out: list[tuple[str | None, bytes | None]] = [
+        (first, next((s for p, s in sketched if p == first), None))]
+    out += [(p, s) for p, s in sketched if p != first]
+    return out

@@ -15,8 +15,11 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     digits (a MongoDB ObjectId, say) is stored as bytes after a NUL marker, half the size.
 ``ns:s:{bucket}``
     Text sketches (:mod:`dedup.sketch`): a hash per table-0 bucket, from the table-0
-    member (without its page id) to the sketch of the page's own text, written in the
-    same script as the fingerprint and deleted with it.
+    member (without its page id) to the records of the admitted pages with that
+    fingerprint and a text, each ``[page id length (1 byte)][packed page id][sketch
+    length (2 bytes, little-endian)][sketch]``: the page the entry names, and any page
+    admitted later with the same fingerprint (it is not indexed again, but it is a
+    candidate). Written in the same script as the admission, deleted with the entry.
 ``ns:count``
     Number of fingerprints.
 
@@ -71,6 +74,18 @@ _LUA_COMMON = r"""
 local T = tonumber(ARGV[3])
 local n = (#KEYS - 1) / (T + 1)
 local TOP = string.rep('\255', 256)
+-- A page's sketch record, added to its fingerprint's field unless it is there already
+local function keep_sketch(key, member, pid, sketch)
+  if sketch == '' then return end
+  local n = #sketch
+  local record = string.char(#pid) .. pid .. string.char(n % 256, math.floor(n / 256)) .. sketch
+  local have = redis.call('HGET', key, member)
+  if not have then
+    redis.call('HSET', key, member, record)
+  elseif not string.find(have, record, 1, true) then
+    redis.call('HSET', key, member, have .. record)
+  end
+end
 """
 
 _LUA_DECIDE = _LUA_COMMON + r"""
@@ -123,10 +138,9 @@ for i = 0, n - 1 do
       for t = 3, T do
         redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
       end
-      local sketch = ARGV[a + 3 * T + 2]
-      if sketch ~= '' then redis.call('HSET', KEYS[kb + T + 1], ARGV[a + 1], sketch) end
       added = added + 1
     end
+    keep_sketch(KEYS[kb + T + 1], ARGV[a + 1], ARGV[a + 3 * T + 1], ARGV[a + 3 * T + 2])
   end
   out[i + 1] = hits
 end
@@ -155,13 +169,12 @@ for i = 0, n - 1 do
     for t = 3, T do
       redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
     end
-    local sketch = ARGV[a + T + 2]
-    if sketch ~= '' then redis.call('HSET', KEYS[kb + T + 1], m, sketch) end
     added = added + 1
     out[i + 1] = 1
   else
     out[i + 1] = 0
   end
+  keep_sketch(KEYS[kb + T + 1], m, ARGV[a + T + 1], ARGV[a + T + 2])
 end
 if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 return out
@@ -413,10 +426,10 @@ class RedisStore:
         return [bool(x) for x in reply]
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
-        return [pid for pid, _ in self._read(fps, sketches=False)]
+        return [pid for pid, _ in self._read(fps, sketches=False)]  # type: ignore[misc]
 
-    def evidence(self, fps: Sequence[int]) -> list[tuple[str | None, bytes | None]]:
-        return self._read(fps, sketches=True)
+    def evidence(self, fps: Sequence[int]) -> list[list[tuple[str | None, bytes | None]]]:
+        return [_pages(pid, records) for pid, records in self._read(fps, sketches=True)]
 
     def _read(self, fps: Sequence[int], sketches: bool
               ) -> list[tuple[str | None, bytes | None]]:
@@ -478,3 +491,20 @@ def _client_url(client: redis.Redis) -> str:
     if kw.get("path"):
         return f"unix://{kw['path']}"
     return f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+
+
+def _pages(first: str | None, records: bytes | None) -> list[tuple[str | None, bytes | None]]:
+    """The pages a fingerprint's sketch field holds (see the module docstring), the page
+    its entry names first (``None`` as its sketch when it has none)."""
+    sketched: list[tuple[str, bytes]] = []
+    at, raw = 0, records or b""
+    while at < len(raw):
+        n = raw[at]
+        pid = unpack_page_id(raw[at + 1:at + 1 + n])
+        size = int.from_bytes(raw[at + 1 + n:at + 3 + n], "little")
+        sketched.append((pid, raw[at + 3 + n:at + 3 + n + size]))
+        at += 3 + n + size
+    out: list[tuple[str | None, bytes | None]] = [
+        (first, next((s for p, s in sketched if p == first), None))]
+    out += [(p, s) for p, s in sketched if p != first]
+    return out

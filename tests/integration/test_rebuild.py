@@ -59,7 +59,7 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     assert len(sketched) == 10
     for fp, pid in before:
         if pid in sketched:
-            assert after.store.evidence([fp]) == [(pid, sketched[pid]["sketch"])]
+            assert after.store.evidence([fp]) == [[(pid, sketched[pid]["sketch"])]]
 
 
 def test_rebuild_with_a_new_capacity_replans(services, redis_client, pages, namespace) -> None:
