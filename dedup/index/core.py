@@ -112,7 +112,9 @@ class IndexStore(Protocol):
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         """Delete each fingerprint (only if it belongs to the given page id, when one is
-        given); ``True`` where something was deleted."""
+        given), with the sketch records of every page admitted under it (another page
+        sharing the fingerprint is a candidate again after ``rebuild-index``); ``True``
+        where something was deleted."""
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         """The page id stored for each fingerprint."""

@@ -89,7 +89,7 @@ def test_a_killed_process_of_a_shared_crawl_does_not_hide_the_others(tmp_path: P
     # each process's outcome and the totals of the one that finished, and exits 1.
     import psutil
 
-    content = build(articles=15, zh_articles=0, novel_chapters=0)
+    content = build(articles=6, zh_articles=0, novel_chapters=0)
     with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
         wrapper = subprocess.Popen(
@@ -97,7 +97,7 @@ def test_a_killed_process_of_a_shared_crawl_does_not_hide_the_others(tmp_path: P
              "--data-dir", str(tmp_path / "run")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
-        while len(site.requests) < 12 and time.monotonic() < deadline:
+        while len(site.requests) < 8 and time.monotonic() < deadline:
             time.sleep(0.05)
         crawls = [p for p in psutil.Process(wrapper.pid).children()
                   if "crawl" in " ".join(p.cmdline()) and "scrapy" in " ".join(p.cmdline())]
