@@ -42,6 +42,10 @@ class Page:
         blocks: the keys of the text's lines (:func:`dedup.templates.block_keys`; the
             crawler computes them in its extraction workers), else computed when the
             decision has a template learner.
+        shingles: the text's shingle values (:func:`dedup.sketch.shingle_values`), computed
+            where the text was read (the crawl's extraction workers), so the decision
+            does not compute them again for a page without template lines (``None``:
+            computed when needed).
         sketch: the text sketch of its own text (:class:`dedup.sketch.TextSketch` bytes),
             set by the decision for a page that goes to the near check: what the index and
             the page's fingerprint document keep of its text for the text check.
@@ -67,6 +71,7 @@ class Page:
     text: str = field(default="", repr=False)
     canonical: str | None = None
     blocks: list[int | None] | None = field(default=None, repr=False)
+    shingles: Any = field(default=None, repr=False, compare=False)
     sketch: bytes | None = field(default=None, repr=False)
     template_lines: int = 0
     templated: bool = field(default=False, repr=False)
@@ -92,6 +97,7 @@ class Page:
         self.checksum, self.simhash = read.checksum, read.simhash
         self.tokens, self.short = read.tokens, read.short
         self.pinyin, self.verify, self.blocks = read.pinyin, read.verify, read.blocks
+        self.shingles = read.shingles
         if read.links is not None:
             self.links, self.title, self.language = read.links, read.title, read.language
             self.canonical = read.canonical

@@ -28,6 +28,7 @@ from .decide import NEW, TEMPLATE_ONLY, Decision, second_opinion
 from .page import Page
 from .pinyin import PinyinFingerprinter
 from .simhash import fingerprint
+from .sketch import shingle_values
 from .templates import block_keys
 from .text import ExtractedText, extract_text, parse_html
 
@@ -126,8 +127,10 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
     blocks = block_keys(read.text) if templates and not fp.short else None
+    values = shingle_values(read.text) if read.text and not fp.short else None
     return Page(url, urlsplit(url).netloc, fp.checksum_hex, fp.simhash, fp.short, py, second,
-                text=read.text, method=read.method, tokens=fp.tokens, blocks=blocks, **found)
+                text=read.text, method=read.method, tokens=fp.tokens, blocks=blocks,
+                shingles=values, **found)
 
 
 def read_html(html: str | bytes, url: str, params: Params) -> Page:
