@@ -4,6 +4,7 @@ of this site, and signing out makes the session cookie worthless."""
 
 from __future__ import annotations
 
+import html
 import http.client
 import re
 import threading
@@ -104,3 +105,23 @@ def test_signing_out_makes_the_old_session_cookie_worthless(console: int) -> Non
     again.cookies = dict(kept)
     again.sign_in("/")
     assert again.cookies.get("session") != kept.get("session")
+
+
+@pytest.mark.parametrize("name", ["press/agency", "a b%c?d#e", "novels/2026/spring"])
+def test_any_source_name_round_trips_through_its_url(console: int, pages, name: str) -> None:  # type: ignore[no-untyped-def]
+    # a registered original under a source whose name URLs treat specially: the sources
+    # page links it, and the link opens it
+    from bson import ObjectId
+
+    pages.db.pages.insert_one({"_id": ObjectId(), "url": f"file:///corpus/{quote(name)}.txt",
+                               "host": "registered", "source": name, "title": "an original"})
+    browser = Browser(console)
+    status, _ = browser.sign_in("/sources")
+    assert status == 302
+    status, _, listing = browser.request("GET", "/sources")
+    assert status == 200
+    links = sorted({html.unescape(h) for h in re.findall(r'href="(/sources/[^"]+)"', listing)})
+    assert len(links) == 1, links  # the one source, linked
+    status, _, page = browser.request("GET", links[0])
+    assert status == 200, (links[0], page[:300])
+    assert "an original" in page or f"{quote(name)}.txt" in page  # its original listed
