@@ -28,15 +28,14 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 from quality_crawl import articles
+from simcrawl_examples.pageserver import serve
 
 from crawler.run import crawl
 from dedup.services import EmbeddedServices, connect_mongo, free_port
@@ -63,28 +62,9 @@ def site(data: Path, port: int) -> tuple[dict[str, bytes], dict[str, str]]:
     return pages, names
 
 
-def serve(pages: dict[str, bytes], port: int) -> tuple[ThreadingHTTPServer, list[str]]:
-    """Serve ``pages`` and an empty page at every ``/out/`` path; the paths asked."""
-    asked: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = f"http://{self.headers['Host']}{self.path}"
-            asked.append(self.path)
-            body = pages.get(url)
-            if body is None and self.path.startswith("/out/"):
-                body = b"<html><body><p>an outlink</p></body></html>"
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.end_headers()
-            self.wfile.write(body or b"not here")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, asked
+def outlink(path: str) -> bytes | None:
+    """The page behind every ``/out/`` link."""
+    return b"<html><body><p>an outlink</p></body></html>" if path.startswith("/out/") else None
 
 
 def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
@@ -92,7 +72,7 @@ def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
     pages, names = site(data, port)
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     article = articles(list(names.values()), pairs)
-    server, asked = serve(pages, port)
+    server, asked = serve(pages, port, outlink)
     database = f"par{processes}x{run}"
     started = time.monotonic()
     try:
@@ -113,7 +93,7 @@ def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
         server.shutdown()
     per_article = Counter(article[n] for n in stored)
     wrong = sum(1 for n, o in copies.items() if o not in article or article[o] != article[n])
-    out = {name for p in asked if p.startswith("/out/") for name in [p[5:]]}
+    out = {urlsplit(u).path[5:] for u in asked if urlsplit(u).path.startswith("/out/")}
     return {"processes": processes, "run": run, "decided": len(stored) + len(copies),
             "pages": len(pages), "stored": len(stored), "drops": len(copies),
             "copies_admitted": sum(c - 1 for c in per_article.values()),

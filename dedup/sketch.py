@@ -181,9 +181,3 @@ class TextSketch:
                 return 0.0, 0
             return float(np.isin(low, self.low).sum()) / sample, sample
         return float(np.isin(self.low, low).sum()) / len(self.low), len(self.low)
-
-    def shared(self, values: np.ndarray) -> int:
-        """Shingles of the sample found in both texts (:meth:`containment`'s numerator): a
-        floor on the evidence a short text needs."""
-        share, n = self.containment(values)
-        return round(share * n)

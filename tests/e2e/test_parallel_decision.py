@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from test_same_verdicts import serve
+from simcrawl_examples.pageserver import serve
 
 from dedup.services import EmbeddedServices, connect_mongo, free_port
 

@@ -11,40 +11,17 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from simcrawl_examples.pageserver import serve
 
 from dedup.pages import decide_pages
 from dedup.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def serve(pages: dict[str, bytes], port: int) -> tuple[ThreadingHTTPServer, list[str]]:
-    """Serve ``pages`` (URL -> body) on 0.0.0.0:``port``; the URLs asked, in order."""
-    asked: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = f"http://{self.headers['Host']}{self.path}"
-            asked.append(url)
-            body = pages.get(url)
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Type", "text/html")
-            self.end_headers()
-            self.wfile.write(body or b"not here")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, asked
 
 
 def test_a_crawl_and_the_in_memory_decision_give_the_same_verdicts(
