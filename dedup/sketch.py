@@ -27,16 +27,21 @@ about 0.002. Measured against exact containment on the development pairs
 The sketch also says which site the page is on and what its title is (a hash of the host,
 and a 64-bit set of the title's words), for the rule that two pages of one site under
 different titles are different documents (:meth:`TextSketch.same_site_other_title`).
-With a 19-byte header and 108 values a sketch takes 235 bytes; with the page's id and
-its length (16 bytes in the index, :mod:`dedup.index.redis_store`) a page's record fits
-one 256-byte allocation of Redis.
+
+Its :data:`ANCHORS` smallest values are kept whole as well: they are the page's *text
+anchors*, under which the index files the page so that a page sharing its text is found
+however far apart the two fingerprints are (:attr:`TextSketch.anchors`).
+
+With a 20-byte header, the anchors' high halves and 104 values a sketch takes 236 bytes;
+with the page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`)
+a page's record fits one 256-byte allocation of Redis.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import xxhash
@@ -45,12 +50,22 @@ from .overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
-SKETCH_SIZE = 108
+SKETCH_SIZE = 104
 
-#: Version byte of the encoding, so a future format can tell old sketches apart.
-_VERSION = 1
+#: The smallest values of a text, kept whole, under which the index files the page (its
+#: text anchors). Two texts of which one is mostly in the other share their smallest
+#: values with a probability that grows with how much they share: on the development
+#: pairs four anchors find all but 1 of 136 cross-template republications, 9 of them more
+#: than 6 bits apart (docs/fingerprints.md, "Text anchors"). Fixed like the sketch's size.
+ANCHORS = 4
+
+#: Version byte of the encoding, so a future format can tell old sketches apart (version
+#: 1 had 108 values and no anchors; it is still read).
+_VERSION = 2
 # version, distinct shingles (at most 65,535), largest kept value, host hash, title words
-_HEADER = struct.Struct("<BHIIQ")
+_HEADER_V1 = struct.Struct("<BHIIQ")
+# ... and the number of anchors whose high halves follow
+_HEADER = struct.Struct("<BHIIQB")
 _MAX_COUNT = 0xFFFF
 
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -108,6 +123,8 @@ class TextSketch:
         low: the low 16 bits of each kept value, in the values' order (``uint16``).
         host: the page's :func:`host_key` (0: unknown).
         title: the page's :func:`title_bits` (0: no title).
+        high: the high 16 bits of the first kept values, the anchors (``uint16``; empty
+            in a version-1 sketch).
     """
 
     count: int
@@ -115,6 +132,7 @@ class TextSketch:
     low: np.ndarray
     host: int = 0
     title: int = 0
+    high: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
 
     @classmethod
     def of_text(cls, text: str, size: int = SKETCH_SIZE, *, host: str | None = None,
@@ -128,7 +146,15 @@ class TextSketch:
         """The sketch of a text's :func:`shingle_values`."""
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
-                   (kept & 0xFFFF).astype(np.uint16), host_key(host), title_bits(title))
+                   (kept & 0xFFFF).astype(np.uint16), host_key(host), title_bits(title),
+                   (kept[:ANCHORS] >> 16).astype(np.uint16))
+
+    @property
+    def anchors(self) -> list[int]:
+        """The text's :data:`ANCHORS` smallest values, whole (fewer for a short text; none
+        in a version-1 sketch)."""
+        n = len(self.high)
+        return ((self.high.astype(np.uint32) << 16) | self.low[:n]).tolist()
 
     def same_site_other_title(self, host: str | None, title: str | None) -> bool:
         """Whether a page on ``host`` titled ``title`` is on this sketch's site under
@@ -148,9 +174,11 @@ class TextSketch:
         return len(self.low) >= self.count
 
     def to_bytes(self) -> bytes:
-        """The stored form: a 19-byte header and two bytes per kept value."""
-        return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title) \
-            + self.low.astype("<u2").tobytes()
+        """The stored form: a 20-byte header, the anchors' high halves and two bytes per
+        kept value."""
+        return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title,
+                            len(self.high)) \
+            + self.high.astype("<u2").tobytes() + self.low.astype("<u2").tobytes()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TextSketch:
@@ -159,11 +187,19 @@ class TextSketch:
         Raises:
             ValueError: not a sketch of this version.
         """
-        if len(raw) < _HEADER.size or raw[0] != _VERSION or (len(raw) - _HEADER.size) % 2:
+        if raw[:1] == b"\x01" and len(raw) >= _HEADER_V1.size \
+                and not (len(raw) - _HEADER_V1.size) % 2:
+            _, count, top, host, title = _HEADER_V1.unpack_from(raw)
+            return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER_V1.size),
+                       host, title)
+        if len(raw) < _HEADER.size or raw[0] != _VERSION or (len(raw) - _HEADER.size) % 2 \
+                or raw[_HEADER.size - 1] > ANCHORS:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
-        _, count, top, host, title = _HEADER.unpack_from(raw)
-        return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER.size), host,
-                   title)
+        _, count, top, host, title, n = _HEADER.unpack_from(raw)
+        values = np.frombuffer(raw, dtype="<u2", offset=_HEADER.size)
+        if len(values) < n:
+            raise ValueError(f"a text sketch cut short: {raw[:16]!r}")
+        return cls(count, top, values[n:], host, title, values[:n])
 
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text

@@ -271,11 +271,19 @@ def test_pages_of_one_site_under_other_titles_are_other_documents(world: World) 
     assert got[3].original_id == stub.page_id  # another site: its title says nothing
 
 
-def test_a_candidate_beyond_k_is_not_asked(world: World) -> None:
+def test_a_copy_beyond_k_is_found_by_its_text_anchors(world: World) -> None:
+    """A republication under another template may land far from its original's
+    fingerprint; the pages filed under its text anchors are its candidates all the same,
+    and only the text decides (a page sharing a phrase of it is not a copy)."""
     crawl = world.deduplicator()
-    crawl.decide([page("http://a.example/1", A, article(1))])
-    far = page("http://b.example/1", A ^ 0b1111111, article(1) + "\nmore")  # 7 bits
-    assert crawl.decide([far])[0].kind == NEW
+    first = page("http://a.example/1", A, article(1))
+    crawl.decide([first])
+    far = page("http://b.example/1", A ^ 0xFFFF_FFFF, article(1) + "\nmore")  # 32 bits
+    got = crawl.decide([far])[0]
+    assert (got.kind, got.original_id, got.distance) == (NEAR, first.page_id, 32)
+    quoting = page("http://c.example/1", A ^ 0xFFFF_FFFF_0000,
+                   article(1, 24) + "\n" + article(5, 240))  # 32 bits, shares a passage
+    assert crawl.decide([quoting])[0].kind == NEW
 
 
 # ----------------------------------------------------------------- the right original

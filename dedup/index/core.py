@@ -69,6 +69,11 @@ class Probe:
             (``None``: none).
         expect: per fingerprint, the hits it may have and still be inserted (the hits of
             candidates already judged not its original; ``None``: none, 0 each).
+        anchors: per fingerprint, its page's text anchors (from its sketch,
+            :attr:`dedup.sketch.TextSketch.anchors`): the page is filed under them when
+            inserted, and the pages filed under them are candidates at any distance.
+        judged: per fingerprint, the candidates already judged not its original; a page
+            is inserted only if every page its anchors find is one of them.
     """
 
     fps: list[int]
@@ -76,10 +81,34 @@ class Probe:
     rests: np.ndarray
     sketches: Sequence[bytes | None] | None = None
     expect: Sequence[int] | None = None
+    anchors: Sequence[Sequence[int]] | None = None
+    judged: Sequence[Collection[int]] | None = None
 
 
-#: One raw hit from a store: (table number, rest of the stored entry, distance).
+#: One raw hit from a store: (table number, rest of the stored entry, distance). A hit
+#: through a text anchor has the table number :data:`ANCHOR` and the whole fingerprint.
 Hit = tuple[int, int, int]
+
+#: The table number of a hit found through a text anchor.
+ANCHOR = -1
+
+#: The entries read under one text anchor (a probe reads at most this many pages filed
+#: under each of its anchors, the smallest fingerprints first): an anchor shared by many
+#: pages is a phrase common to them, not evidence of a copy, and must not flood the
+#: decision with candidates.
+ANCHOR_READ = 16
+
+
+def anchors_of(sketch: bytes | None) -> list[int]:
+    """The text anchors a stored sketch carries (none for no sketch, or a bad one)."""
+    if not sketch:
+        return []
+    from ..sketch import TextSketch  # the index stores sketches; it reads only this
+
+    try:
+        return TextSketch.from_bytes(sketch).anchors
+    except ValueError:
+        return []
 
 
 class IndexStore(Protocol):
@@ -169,6 +198,13 @@ def check_fingerprint(fp: object) -> int:
     return value
 
 
+def _inserted(hits: list[Hit], expect: int, judged: Collection[int]) -> bool:
+    """Whether a store inserted a page with these hits: its table hits those its judged
+    candidates give, and every page its text anchors found judged."""
+    return sum(t != ANCHOR for t, _, _ in hits) == expect \
+        and all(rest in judged for t, rest, _ in hits if t == ANCHOR)
+
+
 class NearDuplicateIndex:
     """Find stored fingerprints within k bits, and admit new ones atomically.
 
@@ -248,7 +284,8 @@ class NearDuplicateIndex:
         buckets, rests = self.layout.coordinates(arr)
         if sketches is not None and not any(sketches):
             sketches = None
-        return Probe(list(fps), buckets, rests, sketches)
+        anchors = [anchors_of(s) for s in sketches] if sketches is not None else None
+        return Probe(list(fps), buckets, rests, sketches, anchors=anchors)
 
     def _chunks(self, items: Sequence) -> Iterator[Sequence]:
         for at in range(0, len(items), self.batch_size):
@@ -260,6 +297,9 @@ class NearDuplicateIndex:
         for row, item_hits in enumerate(hits):
             found: dict[int, int] = {}
             for table, rest, dist in item_hits:
+                if table == ANCHOR:
+                    found[rest] = dist
+                    continue
                 bucket = int(probe.buckets[row, table])
                 found[self.layout.fingerprint_of(table, bucket, rest)] = dist
             out.append(sorted(found.items(), key=lambda fd: (fd[1], fd[0])))
@@ -310,7 +350,8 @@ class NearDuplicateIndex:
             for chunk in chunks:
                 probe = self._probe([fp for fp, _, _ in chunk], [s for *_, s in chunk])
                 if judged is not None:
-                    probe.expect = self._expected(probe, judged[at:at + len(chunk)])
+                    probe.judged = judged[at:at + len(chunk)]
+                    probe.expect = self._expected(probe, probe.judged)
                 at += len(chunk)
                 probes.append(probe)
                 yield probe, [pid for _, pid, _ in chunk]
@@ -320,7 +361,9 @@ class NearDuplicateIndex:
         for n, hits in enumerate(self.store.decide_many(requests(), self.k)):
             rows.extend(self._matches(probes[n], hits))
             if judged is not None:
-                admitted.extend(len(h) == e for h, e in zip(hits, probes[n].expect or ()))
+                probe = probes[n]
+                admitted.extend(_inserted(h, e, j) for h, e, j
+                                in zip(hits, probe.expect or (), probe.judged or ()))
         found_fps = [fp for found, done in zip(rows, admitted or [False] * len(rows))
                      if not done for fp, _ in found]
         evidence = iter(self.store.evidence(found_fps) if found_fps else [])
@@ -361,16 +404,18 @@ class NearDuplicateIndex:
         return self._decide(rows, attempts=1, judged=judged)
 
     def _expected(self, probe: Probe, judged: Sequence[Collection[int]]) -> list[int]:
-        """Per row, the hits its judged candidates give in the store's probe: in every
-        table where one shares the row's bucket and prefix (its distance is within k)."""
+        """Per row, the table hits its judged candidates give in the store's probe: in
+        every table where one within k bits shares the row's bucket and prefix (a
+        candidate found through a text anchor may be farther; it is no table hit)."""
         out = []
         free = self._free
         for row, fps in enumerate(judged):
-            if not fps:
+            near = [fp for fp in fps if (fp ^ probe.fps[row]).bit_count() <= self.k]
+            if not near:
                 out.append(0)
                 continue
-            buckets, rests = self.layout.coordinates(np.fromiter(fps, dtype=np.uint64,
-                                                                 count=len(fps)))
+            buckets, rests = self.layout.coordinates(np.fromiter(near, dtype=np.uint64,
+                                                                 count=len(near)))
             same = (buckets == probe.buckets[row]) \
                 & ((rests & ~free) == (probe.rests[row] & ~free))
             out.append(int(same.sum()))
@@ -442,7 +487,8 @@ class NearDuplicateIndex:
         return added
 
     def remove(self, fp: int, page_id: str | None = None) -> bool:
-        """Delete a fingerprint from every table.
+        """Delete a fingerprint from every table, with the text anchors of the pages
+        admitted under it.
 
         Args:
             fp: the fingerprint.
@@ -454,7 +500,10 @@ class NearDuplicateIndex:
         """
         fp = check_fingerprint(fp)
         pid = None if page_id is None else check_page_id(page_id)
-        return self.store.remove(self._probe([fp]), [pid])[0]
+        probe = self._probe([fp])
+        pages = self.store.evidence([fp])[0]
+        probe.anchors = [sorted({a for _, sketch in pages for a in anchors_of(sketch)})]
+        return self.store.remove(probe, [pid])[0]
 
     def page_id(self, fp: int) -> str | None:
         """The page id stored for exactly this fingerprint, or ``None``."""

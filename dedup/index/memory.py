@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..tables import F
-from .core import Hit, Probe
+from .core import ANCHOR, ANCHOR_READ, Hit, Probe
 from .layout import IndexLayout
 
 
@@ -28,6 +28,7 @@ class MemoryStore:
         self._tables: list[dict[int, list[int]]] = []
         self._ids: dict[int, str] = {}
         self._sketches: dict[int, list[tuple[str, bytes]]] = {}  # fp -> (page, sketch)
+        self._anchors: dict[int, list[int]] = {}  # text anchor -> sorted fingerprints
         self._free: list[int] = []  # per table: mask of the bits after the prefix
 
     def read_layout(self) -> dict | None:
@@ -61,12 +62,24 @@ class MemoryStore:
                     hits.append((t, entry, dist))
         return hits
 
+    def _anchor_hits(self, fp: int, anchors: Sequence[int]) -> list[Hit]:
+        found: dict[int, int] = {}
+        for anchor in anchors:
+            for other in self._anchors.get(anchor, ())[:ANCHOR_READ]:
+                found[other] = (other ^ fp).bit_count()
+        return [(ANCHOR, other, dist) for other, dist in found.items()]
+
     def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str,
-                sketch: bytes | None) -> bool:
+                sketch: bytes | None, anchors: Sequence[int] = ()) -> bool:
         if sketch:  # every admitted page with a text is a candidate, one fingerprint or not
             pages = self._sketches.setdefault(fp, [])
             if all(pid != page_id for pid, _ in pages):
                 pages.append((page_id, sketch))
+            for anchor in anchors:
+                filed = self._anchors.setdefault(anchor, [])
+                at = bisect_left(filed, fp)
+                if at == len(filed) or filed[at] != fp:
+                    filed.insert(at, fp)
         if fp in self._ids:
             return False
         self._ids[fp] = page_id
@@ -90,15 +103,21 @@ class MemoryStore:
             for i, fp in enumerate(probe.fps):
                 hits = self._hits(buckets[i], rests[i], k)
                 expect = probe.expect[i] if probe.expect is not None else 0
-                if page_ids is not None and len(hits) == expect:
-                    self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i))
-                out.append(hits)
+                anchors = _anchors(probe, i)
+                found = self._anchor_hits(fp, anchors)
+                judged = probe.judged[i] if probe.judged is not None else ()
+                if page_ids is not None and len(hits) == expect \
+                        and all(other in judged for _, other, _ in found):
+                    self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i),
+                                 anchors)
+                out.append(hits + found)
         return out
 
     def _add(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
         buckets, rests = probe.buckets.tolist(), probe.rests.tolist()
         with self._lock:
-            return [self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i))
+            return [self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i),
+                                 _anchors(probe, i))
                     for i, fp in enumerate(probe.fps)]
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
@@ -112,6 +131,13 @@ class MemoryStore:
                     continue
                 del self._ids[fp]
                 self._sketches.pop(fp, None)
+                for anchor in _anchors(probe, i):
+                    filed = self._anchors.get(anchor, [])
+                    at = bisect_left(filed, fp)
+                    if at < len(filed) and filed[at] == fp:
+                        del filed[at]
+                    if not filed:
+                        self._anchors.pop(anchor, None)
                 for t, (bucket, rest) in enumerate(zip(buckets[i], rests[i])):
                     entries = self._tables[t][bucket]
                     del entries[bisect_left(entries, rest)]
@@ -141,6 +167,7 @@ class MemoryStore:
             self._tables = []
             self._ids = {}
             self._sketches = {}
+            self._anchors = {}
 
     def describe(self) -> str:
         return "memory"
@@ -148,6 +175,10 @@ class MemoryStore:
 
 def _sketch(probe: Probe, row: int) -> bytes | None:
     return probe.sketches[row] if probe.sketches is not None else None
+
+
+def _anchors(probe: Probe, row: int) -> Sequence[int]:
+    return probe.anchors[row] if probe.anchors is not None else ()
 
 
 def _pages(first: str | None, sketched: list[tuple[str, bytes]]

@@ -20,6 +20,13 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     length (2 bytes, little-endian)][sketch]``: the page the entry names, and any page
     admitted later with the same fingerprint (it is not indexed again, but it is a
     candidate). Written in the same script as the admission, deleted with the entry.
+``ns:a:{hi}``
+    Text anchors (:attr:`dedup.sketch.TextSketch.anchors`): a sorted set per high 16
+    bits of an anchor, whose members are the anchor's low 16 bits and the fingerprint of
+    an admitted page filed under it (2 + 8 bytes, big-endian), so the pages under one
+    anchor are one ``ZRANGEBYLEX``; a probe reads at most
+    :data:`~dedup.index.core.ANCHOR_READ` of them. Written in the same script as the
+    admission, deleted with the entry.
 ``ns:count``
     Number of fingerprints.
 
@@ -48,7 +55,7 @@ import redis
 from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
 from ..tables import F
-from .core import Hit, Probe
+from .core import ANCHOR, ANCHOR_READ, Hit, Probe
 from .layout import IndexLayout
 
 #: Default key prefix.
@@ -61,19 +68,22 @@ except ImportError:  # pragma: no cover - redis-py packs it then
 
 _HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
 
-# The scripts' arguments. ARGV[1..3]: k, insert flag (1/0), T (tables). Then per
-# fingerprint: its T members (the fixed-width rest of each permuted value), for DECIDE also
-# the T range starts and T range ends of its probes ("[" + bytes), then the packed page
-# id ("" for none) and the text sketch ("" for none), and for DECIDE the number of hits
-# that still let it be inserted (those of candidates already judged). KEYS[1] is the
-# count, then per fingerprint its T table keys and its sketch key.
+# The scripts' arguments. ARGV[1..4]: k, insert flag (1/0), T (tables), n (fingerprints).
+# Then per fingerprint: its T members (the fixed-width rest of each permuted value), for
+# DECIDE also the T range starts and T range ends of its probes ("[" + bytes), then the
+# packed page id ("" for none), the text sketch ("" for none), for DECIDE the number of
+# table hits that still let it be inserted (those of candidates already judged), the
+# fingerprint (8 bytes, big-endian), the number of its text anchors and each anchor's low
+# 16 bits (2 bytes), and for DECIDE the judged candidates (8 bytes each). KEYS[1] is the
+# count, then per fingerprint its T table keys, its sketch key and its anchors' keys.
 # Python computes every string; the scripts call Redis and compare candidates. A table-0
 # member is the rest followed by the page id, so its range end gets 256 bytes of 0xFF
 # appended (page ids are at most 255 bytes).
 _LUA_COMMON = r"""
 local T = tonumber(ARGV[3])
-local n = (#KEYS - 1) / (T + 1)
+local n = tonumber(ARGV[4])
 local TOP = string.rep('\255', 256)
+local FP_TOP = string.rep('\255', 8)
 -- A page's sketch record, added to its fingerprint's field unless it is there already
 local function keep_sketch(key, member, pid, sketch)
   if sketch == '' then return end
@@ -86,13 +96,19 @@ local function keep_sketch(key, member, pid, sketch)
     redis.call('HSET', key, member, have .. record)
   end
 end
+-- File a page with a text under its anchors (args from 'at': count, then the lows)
+local function file_anchors(sketch, kb, at, fp)
+  if sketch == '' then return end
+  for j = 1, tonumber(ARGV[at]) do
+    redis.call('ZADD', KEYS[kb + j], 0, ARGV[at + j] .. fp)
+  end
+end
 """
 
 _LUA_DECIDE = _LUA_COMMON + r"""
 local k = tonumber(ARGV[1])
 local insert = ARGV[2] == '1'
-local stride = 3 * T + 3
-local function distance(m, c)
+local function distance(m, c, limit)
   local d = 0
   for j = 1, #m do
     local x = bit.bxor(string.byte(m, j), string.byte(c, j))
@@ -100,30 +116,60 @@ local function distance(m, c)
       x = bit.band(x, x - 1)
       d = d + 1
     end
-    if d > k then return d end
+    if d > limit then return d end
   end
   return d
 end
+local function judged_has(judged, fp)
+  for p = 1, #judged, 8 do
+    if string.sub(judged, p, p + 7) == fp then return true end
+  end
+  return false
+end
 local out = {}
 local added = 0
+local a = 4
+local kb = 1
 for i = 0, n - 1 do
-  local a = 3 + i * stride
-  local kb = 1 + i * (T + 1)
   local hits = {}
+  local table_hits = 0
   for t = 1, T do
     local hi = ARGV[a + 2 * T + t]
     if t == 1 then hi = hi .. TOP end
     local found = redis.call('ZRANGEBYLEX', KEYS[kb + t], ARGV[a + T + t], hi)
     for _, c in ipairs(found) do
-      local d = distance(ARGV[a + t], c)
+      local d = distance(ARGV[a + t], c, k)
       if d <= k then
         hits[#hits + 1] = t - 1
         hits[#hits + 1] = c
         hits[#hits + 1] = d
+        table_hits = table_hits + 1
       end
     end
   end
-  if insert and #hits == 3 * tonumber(ARGV[a + 3 * T + 3]) then
+  local pid, sketch = ARGV[a + 3 * T + 1], ARGV[a + 3 * T + 2]
+  local fp = ARGV[a + 3 * T + 4]
+  local na = tonumber(ARGV[a + 3 * T + 5])
+  local judged = ARGV[a + 3 * T + 6 + na]
+  -- the pages filed under the text anchors, at any distance
+  local unjudged = false
+  local seen = {}
+  for j = 1, na do
+    local low = ARGV[a + 3 * T + 5 + j]
+    local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. low,
+                             '[' .. low .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__)
+    for _, c in ipairs(found) do
+      local other = string.sub(c, 3)
+      if not seen[other] then
+        seen[other] = true
+        hits[#hits + 1] = -1
+        hits[#hits + 1] = other
+        hits[#hits + 1] = distance(fp, other, 64)
+        if not judged_has(judged, other) then unjudged = true end
+      end
+    end
+  end
+  if insert and table_hits == tonumber(ARGV[a + 3 * T + 3]) and not unjudged then
     -- with judged candidates allowed, one may be this very fingerprint (another page's):
     -- it stays indexed once, for the first page, as ADD does
     local new
@@ -134,28 +180,31 @@ for i = 0, n - 1 do
                         '[' .. ARGV[a + 1] .. TOP, 'LIMIT', 0, 1) == 0
     end
     if new then
-      redis.call('ZADD', KEYS[kb + 1], 0, ARGV[a + 1] .. ARGV[a + 3 * T + 1])
+      redis.call('ZADD', KEYS[kb + 1], 0, ARGV[a + 1] .. pid)
       for t = 3, T do
         redis.call('ZADD', KEYS[kb + t], 0, ARGV[a + t])
       end
       added = added + 1
     end
-    keep_sketch(KEYS[kb + T + 1], ARGV[a + 1], ARGV[a + 3 * T + 1], ARGV[a + 3 * T + 2])
+    keep_sketch(KEYS[kb + T + 1], ARGV[a + 1], pid, sketch)
+    file_anchors(sketch, kb + T + 1, a + 3 * T + 5, fp)
   end
   out[i + 1] = hits
+  a = a + 3 * T + 6 + na
+  kb = kb + T + 1 + na
 end
 if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 return out
 """
 
 _LUA_ADD = _LUA_COMMON + r"""
-local stride = T + 2
 local out = {}
 local added = 0
+local a = 4
+local kb = 1
 for i = 0, n - 1 do
-  local a = 3 + i * stride
-  local kb = 1 + i * (T + 1)
   local m = ARGV[a + 1]
+  local na = tonumber(ARGV[a + T + 4])
   -- A fingerprint is stored iff its member is in table 1 (no page id there, so ZADD
   -- itself says whether it was new); with a single table, look in table 0.
   local new
@@ -175,20 +224,24 @@ for i = 0, n - 1 do
     out[i + 1] = 0
   end
   keep_sketch(KEYS[kb + T + 1], m, ARGV[a + T + 1], ARGV[a + T + 2])
+  file_anchors(ARGV[a + T + 2], kb + T + 1, a + T + 4, ARGV[a + T + 3])
+  a = a + T + 4 + na
+  kb = kb + T + 1 + na
 end
 if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 return out
 """
 
 _LUA_REMOVE = _LUA_COMMON + r"""
-local stride = T + 2
 local out = {}
 local removed = 0
+local a = 4
+local kb = 1
 for i = 0, n - 1 do
-  local a = 3 + i * stride
-  local kb = 1 + i * (T + 1)
   local m = ARGV[a + 1]
   local want = ARGV[a + T + 1]
+  local fp = ARGV[a + T + 3]
+  local na = tonumber(ARGV[a + T + 4])
   local have = redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1)[1]
   if have and (want == '' or want == string.sub(have, #m + 1)) then
     redis.call('ZREM', KEYS[kb + 1], have)
@@ -196,15 +249,22 @@ for i = 0, n - 1 do
       redis.call('ZREM', KEYS[kb + t], ARGV[a + t])
     end
     redis.call('HDEL', KEYS[kb + T + 1], m)
+    for j = 1, na do
+      redis.call('ZREM', KEYS[kb + T + 1 + j], ARGV[a + T + 4 + j] .. fp)
+    end
     removed = removed + 1
     out[i + 1] = 1
   else
     out[i + 1] = 0
   end
+  a = a + T + 4 + na
+  kb = kb + T + 1 + na
 end
 if removed > 0 then redis.call('DECRBY', KEYS[1], removed) end
 return out
 """
+
+_LUA_DECIDE = _LUA_DECIDE.replace("__ANCHOR_READ__", str(ANCHOR_READ))
 
 
 def pack_page_id(page_id: str) -> bytes:
@@ -306,6 +366,7 @@ class RedisStore:
         ns = self.namespace.replace("{", "{{").replace("}", "}}")  # a hash tag's braces
         self._table_keys = [f"{ns}:t{t}:{{:0{bd}x}}".format for t in range(len(layout.tables))]
         self._sketch_key = f"{ns}:s:{{:0{bd}x}}".format
+        self._anchor_key = f"{ns}:a:{{:04x}}".format
 
     # ------------------------------------------------------------------ batches
     def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
@@ -333,8 +394,10 @@ class RedisStore:
         args: list[Any] = []
         names, sketches = self._table_keys, probe.sketches
         for i, row in enumerate(probe.buckets.tolist()):
+            anchors = probe.anchors[i] if probe.anchors is not None else ()
             keys.extend([name(bucket) for name, bucket in zip(names, row)])
             keys.append(self._sketch_key(row[0]))
+            keys.extend(self._anchor_key(a >> 16) for a in anchors)
             at = i * tables
             args.extend(members[at:at + tables])
             if ranges:
@@ -345,6 +408,12 @@ class RedisStore:
             args.append((sketches[i] or b"") if sketches is not None else b"")
             if ranges:
                 args.append(probe.expect[i] if probe.expect is not None else 0)
+            args.append(probe.fps[i].to_bytes(8, "big"))
+            args.append(len(anchors))
+            args.extend((a & 0xFFFF).to_bytes(2, "big") for a in anchors)
+            if ranges:
+                judged = probe.judged[i] if probe.judged is not None else ()
+                args.append(b"".join(fp.to_bytes(8, "big") for fp in judged))
         return keys, args
 
     def _pool(self) -> Any:
@@ -401,12 +470,13 @@ class RedisStore:
             for probe, page_ids in probes:
                 keys, args = self._args(probe, page_ids, ranges=True)
                 insert = 1 if page_ids is not None else 0
-                yield keys, [k, insert, len(self._table_keys), *args]
+                yield keys, [k, insert, len(self._table_keys), len(probe.fps), *args]
 
         assert self._layout is not None, "attach() a layout first"
         nb = self._layout.member_bytes
         for reply in self._eval(_LUA_DECIDE, calls()):
-            yield [[(int(h[j]), int.from_bytes(h[j + 1][:nb], "big"), int(h[j + 2]))
+            yield [[(int(h[j]), int.from_bytes(h[j + 1] if int(h[j]) == ANCHOR
+                                               else h[j + 1][:nb], "big"), int(h[j + 2]))
                     for j in range(0, len(h), 3)] for h in reply]
 
     def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
@@ -414,15 +484,15 @@ class RedisStore:
         def calls() -> Iterator[tuple[list[Any], list[Any]]]:
             for probe, page_ids in probes:
                 keys, args = self._args(probe, page_ids, ranges=False)
-                yield keys, [0, 1, len(self._table_keys), *args]
+                yield keys, [0, 1, len(self._table_keys), len(probe.fps), *args]
 
         for reply in self._eval(_LUA_ADD, calls()):
             yield [bool(x) for x in reply]
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         keys, args = self._args(probe, page_ids, ranges=False)
-        reply = next(iter(self._eval(_LUA_REMOVE,
-                                     [(keys, [0, 0, len(self._table_keys), *args])])))
+        reply = next(iter(self._eval(_LUA_REMOVE, [(keys, [0, 0, len(self._table_keys),
+                                                           len(probe.fps), *args])])))
         return [bool(x) for x in reply]
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:

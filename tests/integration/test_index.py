@@ -133,6 +133,32 @@ def test_remove(store) -> None:
     assert sorted(index.entries()) == [(11, "c"), (1 << 60, "b")]
 
 
+def test_text_anchors_find_pages_at_any_distance(store) -> None:
+    """A page is filed under its text's anchors when it is admitted: a page sharing its
+    text is a candidate however far the fingerprints are; it is admitted only when every
+    page its anchors find was judged; removing a page takes it from under its anchors."""
+    from dedup.sketch import TextSketch
+
+    text = " ".join(f"word{i}" for i in range(300))
+    sketch = TextSketch.of_text(text).to_bytes()
+    other = TextSketch.of_text(" ".join(f"other{i}" for i in range(300))).to_bytes()
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
+    assert index.check_and_add_all([(0, "first", sketch)]) == [[]]
+    far = M64  # 64 bits away
+    found = index.check_and_add_all([(far, "second", sketch)])[0]
+    assert [(m.fingerprint, m.page_id, m.distance, m.sketch) for m in found] \
+        == [(0, "first", 64, sketch)]
+    assert len(index) == 1  # not admitted: a candidate to judge
+    assert index.admit_unless_new([(far, "second", sketch)], [set()]) != [[]]
+    assert index.admit_unless_new([(far, "second", sketch)], [{0}]) == [[]]
+    assert len(index) == 2
+    assert index.check_and_add_all([(0x5555_5555_5555_5555, "third", other)]) == [[]]
+    assert [m.page_id for m in index.check_and_add_all([(12345, "x", sketch)])[0]] \
+        == ["first", "second"]  # both filed under the anchors, smaller fingerprint first
+    assert index.remove(0) and index.remove(far)
+    assert index.check_and_add_all([(12345, "x", sketch)]) == [[]]  # nothing filed now
+
+
 def test_add_many_keeps_the_first_page_id(store) -> None:
     index = NearDuplicateIndex(store, capacity=1000)
     progress: list[int] = []

@@ -55,11 +55,16 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     probe = before[17][0] ^ 0b101
     assert after.query(probe) == index.query(probe) and after.query(probe)
     # the text sketches the store keeps come back with their fingerprints
-    sketched = {d["_id"]: d for d in fps if "sketch" in d}
+    sketched = {str(d["_id"]): d for d in fps if "sketch" in d}
     assert len(sketched) == 10
-    for fp, pid in before:
-        if pid in sketched:
-            assert after.store.evidence([fp]) == [[(pid, sketched[pid]["sketch"])]]
+    restored = [(fp, pid) for fp, pid in before if pid in sketched]
+    assert len(restored) == 10
+    for fp, pid in restored:
+        assert after.store.evidence([fp]) == [[(pid, sketched[pid]["sketch"])]]
+    # ... and so do their text anchors: a page with the same text, 32 bits away
+    fp, pid = restored[0]
+    found = after.check_and_add_all([(fp ^ 0xFFFF_FFFF, "new", sketched[pid]["sketch"])])[0]
+    assert (pid, 32) in [(m.page_id, m.distance) for m in found]
 
 
 def test_rebuild_with_a_new_capacity_replans(services, redis_client, pages, namespace) -> None:

@@ -4,6 +4,8 @@ tests/integration/test_decide_servers.py), and the pure rules of dedup/decide.py
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from decision_cases import *  # the shared cases, collected here
 from decision_cases import A, article, page
@@ -27,7 +29,7 @@ from dedup.index import Match, MemoryStore, NearDuplicateIndex
 from dedup.overlap import shingles
 from dedup.pinyin import PinyinScore
 from dedup.registry import MemoryRegistry
-from dedup.sketch import TextSketch, shingle_values
+from dedup.sketch import ANCHORS, SKETCH_SIZE, TextSketch, shingle_values
 from dedup.templates import MemoryTemplates
 
 CONFIG = DedupConfig()
@@ -106,6 +108,8 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
     assert len(copy.to_bytes()) < 256 and not copy.complete
     back = TextSketch.from_bytes(copy.to_bytes())
     assert (back.count, back.top, back.low.tolist()) == (copy.count, copy.top, copy.low.tolist())
+    # its four smallest values travel whole: the anchors the index files the page under
+    assert back.anchors == shingle_values(long_text)[:ANCHORS].tolist() == copy.anchors
     # a page at hand that is half of the sketched text: all of it is in there
     half = shingle_values(article(1, 1200))
     share, sample = copy.containment(half)
@@ -113,7 +117,7 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
     # the sketched text is the shorter: how much of it the page at hand contains
     short = TextSketch.of_text(article(1, 600))
     share, sample = short.containment(shingle_values(long_text))
-    assert share > 0.95 and sample == 108
+    assert share > 0.95 and sample == SKETCH_SIZE
     assert short.containment(shingle_values(article(7, 2400)))[0] < 0.05
     # a short text is kept whole: exact
     stub = TextSketch.of_text("a few words of a stub page here")
@@ -130,6 +134,10 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
     assert not copy.same_site_other_title("www.eufic.org", "Anything")  # no title known
     with pytest.raises(ValueError, match="not a text sketch"):
         TextSketch.from_bytes(b"\x07junk")
+    # a version-1 sketch (no anchors) stored by an earlier release is still read
+    v1 = struct.pack("<BHIIQ", 1, copy.count, copy.top, 0, 0) + copy.low.astype("<u2").tobytes()
+    old = TextSketch.from_bytes(v1)
+    assert old.anchors == [] and old.containment(half) == copy.containment(half)
 
 
 def test_a_follower_shares_its_leaders_fate() -> None:
