@@ -22,8 +22,9 @@ design of 10 tables is ``k3-10-tables``), ``crawl_default`` (the crawl's k),
 ``single_p99_ms`` (at the first size only; ``null`` at the others).
 
 ``--sketches``: every fingerprint is loaded and offered with a text sketch of the crawl's
-size (:mod:`dedup.sketch`, 247 bytes), as the crawl admits pages; compare a run with and
-one without for the sketch's cost.
+size and its text anchors (:mod:`dedup.sketch`: a text of 150 random shingles, 236
+bytes; a planted copy carries its original's), as the crawl admits pages; compare a run
+with and one without for their cost.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +51,7 @@ from dedup.services import (
     connect_redis,
     redis_server_binary,
 )
-from dedup.sketch import SKETCH_SIZE, TextSketch
+from dedup.sketch import TextSketch
 from dedup.store import PageStore, fingerprint_doc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,13 +75,18 @@ def log(text: str) -> None:
     print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
-def sketches_for(n: int, seed: int, on: bool) -> list[bytes | None]:
-    """A text sketch per fingerprint (random, of the crawl's size), or none."""
-    if not on:
-        return [None] * n
-    size = len(TextSketch.of_values(np.arange(SKETCH_SIZE * 2, dtype=np.uint32)).to_bytes())
-    blob = np.random.default_rng(seed).bytes(size * n)
-    return [blob[i * size:(i + 1) * size] for i in range(n)]
+def sketch_of(page: int) -> bytes:
+    """The text sketch of page number ``page``: a text of 150 random shingle values, the
+    same for the same number (so a planted copy carries its original's text and anchors)."""
+    values = np.unique(np.random.default_rng([SEED, page]).integers(0, 2**64, 150,
+                                                                      dtype=np.uint64))
+    return TextSketch.of_values(values).to_bytes()
+
+
+def sketches_for(pages: Iterable[int], on: bool) -> Iterator[bytes | None]:
+    """A text sketch per page (:func:`sketch_of`, with the crawl's size and text anchors),
+    or none."""
+    return (sketch_of(p) if on else None for p in pages)
 
 
 def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool = False
@@ -87,7 +94,7 @@ def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool 
     started = time.monotonic()
     done = 0
     ids = page_ids(0, len(fps))
-    sketches = sketches_for(len(fps), SEED, sketched)
+    sketches = sketches_for(range(len(fps)), sketched)
 
     def progress(n: int) -> None:
         nonlocal done
@@ -123,13 +130,15 @@ def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray, sketched: b
     fingerprints are near copies (1-3 bits) of stored ones."""
     rng = random.Random(SEED)
     fresh = random_fps(n, SEED + 1).tolist()
+    texts = list(range(10**9, 10**9 + n))  # each page's text: new, or its original's
     for i in range(0, n, 10):
-        fp = int(stored[rng.randrange(len(stored))])
+        texts[i] = rng.randrange(len(stored))
+        fp = int(stored[texts[i]])
         for bit in rng.sample(range(64), rng.randint(1, 3)):
             fp ^= 1 << bit
         fresh[i] = fp
     ids = page_ids(10**9, n)
-    sketches = sketches_for(n, SEED + 2, sketched)
+    sketches = list(sketches_for(texts, sketched))
     half = n // 2
     started = time.monotonic()
     results = [found[0] if found else None for found in

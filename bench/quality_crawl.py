@@ -121,6 +121,7 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
     right = wrong = should = 0
     missed: Counter[str] = Counter()
     wrongs: Counter[str] = Counter()
+    cases: list[str] = []  # each miss and wrong drop, by page name
     for name in order:
         decision = dedup.decide([candidate(name, fps[name])])[0]
         by_id[decision.page_id] = name
@@ -130,6 +131,7 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
         if decision.kind == NEW:
             if expected:
                 missed[variant(name)] += 1
+                cases.append(f"missed {name}")
             continue
         original = by_id.get(decision.original_id or "", "")
         if original and article[original] == article[name]:
@@ -137,10 +139,12 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
         else:
             wrong += 1
             wrongs[variant(name)] += 1
+            cases.append(f"wrong  {name} as a copy of {original or decision.original_id} "
+                         f"(d={decision.distance}, containment {decision.containment})")
     drops = right + wrong
     return {"precision": right / drops if drops else 1.0, "recall": right / should,
             "right": right, "wrong": wrong, "should": should, "missed": missed,
-            "wrong_by_class": wrongs}
+            "wrong_by_class": wrongs, "cases": cases}
 
 
 def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, Any]:
@@ -192,6 +196,8 @@ def main() -> int:
     parser.add_argument("--extraction", choices=("fast", "full"), default="fast",
                         help="trafilatura fast (no fallback extractors; the crawl's default, "
                         "DEDUP_EXTRACT_FAST) or full")
+    parser.add_argument("--show", action="store_true",
+                        help="list the crawl order's misses and wrong drops by page")
     args = parser.parse_args()
     if not (args.data / "pages.jsonl").is_file():
         raise missing_data(args.data, "The near-duplicate development set (pages.jsonl)")
@@ -226,6 +232,8 @@ def main() -> int:
           f"wrong drops by class: {dict(sorted(stream['wrong_by_class'].items()))}")
     print(f"pairs, missed by classes: {dict(sorted(labelled['missed'].items()))}; "
           f"wrong drops by classes: {dict(sorted(labelled['wrong_by_class'].items()))}")
+    if args.show:
+        print("\n".join(["\ncrawl order, page by page:"] + stream["cases"]))
     if labelled["kinds"]:
         print("\npairs by labelled kind: the second page dropped as a copy of the first")
         print("| kind | duplicate | dropped | pairs | share |")

@@ -7,7 +7,7 @@ page leaves, beside its fingerprint in the index and in the same atomic step, a 
 of its own text (template lines left out), and every process reads a candidate's sketch
 with the candidate (:class:`dedup.index.NearDuplicateIndex`).
 
-The sketch keeps the :data:`SKETCH_SIZE` smallest of the text's shingle hashes (32 bits,
+The sketch keeps the :data:`SKETCH_SIZE` smallest of the text's shingle hashes (64 bits,
 mixed so that they are uniform; a text with fewer shingles keeps them all: its sketch is
 exact) and the number of distinct shingles. Against a page at hand in full, containment
 is estimated on a uniform sample, with no sketch-to-sketch error:
@@ -17,10 +17,10 @@ is estimated on a uniform sample, with no sketch-to-sketch error:
 * the candidate is the shorter text: the sketch's values are the sample; the share of
   them among the page's shingles.
 
-Each value is stored as its low 16 bits (their order is the 32-bit values', which the
+Each value is stored as its low 16 bits (their order is the 64-bit values', which the
 sketch's largest value, stored whole, bounds); a value of the page matches one of the
-sketch's by chance with probability about 108 / 65,536, which raises a containment by
-about 0.002. Measured against exact containment on the development pairs
+sketch's by chance with probability about 96 / 65,536, which raises a containment by
+about 0.0015. Measured against exact containment on the development pairs
 (``bench/quality_sketch.py``, docs/fingerprints.md): mean absolute error 0.01, and 0 of
 538 and 3 of 1,634 pair decisions at the threshold 0.8 flipped.
 
@@ -30,9 +30,12 @@ different titles are different documents (:meth:`TextSketch.same_site_other_titl
 
 Its :data:`ANCHORS` smallest values are kept whole as well: they are the page's *text
 anchors*, under which the index files the page so that a page sharing its text is found
-however far apart the two fingerprints are (:attr:`TextSketch.anchors`).
+however far apart the two fingerprints are (:attr:`TextSketch.anchors`). They are 64-bit
+because they are the smallest of a text's values: with 32 bits, the anchors of a billion
+pages of 500 shingles would crowd into the lowest 2^25 values, a hundred unrelated pages
+under each; with 64 bits two texts share one only by sharing the shingle.
 
-With a 20-byte header, the anchors' high halves and 104 values a sketch takes 236 bytes;
+With a 24-byte header, the anchors' high 48 bits and 96 values a sketch takes 240 bytes;
 with the page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`)
 a page's record fits one 256-byte allocation of Redis.
 """
@@ -50,7 +53,7 @@ from .overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
-SKETCH_SIZE = 104
+SKETCH_SIZE = 96
 
 #: The smallest values of a text, kept whole, under which the index files the page (its
 #: text anchors). Two texts of which one is mostly in the other share their smallest
@@ -60,35 +63,35 @@ SKETCH_SIZE = 104
 ANCHORS = 4
 
 #: Version byte of the encoding, so a future format can tell old sketches apart (version
-#: 1 had 108 values and no anchors; it is still read).
+#: 1 had 108 32-bit values and no anchors; it is still read).
 _VERSION = 2
 # version, distinct shingles (at most 65,535), largest kept value, host hash, title words
 _HEADER_V1 = struct.Struct("<BHIIQ")
-# ... and the number of anchors whose high halves follow
-_HEADER = struct.Struct("<BHIIQB")
+# ... (the largest value 64-bit) and the number of anchors whose high 48 bits follow
+_HEADER = struct.Struct("<BHQIQB")
+_ANCHOR_HIGH = 6
 _MAX_COUNT = 0xFFFF
 
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
 _C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
-_S32 = np.uint64(32)
 
 
 def shingle_values(text: str) -> np.ndarray:
-    """The text's distinct shingles as uniform 32-bit values, sorted (``uint32``)."""
+    """The text's distinct shingles as uniform 64-bit values, sorted (``uint64``)."""
     return values_of(shingles(text))
 
 
 def values_of(hashes: np.ndarray) -> np.ndarray:
-    """:func:`dedup.overlap.shingles` as the sketch's 32-bit values, sorted and distinct
-    (a 64-bit finaliser mixes the polynomial shingle hash, then its top half is kept)."""
+    """:func:`dedup.overlap.shingles` as the sketch's values, sorted and distinct (a 64-bit
+    finaliser mixes the shingle hash)."""
     x = hashes.astype(np.uint64, copy=True)
     x ^= x >> _S33
     x *= _C1
     x ^= x >> _S33
     x *= _C2
     x ^= x >> _S33
-    return np.unique((x >> _S32).astype(np.uint32))
+    return np.unique(x)
 
 
 #: Two titles name the same document when at least this share of the words of both (as
@@ -123,7 +126,7 @@ class TextSketch:
         low: the low 16 bits of each kept value, in the values' order (``uint16``).
         host: the page's :func:`host_key` (0: unknown).
         title: the page's :func:`title_bits` (0: no title).
-        high: the high 16 bits of the first kept values, the anchors (``uint16``; empty
+        high: the high 48 bits of the first kept values, the anchors (``uint64``; empty
             in a version-1 sketch).
     """
 
@@ -132,7 +135,10 @@ class TextSketch:
     low: np.ndarray
     host: int = 0
     title: int = 0
-    high: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
+    high: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    #: how far a text's values are shifted right before they are compared (32 for a
+    #: version-1 sketch, whose values were the top halves)
+    shift: int = 0
 
     @classmethod
     def of_text(cls, text: str, size: int = SKETCH_SIZE, *, host: str | None = None,
@@ -147,14 +153,14 @@ class TextSketch:
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
                    (kept & 0xFFFF).astype(np.uint16), host_key(host), title_bits(title),
-                   (kept[:ANCHORS] >> 16).astype(np.uint16))
+                   kept[:ANCHORS] >> np.uint64(16))
 
     @property
     def anchors(self) -> list[int]:
         """The text's :data:`ANCHORS` smallest values, whole (fewer for a short text; none
         in a version-1 sketch)."""
         n = len(self.high)
-        return ((self.high.astype(np.uint32) << 16) | self.low[:n]).tolist()
+        return ((self.high << np.uint64(16)) | self.low[:n].astype(np.uint64)).tolist()
 
     def same_site_other_title(self, host: str | None, title: str | None) -> bool:
         """Whether a page on ``host`` titled ``title`` is on this sketch's site under
@@ -174,11 +180,12 @@ class TextSketch:
         return len(self.low) >= self.count
 
     def to_bytes(self) -> bytes:
-        """The stored form: a 20-byte header, the anchors' high halves and two bytes per
-        kept value."""
+        """The stored form: a 24-byte header, six bytes per anchor and two bytes per kept
+        value."""
+        high = self.high.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :_ANCHOR_HIGH]
         return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title,
                             len(self.high)) \
-            + self.high.astype("<u2").tobytes() + self.low.astype("<u2").tobytes()
+            + high.tobytes() + self.low.astype("<u2").tobytes()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TextSketch:
@@ -191,15 +198,18 @@ class TextSketch:
                 and not (len(raw) - _HEADER_V1.size) % 2:
             _, count, top, host, title = _HEADER_V1.unpack_from(raw)
             return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER_V1.size),
-                       host, title)
-        if len(raw) < _HEADER.size or raw[0] != _VERSION or (len(raw) - _HEADER.size) % 2 \
-                or raw[_HEADER.size - 1] > ANCHORS:
+                       host, title, shift=32)
+        if len(raw) < _HEADER.size or raw[0] != _VERSION or raw[_HEADER.size - 1] > ANCHORS:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
         _, count, top, host, title, n = _HEADER.unpack_from(raw)
-        values = np.frombuffer(raw, dtype="<u2", offset=_HEADER.size)
-        if len(values) < n:
+        at = _HEADER.size + n * _ANCHOR_HIGH
+        if len(raw) < at or (len(raw) - at) % 2:
             raise ValueError(f"a text sketch cut short: {raw[:16]!r}")
-        return cls(count, top, values[n:], host, title, values[:n])
+        high = np.zeros((n, 8), np.uint8)
+        high[:, :_ANCHOR_HIGH] = np.frombuffer(raw, np.uint8, n * _ANCHOR_HIGH,
+                                               _HEADER.size).reshape(n, _ANCHOR_HIGH)
+        return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host, title,
+                   high.view("<u8").reshape(n).astype(np.uint64))
 
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text
@@ -207,6 +217,8 @@ class TextSketch:
         size of the sample it was measured on (0: nothing to measure, share 0.0)."""
         if not len(values) or not self.count:
             return 0.0, 0
+        if self.shift:
+            values = np.unique(values >> np.uint64(self.shift))
         below = values[:np.searchsorted(values, self.top, side="right")]
         low = (below & 0xFFFF).astype(np.uint16)
         if len(values) <= self.count:  # the page at hand is the shorter text

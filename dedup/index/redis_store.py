@@ -20,11 +20,12 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     length (2 bytes, little-endian)][sketch]``: the page the entry names, and any page
     admitted later with the same fingerprint (it is not indexed again, but it is a
     candidate). Written in the same script as the admission, deleted with the entry.
-``ns:a:{hi}``
-    Text anchors (:attr:`dedup.sketch.TextSketch.anchors`): a sorted set per high 16
-    bits of an anchor, whose members are the anchor's low 16 bits and the fingerprint of
-    an admitted page filed under it (2 + 8 bytes, big-endian), so the pages under one
-    anchor are one ``ZRANGEBYLEX``; a probe reads at most
+``ns:a:{lo}``
+    Text anchors (:attr:`dedup.sketch.TextSketch.anchors`, 64-bit): a sorted set per low
+    16 bits of an anchor (its high bits are mostly 0: an anchor is one of a text's
+    smallest values), whose members are the anchor and the fingerprint of an admitted
+    page filed under it (8 + 8 bytes, big-endian), so the pages under one anchor are one
+    ``ZRANGEBYLEX``; a probe reads at most
     :data:`~dedup.index.core.ANCHOR_READ` of them. Written in the same script as the
     admission, deleted with the entry.
 ``ns:count``
@@ -73,8 +74,8 @@ _HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
 # DECIDE also the T range starts and T range ends of its probes ("[" + bytes), then the
 # packed page id ("" for none), the text sketch ("" for none), for DECIDE the number of
 # table hits that still let it be inserted (those of candidates already judged), the
-# fingerprint (8 bytes, big-endian), the number of its text anchors and each anchor's low
-# 16 bits (2 bytes), and for DECIDE the judged candidates (8 bytes each). KEYS[1] is the
+# fingerprint (8 bytes, big-endian), the number of its text anchors and each anchor (8
+# bytes), and for DECIDE the judged candidates (8 bytes each). KEYS[1] is the
 # count, then per fingerprint its T table keys, its sketch key and its anchors' keys.
 # Python computes every string; the scripts call Redis and compare candidates. A table-0
 # member is the rest followed by the page id, so its range end gets 256 bytes of 0xFF
@@ -96,7 +97,7 @@ local function keep_sketch(key, member, pid, sketch)
     redis.call('HSET', key, member, have .. record)
   end
 end
--- File a page with a text under its anchors (args from 'at': count, then the lows)
+-- File a page with a text under its anchors (args from 'at': count, then the anchors)
 local function file_anchors(sketch, kb, at, fp)
   if sketch == '' then return end
   for j = 1, tonumber(ARGV[at]) do
@@ -155,11 +156,11 @@ for i = 0, n - 1 do
   local unjudged = false
   local seen = {}
   for j = 1, na do
-    local low = ARGV[a + 3 * T + 5 + j]
-    local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. low,
-                             '[' .. low .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__)
+    local anchor = ARGV[a + 3 * T + 5 + j]
+    local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. anchor,
+                             '[' .. anchor .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__)
     for _, c in ipairs(found) do
-      local other = string.sub(c, 3)
+      local other = string.sub(c, 9)
       if not seen[other] then
         seen[other] = true
         hits[#hits + 1] = -1
@@ -397,7 +398,7 @@ class RedisStore:
             anchors = probe.anchors[i] if probe.anchors is not None else ()
             keys.extend([name(bucket) for name, bucket in zip(names, row)])
             keys.append(self._sketch_key(row[0]))
-            keys.extend(self._anchor_key(a >> 16) for a in anchors)
+            keys.extend(self._anchor_key(a & 0xFFFF) for a in anchors)
             at = i * tables
             args.extend(members[at:at + tables])
             if ranges:
@@ -410,7 +411,7 @@ class RedisStore:
                 args.append(probe.expect[i] if probe.expect is not None else 0)
             args.append(probe.fps[i].to_bytes(8, "big"))
             args.append(len(anchors))
-            args.extend((a & 0xFFFF).to_bytes(2, "big") for a in anchors)
+            args.extend(a.to_bytes(8, "big") for a in anchors)
             if ranges:
                 judged = probe.judged[i] if probe.judged is not None else ()
                 args.append(b"".join(fp.to_bytes(8, "big") for fp in judged))
