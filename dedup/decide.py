@@ -307,7 +307,7 @@ def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules) -> float | 
 
 
 def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],
-                    sketches: Mapping[str, TextSketch], rules: Rules,
+                    sketches: Mapping[str | bytes, TextSketch], rules: Rules,
                     values: np.ndarray | None = None
                     ) -> tuple[Match, float | None] | None:
     """The candidate ``page`` copies, and the texts' containment (``None``: judged by
@@ -317,7 +317,9 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     * a candidate on the page's site under another title is another document, never
       the original (:meth:`dedup.sketch.TextSketch.same_site_other_title`);
     * when both pages have a text (``sketches``: the candidates' text sketches, which the
-      index keeps with their fingerprints) and the text check is on, the text decides,
+      index keeps with their fingerprints, by the match's sketch bytes, else by page id;
+      a candidate may come with the sketch of a copy dropped for it, and is the original
+      when the page copies that copy) and the text check is on, the text decides,
       at every distance: the candidate is the original when the shorter own text's
       shingles are ``verify_containment`` in the other (:func:`text_check`);
     * otherwise (a page without text, an original registered by its fingerprint alone,
@@ -328,7 +330,9 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     when not given).
     """
     for m in found:
-        sketch = sketches.get(m.page_id or "")
+        sketch = sketches.get(m.sketch) if m.sketch else None
+        if sketch is None:
+            sketch = sketches.get(m.page_id or "")
         if sketch is not None and sketch.same_site_other_title(page.host, page.title):
             continue
         if sketch is None or not page.text or rules.verify_containment is None:

@@ -187,6 +187,12 @@ class Deduplicator:
         if rejected:  # no candidate is the original: admitted, unless one appeared since
             copies = self._admit(batch, rejected, values, sketches)
             chosen = [copies.get(i, m) for i, m in zip(near_rows, chosen)]
+        # A near copy's text stays with its original: a later page that copies the copy
+        # is then found and recorded against the original (docs/fingerprints.md).
+        self.index.attach_copies([(m.fingerprint, m.page_id, sketches[i])
+                                  for i, verdict in zip(near_rows, chosen)
+                                  if verdict is not None and i in sketches
+                                  for m in [verdict[0]] if m.page_id is not None])
         checksums = {c.page_id: c.checksum for c in batch}
         for i, verdict in zip(near_rows, chosen):
             decisions[i] = near_or_new(batch[i], verdict, checksums, declared.get(i),
@@ -292,19 +298,22 @@ class Deduplicator:
                             for i in pending)
         return copies
 
-    def _sketches_of(self, candidates: Sequence[list[Match]]) -> dict[str, TextSketch]:
-        """The candidates' text sketches: those the index keeps with them, else (an index
-        built before sketches, rebuilt by ``simcrawl rebuild-index``) made from their
-        texts in the facts. A candidate with neither has no text evidence."""
-        out: dict[str, TextSketch] = {}
+    def _sketches_of(self, candidates: Sequence[list[Match]]
+                     ) -> dict[str | bytes, TextSketch]:
+        """The candidates' text sketches: those the index keeps with them (by their
+        bytes: a candidate may come with several, its own and its copies'), else (an
+        index built before sketches, rebuilt by ``simcrawl rebuild-index``) made from
+        their texts in the facts (by page id). A candidate with neither has no text
+        evidence."""
+        out: dict[str | bytes, TextSketch] = {}
         missing = set()
         for found in candidates:
             for m in found:
-                if m.page_id is None or m.page_id in out:
+                if m.page_id is None or (m.sketch or m.page_id) in out:
                     continue
                 if m.sketch:
                     try:
-                        out[m.page_id] = TextSketch.from_bytes(m.sketch)
+                        out[m.sketch] = TextSketch.from_bytes(m.sketch)
                         continue
                     except ValueError as exc:
                         log.warning("the index holds a bad text sketch for page %s (%s): "

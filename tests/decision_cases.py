@@ -24,6 +24,7 @@ from dedup.decide import (
 from dedup.deduplicator import Deduplicator
 from dedup.page import Page
 from dedup.simhash import fingerprint
+from dedup.sketch import TextSketch, shingle_values
 
 A = 0x0F0F0F0F0F0F0F0F
 
@@ -284,6 +285,23 @@ def test_a_copy_beyond_k_is_found_by_its_text_anchors(world: World) -> None:
     quoting = page("http://c.example/1", A ^ 0xFFFF_FFFF_0000,
                    article(1, 24) + "\n" + article(5, 240))  # 32 bits, shares a passage
     assert crawl.decide([quoting])[0].kind == NEW
+
+
+def test_a_copy_of_a_dropped_copy_is_recorded_against_the_original(world: World) -> None:
+    """A ~ B and B ~ C but A !~ C: with A admitted and B dropped as its copy, C (which
+    copies B, not A) is recorded as a copy of A, not admitted beside it: B's text stays
+    with A in the index."""
+    crawl = world.deduplicator()
+    first, second, extra = article(1, 120), article(2, 120), article(3, 240)
+    a = page("http://a.example/1", A, first + "\n" + second)
+    b = page("http://b.example/1", A ^ 0b1, a.text + "\n" + extra)  # A and more
+    c = page("http://c.example/1", A ^ 0b11, second + "\n" + extra + "\n" + article(4, 20))
+    got = [crawl.decide([p])[0] for p in (a, b, c)]
+    assert [(d.kind, d.original_id) for d in got] == [
+        (NEW, None), (NEAR, a.page_id), (NEAR, a.page_id)]
+    assert got[2].containment is not None and got[2].containment >= 0.8  # C in B's text
+    # against A alone, C is no copy: half of A is not in it
+    assert TextSketch.of_text(a.text).containment(shingle_values(c.text))[0] < 0.6
 
 
 # ----------------------------------------------------------------- the right original

@@ -99,6 +99,12 @@ ANCHOR = -1
 ANCHOR_READ = 16
 
 
+#: The bytes of text evidence kept under one fingerprint once copies are attached to it
+#: (:meth:`NearDuplicateIndex.attach_copies`): the page's own sketch and about seven of its
+#: copies'.
+EVIDENCE_BYTES = 2048
+
+
 def anchors_of(sketch: bytes | None) -> list[int]:
     """The text anchors a stored sketch carries (none for no sketch, or a bad one)."""
     if not sketch:
@@ -138,6 +144,11 @@ class IndexStore(Protocol):
 
     def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
         """Insert without probing; ``False`` where the fingerprint was already stored."""
+
+    def keep_evidence(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        """Add each row's sketch under its fingerprint, for the page id given, and file
+        the fingerprint under the sketch's anchors, only if the fingerprint is indexed
+        and its records stay within :data:`EVIDENCE_BYTES`; ``True`` where added."""
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         """Delete each fingerprint (only if it belongs to the given page id, when one is
@@ -485,6 +496,24 @@ class NearDuplicateIndex:
             if progress is not None:
                 progress(len(flags))
         return added
+
+    def attach_copies(self, items: Sequence[tuple[int, str, bytes]]) -> int:
+        """Keep the text evidence of dropped copies with their originals: each item is
+        an original's fingerprint and page id and a copy's sketch. The copy's sketch is
+        filed under the original's fingerprint and its anchors, so a later page is
+        judged against the copy's text too and, when it copies the copy, recorded as a
+        copy of the original (docs/fingerprints.md, "Non-transitive groups"). Nothing is
+        added to an original no longer indexed, or beyond :data:`EVIDENCE_BYTES` of
+        records. Returns how many were attached."""
+        rows = [(check_fingerprint(fp), check_page_id(pid), sketch)
+                for fp, pid, sketch in items if sketch]
+        if not rows:
+            return 0
+        done = 0
+        for chunk in self._chunks(rows):
+            probe = self._probe([fp for fp, _, _ in chunk], [s for *_, s in chunk])
+            done += sum(self.store.keep_evidence(probe, [pid for _, pid, _ in chunk]))
+        return done
 
     def remove(self, fp: int, page_id: str | None = None) -> bool:
         """Delete a fingerprint from every table, with the text anchors of the pages

@@ -9,8 +9,9 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..tables import F
-from .core import ANCHOR, ANCHOR_READ, Hit, Probe
+from .core import ANCHOR, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
 from .layout import IndexLayout
+from .redis_store import pack_page_id  # records are as long as Redis's
 
 
 class MemoryStore:
@@ -72,20 +73,39 @@ class MemoryStore:
     def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str,
                 sketch: bytes | None, anchors: Sequence[int] = ()) -> bool:
         if sketch:  # every admitted page with a text is a candidate, one fingerprint or not
-            pages = self._sketches.setdefault(fp, [])
-            if all(pid != page_id for pid, _ in pages):
-                pages.append((page_id, sketch))
-            for anchor in anchors:
-                filed = self._anchors.setdefault(anchor, [])
-                at = bisect_left(filed, fp)
-                if at == len(filed) or filed[at] != fp:
-                    filed.insert(at, fp)
+            self._keep(fp, page_id, sketch, anchors)
         if fp in self._ids:
             return False
         self._ids[fp] = page_id
         for t, (bucket, rest) in enumerate(zip(buckets, rests)):
             insort(self._tables[t].setdefault(bucket, []), rest)
         return True
+
+    def _keep(self, fp: int, page_id: str, sketch: bytes, anchors: Sequence[int]) -> None:
+        """File a sketch record under ``fp`` (unless it is there) and ``fp`` under the
+        anchors, as the Redis scripts' ``keep_sketch`` and ``file_anchors`` do."""
+        pages = self._sketches.setdefault(fp, [])
+        if (page_id, sketch) not in pages:
+            pages.append((page_id, sketch))
+        for anchor in anchors:
+            filed = self._anchors.setdefault(anchor, [])
+            at = bisect_left(filed, fp)
+            if at == len(filed) or filed[at] != fp:
+                filed.insert(at, fp)
+
+    def keep_evidence(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        out = []
+        with self._lock:
+            for i, fp in enumerate(probe.fps):
+                sketch = _sketch(probe, i)
+                have = sum(3 + len(pack_page_id(p)) + len(s)
+                           for p, s in self._sketches.get(fp, []))
+                ok = fp in self._ids and bool(sketch) \
+                    and have + len(sketch or b"") <= EVIDENCE_BYTES  # as in Redis
+                if ok:
+                    self._keep(fp, page_ids[i], sketch, _anchors(probe, i))  # type: ignore[arg-type]
+                out.append(ok)
+        return out
 
     def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
                     ) -> Iterator[list[list[Hit]]]:
@@ -183,9 +203,11 @@ def _anchors(probe: Probe, row: int) -> Sequence[int]:
 
 def _pages(first: str | None, sketched: list[tuple[str, bytes]]
            ) -> list[tuple[str | None, bytes | None]]:
-    """The pages a fingerprint stands for: the one its entry names first (with its sketch,
-    if it has one), then the others admitted with it."""
+    """The pages a fingerprint stands for: the one its entry names first (with its own
+    sketch, if it has one), then every other record (pages admitted with it, copies
+    attached to it)."""
+    own = next((j for j, (p, _) in enumerate(sketched) if p == first), None)
     out: list[tuple[str | None, bytes | None]] = [
-        (first, next((s for p, s in sketched if p == first), None))]
-    out += [(p, s) for p, s in sketched if p != first]
+        (first, sketched[own][1] if own is not None else None)]
+    out += [(p, s) for j, (p, s) in enumerate(sketched) if j != own]
     return out

@@ -56,7 +56,7 @@ import redis
 from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
 from ..tables import F
-from .core import ANCHOR, ANCHOR_READ, Hit, Probe
+from .core import ANCHOR, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
 from .layout import IndexLayout
 
 #: Default key prefix.
@@ -265,7 +265,32 @@ if removed > 0 then redis.call('DECRBY', KEYS[1], removed) end
 return out
 """
 
+_LUA_ATTACH = _LUA_COMMON + r"""
+local out = {}
+local a = 4
+local kb = 1
+for i = 0, n - 1 do
+  local m = ARGV[a + 1]
+  local na = tonumber(ARGV[a + T + 4])
+  local sketch = ARGV[a + T + 2]
+  out[i + 1] = 0
+  -- only under a fingerprint still indexed, and while its field has room
+  if #redis.call('ZRANGEBYLEX', KEYS[kb + 1], '[' .. m, '[' .. m .. TOP, 'LIMIT', 0, 1) == 1 then
+    local have = redis.call('HGET', KEYS[kb + T + 1], m) or ''
+    if #have + #sketch <= __EVIDENCE_BYTES__ then
+      keep_sketch(KEYS[kb + T + 1], m, ARGV[a + T + 1], sketch)
+      file_anchors(sketch, kb + T + 1, a + T + 4, ARGV[a + T + 3])
+      out[i + 1] = 1
+    end
+  end
+  a = a + T + 4 + na
+  kb = kb + T + 1 + na
+end
+return out
+"""
+
 _LUA_DECIDE = _LUA_DECIDE.replace("__ANCHOR_READ__", str(ANCHOR_READ))
+_LUA_ATTACH = _LUA_ATTACH.replace("__EVIDENCE_BYTES__", str(EVIDENCE_BYTES))
 
 
 def pack_page_id(page_id: str) -> bytes:
@@ -490,6 +515,12 @@ class RedisStore:
         for reply in self._eval(_LUA_ADD, calls()):
             yield [bool(x) for x in reply]
 
+    def keep_evidence(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        keys, args = self._args(probe, page_ids, ranges=False)
+        reply = next(iter(self._eval(_LUA_ATTACH, [(keys, [0, 1, len(self._table_keys),
+                                                           len(probe.fps), *args])])))
+        return [bool(x) for x in reply]
+
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         keys, args = self._args(probe, page_ids, ranges=False)
         reply = next(iter(self._eval(_LUA_REMOVE, [(keys, [0, 0, len(self._table_keys),
@@ -575,7 +606,16 @@ def _pages(first: str | None, records: bytes | None) -> list[tuple[str | None, b
         size = int.from_bytes(raw[at + 1 + n:at + 3 + n], "little")
         sketched.append((pid, raw[at + 3 + n:at + 3 + n + size]))
         at += 3 + n + size
+    return _in_order(first, sketched)
+
+
+def _in_order(first: str | None, sketched: list[tuple[str, bytes]]
+              ) -> list[tuple[str | None, bytes | None]]:
+    """The page an entry names first, with its own (first) sketch, then every other
+    record: other pages admitted under the fingerprint, and copies of the page whose
+    evidence was attached to it."""
+    own = next((j for j, (p, _) in enumerate(sketched) if p == first), None)
     out: list[tuple[str | None, bytes | None]] = [
-        (first, next((s for p, s in sketched if p == first), None))]
-    out += [(p, s) for p, s in sketched if p != first]
+        (first, sketched[own][1] if own is not None else None)]
+    out += [(p, s) for j, (p, s) in enumerate(sketched) if j != own]
     return out

@@ -159,6 +159,25 @@ def test_text_anchors_find_pages_at_any_distance(store) -> None:
     assert index.check_and_add_all([(12345, "x", sketch)]) == [[]]  # nothing filed now
 
 
+def test_copies_evidence_is_kept_with_its_original_within_a_bound(store) -> None:
+    from dedup.index.core import EVIDENCE_BYTES
+    from dedup.sketch import TextSketch
+
+    def sketch(seed: int) -> bytes:
+        return TextSketch.of_text(" ".join(f"w{seed}x{i}" for i in range(300))).to_bytes()
+
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
+    index.add_many([(0, "original", sketch(0))])
+    assert index.attach_copies([(1 << 63, "gone", sketch(1))]) == 0  # not indexed
+    assert index.attach_copies([(0, "original", sketch(n)) for n in range(1, 20)]) \
+        == EVIDENCE_BYTES // (len(sketch(0)) + 16) - 1  # records of 256 bytes, own first
+    pages = index.store.evidence([0])[0]
+    assert pages[0] == ("original", sketch(0)) and {p for p, _ in pages} == {"original"}
+    # a copy's text finds the original through the copy's anchors, 64 bits away
+    found = index.check_and_add_all([((1 << 64) - 1, "new", sketch(2))])[0]
+    assert [(m.page_id, m.sketch) for m in found] == [("original", s) for _, s in pages]
+
+
 def test_add_many_keeps_the_first_page_id(store) -> None:
     index = NearDuplicateIndex(store, capacity=1000)
     progress: list[int] = []
