@@ -19,8 +19,8 @@ is estimated on a uniform sample, with no sketch-to-sketch error:
 
 Each value is stored as its low 16 bits (their order is the 64-bit values', which the
 sketch's largest value, stored whole, bounds); a value of the page matches one of the
-sketch's by chance with probability about 96 / 65,536, which raises a containment by
-about 0.0015. Measured against exact containment on the development pairs
+sketch's by chance with probability about 90 / 65,536, which raises a containment by
+about 0.0014. Measured against exact containment on the development pairs
 (``bench/quality_sketch.py``, docs/fingerprints.md): mean absolute error 0.01, and 0 of
 538 and 3 of 1,634 pair decisions at the threshold 0.8 flipped.
 
@@ -35,7 +35,7 @@ because they are the smallest of a text's values: with 32 bits, the anchors of a
 pages of 500 shingles would crowd into the lowest 2^25 values, a hundred unrelated pages
 under each; with 64 bits two texts share one only by sharing the shingle.
 
-With a 24-byte header, the anchors' high 48 bits and 96 values a sketch takes 240 bytes;
+With a 24-byte header, the anchors' high 48 bits and 90 values a sketch takes 240 bytes;
 with the page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`)
 a page's record fits one 256-byte allocation of Redis.
 """
@@ -53,14 +53,15 @@ from .overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
-SKETCH_SIZE = 96
+SKETCH_SIZE = 90
 
 #: The smallest values of a text, kept whole, under which the index files the page (its
 #: text anchors). Two texts of which one is mostly in the other share their smallest
 #: values with a probability that grows with how much they share: on the development
-#: pairs four anchors find all but 1 of 136 cross-template republications, 9 of them more
-#: than 6 bits apart (docs/fingerprints.md, "Text anchors"). Fixed like the sketch's size.
-ANCHORS = 4
+#: pairs, two shared among six find 628 of the 630 labelled copies, all but 2 of the 54
+#: more than 3 bits apart (docs/fingerprints.md, "Text anchors"). Fixed like the
+#: sketch's size.
+ANCHORS = 6
 
 #: Version byte of the encoding, so a future format can tell old sketches apart (version
 #: 1 had 108 32-bit values and no anchors; it is still read).

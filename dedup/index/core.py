@@ -96,7 +96,12 @@ ANCHOR = -1
 #: under each of its anchors, the smallest fingerprints first): an anchor shared by many
 #: pages is a phrase common to them, not evidence of a copy, and must not flood the
 #: decision with candidates.
-ANCHOR_READ = 16
+ANCHOR_READ = 8
+
+#: The text anchors a page must share with a probe to be its candidate (fewer when the
+#: probe has fewer): one shared anchor is often a phrase common to many pages ("one of
+#: the"); two are the texts' (docs/fingerprints.md, "Text anchors").
+ANCHOR_MATCHES = 2
 
 
 #: The bytes of text evidence kept under one fingerprint once copies are attached to it

@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..tables import F
-from .core import ANCHOR, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
+from .core import ANCHOR, ANCHOR_MATCHES, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
 from .layout import IndexLayout
 from .redis_store import pack_page_id  # records are as long as Redis's
 
@@ -64,11 +64,13 @@ class MemoryStore:
         return hits
 
     def _anchor_hits(self, fp: int, anchors: Sequence[int]) -> list[Hit]:
-        found: dict[int, int] = {}
+        shared: dict[int, int] = {}
         for anchor in anchors:
             for other in self._anchors.get(anchor, ())[:ANCHOR_READ]:
-                found[other] = (other ^ fp).bit_count()
-        return [(ANCHOR, other, dist) for other, dist in found.items()]
+                shared[other] = shared.get(other, 0) + 1
+        need = min(ANCHOR_MATCHES, len(anchors))
+        return [(ANCHOR, other, (other ^ fp).bit_count())
+                for other, n in shared.items() if n >= need]
 
     def _insert(self, fp: int, buckets: list[int], rests: list[int], page_id: str,
                 sketch: bytes | None, anchors: Sequence[int] = ()) -> bool:

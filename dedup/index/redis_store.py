@@ -26,7 +26,8 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     smallest values), whose members are the anchor and the fingerprint of an admitted
     page filed under it (8 + 8 bytes, big-endian), so the pages under one anchor are one
     ``ZRANGEBYLEX``; a probe reads at most
-    :data:`~dedup.index.core.ANCHOR_READ` of them. Written in the same script as the
+    :data:`~dedup.index.core.ANCHOR_READ` of them, and a page filed under at least
+    :data:`~dedup.index.core.ANCHOR_MATCHES` of the probe's anchors is a candidate. Written in the same script as the
     admission, deleted with the entry.
 ``ns:count``
     Number of fingerprints.
@@ -56,7 +57,7 @@ import redis
 from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
 from ..tables import F
-from .core import ANCHOR, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
+from .core import ANCHOR, ANCHOR_MATCHES, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
 from .layout import IndexLayout
 
 #: Default key prefix.
@@ -152,22 +153,31 @@ for i = 0, n - 1 do
   local fp = ARGV[a + 3 * T + 4]
   local na = tonumber(ARGV[a + 3 * T + 5])
   local judged = ARGV[a + 3 * T + 6 + na]
-  -- the pages filed under the text anchors, at any distance
+  -- the pages filed under at least two of the text anchors (one, for a text with one), at
+  -- any distance
   local unjudged = false
-  local seen = {}
+  local shared = {}
+  local order = {}
   for j = 1, na do
     local anchor = ARGV[a + 3 * T + 5 + j]
     local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. anchor,
                              '[' .. anchor .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__)
     for _, c in ipairs(found) do
       local other = string.sub(c, 9)
-      if not seen[other] then
-        seen[other] = true
-        hits[#hits + 1] = -1
-        hits[#hits + 1] = other
-        hits[#hits + 1] = distance(fp, other, 64)
-        if not judged_has(judged, other) then unjudged = true end
+      if not shared[other] then
+        shared[other] = 0
+        order[#order + 1] = other
       end
+      shared[other] = shared[other] + 1
+    end
+  end
+  local need = math.min(__ANCHOR_MATCHES__, na)
+  for _, other in ipairs(order) do
+    if shared[other] >= need then
+      hits[#hits + 1] = -1
+      hits[#hits + 1] = other
+      hits[#hits + 1] = distance(fp, other, 64)
+      if not judged_has(judged, other) then unjudged = true end
     end
   end
   if insert and table_hits == tonumber(ARGV[a + 3 * T + 3]) and not unjudged then
@@ -289,7 +299,8 @@ end
 return out
 """
 
-_LUA_DECIDE = _LUA_DECIDE.replace("__ANCHOR_READ__", str(ANCHOR_READ))
+_LUA_DECIDE = _LUA_DECIDE.replace("__ANCHOR_READ__", str(ANCHOR_READ)) \
+    .replace("__ANCHOR_MATCHES__", str(ANCHOR_MATCHES))
 _LUA_ATTACH = _LUA_ATTACH.replace("__EVIDENCE_BYTES__", str(EVIDENCE_BYTES))
 
 

@@ -109,12 +109,12 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
     assert len(copy.to_bytes()) < 256 and not copy.complete
     back = TextSketch.from_bytes(copy.to_bytes())
     assert (back.count, back.top, back.low.tolist()) == (copy.count, copy.top, copy.low.tolist())
-    # its four smallest values travel whole: the anchors the index files the page under
+    # its smallest values travel whole: the anchors the index files the page under
     assert back.anchors == shingle_values(long_text)[:ANCHORS].tolist() == copy.anchors
     # a page at hand that is half of the sketched text: all of it is in there
     half = shingle_values(article(1, 1200))
     share, sample = copy.containment(half)
-    assert share > 0.95 and sample >= 40
+    assert share > 0.95 and sample >= 30
     # the sketched text is the shorter: how much of it the page at hand contains
     short = TextSketch.of_text(article(1, 600))
     share, sample = short.containment(shingle_values(long_text))
