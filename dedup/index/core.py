@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import islice
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -380,18 +379,19 @@ class NearDuplicateIndex:
                 probe = probes[n]
                 admitted.extend(_inserted(h, e, j) for h, e, j
                                 in zip(hits, probe.expect or (), probe.judged or ()))
-        found_fps = [fp for found, done in zip(rows, admitted or [False] * len(rows))
-                     if not done for fp, _ in found]
-        evidence = iter(self.store.evidence(found_fps) if found_fps else [])
+        # each candidate's evidence read once, however many pages of the batch meet it
+        found_fps = list(dict.fromkeys(
+            fp for found, done in zip(rows, admitted or [False] * len(rows))
+            if not done for fp, _ in found))
+        evidence = dict(zip(found_fps, self.store.evidence(found_fps) if found_fps else []))
         out: list[list[Match]] = []
         retry = []
         for i, found in enumerate(rows):
             if admitted and admitted[i]:
                 out.append([])  # every hit a judged candidate: admitted
                 continue
-            matches = [Match(fp, pid, d, sketch)
-                       for (fp, d), pages in zip(found, islice(evidence, len(found)))
-                       for pid, sketch in pages]
+            matches = [Match(fp, pid, d, sketch) for fp, d in found
+                       for pid, sketch in evidence[fp]]
             if any((m.fingerprint, m.page_id) == pairs[i][:2] for m in matches):
                 out.append([])  # admitted by an earlier try whose reply was lost
                 continue
