@@ -91,10 +91,11 @@ Hit = tuple[int, int, int]
 #: The table number of a hit found through a text anchor.
 ANCHOR = -1
 
-#: The entries read under one text anchor (a probe reads at most this many pages filed
-#: under each of its anchors, the smallest fingerprints first): an anchor shared by many
-#: pages is a phrase common to them, not evidence of a copy, and must not flood the
-#: decision with candidates.
+#: The most pages one text anchor may be shared by and still find candidates: an anchor
+#: shared by more is a phrase common to them (one of a site's sentence patterns, furniture
+#: not yet learned as template), not evidence of a copy, and a probe passes over it.
+#: Reading only some of its pages instead would let the candidates change with every
+#: admission under it, and a page would never meet the same set twice.
 ANCHOR_READ = 8
 
 #: The text anchors a page must share with a probe to be its candidate (fewer when the

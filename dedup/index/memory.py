@@ -66,7 +66,10 @@ class MemoryStore:
     def _anchor_hits(self, fp: int, anchors: Sequence[int]) -> list[Hit]:
         shared: dict[int, int] = {}
         for anchor in anchors:
-            for other in self._anchors.get(anchor, ())[:ANCHOR_READ]:
+            filed = self._anchors.get(anchor, ())
+            if len(filed) > ANCHOR_READ:  # a common phrase, not evidence: passed over
+                continue
+            for other in filed:
                 shared[other] = shared.get(other, 0) + 1
         need = min(ANCHOR_MATCHES, len(anchors))
         return [(ANCHOR, other, (other ^ fp).bit_count())

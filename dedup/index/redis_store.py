@@ -25,8 +25,8 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     16 bits of an anchor (its high bits are mostly 0: an anchor is one of a text's
     smallest values), whose members are the anchor and the fingerprint of an admitted
     page filed under it (8 + 8 bytes, big-endian), so the pages under one anchor are one
-    ``ZRANGEBYLEX``; a probe reads at most
-    :data:`~dedup.index.core.ANCHOR_READ` of them, and a page filed under at least
+    ``ZRANGEBYLEX``; a probe passes over an anchor with more than
+    :data:`~dedup.index.core.ANCHOR_READ` pages, and a page filed under at least
     :data:`~dedup.index.core.ANCHOR_MATCHES` of the probe's anchors is a candidate. Written in the same script as the
     admission, deleted with the entry.
 ``ns:count``
@@ -161,7 +161,9 @@ for i = 0, n - 1 do
   for j = 1, na do
     local anchor = ARGV[a + 3 * T + 5 + j]
     local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. anchor,
-                             '[' .. anchor .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__)
+                             '[' .. anchor .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__ + 1)
+    -- an anchor more pages share is a common phrase, not evidence: passed over
+    if #found > __ANCHOR_READ__ then found = {} end
     for _, c in ipairs(found) do
       local other = string.sub(c, 9)
       if not shared[other] then

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -157,6 +158,28 @@ def test_text_anchors_find_pages_at_any_distance(store) -> None:
         == ["first", "second"]  # both filed under the anchors, smaller fingerprint first
     assert index.remove(0) and index.remove(far)
     assert index.check_and_add_all([(12345, "x", sketch)]) == [[]]  # nothing filed now
+
+
+def test_an_anchor_shared_by_many_pages_is_passed_over(store) -> None:
+    """Pages sharing two anchors are candidates, until more pages than ANCHOR_READ share
+    them: then the anchors are a common phrase, and find nothing."""
+    from dedup.index.core import ANCHOR_READ
+    from dedup.sketch import ANCHORS, TextSketch
+
+    common = np.arange(1, ANCHORS + 1, dtype=np.uint64)  # the smallest values of every text
+
+    def sketch(seed: int) -> bytes:
+        own = np.random.default_rng(seed).integers(1 << 40, 1 << 63, 200, dtype=np.uint64)
+        return TextSketch.of_values(np.unique(np.concatenate([common, own]))).to_bytes()
+
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
+    fps = [(i * 0x0101_0101_0101_0101) % (1 << 64) for i in range(1, ANCHOR_READ + 3)]
+    index.add_many([(fps[0], "p0", sketch(0))])
+    assert [m.page_id for m in index.check_and_add_all([(M64, "q", sketch(99))])[0]] == ["p0"]
+    index.add_many([(fp, f"p{i}", sketch(i)) for i, fp in enumerate(fps[1:ANCHOR_READ], 1)])
+    assert len(index.check_and_add_all([(M64, "q", sketch(99))])[0]) == ANCHOR_READ
+    index.add_many([(fps[ANCHOR_READ], "one-more", sketch(ANCHOR_READ))])
+    assert index.check_and_add_all([(M64, "q", sketch(99))]) == [[]]  # admitted
 
 
 def test_copies_evidence_is_kept_with_its_original_within_a_bound(store) -> None:
