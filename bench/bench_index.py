@@ -22,7 +22,7 @@ design of 10 tables is ``k3-10-tables``), ``crawl_default`` (the crawl's k),
 ``single_p99_ms`` (at the first size only; ``null`` at the others).
 
 ``--sketches``: every fingerprint is loaded and offered with a text sketch of the crawl's
-size and its text anchors (:mod:`dedup.sketch`: a text of 150 random shingles, 236
+size and its text anchors (:mod:`dedup.sketch`: a text of 150 random shingles, 240
 bytes; a planted copy carries its original's), as the crawl admits pages; compare a run
 with and one without for their cost.
 """
