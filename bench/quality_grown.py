@@ -1,0 +1,184 @@
+"""Variants grown from the development articles, decided by the crawl's rules: heavy
+rewrites at 30, 40 and 50% of the words edited, stubs of 10-80 words of their own in one
+site's template, cross-template republications, and boilerplate changes with small edits.
+
+The labelled sets hold a few variants of each kind per article; this grows many more from
+the same articles, at chosen strengths, so that each rule is measured on hundreds of
+pairs (development figures; the data is read from ``../shared``, never copied):
+
+* the article: the own text of each original page (``-P``) as the crawl reads it
+  (:func:`dedup.pages.read_html`, the crawl's settings);
+* a site's template: the lines that the two template-only stubs of its group
+  (``-F1``, ``-F2``, near-dup-dev-2) share, as the crawl extracts them;
+* **rewrite r%**: spans of 3-12 words replaced by words of the same article until r% of
+  its words are edited (same topic and vocabulary): never a copy;
+* **stub n words**: a site's template with n words of their own and a title of their own
+  (and, harder, the same title as the other stub): two stubs of a site are never copies;
+* **republished**: the article's lines without its site's template, under another site's
+  template: always a copy;
+* **boilerplate + edit**: the article with three lines of another site's template added and
+  2% of its words edited (spans of 1-2): always a copy.
+
+Each pair is decided alone by the crawl's decision on memory stores
+(:func:`dedup.deduplicator.in_memory`): the first page admitted, then the second
+decided.
+
+    python bench/quality_grown.py [--data PATH ...] [--per-article 3] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _peers import missing_data  # bench/ is the script's folder: on sys.path
+
+from dedup.config import DedupConfig
+from dedup.deduplicator import in_memory
+from dedup.page import Page
+from dedup.pages import fingerprint_params, fingerprint_text, read_html
+from dedup.text import ExtractedText
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
+
+
+def read_set(data: Path, params: tuple) -> dict[str, Page]:  # type: ignore[type-arg]
+    rows = [json.loads(line) for line in (data / "pages.jsonl").open()]
+    out = {}
+    for row in rows:
+        if row["page"].rsplit("-", 1)[-1] not in ("P", "F1", "F2"):
+            continue
+        html = gzip.decompress((data / "pages" / f"{row['page']}.html.gz").read_bytes())
+        out[row["page"]] = read_html(html, row["url"], params)
+    return out
+
+
+def templates(pages: dict[str, Page]) -> dict[str, list[str]]:
+    """Per group, the lines its two stubs share (the site's template as extracted)."""
+    out = {}
+    for name, page in pages.items():
+        if name.endswith("-F1") and name[:-1] + "2" in pages:
+            other = set(pages[name[:-1] + "2"].text.splitlines())
+            lines = [line for line in page.text.splitlines() if line in other]
+            if len(" ".join(lines).split()) >= 30:
+                out[name[:-3]] = lines
+    return out
+
+
+def edit(text: str, share: float, spans: tuple[int, int], rng: random.Random) -> str:
+    """``text`` with spans of words replaced by other words of the same text until
+    ``share`` of its words are edited."""
+    lines = [line.split() for line in text.splitlines()]
+    where = [(i, j) for i, words in enumerate(lines) for j in range(len(words))]
+    vocab = [w for words in lines for w in words]
+    if not where:
+        return text
+    done: set[tuple[int, int]] = set()
+    while len(done) < share * len(where):
+        at = rng.randrange(len(where))
+        for i, j in where[at:at + rng.randint(*spans)]:
+            if (i, j) not in done:
+                replacement = rng.choice(vocab)
+                lines[i][j] = replacement if replacement != lines[i][j] else lines[i][j] + "s"
+                done.add((i, j))
+    return "\n".join(" ".join(words) for words in lines)
+
+
+def make(text: str, url: str, title: str, params: tuple) -> Page:  # type: ignore[type-arg]
+    return fingerprint_text(ExtractedText(text, "trafilatura"), params, url, title=title)
+
+
+def decide_pair(first: Page, second: Page) -> bool:
+    """Whether ``second`` is dropped as a copy once ``first`` is admitted."""
+    dedup, _ = in_memory(capacity=1000)
+    dedup.decide([first])
+    return dedup.decide([second])[0].dropped
+
+
+def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed: int,
+         params: tuple) -> dict[str, list[bool]]:  # type: ignore[type-arg]
+    rng = random.Random(seed)
+    words = [w for p in articles.values() for w in p.text.split()]
+    kinds: dict[str, list[bool]] = {}
+    site_names = sorted(sites)
+
+    def add(kind: str, dropped: bool) -> None:
+        kinds.setdefault(kind, []).append(dropped)
+
+    for n, (name, page) in enumerate(sorted(articles.items())):
+        group = name.rsplit("-", 1)[0]
+        own = [line for line in page.text.splitlines()
+               if line not in set(sites.get(group, []))]
+        for k in range(per):
+            url = f"https://{page.host}/grown/{n}-{k}"
+            elsewhere = sites[site_names[rng.randrange(len(site_names))]]
+            for share in (0.3, 0.4, 0.5):
+                add(f"rewrite {share:.0%}", decide_pair(page, make(
+                    edit(page.text, share, (3, 12), rng), url + f"-r{share}", page.title or "",
+                    params)))
+            add("republished", decide_pair(page, make(
+                "\n".join(own + elsewhere), f"https://republisher{k}.example/{n}",
+                page.title or "", params)))
+            teasers = elsewhere[:3]
+            add("boilerplate + edit", decide_pair(page, make(
+                edit(page.text, 0.02, (1, 2), rng) + "\n" + "\n".join(teasers), url + "-b",
+                page.title or "", params)))
+    for n, (group, lines) in enumerate(sorted(sites.items())):
+        host = f"site{n}.example"
+        for k in range(per):
+            for size in (10, 20, 40, 80):
+                at, other = rng.randrange(len(words) - size), rng.randrange(len(words) - size)
+                titles = [" ".join(rng.sample(words, 6)), " ".join(rng.sample(words, 6))]
+                first = make("\n".join(lines[:1] + [" ".join(words[at:at + size])] + lines[1:]),
+                             f"https://{host}/a{k}-{size}", titles[0], params)
+                for label, title in (("titles differ", titles[1]), ("one title", titles[0])):
+                    second = make("\n".join(lines[:1] + [" ".join(words[other:other + size])]
+                                            + lines[1:]),
+                                  f"https://{host}/b{k}-{size}", title, params)
+                    add(f"stub {size} words, {label}", decide_pair(first, second))
+    return kinds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA)
+    parser.add_argument("--per-article", type=int, default=3,
+                        help="variants of each kind grown from each article (default 3)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    params = fingerprint_params(DedupConfig())
+    started = time.perf_counter()
+    articles: dict[str, Page] = {}
+    sites: dict[str, list[str]] = {}
+    for data in args.data:
+        if not (data / "pages.jsonl").is_file():
+            raise missing_data(data, "A near-duplicate development set (pages.jsonl)")
+        pages = read_set(data, params)
+        articles.update({f"{data.name}/{k}": p for k, p in pages.items() if k.endswith("-P")})
+        sites.update({f"{data.name}/{k}": v for k, v in templates(pages).items()})
+    if not sites:
+        raise SystemExit("no site templates: near-dup-dev-2's stub pages are needed")
+    kinds = grow(articles, sites, args.per_article, args.seed, params)
+    print(f"{len(articles)} articles, {len(sites)} site templates, {args.per_article} "
+          f"variants of each kind per article or site; {time.perf_counter() - started:.0f} s "
+          "(development figures)\n")
+    print("| grown kind | a copy? | dropped as a copy | pairs | share |")
+    print("|---|---|---:|---:|---:|")
+    copies: dict[str, Callable[[str], bool]] = {"rewrite": lambda k: False,
+                                                "stub": lambda k: False}
+    for kind, got in kinds.items():
+        dup = copies.get(kind.split()[0], lambda k: True)(kind)
+        print(f"| {kind} | {'yes' if dup else 'no'} | {sum(got)} | {len(got)} | "
+              f"{sum(got) / len(got):.1%} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
