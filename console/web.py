@@ -279,8 +279,10 @@ def _page_of(cursor: Any) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def crawl_state(record: dict[str, Any], now: dt.datetime) -> str:
-    """``running``, ``not reporting`` (a running record not rewritten lately) or
-    ``finished``."""
+    """``running``, ``not reporting`` (a running record not rewritten lately),
+    ``interrupted`` (its process was found gone without a summary) or ``finished``."""
+    if record.get("state") == "interrupted":
+        return "interrupted"
     if record.get("state") != "running":
         return "finished"
     updated = record.get("updated_at")

@@ -41,6 +41,18 @@ def failed_services(services: set[str], wiring: Wiring) -> str:
     return " and ".join(f"{name} at {where.get(name, '?')}" for name in sorted(services))
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (signal 0 asks without
+    sending; a process of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class StoragePipeline:
     """Write admitted pages (with their fingerprints) and match records to MongoDB.
 
@@ -74,6 +86,13 @@ class StoragePipeline:
         return cls(crawler, wiring_of(crawler))
 
     def open_spider(self, spider: Any = None) -> None:
+        try:  # an earlier crawl on this machine killed without its summary
+            for crawl_id in self.runtime.pages.mark_interrupted(socket.gethostname(),
+                                                                process_alive):
+                log.warning("crawl %s ended without its summary (its process is gone): "
+                            "marked interrupted", crawl_id)
+        except ServiceUnavailable as exc:
+            log.debug("could not check for interrupted crawls: %s", exc)
         self._loop = task.LoopingCall(self._flush_in_thread)
         self._loop.start(self.config.flush_seconds, now=False)
         every = self.crawler.settings.getfloat("SIMCRAWL_RECORD_SECONDS", RECORD_SECONDS)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,6 +325,24 @@ class PageStore:
             pass
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
+
+    def mark_interrupted(self, hostname: str, alive: Callable[[int], bool]) -> list[str]:
+        """Mark ``interrupted`` every crawl record still ``running`` on ``hostname`` whose
+        process is gone (``alive(pid)`` false): a crawl killed without its summary.
+        Returns their crawl ids. Records of other machines are left alone (their
+        processes cannot be asked)."""
+        try:
+            stale = [doc["_id"] for doc in self.db["crawls"].find(
+                {"state": "running", "hostname": hostname}, {"pid": 1})
+                if isinstance(doc.get("pid"), int) and not alive(doc["pid"])]
+            for crawl_id in stale:
+                self.db["crawls"].update_one(
+                    {"_id": crawl_id, "state": "running"},
+                    {"$set": {"state": "interrupted",
+                              "interrupted_at": dt.datetime.now(dt.timezone.utc)}})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        return stale
 
     def save_layout(self, namespace: str, description: Mapping[str, Any]) -> None:
         """Keep an index's layout (``IndexLayout.describe()``) in the ``meta`` collection,

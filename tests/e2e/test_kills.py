@@ -82,6 +82,12 @@ def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop
         check_record(db, site, expected)
         log = (tmp_path / "last.log").read_text()
         assert "recovered" in log or stop != "SIGKILL"
+        # no crawl is left "running": the killed ones are marked interrupted by the next
+        states = [d.get("state") for d in db["crawls"].find()]
+        assert "running" not in states and "finished" in states, states
+        if stop == "SIGKILL":
+            assert states.count("interrupted") == 3, states
+            assert "marked interrupted" in log
 
 
 def test_a_killed_process_of_a_shared_crawl_does_not_hide_the_others(tmp_path: Path) -> None:
