@@ -9,6 +9,7 @@ from pathlib import Path
 from cli.common import store_errors, store_failure
 from console.report import write_report
 from console.store import add_options, open_database
+from dedup.progress import counted
 
 HELP = "one self-contained HTML report with plots of the store"
 
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
     except OSError as exc:
         print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(f"report of {found.pages:,} pages and {found.matches:,} copies: "
+    print(f"report of {counted(found.pages, 'page')} and "
+          f"{counted(found.matches, 'copy', 'copies')}: "
           f"{out / 'report.html'} (figures beside it)", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from cli.common import parser, run
+from dedup.progress import counted
 
 HELP = "run (or stop) the embedded Redis and MongoDB servers"
 
@@ -20,7 +21,8 @@ def services_(args: argparse.Namespace) -> int:
     if args.action == "stop":
         stopped, users = stop_services(folder)
         print(f"stopped {', '.join(stopped) or 'nothing (no servers were running)'} in "
-              f"{Path(folder).resolve()}" + (f"; {users} processes were still using them"
+              f"{Path(folder).resolve()}" + (f"; {counted(users, 'process', 'processes')} "
+                                              f"{'was' if users == 1 else 'were'} still using them"
                                               if users else ""))
         return 0
     services = EmbeddedServices(folder)

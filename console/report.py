@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from console.export import query
+from dedup.progress import counted
 
 #: Rows of the "top" figures and tables.
 TOP = 20
@@ -223,10 +224,11 @@ def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str
     head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>")
     parts = [head, f"<h1>{esc(title)}</h1>",
-             f"<p>{found.pages:,} pages stored, {found.matches:,} copies dropped (" +
+             f"<p>{counted(found.pages, 'page')} stored, "
+             f"{counted(found.matches, 'copy', 'copies')} dropped (" +
              ", ".join(f"{esc(k)} {n:,}" for k, n in sorted(found.kinds.items())) +
-             f"), {sum(found.skip_reasons.values()):,} pages skipped; "
-             f"{len(found.crawls)} crawl process(es).</p>"]
+             f"), {counted(sum(found.skip_reasons.values()), 'page')} skipped; "
+             f"{counted(len(found.crawls), 'crawl process', 'crawl processes')}.</p>"]
     for caption_title, path, caption in drawn:
         data = base64.b64encode(path.read_bytes()).decode()
         parts.append(f"<h2>{esc(caption_title)}</h2><img alt='{esc(caption_title)}' "

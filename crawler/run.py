@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dedup.progress import counted
+
 
 class CrawlDidNotRun(Exception):
     """A crawl process ended without a summary; ``status`` is its exit status (2: a bad
@@ -147,7 +149,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
                 f"its log: {log}")
             continue
         handled = sum(v for k, v in data.items() if k in HANDLED)
-        combined["outcomes"].append(f"process {n}: finished, {handled} pages handled "
+        combined["outcomes"].append(f"process {n}: finished, {counted(handled, 'page')} handled "
                                     f"(exit status {proc.returncode})")
         combined["lost_urls"] += data.pop("lost_urls", [])
         combined["per_process"].append(handled)
@@ -300,7 +302,7 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     pages = PageStore(connect_mongo(mongo_uri), database)
     done = register_files(sorted(folder / n for n in texts), DEMO_SOURCE, pages,
                           connect_redis(redis_url), config)
-    print(f"registered {done.added} originals of {DEMO_SOURCE!r} from {folder}")
+    print(f"registered {counted(done.added, 'original')} of {DEMO_SOURCE!r} from {folder}")
     return {name: (folder / name).resolve().as_uri() for name in texts}
 
 

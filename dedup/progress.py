@@ -63,3 +63,13 @@ class Progress:
         if self.tty:
             self.stream.write("\n")
         self.stream.flush()
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun for it: ``1 page``, ``2 pages``, ``1 copy``, ``3 copies``
+    (``many``: the plural when it is not ``one`` + ``s``).
+
+    >>> counted(1, "page"), counted(1_200, "copy", "copies")
+    ('1 page', '1,200 copies')
+    """
+    return f"{n:,} {one if n == 1 else many or one + 's'}"

@@ -92,7 +92,7 @@ def test_services_stop(tmp_path: Path) -> None:
                            str(tmp_path)], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0 and "stopped redis, mongo" in done.stdout
-    assert "1 processes were still using them" in done.stdout
+    assert "1 process was still using them" in done.stdout
     assert wait_gone(pids)
     proc.send_signal(signal.SIGINT)
     try:  # its pipes drained while it exits; what it said is in the failure
