@@ -104,6 +104,11 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         # terminal, systemd, kill -- -PGID) reaches the crawl once, forwarded from here,
         # not twice (the group's and ours: Scrapy takes a second one for "force")
         runs.append((subprocess.Popen(cmd, env=env, start_new_session=True), summary, log))
+    # the crawls use the embedded services this command joined: they count as users, so
+    # that if this command is killed, a later one does not stop the servers under them
+    from dedup.services import share_with
+
+    share_with(proc.pid for proc, _, _ in runs)
     started = time.monotonic()
     live = LiveProgress(progress_files, float(os.environ.get("SIMCRAWL_PROGRESS_SECONDS")
                                               or 10)).start()

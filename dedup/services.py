@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -533,12 +533,25 @@ class EmbeddedServices:
                 raise
             state["users"].append(os.getpid())
             self._joined = True
+        _JOINED.append(self)
         return self
+
+    def add_users(self, pids: Iterable[int]) -> None:
+        """Count other processes as users too (this one's children, say: the crawl
+        processes it starts), so that the servers outlive this process while they run:
+        a process that joins later and leaves does not stop them under them. Each is
+        dropped from the count once it is gone."""
+        if not self._joined:
+            return
+        with self._locked() as state:
+            state["users"] += [p for p in pids if p not in state["users"]]
 
     def stop(self) -> None:
         """Leave the servers; the last user stops them."""
         if not self._joined:
             return
+        with contextlib.suppress(ValueError):
+            _JOINED.remove(self)
         with self._locked() as state:
             users = state["users"]
             if os.getpid() in users:
@@ -558,6 +571,18 @@ class EmbeddedServices:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+#: The embedded services this process has joined (and not left).
+_JOINED: list[EmbeddedServices] = []
+
+
+def share_with(pids: Iterable[int]) -> None:
+    """Count ``pids`` as users of every embedded service this process has joined (see
+    :meth:`EmbeddedServices.add_users`)."""
+    pids = list(pids)
+    for services in _JOINED:
+        services.add_users(pids)
 
 
 def stop_services(data_dir: str | os.PathLike[str]) -> tuple[list[str], int]:

@@ -85,6 +85,39 @@ def test_servers_of_a_killed_user_are_adopted_and_stopped(tmp_path: Path) -> Non
     assert wait_gone(pids)
 
 
+_WRAPPER = """
+import subprocess, sys, time
+from dedup.services import EmbeddedServices, share_with
+EmbeddedServices(sys.argv[1]).start()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+share_with([child.pid])  # as `simcrawl crawl` does with its crawl processes
+print(child.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_the_children_of_a_killed_user_keep_the_servers(tmp_path: Path) -> None:
+    # `simcrawl crawl` killed while its crawl processes run on: a command that starts and
+    # ends later (an export) is not the last user, and leaves the servers running
+    wrapper = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True)
+    assert wrapper.stdout is not None
+    child = int(wrapper.stdout.readline())
+    pids = server_pids(tmp_path)
+    wrapper.kill()
+    wrapper.wait()
+    try:
+        later = EmbeddedServices(tmp_path).start()
+        later.stop()
+        assert all(process_alive(p) for p in pids), "stopped under the orphaned crawl"
+    finally:
+        os.kill(child, signal.SIGKILL)
+    assert wait_gone([child], 10)
+    last = EmbeddedServices(tmp_path).start()  # its last user gone: the next one stops them
+    last.stop()
+    assert wait_gone(pids)
+
+
 def test_services_stop(tmp_path: Path) -> None:
     proc = services_process(tmp_path)
     pids = server_pids(tmp_path)
