@@ -20,8 +20,10 @@ variants, ``E`` rewrites, ``X``/``Y`` other negatives) it also counts the misses
 wrong drops. Reads the data from ``../shared`` (never copied into the repository);
 development figures.
 
-    python bench/quality_crawl.py [--data PATH] [-k 6] [--containment 0.8] [--trust 3]
-                                  [--verify 10]
+    python bench/quality_crawl.py [--data PATH ...] [-k 6] [--containment 0.8] [--trust 3]
+                                  [--verify 10] [--show]
+
+With several ``--data`` sets it prints each, then the figures of all of them together.
 """
 
 from __future__ import annotations
@@ -174,6 +176,31 @@ def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, An
             "kinds": {k: (dropped_kinds[k], kinds[k]) for k in sorted(kinds)}}
 
 
+def summed(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Crawl-order or pair results of several sets, as one."""
+    keys = ("right", "wrong", "should") if "right" in rows[0] else ("tp", "fp", "fn")
+    total = {k: sum(r[k] for r in rows) for k in keys}
+    if "right" in total:
+        drops = total["right"] + total["wrong"]
+        total["precision"] = total["right"] / drops if drops else 1.0
+        total["recall"] = total["right"] / total["should"]
+    else:
+        found = total["tp"] + total["fp"]
+        total["precision"] = total["tp"] / found if found else 1.0
+        total["recall"] = total["tp"] / (total["tp"] + total["fn"])
+    return total
+
+
+def table(stream: dict[str, Any], labelled: dict[str, Any]) -> None:
+    print("| | precision | recall | F1 | right / should | wrong |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(f"| crawl order | {stream['precision']:.3f} | {stream['recall']:.3f} | "
+          f"{f1(stream):.3f} | {stream['right']} / {stream['should']} | {stream['wrong']} |")
+    print(f"| pairs | {labelled['precision']:.3f} | {labelled['recall']:.3f} | "
+          f"{f1(labelled):.3f} | {labelled['tp']} / {labelled['tp'] + labelled['fn']} | "
+          f"{labelled['fp']} |")
+
+
 def f1(r: dict) -> float:
     p, q = float(r["precision"]), float(r["recall"])
     return 2 * p * q / (p + q) if p + q else 0.0
@@ -181,7 +208,8 @@ def f1(r: dict) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, nargs="+", default=[DEFAULT_DATA],
+                        help="development sets (several: each, then together)")
     parser.add_argument("-k", type=int, default=6,
                         help="the index's k (default 6, the crawl's)")
     parser.add_argument("--containment", type=float, default=0.8,
@@ -199,13 +227,10 @@ def main() -> int:
     parser.add_argument("--show", action="store_true",
                         help="list the crawl order's misses and wrong drops by page")
     args = parser.parse_args()
-    if not (args.data / "pages.jsonl").is_file():
-        raise missing_data(args.data, "The near-duplicate development set (pages.jsonl)")
     started = time.perf_counter()
-    fps, pairs, order = candidates(args.data, fast=args.extraction == "fast")
-    article = articles(list(fps), pairs)
     verify = None if args.verify < 0 else args.verify
     containment = None if args.containment < 0 else args.containment
+    results = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(tmp) as services:
         redis_url, mongo_uri = services.redis_url or "", services.mongo_uri or ""
 
@@ -213,35 +238,40 @@ def main() -> int:
             return deduplicator(redis_url, mongo_uri, namespace, args.k, verify, containment,
                                 args.trust, args.template_pages)
 
-        stream = crawl_order(fps, order, article, make("stream"))
-        labelled = on_pairs(fps, pairs, make)
-    print(f"{len(fps)} pages, {len(pairs)} labelled pairs; k = {args.k}, text check "
+        for data in args.data:
+            if not (data / "pages.jsonl").is_file():
+                raise missing_data(data, "The near-duplicate development set (pages.jsonl)")
+            fps, pairs, order = candidates(data, fast=args.extraction == "fast")
+            article = articles(list(fps), pairs)
+            stream = crawl_order(fps, order, article, make(f"stream{len(results)}"))
+            labelled = on_pairs(fps, pairs, make)
+            results.append((data, fps, pairs, stream, labelled))
+    print(f"k = {args.k}, text check "
           f"{'off' if containment is None else containment}, trusted within {args.trust}, "
           f"template text after {args.template_pages or 'never'} pages, "
           f"second opinion {'off' if verify is None else verify}, "
           f"{args.extraction} extraction; "
-          f"{time.perf_counter() - started:.0f} s (development figures)\n")
-    print("| | precision | recall | F1 | right / should | wrong |")
-    print("|---|---:|---:|---:|---:|---:|")
-    print(f"| crawl order | {stream['precision']:.3f} | {stream['recall']:.3f} | "
-          f"{f1(stream):.3f} | {stream['right']} / {stream['should']} | {stream['wrong']} |")
-    print(f"| pairs | {labelled['precision']:.3f} | {labelled['recall']:.3f} | "
-          f"{f1(labelled):.3f} | {labelled['tp']} / {labelled['tp'] + labelled['fn']} | "
-          f"{labelled['fp']} |")
-    print(f"\ncrawl order, missed by class: {dict(sorted(stream['missed'].items()))}; "
-          f"wrong drops by class: {dict(sorted(stream['wrong_by_class'].items()))}")
-    print(f"pairs, missed by classes: {dict(sorted(labelled['missed'].items()))}; "
-          f"wrong drops by classes: {dict(sorted(labelled['wrong_by_class'].items()))}")
-    if args.show:
-        print("\n".join(["\ncrawl order, page by page:"] + stream["cases"]))
-    if labelled["kinds"]:
-        print("\npairs by labelled kind: the second page dropped as a copy of the first")
-        print("| kind | duplicate | dropped | pairs | share |")
-        print("|---|---|---:|---:|---:|")
-        dup = {p["kind"]: p["duplicate"] for p in pairs if p.get("kind")}
-        for kind, (dropped, total) in labelled["kinds"].items():
-            print(f"| {kind} | {'yes' if dup[kind] else 'no'} | {dropped} | {total} | "
-                  f"{dropped / total:.1%} |")
+          f"{time.perf_counter() - started:.0f} s (development figures)")
+    for data, fps, pairs, stream, labelled in results:
+        print(f"\n{data.name}: {len(fps)} pages, {len(pairs)} labelled pairs\n")
+        table(stream, labelled)
+        print(f"\ncrawl order, missed by class: {dict(sorted(stream['missed'].items()))}; "
+              f"wrong drops by class: {dict(sorted(stream['wrong_by_class'].items()))}")
+        print(f"pairs, missed by classes: {dict(sorted(labelled['missed'].items()))}; "
+              f"wrong drops by classes: {dict(sorted(labelled['wrong_by_class'].items()))}")
+        if args.show:
+            print("\n".join(["\ncrawl order, page by page:"] + stream["cases"]))
+        if labelled["kinds"]:
+            print("\npairs by labelled kind: the second page dropped as a copy of the first")
+            print("| kind | duplicate | dropped | pairs | share |")
+            print("|---|---|---:|---:|---:|")
+            dup = {p["kind"]: p["duplicate"] for p in pairs if p.get("kind")}
+            for kind, (dropped, total) in labelled["kinds"].items():
+                print(f"| {kind} | {'yes' if dup[kind] else 'no'} | {dropped} | {total} | "
+                      f"{dropped / total:.1%} |")
+    if len(results) > 1:
+        print(f"\ntogether ({', '.join(r[0].name for r in results)}):\n")
+        table(*(summed([r[i] for r in results]) for i in (3, 4)))
     return 0
 
 
