@@ -136,6 +136,18 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
 
     drawn: list[tuple[str, Path, str]] = []
 
+    def time_axis(ax: Any, times: list[Any], unit: dt.timedelta) -> None:
+        """Scale a time axis to the data: one point, or points a minute apart, would
+        otherwise span years (matplotlib's default for a degenerate range)."""
+        import matplotlib.dates as mdates
+
+        lo, hi = min(times), max(times)
+        pad = max(unit, (hi - lo) * 0.05)
+        ax.set_xlim(lo - pad, hi + pad)
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
     def save(fig: Any, name: str, title: str, caption: str) -> None:
         path = out / f"{name}.png"
         fig.tight_layout()
@@ -182,6 +194,8 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
             keys = sorted(days)
             ax.plot([dt.date.fromisoformat(d) for d in keys],  # type: ignore[arg-type]
                     [days[d] for d in keys], marker="o", label=source)
+        time_axis(ax, [dt.date.fromisoformat(d) for days in found.copies_per_source_day.values()
+                       for d in days], dt.timedelta(days=1))
         ax.set_ylabel("copies found")
         ax.set_ylim(bottom=0)
         ax.legend()
@@ -198,6 +212,7 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
                                      ("skipped", found.skipped_per_minute, "#888888")):
             ax.plot(times, [series.get(m, 0) for m in minutes],  # type: ignore[arg-type]
                     marker=".", label=label, color=color)
+        time_axis(ax, times, dt.timedelta(minutes=1))
         ax.set_ylabel("pages per minute")
         ax.legend()
         fig.autofmt_xdate()

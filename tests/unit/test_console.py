@@ -82,3 +82,26 @@ def test_the_wilson_interval_brackets_the_share_and_narrows_with_more_pairs() ->
     low2, high2 = wilson(90, 100)
     assert low < low2 < 0.9 < high2 < high
     assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_the_reports_time_axes_span_the_crawl_not_years(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a one-minute crawl and one day of copies of a source: the axes cover minutes and
+    # days around them (matplotlib's default for a single point spans years)
+    import matplotlib.figure
+
+    from console.report import Findings, figures
+
+    spans: dict[str, float] = {}
+    save = matplotlib.figure.Figure.savefig
+
+    def capture(fig, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lo, hi = fig.axes[0].get_xlim()  # in days
+        spans[str(path).rsplit("/", 1)[-1].split(".")[0]] = hi - lo
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", capture)
+    found = Findings(admitted_per_minute={"2026-11-25T10:00": 5},
+                     copies_per_source_day={"novels": {"2026-11-25": 3}})
+    figures(found, 6, tmp_path)
+    assert spans["minutes"] <= 3 / (24 * 60)  # three minutes at most
+    assert spans["sources"] <= 3  # three days at most
