@@ -22,6 +22,7 @@ from crawler.wiring import Wiring, wiring_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.journal import lost_pages
+from dedup.services import process_alive
 from dedup.store import fingerprint_document, match_doc, object_id, page_document
 
 if TYPE_CHECKING:
@@ -39,18 +40,6 @@ def failed_services(services: set[str], wiring: Wiring) -> str:
     """``Redis at URL``, ``MongoDB at URL`` or both, for the services in ``services``."""
     where = {"Redis": wiring.redis_url, "MongoDB": wiring.mongo_uri}
     return " and ".join(f"{name} at {where.get(name, '?')}" for name in sorted(services))
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine (signal 0 asks without
-    sending; a process of another user counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class StoragePipeline:

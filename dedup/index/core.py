@@ -110,6 +110,18 @@ ANCHOR_MATCHES = 2
 EVIDENCE_BYTES = 2048
 
 
+def records_in_order(first: str | None, sketched: list[tuple[str, bytes]]
+                     ) -> list[tuple[str | None, bytes | None]]:
+    """The evidence of one fingerprint, as a store returns it: the page its entry names
+    (``first``) with its own (first) sketch, ``None`` when it has none, then every other
+    record (pages admitted later under the fingerprint, copies attached to it)."""
+    own = next((j for j, (p, _) in enumerate(sketched) if p == first), None)
+    out: list[tuple[str | None, bytes | None]] = [
+        (first, sketched[own][1] if own is not None else None)]
+    out += [(p, s) for j, (p, s) in enumerate(sketched) if j != own]
+    return out
+
+
 def anchors_of(sketch: bytes | None) -> list[int]:
     """The text anchors a stored sketch carries (none for no sketch, or a bad one)."""
     if not sketch:

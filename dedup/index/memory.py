@@ -9,7 +9,15 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..tables import F
-from .core import ANCHOR, ANCHOR_MATCHES, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
+from .core import (
+    ANCHOR,
+    ANCHOR_MATCHES,
+    ANCHOR_READ,
+    EVIDENCE_BYTES,
+    Hit,
+    Probe,
+    records_in_order,
+)
 from .layout import IndexLayout
 from .redis_store import pack_page_id  # records are as long as Redis's
 
@@ -176,7 +184,7 @@ class MemoryStore:
 
     def evidence(self, fps: Sequence[int]) -> list[list[tuple[str | None, bytes | None]]]:
         with self._lock:
-            return [_pages(self._ids.get(fp), self._sketches.get(fp, [])) for fp in fps]
+            return [records_in_order(self._ids.get(fp), self._sketches.get(fp, [])) for fp in fps]
 
     def count(self) -> int:
         return len(self._ids)
@@ -204,15 +212,3 @@ def _sketch(probe: Probe, row: int) -> bytes | None:
 
 def _anchors(probe: Probe, row: int) -> Sequence[int]:
     return probe.anchors[row] if probe.anchors is not None else ()
-
-
-def _pages(first: str | None, sketched: list[tuple[str, bytes]]
-           ) -> list[tuple[str | None, bytes | None]]:
-    """The pages a fingerprint stands for: the one its entry names first (with its own
-    sketch, if it has one), then every other record (pages admitted with it, copies
-    attached to it)."""
-    own = next((j for j, (p, _) in enumerate(sketched) if p == first), None)
-    out: list[tuple[str | None, bytes | None]] = [
-        (first, sketched[own][1] if own is not None else None)]
-    out += [(p, s) for j, (p, s) in enumerate(sketched) if j != own]
-    return out

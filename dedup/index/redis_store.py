@@ -57,7 +57,15 @@ import redis
 from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
 from ..tables import F
-from .core import ANCHOR, ANCHOR_MATCHES, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe
+from .core import (
+    ANCHOR,
+    ANCHOR_MATCHES,
+    ANCHOR_READ,
+    EVIDENCE_BYTES,
+    Hit,
+    Probe,
+    records_in_order,
+)
 from .layout import IndexLayout
 
 #: Default key prefix.
@@ -619,16 +627,4 @@ def _pages(first: str | None, records: bytes | None) -> list[tuple[str | None, b
         size = int.from_bytes(raw[at + 1 + n:at + 3 + n], "little")
         sketched.append((pid, raw[at + 3 + n:at + 3 + n + size]))
         at += 3 + n + size
-    return _in_order(first, sketched)
-
-
-def _in_order(first: str | None, sketched: list[tuple[str, bytes]]
-              ) -> list[tuple[str | None, bytes | None]]:
-    """The page an entry names first, with its own (first) sketch, then every other
-    record: other pages admitted under the fingerprint, and copies of the page whose
-    evidence was attached to it."""
-    own = next((j for j, (p, _) in enumerate(sketched) if p == first), None)
-    out: list[tuple[str | None, bytes | None]] = [
-        (first, sketched[own][1] if own is not None else None)]
-    out += [(p, s) for j, (p, s) in enumerate(sketched) if j != own]
-    return out
+    return records_in_order(first, sketched)
