@@ -88,7 +88,8 @@ def candidates(data: Path, fast: bool = True) -> tuple[dict[str, dict], list[dic
         page = read_html(html, row["url"], params)
         out[row["page"]] = {"url": row["url"], "checksum": page.checksum,
                             "simhash": page.simhash, "short": page.short,
-                            "verify": page.verify, "text": page.text, "title": page.title}
+                            "verify": page.verify, "text": page.text, "title": page.title,
+                            "description": page.description}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order
@@ -113,7 +114,8 @@ def deduplicator(redis_url: str, mongo_uri: str, namespace: str, k: int,
 def candidate(name: str, fp: dict, suffix: str = "") -> Page:
     url = fp["url"] + suffix
     return Page(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
-                verify=fp["verify"], text=fp["text"], title=fp["title"])
+                verify=fp["verify"], text=fp["text"], title=fp["title"],
+                description=fp["description"])
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],

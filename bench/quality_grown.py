@@ -13,7 +13,9 @@ pairs (development figures; the data is read from ``../shared``, never copied):
 * **rewrite r%**: spans of 3-12 words replaced by words of the same article until r% of
   its words are edited (same topic and vocabulary): never a copy;
 * **stub n words**: a site's template with n words of their own and a title of their own
-  (and, harder, the same title as the other stub): two stubs of a site are never copies;
+  (and, harder, the same title as the other stub; with the same title, and a description
+  of its own each, its first words as a CMS writes one): two stubs of a site are never
+  copies;
 * **republished**: the article's lines without its site's template, under another site's
   template: always a copy;
 * **boilerplate + edit**: the article with three lines of another site's template added and
@@ -91,8 +93,10 @@ def edit(text: str, share: float, spans: tuple[int, int], rng: random.Random) ->
     return "\n".join(" ".join(words) for words in lines)
 
 
-def make(text: str, url: str, title: str, params: tuple) -> Page:  # type: ignore[type-arg]
-    return fingerprint_text(ExtractedText(text, "trafilatura"), params, url, title=title)
+def make(text: str, url: str, title: str, params: tuple,  # type: ignore[type-arg]
+         description: str | None = None) -> Page:
+    return fingerprint_text(ExtractedText(text, "trafilatura"), params, url, title=title,
+                            description=description)
 
 
 def decide_pair(first: Page, second: Page) -> bool:
@@ -136,12 +140,16 @@ def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed:
             for size in (10, 20, 40, 80):
                 at, other = rng.randrange(len(words) - size), rng.randrange(len(words) - size)
                 titles = [" ".join(rng.sample(words, 6)), " ".join(rng.sample(words, 6))]
-                first = make("\n".join(lines[:1] + [" ".join(words[at:at + size])] + lines[1:]),
-                             f"https://{host}/a{k}-{size}", titles[0], params)
-                for label, title in (("titles differ", titles[1]), ("one title", titles[0])):
-                    second = make("\n".join(lines[:1] + [" ".join(words[other:other + size])]
-                                            + lines[1:]),
-                                  f"https://{host}/b{k}-{size}", title, params)
+                own = [" ".join(words[at:at + size]), " ".join(words[other:other + size])]
+                for label, title, described in (("titles differ", titles[1], False),
+                                                ("one title", titles[0], False),
+                                                ("one title, own descriptions", titles[0],
+                                                 True)):
+                    first, second = (make("\n".join(lines[:1] + [text] + lines[1:]),
+                                          f"https://{host}/{ab}{k}-{size}", name, params,
+                                          " ".join(text.split()[:25]) if described else None)
+                                     for ab, text, name in (("a", own[0], titles[0]),
+                                                            ("b", own[1], title)))
                     add(f"stub {size} words, {label}", decide_pair(first, second))
     return kinds
 

@@ -39,6 +39,7 @@ from dedup.pages import (
     extract_main,
     fingerprint_params,
     fingerprint_text,
+    page_description,
     page_title,
     read_html,
 )
@@ -91,7 +92,8 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     language = response.css("html::attr(lang)").get()
     return fingerprint_text(extract_main(text, url, params[0], tree), params,
                             url, canonical=declared_canonical(tree, url, text), links=links,
-                            title=title, language=language)
+                            title=title, description=page_description(tree),
+                            language=language)
 
 
 def extract_and_fingerprint(body: bytes, url: str, params: Params,

@@ -314,8 +314,9 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     fingerprints), or ``None``: no candidate passes and the page is new. Candidates are
     asked in turn, in the order given (closest first):
 
-    * a candidate on the page's site under another title is another document, never
-      the original (:meth:`dedup.sketch.TextSketch.same_site_other_title`);
+    * a candidate on the page's site under another title, or under its title with
+      another description, is another document, never the original
+      (:meth:`dedup.sketch.TextSketch.other_document`);
     * when both pages have a text (``sketches``: the candidates' text sketches, which the
       index keeps with their fingerprints, by the match's sketch bytes, else by page id;
       a candidate may come with the sketch of a copy dropped for it, and is the original
@@ -333,7 +334,8 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         sketch = sketches.get(m.sketch) if m.sketch else None
         if sketch is None:
             sketch = sketches.get(m.page_id or "")
-        if sketch is not None and sketch.same_site_other_title(page.host, page.title):
+        if sketch is not None and sketch.other_document(page.host, page.title,
+                                                        page.description):
             continue
         if sketch is None or not page.text or rules.verify_containment is None:
             if trusted(page, m, verifiers, rules):

@@ -55,6 +55,8 @@ class Page:
         method: how the text was found (``trafilatura``, ``body``, ``empty``, ``text``).
         tokens: the features hashed into the simhash.
         title, language, links: from the page's HTML, when the crawler read them.
+        description: the page's ``<meta name="description">`` (else ``og:description``),
+            the site's summary of it, when read.
         fetched_at: when it was fetched (``None``: never, a registered original).
 
     Two pages are equal when they were read alike (their id and fetch time aside).
@@ -79,6 +81,7 @@ class Page:
     method: str = ""
     tokens: int = 0
     title: str | None = None
+    description: str | None = None
     language: str | None = None
     links: list[str] | None = field(default=None, repr=False)
     fetched_at: dt.datetime | None = field(default_factory=_now, compare=False)
@@ -100,4 +103,4 @@ class Page:
         self.shingles = read.shingles
         if read.links is not None:
             self.links, self.title, self.language = read.links, read.title, read.language
-            self.canonical = read.canonical
+            self.canonical, self.description = read.canonical, read.description

@@ -89,6 +89,17 @@ def page_title(tree: Any) -> str | None:
     return title or None
 
 
+def page_description(tree: Any) -> str | None:
+    """A parsed page's description: ``<meta name="description">``, else
+    ``<meta property="og:description">``, its white space collapsed (``None``: none)."""
+    if tree is None:
+        return None
+    found = tree.xpath("//meta[@name='description']/@content") \
+        or tree.xpath("//meta[@property='og:description']/@content")
+    description = " ".join(str(found[0]).split()) if found else ""
+    return description or None
+
+
 def extract_main(html: str, url: str, fast: bool, tree: Any = None) -> ExtractedText:
     """A page's main text as the crawl extracts it: trafilatura (``fast``: without its
     fallback extractors); a fast result with fewer than :data:`THIN_TOKENS` words is
@@ -109,20 +120,21 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     extracted text and its fingerprints (``found``: the page's ``canonical``, ``links``,
     ``title``, ``language``, as its reader found them).
 
-    A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's title as
-    its first line: what the extractor finds on a page with little text of its own is
-    often the site's furniture ("related articles", an author box), the same on every
-    such page of the site, and the title is what tells two of them apart
-    (docs/fingerprints.md)."""
+    A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's title and
+    description as its first lines: what the extractor finds on a page with little text
+    of its own is often the site's furniture ("related articles", an author box), the
+    same on every such page of the site, and the site's name and summary of the page are
+    what tell two of them apart (docs/fingerprints.md)."""
     _fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
     options = {"shingle": shingle, "drop_numbers": drop_numbers, "min_tokens": min_tokens,
                "cjk_ngram": cjk_ngram}
     fp = fingerprint(read.text, **options)
-    title = found.get("title")
-    if title and read.text and fp.tokens < THIN_TOKENS \
-            and not read.text.startswith(title):
-        read = ExtractedText(f"{title}\n{read.text}", read.method, read.reason)
-        fp = fingerprint(read.text, **options)
+    if read.text and fp.tokens < THIN_TOKENS:
+        head = [line for line in (found.get("title"), found.get("description"))
+                if line and line not in read.text]
+        if head:
+            read = ExtractedText("\n".join([*head, read.text]), read.method, read.reason)
+            fp = fingerprint(read.text, **options)
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
@@ -145,7 +157,7 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
     tree = parse_html(html)
     return fingerprint_text(extract_main(html, url, params[0], tree), params, url,
                             canonical=declared_canonical(tree, url, html),
-                            title=page_title(tree))
+                            title=page_title(tree), description=page_description(tree))
 
 
 @dataclass

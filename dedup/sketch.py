@@ -24,9 +24,11 @@ about 0.0014. Measured against exact containment on the development pairs
 (``bench/quality_sketch.py``, docs/fingerprints.md): mean absolute error 0.01, and 0 of
 538 and 3 of 1,634 pair decisions at the threshold 0.8 flipped.
 
-The sketch also says which site the page is on and what its title is (a hash of the host,
-and a 64-bit set of the title's words), for the rule that two pages of one site under
-different titles are different documents (:meth:`TextSketch.same_site_other_title`).
+The sketch also says which site the page is on and how the site names and sums it up (a
+hash of the host, and 64-bit sets of the words of its title and of its description, the
+``<meta name="description">``), for the rule that two pages of one site under different
+titles, or under one title with different descriptions, are different documents
+(:meth:`TextSketch.other_document`).
 
 Its :data:`ANCHORS` smallest values are kept whole as well: they are the page's *text
 anchors*, under which the index files the page so that a page sharing its text is found
@@ -35,7 +37,7 @@ because they are the smallest of a text's values: with 32 bits, the anchors of a
 pages of 500 shingles would crowd into the lowest 2^25 values, a hundred unrelated pages
 under each; with 64 bits two texts share one only by sharing the shingle.
 
-With a 24-byte header, the anchors' high 48 bits and 90 values a sketch takes 240 bytes;
+With a 32-byte header, the anchors' high 48 bits and 86 values a sketch takes 240 bytes;
 with the page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`)
 a page's record fits one 256-byte allocation of Redis.
 """
@@ -53,7 +55,7 @@ from .overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
-SKETCH_SIZE = 90
+SKETCH_SIZE = 86
 
 #: The smallest values of a text, kept whole, under which the index files the page (its
 #: text anchors). Two texts of which one is mostly in the other share their smallest
@@ -64,12 +66,15 @@ SKETCH_SIZE = 90
 ANCHORS = 6
 
 #: Version byte of the encoding, so a future format can tell old sketches apart (version
-#: 1 had 108 32-bit values and no anchors; it is still read).
-_VERSION = 2
+#: 1 had 108 32-bit values and no anchors, version 2 no description; both are still
+#: read).
+_VERSION = 3
 # version, distinct shingles (at most 65,535), largest kept value, host hash, title words
 _HEADER_V1 = struct.Struct("<BHIIQ")
 # ... (the largest value 64-bit) and the number of anchors whose high 48 bits follow
-_HEADER = struct.Struct("<BHQIQB")
+_HEADER_V2 = struct.Struct("<BHQIQB")
+# ... and the description's words before the number of anchors
+_HEADER = struct.Struct("<BHQIQQB")
 _ANCHOR_HIGH = 6
 _MAX_COUNT = 0xFFFF
 
@@ -95,9 +100,10 @@ def values_of(hashes: np.ndarray) -> np.ndarray:
     return np.unique(x)
 
 
-#: Two titles name the same document when at least this share of the words of both (as
-#: bits of :func:`title_bits`: shared over all) are in each: a site's name in every
-#: title (" – pv magazine International") does not make two articles' titles one.
+#: Two titles (or two descriptions) name the same document when at least this share of
+#: the words of both (as bits of :func:`word_bits`: shared over all) are in each: a site's
+#: name in every title (" – pv magazine International") does not make two articles'
+#: titles one.
 TITLE_OVERLAP = 0.5
 
 _WORD = re.compile(r"\w+")
@@ -108,12 +114,19 @@ def host_key(host: str | None) -> int:
     return xxhash.xxh32_intdigest(host.lower().encode()) if host else 0
 
 
-def title_bits(title: str | None) -> int:
-    """A title's words as a 64-bit set: each lowercased word sets one bit (0: no title)."""
+def word_bits(words: str | None) -> int:
+    """A title's (or a description's) words as a 64-bit set: each lowercased word sets one
+    bit (0: none)."""
     bits = 0
-    for word in _WORD.findall((title or "").lower()):
+    for word in _WORD.findall((words or "").lower()):
         bits |= 1 << (xxhash.xxh32_intdigest(word.encode()) & 63)
     return bits
+
+
+def _other_words(ours: int, theirs: int) -> bool:
+    """Whether two word sets (both known) share less than :data:`TITLE_OVERLAP` of their
+    words."""
+    return (ours & theirs).bit_count() < TITLE_OVERLAP * (ours | theirs).bit_count()
 
 
 @dataclass(frozen=True)
@@ -126,7 +139,7 @@ class TextSketch:
         top: the largest value kept (every value of the text up to it is kept).
         low: the low 16 bits of each kept value, in the values' order (``uint16``).
         host: the page's :func:`host_key` (0: unknown).
-        title: the page's :func:`title_bits` (0: no title).
+        title: the page's title as :func:`word_bits` (0: no title).
         high: the high 48 bits of the first kept values, the anchors (``uint64``; empty
             in a version-1 sketch).
     """
@@ -140,21 +153,26 @@ class TextSketch:
     #: how far a text's values are shifted right before they are compared (32 for a
     #: version-1 sketch, whose values were the top halves)
     shift: int = 0
+    #: the page's description as :func:`word_bits` (0: none, or a sketch before version 3)
+    about: int = 0
 
     @classmethod
     def of_text(cls, text: str, size: int = SKETCH_SIZE, *, host: str | None = None,
-                title: str | None = None) -> TextSketch:
-        """The sketch of a text (of a page on ``host`` titled ``title``)."""
-        return cls.of_values(shingle_values(text), size, host=host, title=title)
+                title: str | None = None, description: str | None = None) -> TextSketch:
+        """The sketch of a text (of a page on ``host`` titled ``title``, described by
+        ``description``)."""
+        return cls.of_values(shingle_values(text), size, host=host, title=title,
+                             description=description)
 
     @classmethod
     def of_values(cls, values: np.ndarray, size: int = SKETCH_SIZE, *,
-                  host: str | None = None, title: str | None = None) -> TextSketch:
+                  host: str | None = None, title: str | None = None,
+                  description: str | None = None) -> TextSketch:
         """The sketch of a text's :func:`shingle_values`."""
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
-                   (kept & 0xFFFF).astype(np.uint16), host_key(host), title_bits(title),
-                   kept[:ANCHORS] >> np.uint64(16))
+                   (kept & 0xFFFF).astype(np.uint16), host_key(host), word_bits(title),
+                   kept[:ANCHORS] >> np.uint64(16), about=word_bits(description))
 
     @property
     def anchors(self) -> list[int]:
@@ -163,17 +181,20 @@ class TextSketch:
         n = len(self.high)
         return ((self.high << np.uint64(16)) | self.low[:n].astype(np.uint64)).tolist()
 
-    def same_site_other_title(self, host: str | None, title: str | None) -> bool:
-        """Whether a page on ``host`` titled ``title`` is on this sketch's site under
-        another title (the two titles' shared words less than :data:`TITLE_OVERLAP` of
-        their words): on one site a title names a document, so the two are different
-        documents, whatever template text they share. ``False`` when a host or a title is
-        unknown."""
-        theirs = title_bits(title)
-        if not (self.host and self.title and theirs) or self.host != host_key(host):
+    def other_document(self, host: str | None, title: str | None,
+                       description: str | None = None) -> bool:
+        """Whether a page on ``host`` titled ``title`` and described by ``description`` is
+        another document of this sketch's site: on one site a title names a document and
+        a description sums it up, so two pages under titles, or under one title with
+        descriptions, that share less than :data:`TITLE_OVERLAP` of their words are
+        different documents, whatever template text they share. ``False`` when the host
+        is unknown or another, or when neither the titles nor the descriptions of both
+        are known."""
+        if not self.host or self.host != host_key(host):
             return False
-        shared = (self.title & theirs).bit_count()
-        return shared < TITLE_OVERLAP * (self.title | theirs).bit_count()
+        title_theirs, about_theirs = word_bits(title), word_bits(description)
+        return (bool(self.title and title_theirs) and _other_words(self.title, title_theirs)) \
+            or (bool(self.about and about_theirs) and _other_words(self.about, about_theirs))
 
     @property
     def complete(self) -> bool:
@@ -181,11 +202,11 @@ class TextSketch:
         return len(self.low) >= self.count
 
     def to_bytes(self) -> bytes:
-        """The stored form: a 24-byte header, six bytes per anchor and two bytes per kept
+        """The stored form: a 32-byte header, six bytes per anchor and two bytes per kept
         value."""
         high = self.high.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :_ANCHOR_HIGH]
         return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title,
-                            len(self.high)) \
+                            self.about, len(self.high)) \
             + high.tobytes() + self.low.astype("<u2").tobytes()
 
     @classmethod
@@ -200,17 +221,21 @@ class TextSketch:
             _, count, top, host, title = _HEADER_V1.unpack_from(raw)
             return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER_V1.size),
                        host, title, shift=32)
-        if len(raw) < _HEADER.size or raw[0] != _VERSION or raw[_HEADER.size - 1] > ANCHORS:
+        header = {_VERSION: _HEADER, 2: _HEADER_V2}.get(raw[0]) if raw else None
+        if header is None or len(raw) < header.size or raw[header.size - 1] > ANCHORS:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
-        _, count, top, host, title, n = _HEADER.unpack_from(raw)
-        at = _HEADER.size + n * _ANCHOR_HIGH
+        if header is _HEADER:
+            _, count, top, host, title, about, n = header.unpack_from(raw)
+        else:
+            (_, count, top, host, title, n), about = header.unpack_from(raw), 0
+        at = header.size + n * _ANCHOR_HIGH
         if len(raw) < at or (len(raw) - at) % 2:
             raise ValueError(f"a text sketch cut short: {raw[:16]!r}")
         high = np.zeros((n, 8), np.uint8)
         high[:, :_ANCHOR_HIGH] = np.frombuffer(raw, np.uint8, n * _ANCHOR_HIGH,
-                                               _HEADER.size).reshape(n, _ANCHOR_HIGH)
+                                               header.size).reshape(n, _ANCHOR_HIGH)
         return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host, title,
-                   high.view("<u8").reshape(n).astype(np.uint64))
+                   high.view("<u8").reshape(n).astype(np.uint64), about=about)
 
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text

@@ -13,8 +13,8 @@ as their 24-digit hex string.
 Collections and fields:
 
 ``pages``
-    ``_id``, ``url`` (unique), ``host``, ``status``, ``title``, ``language``,
-    ``published``, ``fetched_at``, ``depth``, ``referer``, ``text``, ``text_length``,
+    ``_id``, ``url`` (unique), ``host``, ``status``, ``title``, ``description`` (the
+    page's ``<meta name="description">``, when it has one), ``language``, ``published``, ``fetched_at``, ``depth``, ``referer``, ``text``, ``text_length``,
     ``checksum`` (32 hex digits of the normalised text's XXH3-128), ``extraction``
     (trafilatura / body / empty), ``crawl_id``, ``source`` (registered originals).
 ``fingerprints``
@@ -600,7 +600,8 @@ def index_k(db: Any, namespace: str | None = None) -> int:
 def page_document(page: Page, *, store_text: bool = True, **fields_: Any) -> dict[str, Any]:
     """The ``pages`` document of an admitted :class:`~dedup.page.Page` (the one place that
     makes one): its id, URL and canonical URL (``url_key``), host, checksum, fetch time,
-    title, language, text length, extraction method, declared canonical, its whole text
+    title, description, language, text length, extraction method, declared canonical, its
+    whole text
     (unless ``store_text`` is off), and the crawl's ``fields_`` (status, depth, ...)."""
     doc: dict[str, Any] = {
         "_id": page.page_id, "url": page.url, "url_key": url_key(page.url),
@@ -612,6 +613,8 @@ def page_document(page: Page, *, store_text: bool = True, **fields_: Any) -> dic
         doc["text"] = page.text
     if page.canonical:
         doc["canonical"] = page.canonical
+    if page.description:
+        doc["description"] = page.description
     doc.update(fields_)
     return doc
 

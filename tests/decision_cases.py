@@ -272,6 +272,25 @@ def test_pages_of_one_site_under_other_titles_are_other_documents(world: World) 
     assert got[3].original_id == stub.page_id  # another site: its title says nothing
 
 
+def test_pages_of_one_site_under_one_title_with_other_descriptions_are_other_documents(
+        world: World) -> None:
+    # A site whose pages all carry the site's name as their title: its descriptions (the
+    # site's summary of each page) name its documents; a page without one says nothing.
+    crawl = world.deduplicator()
+    furniture = article(2, 200)
+    first = page("http://a.example/1", A, furniture + "\n" + article(3, 12))
+    second = page("http://a.example/2", A ^ 0b11, furniture + "\n" + article(4, 12))
+    again = page("http://a.example/1?ref=home", A ^ 0b1, first.text + "\nshare")
+    undescribed = page("http://a.example/1?print", A ^ 0b100, first.text + "\nprint")
+    for p in (first, second, again, undescribed):
+        p.title = "Coffee Chronicler"
+    first.description = again.description = "Light roasts for the espresso machine at home."
+    second.description = "How a grinder's burrs shape the taste of the cup."
+    got = [crawl.decide([p])[0] for p in (first, second, again, undescribed)]
+    assert [d.kind for d in got] == [NEW, NEW, NEAR, NEAR]
+    assert got[2].original_id == got[3].original_id == first.page_id
+
+
 def test_a_copy_beyond_k_is_found_by_its_text_anchors(world: World) -> None:
     """A republication under another template may land far from its original's
     fingerprint; the pages filed under its text anchors are its candidates all the same,

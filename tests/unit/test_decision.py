@@ -128,11 +128,27 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
                                 title="Debunking 10 common nutrition myths for 2025 | Eufic")
     back = TextSketch.from_bytes(titled.to_bytes())
     assert (back.host, back.title) == (titled.host, titled.title) != (0, 0)
-    assert back.same_site_other_title("www.eufic.org", "How To Take Care of Your Oral Health | Eufic")
-    assert not back.same_site_other_title("www.eufic.org", "Debunking 10 common nutrition myths")
-    assert not back.same_site_other_title("lithub.com", "Literary Hub » Oral Health")
-    assert not back.same_site_other_title("www.eufic.org", None)
-    assert not copy.same_site_other_title("www.eufic.org", "Anything")  # no title known
+    assert back.other_document("www.eufic.org", "How To Take Care of Your Oral Health | Eufic")
+    assert not back.other_document("www.eufic.org", "Debunking 10 common nutrition myths")
+    assert not back.other_document("lithub.com", "Literary Hub » Oral Health")
+    assert not back.other_document("www.eufic.org", None)
+    assert not copy.other_document("www.eufic.org", "Anything")  # no title known
+    # under one title, the site's descriptions of the two pages tell documents apart
+    about = "Ten myths about sugar, salt and fat, and what the evidence says about each."
+    described = TextSketch.of_text(long_text, host="www.eufic.org", title="Nutrition myths",
+                                   description=about)
+    back = TextSketch.from_bytes(described.to_bytes())
+    assert len(described.to_bytes()) == 240 and back.about == described.about != 0
+    assert not back.other_document("www.eufic.org", "Nutrition myths", about.upper())
+    assert back.other_document("www.eufic.org", "Nutrition myths",
+                               "Why your dentist asks about flossing, and how often to do it.")
+    assert not back.other_document("www.eufic.org", "Nutrition myths", None)  # unknown
+    assert not back.other_document("lithub.com", "Nutrition myths", "Another summary.")
+    # a version-2 sketch (no description) is still read
+    v2 = bytes([2]) + described.to_bytes()[1:23] + described.to_bytes()[31:]
+    older = TextSketch.from_bytes(v2)
+    assert (older.about, older.anchors, older.low.tolist()) == (0, described.anchors,
+                                                                described.low.tolist())
     with pytest.raises(ValueError, match="not a text sketch"):
         TextSketch.from_bytes(b"\x07junk")
     # a version-1 sketch (no anchors) stored by an earlier release is still read
