@@ -273,23 +273,28 @@ class Deduplicator:
         a new candidate is judged against it and asked again. Returns the pages that
         turned out to copy a new candidate (a near copy admitted meanwhile, by this batch
         or another process), with their choice."""
-        judged = {i: {m.fingerprint for m in found} for i, found in rejected.items()}
+        # per page: the records judged (page, sketch) under each candidate fingerprint
+        judged = {i: _records(found) for i, found in rejected.items()}
         copies: dict[int, tuple[Match, float | None]] = {}
         pending = list(rejected)
         for _ in range(ADMIT_ROUNDS):
             results = self.index.admit_unless_new(
                 [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in pending],
-                [judged[i] for i in pending])
+                [{fp: sum(1 for _, sketch in records if sketch)
+                  for fp, records in judged[i].items()} for i in pending])
             waiting = {i: found for i, found in zip(pending, results) if found}
             rows = list(waiting)
-            fresh = [[m for m in waiting[i] if m.fingerprint not in judged[i]] for i in rows]
+            fresh = [[m for m in waiting[i]
+                      if (m.page_id, m.sketch) not in judged[i].get(m.fingerprint, ())]
+                     for i in rows]
             for i, new, choice in zip(rows, fresh, self._choose(batch, rows, fresh, values)):
                 if choice is not None:
                     copies[i] = choice
                 elif not new:  # a judged candidate was removed meanwhile: judge what is left
-                    judged[i] = {m.fingerprint for m in waiting[i]}
+                    judged[i] = _records(waiting[i])
                 else:
-                    judged[i] |= {m.fingerprint for m in new}
+                    for fp, records in _records(new).items():
+                        judged[i].setdefault(fp, set()).update(records)
             pending = [i for i in rows if i not in copies]
             if not pending:
                 return copies
@@ -389,6 +394,15 @@ class Deduplicator:
             if d.excerpt is not None and d.excerpt.original_id in self._known:
                 e = d.excerpt
                 e.original_url, e.original_host, e.source = self._known[e.original_id]
+
+
+def _records(found: Sequence[Match]) -> dict[int, set[tuple[str | None, bytes | None]]]:
+    """The candidates' records, (page, sketch), by fingerprint: one fingerprint may stand
+    for several admitted pages, and for copies attached to them."""
+    out: dict[int, set[tuple[str | None, bytes | None]]] = {}
+    for m in found:
+        out.setdefault(m.fingerprint, set()).add((m.page_id, m.sketch))
+    return out
 
 
 def in_memory(config: Any = None, *, capacity: int = 100_000,

@@ -11,7 +11,7 @@ process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple, Protocol
@@ -71,8 +71,10 @@ class Probe:
         anchors: per fingerprint, its page's text anchors (from its sketch,
             :attr:`dedup.sketch.TextSketch.anchors`): the page is filed under them when
             inserted, and the pages filed under them are candidates at any distance.
-        judged: per fingerprint, the candidates already judged not its original; a page
-            is inserted only if every page its anchors find is one of them.
+        judged: per fingerprint, the candidates already judged not its original, each
+            with the number of text sketches found under it then (its own and those of
+            pages admitted or copies attached under it later); a page is inserted only if
+            every page its anchors find is one of them and each still holds as many.
     """
 
     fps: list[int]
@@ -81,7 +83,7 @@ class Probe:
     sketches: Sequence[bytes | None] | None = None
     expect: Sequence[int] | None = None
     anchors: Sequence[Sequence[int]] | None = None
-    judged: Sequence[Collection[int]] | None = None
+    judged: Sequence[Mapping[int, int]] | None = None
 
 
 #: One raw hit from a store: (table number, rest of the stored entry, distance). A hit
@@ -90,6 +92,11 @@ Hit = tuple[int, int, int]
 
 #: The table number of a hit found through a text anchor.
 ANCHOR = -1
+
+#: The table number of a judged candidate that holds other text sketches than when it was
+#: judged (a page admitted under the same fingerprint, a copy attached to it): it is
+#: judged again, and the page is not inserted.
+CHANGED = -2
 
 #: The most pages one text anchor may be shared by and still find candidates: an anchor
 #: shared by more is a phrase common to them (one of a site's sentence patterns, furniture
@@ -226,11 +233,13 @@ def check_fingerprint(fp: object) -> int:
     return value
 
 
-def _inserted(hits: list[Hit], expect: int, judged: Collection[int]) -> bool:
+def _inserted(hits: list[Hit], expect: int, judged: Mapping[int, int]) -> bool:
     """Whether a store inserted a page with these hits: its table hits those its judged
-    candidates give, and every page its text anchors found judged."""
-    return sum(t != ANCHOR for t, _, _ in hits) == expect \
-        and all(rest in judged for t, rest, _ in hits if t == ANCHOR)
+    candidates give, every page its text anchors found judged, and no judged candidate
+    changed."""
+    return sum(t >= 0 for t, _, _ in hits) == expect \
+        and all(rest in judged for t, rest, _ in hits if t == ANCHOR) \
+        and not any(t == CHANGED for t, _, _ in hits)
 
 
 class NearDuplicateIndex:
@@ -325,7 +334,7 @@ class NearDuplicateIndex:
         for row, item_hits in enumerate(hits):
             found: dict[int, int] = {}
             for table, rest, dist in item_hits:
-                if table == ANCHOR:
+                if table < 0:  # ANCHOR, CHANGED: the whole fingerprint
                     found[rest] = dist
                     continue
                 bucket = int(probe.buckets[row, table])
@@ -369,7 +378,7 @@ class NearDuplicateIndex:
         return self._decide(rows, attempts=3)
 
     def _decide(self, pairs: Sequence[tuple[int, str, bytes | None]], attempts: int,
-                judged: Sequence[Collection[int]] | None = None) -> list[list[Match]]:
+                judged: Sequence[Mapping[int, int]] | None = None) -> list[list[Match]]:
         chunks = list(self._chunks(pairs))
         probes: list[Probe] = []
 
@@ -418,21 +427,24 @@ class NearDuplicateIndex:
         return out
 
     def admit_unless_new(self, items: Sequence[tuple[int, str, bytes | None]],
-                         judged: Sequence[Collection[int]]) -> list[list[Match]]:
+                         judged: Sequence[Mapping[int, int]]) -> list[list[Match]]:
         """Admit each page whose candidates were all judged not to be its original,
         unless a candidate appeared since: one atomic store step per batch, like
         :meth:`check_and_add_all`. ``judged``: per item, the fingerprints of the
-        candidates judged. Returns, per item, an empty list when it was admitted, else
-        every match now within ``k`` (the caller judges the new ones and asks again).
+        candidates judged, each with the number of text sketches it came with (the
+        records with a sketch among its matches). Returns, per item, an empty list when it
+        was admitted, else every match now within ``k`` (the caller judges the new ones
+        and asks again).
 
         This closes the gap between a page's probe and its admission after a text
         check: a near copy admitted meanwhile (by this process's batch or another
-        process) is always seen, never admitted beside it."""
+        process), under a fingerprint of its own or under one already judged, is always
+        seen, never admitted beside it."""
         rows = [(check_fingerprint(fp), check_page_id(pid), sketch)
                 for fp, pid, sketch in items]
         return self._decide(rows, attempts=1, judged=judged)
 
-    def _expected(self, probe: Probe, judged: Sequence[Collection[int]]) -> list[int]:
+    def _expected(self, probe: Probe, judged: Sequence[Mapping[int, int]]) -> list[int]:
         """Per row, the table hits its judged candidates give in the store's probe: in
         every table where one within k bits shares the row's bucket and prefix (a
         candidate found through a text anchor may be farther; it is no table hit)."""

@@ -13,6 +13,7 @@ from .core import (
     ANCHOR,
     ANCHOR_MATCHES,
     ANCHOR_READ,
+    CHANGED,
     EVIDENCE_BYTES,
     Hit,
     Probe,
@@ -138,9 +139,12 @@ class MemoryStore:
                 expect = probe.expect[i] if probe.expect is not None else 0
                 anchors = _anchors(probe, i)
                 found = self._anchor_hits(fp, anchors)
-                judged = probe.judged[i] if probe.judged is not None else ()
+                judged = probe.judged[i] if probe.judged is not None else {}
+                # a judged candidate with other sketches than then: judged again
+                found += [(CHANGED, other, (other ^ fp).bit_count()) for other, n
+                          in judged.items() if len(self._sketches.get(other, ())) != n]
                 if page_ids is not None and len(hits) == expect \
-                        and all(other in judged for _, other, _ in found):
+                        and all(t == ANCHOR and other in judged for t, other, _ in found):
                     self._insert(fp, buckets[i], rests[i], page_ids[i], _sketch(probe, i),
                                  anchors)
                 out.append(hits + found)

@@ -34,7 +34,10 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
 
 Probe, decision and insert run as one Lua script per batch of fingerprints, so Redis
 executes them atomically: two crawler processes can never both admit two near duplicates
-of each other. Every key a script touches is passed in ``KEYS``.
+of each other. An admission after a text check also counts the sketch records under each
+judged candidate's fingerprint: a page admitted under that fingerprint meanwhile, or a
+copy's sketch attached to it, is judged before the page is admitted. Every key a script
+touches is passed in ``KEYS``.
 
 Redis Cluster: one script call touches keys in many buckets, which hash to different
 slots, so it is refused there. To run on a cluster, put the whole namespace in one slot
@@ -58,7 +61,6 @@ from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
 from ..tables import F
 from .core import (
-    ANCHOR,
     ANCHOR_MATCHES,
     ANCHOR_READ,
     EVIDENCE_BYTES,
@@ -84,8 +86,10 @@ _HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
 # packed page id ("" for none), the text sketch ("" for none), for DECIDE the number of
 # table hits that still let it be inserted (those of candidates already judged), the
 # fingerprint (8 bytes, big-endian), the number of its text anchors and each anchor (8
-# bytes), and for DECIDE the judged candidates (8 bytes each). KEYS[1] is the
-# count, then per fingerprint its T table keys, its sketch key and its anchors' keys.
+# bytes), and for DECIDE the judged candidates (8 bytes each), their number and per
+# judged candidate its table-0 member and the number of sketch records it had. KEYS[1] is
+# the count, then per fingerprint its T table keys, its sketch key, its anchors' keys and
+# for DECIDE its judged candidates' sketch keys.
 # Python computes every string; the scripts call Redis and compare candidates. A table-0
 # member is the rest followed by the page id, so its range end gets 256 bytes of 0xFF
 # appended (page ids are at most 255 bytes).
@@ -129,6 +133,18 @@ local function distance(m, c, limit)
     if d > limit then return d end
   end
   return d
+end
+-- The sketch records a fingerprint's field holds
+local function records(key, member)
+  local have = redis.call('HGET', key, member)
+  if not have then return 0 end
+  local count, at = 0, 1
+  while at <= #have do
+    local idlen = string.byte(have, at)
+    at = at + 3 + idlen + string.byte(have, at + idlen + 1) + 256 * string.byte(have, at + idlen + 2)
+    count = count + 1
+  end
+  return count
 end
 local function judged_has(judged, fp)
   for p = 1, #judged, 8 do
@@ -190,6 +206,19 @@ for i = 0, n - 1 do
       if not judged_has(judged, other) then unjudged = true end
     end
   end
+  -- a judged candidate whose sketches changed (a page admitted under its fingerprint, a
+  -- copy attached to it) is judged again
+  local nj = tonumber(ARGV[a + 3 * T + 7 + na])
+  for j = 1, nj do
+    local at = a + 3 * T + 6 + na + 2 * j
+    if records(KEYS[kb + T + 1 + na + j], ARGV[at]) ~= tonumber(ARGV[at + 1]) then
+      local other = string.sub(judged, 8 * j - 7, 8 * j)
+      hits[#hits + 1] = -2
+      hits[#hits + 1] = other
+      hits[#hits + 1] = distance(fp, other, 64)
+      unjudged = true
+    end
+  end
   if insert and table_hits == tonumber(ARGV[a + 3 * T + 3]) and not unjudged then
     -- with judged candidates allowed, one may be this very fingerprint (another page's):
     -- it stays indexed once, for the first page, as ADD does
@@ -211,8 +240,8 @@ for i = 0, n - 1 do
     file_anchors(sketch, kb + T + 1, a + 3 * T + 5, fp)
   end
   out[i + 1] = hits
-  a = a + 3 * T + 6 + na
-  kb = kb + T + 1 + na
+  a = a + 3 * T + 7 + na + 2 * nj
+  kb = kb + T + 1 + na + nj
 end
 if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 return out
@@ -459,8 +488,15 @@ class RedisStore:
             args.append(len(anchors))
             args.extend(a.to_bytes(8, "big") for a in anchors)
             if ranges:
-                judged = probe.judged[i] if probe.judged is not None else ()
+                judged = probe.judged[i] if probe.judged is not None else {}
                 args.append(b"".join(fp.to_bytes(8, "big") for fp in judged))
+                args.append(len(judged))
+                if judged:
+                    buckets, rests = layout.coordinates(np.fromiter(
+                        judged, dtype=np.uint64, count=len(judged)))
+                    keys.extend(self._sketch_key(b) for b in buckets[:, 0].tolist())
+                    for member, records in zip(self._split(rests[:, 0]), judged.values()):
+                        args.extend((member, records))
         return keys, args
 
     def _pool(self) -> Any:
@@ -522,7 +558,7 @@ class RedisStore:
         assert self._layout is not None, "attach() a layout first"
         nb = self._layout.member_bytes
         for reply in self._eval(_LUA_DECIDE, calls()):
-            yield [[(int(h[j]), int.from_bytes(h[j + 1] if int(h[j]) == ANCHOR
+            yield [[(int(h[j]), int.from_bytes(h[j + 1] if int(h[j]) < 0  # ANCHOR, CHANGED
                                                else h[j + 1][:nb], "big"), int(h[j + 2]))
                     for j in range(0, len(h), 3)] for h in reply]
 

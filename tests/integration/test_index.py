@@ -150,14 +150,38 @@ def test_text_anchors_find_pages_at_any_distance(store) -> None:
     assert [(m.fingerprint, m.page_id, m.distance, m.sketch) for m in found] \
         == [(0, "first", 64, sketch)]
     assert len(index) == 1  # not admitted: a candidate to judge
-    assert index.admit_unless_new([(far, "second", sketch)], [set()]) != [[]]
-    assert index.admit_unless_new([(far, "second", sketch)], [{0}]) == [[]]
+    assert index.admit_unless_new([(far, "second", sketch)], [{}]) != [[]]
+    assert index.admit_unless_new([(far, "second", sketch)], [{0: 1}]) == [[]]
     assert len(index) == 2
     assert index.check_and_add_all([(0x5555_5555_5555_5555, "third", other)]) == [[]]
     assert [m.page_id for m in index.check_and_add_all([(12345, "x", sketch)])[0]] \
         == ["first", "second"]  # both filed under the anchors, smaller fingerprint first
     assert index.remove(0) and index.remove(far)
     assert index.check_and_add_all([(12345, "x", sketch)]) == [[]]  # nothing filed now
+
+
+def test_a_page_admitted_under_a_judged_fingerprint_is_judged_before_admission(store) -> None:  # type: ignore[no-untyped-def]
+    """One fingerprint may stand for several pages (a rewrite keeps its article's): a page
+    judged against the first is not admitted while a second page admitted under that
+    fingerprint meanwhile (by another process) is unjudged; it meets it, then is admitted
+    once it has judged it."""
+    from dedup.sketch import TextSketch
+
+    first = TextSketch.of_text(" ".join(f"word{i}" for i in range(300))).to_bytes()
+    twin = TextSketch.of_text(" ".join(f"twin{i}" for i in range(300))).to_bytes()
+    copy = TextSketch.of_text(" ".join(f"copy{i}" for i in range(300))).to_bytes()
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
+    assert index.check_and_add_all([(0, "first", first)]) == [[]]
+    found = index.check_and_add_all([(1, "copy", copy)])[0]
+    assert [m.page_id for m in found] == ["first"]
+    # meanwhile another process admits a page under the very same fingerprint
+    assert index.admit_unless_new([(0, "twin", twin)], [{0: 1}]) == [[]]
+    again = index.admit_unless_new([(1, "copy", copy)], [{0: 1}])[0]
+    assert sorted(m.page_id for m in again) == ["first", "twin"]
+    assert [m.sketch for m in again if m.page_id == "twin"] == [twin]
+    assert len(index) == 1 and index.query(1)[0].fingerprint == 0
+    assert index.admit_unless_new([(1, "copy", copy)], [{0: 2}]) == [[]]
+    assert len(index) == 2
 
 
 def test_an_anchor_shared_by_many_pages_is_passed_over(store) -> None:
