@@ -255,9 +255,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000",
                         help="index sizes for the memory table (comma-separated)")
-    parser.add_argument("-k", default=f"3,{DEFAULT_MAX_DISTANCE}",
+    ks = ",".join(str(k) for k in sorted({3, 6, DEFAULT_MAX_DISTANCE}))
+    parser.add_argument("-k", default=ks,
                         help="the indexes' k, comma-separated, one design each (default "
-                        f"3,{DEFAULT_MAX_DISTANCE}: the k = 3 design and the crawl's)")
+                        f"{ks}: the k = 3 design, the k = 6 one and the crawl's, k = "
+                        f"{DEFAULT_MAX_DISTANCE})")
     parser.add_argument("--decisions", type=int, default=20_000,
                         help="check-and-add decisions to time at the first size")
     parser.add_argument("--datasketch-docs", type=int, default=20_000,

@@ -213,6 +213,11 @@ def build(crawler: Crawler) -> Wiring:
                                    k=config.max_distance, capacity=config.capacity,
                                    batch_size=config.batch_size)
         pages.save_layout(config.namespace, index.layout.describe())
+        if index.layout.k > index.k:
+            log.info("dedup: the index in %s was built for k = %d (%d tables); the crawl "
+                     "decides at k = %d: `simcrawl rebuild-index -k %d` gives it the "
+                     "smaller, faster design", redact(redis_url), index.layout.k,
+                     len(index.layout.tables), index.k, index.k)
         windows, params = open_window_index(config, client, redact(redis_url))
         journal = AdmissionJournal(client, config.namespace)
         others = live_owners(client, config.namespace)

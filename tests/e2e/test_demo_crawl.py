@@ -169,7 +169,8 @@ def test_the_report_draws_what_the_store_holds(demo_run, tmp_path: Path) -> None
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     found = json.loads((out / "report.json").read_text())
-    assert found["k"] == 6  # the k the demo crawl's index was built with (one k)
+    # the k the demo crawl's index was built with (one k): the crawl's
+    assert found["k"] == DEFAULT_MAX_DISTANCE
     # the figures' numbers are the store's
     near = db.matches.aggregate([{"$match": {"distance": {"$ne": None},
                                              "kind": {"$ne": "exact"}}},
@@ -253,6 +254,7 @@ def test_calibrate_measures_the_share_of_copies_per_distance(demo_run, tmp_path:
     far = [d for d in range(5, 13) if found["judged"][str(d)]]
     assert far and all(found["copies"][str(d)] == 0 for d in far)
     assert found["suggested_k"] == 3 and "suggested k: 3" in done.stdout
-    assert found["k"] == 6 and "the crawl's k: 6" in done.stdout  # its index's
+    assert found["k"] == DEFAULT_MAX_DISTANCE  # its index's
+    assert f"the crawl's k: {DEFAULT_MAX_DISTANCE}" in done.stdout
     page = (out / "calibrate.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in page and "<mark" in page
