@@ -106,8 +106,10 @@ CHANGED = -2
 ANCHOR_READ = 8
 
 #: The text anchors a page must share with a probe to be its candidate (fewer when the
-#: probe has fewer): one shared anchor is often a phrase common to many pages ("one of
-#: the"); two are the texts' (docs/fingerprints.md, "Text anchors").
+#: probe has fewer that are evidence, not passed over as common phrases): one shared
+#: anchor is often a phrase common to many pages ("one of the"); two are the texts'
+#: (docs/fingerprints.md, "Text anchors"). A page written in a site's stock phrases may
+#: have one anchor only that few pages share: that one is its text's evidence.
 ANCHOR_MATCHES = 2
 
 

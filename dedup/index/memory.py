@@ -74,13 +74,15 @@ class MemoryStore:
 
     def _anchor_hits(self, fp: int, anchors: Sequence[int]) -> list[Hit]:
         shared: dict[int, int] = {}
+        usable = 0
         for anchor in anchors:
             filed = self._anchors.get(anchor, ())
             if len(filed) > ANCHOR_READ:  # a common phrase, not evidence: passed over
                 continue
+            usable += 1
             for other in filed:
                 shared[other] = shared.get(other, 0) + 1
-        need = min(ANCHOR_MATCHES, len(anchors))
+        need = min(ANCHOR_MATCHES, usable)
         return [(ANCHOR, other, (other ^ fp).bit_count())
                 for other, n in shared.items() if n >= need]
 

@@ -182,12 +182,13 @@ for i = 0, n - 1 do
   local unjudged = false
   local shared = {}
   local order = {}
+  local usable = 0
   for j = 1, na do
     local anchor = ARGV[a + 3 * T + 5 + j]
     local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. anchor,
                              '[' .. anchor .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__ + 1)
     -- an anchor more pages share is a common phrase, not evidence: passed over
-    if #found > __ANCHOR_READ__ then found = {} end
+    if #found > __ANCHOR_READ__ then found = {} else usable = usable + 1 end
     for _, c in ipairs(found) do
       local other = string.sub(c, 9)
       if not shared[other] then
@@ -197,7 +198,7 @@ for i = 0, n - 1 do
       shared[other] = shared[other] + 1
     end
   end
-  local need = math.min(__ANCHOR_MATCHES__, na)
+  local need = math.min(__ANCHOR_MATCHES__, usable)
   for _, other in ipairs(order) do
     if shared[other] >= need then
       hits[#hits + 1] = -1

@@ -206,6 +206,29 @@ def test_an_anchor_shared_by_many_pages_is_passed_over(store) -> None:
     assert index.check_and_add_all([(M64, "q", sketch(99))]) == [[]]  # admitted
 
 
+def test_a_page_with_one_anchor_that_is_evidence_is_found_by_that_one(store) -> None:  # type: ignore[no-untyped-def]
+    """A text written in a site's stock phrases: five of its six anchors are phrases more
+    than ANCHOR_READ pages share (passed over), and the sixth is its own. A page sharing
+    that one is its candidate; a page sharing only the phrases is not."""
+    from dedup.index.core import ANCHOR_READ
+    from dedup.sketch import ANCHORS, TextSketch
+
+    common = np.arange(1, ANCHORS, dtype=np.uint64)  # five stock phrases
+
+    def sketch(seed: int, rare: int) -> bytes:
+        own = np.random.default_rng(seed).integers(1 << 40, 1 << 63, 200, dtype=np.uint64)
+        values = np.concatenate([common, np.array([rare], np.uint64), own])
+        return TextSketch.of_values(np.unique(values)).to_bytes()
+
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
+    index.add_many([((i * 0x0101_0101_0101_0101) % (1 << 64), f"p{i}", sketch(i, 5000 + i))
+                    for i in range(1, ANCHOR_READ + 2)])
+    index.add_many([(0, "original", sketch(0, 1000))])
+    found = index.check_and_add_all([(M64, "copy", sketch(99, 1000))])[0]
+    assert [m.page_id for m in found] == ["original"]  # 64 bits away: by its own anchor
+    assert index.check_and_add_all([(M64, "other", sketch(98, 2000))]) == [[]]
+
+
 def test_copies_evidence_is_kept_with_its_original_within_a_bound(store) -> None:
     from dedup.index.core import EVIDENCE_BYTES
     from dedup.sketch import TextSketch
