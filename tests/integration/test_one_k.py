@@ -23,7 +23,7 @@ def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path
     db = pages.db
     pages.save_pages([page_document(Page("http://a.example/1", "a.example", "0" * 32, 1,
                                          False, text="a page"))])
-    assert index_k(db) == 6  # nothing saved: the crawl's default
+    assert index_k(db) == 3  # nothing saved: the crawl's default
     pages.save_layout("simcrawl", IndexLayout.plan(1000, 4).describe())
     pages.save_layout("other", IndexLayout.plan(1000, 2).describe())
     assert (index_k(db), index_k(db, "other")) == (4, 2)

@@ -164,7 +164,7 @@ def test_scan_decides_with_the_crawls_k_and_text_check(tmp_path):
     (tmp_path / "c-other.txt").write_text(article(seed + 500, 300))
     out = run("scan", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    assert "k = 6, the crawl's rules" in out.stdout
+    assert "k = 3, the crawl's rules" in out.stdout  # and 4-6 bits away: found by anchors
     near = [line for line in out.stdout.splitlines() if line.startswith("near duplicate")]
     assert len(near) == 1 and "b-with-comments.txt  ~  " in near[0] \
         and near[0].rstrip().endswith("containment 1.00)")

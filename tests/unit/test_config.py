@@ -17,7 +17,7 @@ def test_defaults_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         (2, True, 5000, 0.5)
     assert config.redis_url == "redis://r:6379/1"  # the setting wins over the environment
     assert config.mongo_uri == "mongodb://db.example:27017/"  # from the environment
-    assert DedupConfig().max_distance == 6 and DedupConfig().namespace == "simcrawl"
+    assert DedupConfig().max_distance == 3 and DedupConfig().namespace == "simcrawl"
 
 
 @pytest.mark.parametrize("name,value,message", [

@@ -29,7 +29,7 @@ def test_buckets_are_planned_for_the_compact_encoding() -> None:
     assert (one_m.bucket_bits, one_m.member_bytes, one_m.design.name) == (14, 7, "5 blocks")
     # a server allowing bigger compact sets gets fewer, fuller buckets
     assert IndexLayout.plan(1_000_000, 3, table_limit=512).bucket_bits < one_m.bucket_bits
-    assert IndexLayout.plan(1_000_000).k == 6  # the crawl's k, by default
+    assert IndexLayout.plan(1_000_000).k == 3  # the crawl's k, by default
 
 
 def test_describe_round_trip_and_bad_descriptions() -> None:
