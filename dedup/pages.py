@@ -118,7 +118,7 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
                      ) -> Page:
     """A :class:`~dedup.page.Page` of ``url`` (its host: the URL's ``netloc``) with an
     extracted text and its fingerprints (``found``: the page's ``canonical``, ``links``,
-    ``title``, ``language``, as its reader found them).
+    ``title``, ``description``, ``language``, as its reader found them).
 
     A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's title and
     description as its first lines: what the extractor finds on a page with little text
