@@ -141,16 +141,20 @@ def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed:
                 at, other = rng.randrange(len(words) - size), rng.randrange(len(words) - size)
                 titles = [" ".join(rng.sample(words, 6)), " ".join(rng.sample(words, 6))]
                 own = [" ".join(words[at:at + size]), " ".join(words[other:other + size])]
+
+                def stub(n: int, title: str, described: bool) -> Page:
+                    """Stub ``n`` of the pair: the template with its own words (and a
+                    description of its first 25 words, as a CMS writes one)."""
+                    return make("\n".join(lines[:1] + [own[n]] + lines[1:]),
+                                f"https://{host}/{'ab'[n]}{k}-{size}", title, params,
+                                " ".join(own[n].split()[:25]) if described else None)
+
                 for label, title, described in (("titles differ", titles[1], False),
                                                 ("one title", titles[0], False),
                                                 ("one title, own descriptions", titles[0],
                                                  True)):
-                    first, second = (make("\n".join(lines[:1] + [text] + lines[1:]),
-                                          f"https://{host}/{ab}{k}-{size}", name, params,
-                                          " ".join(text.split()[:25]) if described else None)
-                                     for ab, text, name in (("a", own[0], titles[0]),
-                                                            ("b", own[1], title)))
-                    add(f"stub {size} words, {label}", decide_pair(first, second))
+                    add(f"stub {size} words, {label}",
+                        decide_pair(stub(0, titles[0], described), stub(1, title, described)))
     return kinds
 
 
