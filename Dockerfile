@@ -12,10 +12,11 @@ COPY dedup ./dedup
 COPY crawler ./crawler
 COPY console ./console
 COPY cli ./cli
+COPY sparkjob ./sparkjob
 COPY examples ./examples
 # Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
- && rm -rf dedup crawler console cli examples build \
+ && rm -rf dedup crawler console cli sparkjob examples build \
  && python -c "import dedup, dedup.pinyin as p, sys; sys.exit(dedup.KERNEL != 'cython' or p.KERNEL != 'cython')"
 
 RUN useradd --create-home --uid 10001 crawler

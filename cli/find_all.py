@@ -1,4 +1,5 @@
-"""``simcrawl find-all [FILE]``: every pair (or cluster) of fingerprints within k."""
+"""``simcrawl find-all [FILE | --store]``: every pair (or cluster) of fingerprints within k,
+in this process (NumPy, :mod:`dedup.batch`) or on Spark (:mod:`sparkjob`)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,21 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 import time
-from typing import TextIO
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 
 from cli.common import InputError, check_k, parser, run
 
-HELP = "all pairs (or clusters) of fingerprints within k bits"
+HELP = "all pairs (or clusters) of fingerprints within k bits, here or on Spark"
+
+#: Lines per chunk when a file is handed to Spark.
+CHUNK = 1_000_000
 
 
 def parse_fingerprint(token: str) -> int:
@@ -32,11 +40,13 @@ def parse_fingerprint(token: str) -> int:
     return value
 
 
-def read_fingerprints(stream: TextIO, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Read one fingerprint per line (blank lines and ``#`` comments skipped).
+def fingerprint_chunks(stream: TextIO, name: str, size: int = CHUNK
+                       ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Read one fingerprint per line (blank lines and ``#`` comments skipped), ``size``
+    at a time.
 
-    Returns:
-        ``(fingerprints, line_numbers)`` as ``uint64`` and ``int64`` arrays.
+    Yields:
+        ``(line_numbers, fingerprints)`` as ``int64`` and ``uint64`` arrays.
 
     Raises:
         InputError: naming the file and line of the first bad value.
@@ -52,49 +62,208 @@ def read_fingerprints(stream: TextIO, name: str) -> tuple[np.ndarray, np.ndarray
         except ValueError as exc:
             raise InputError(f"{name}:{lineno}: bad fingerprint {token[:40]!r}: {exc}") from None
         lines.append(lineno)
-    return np.array(values, dtype=np.uint64), np.array(lines, dtype=np.int64)
+        if len(values) >= size:
+            yield np.array(lines, dtype=np.int64), np.array(values, dtype=np.uint64)
+            values, lines = [], []
+    if values:
+        yield np.array(lines, dtype=np.int64), np.array(values, dtype=np.uint64)
+
+
+def read_fingerprints(stream: TextIO, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """All of :func:`fingerprint_chunks` at once: ``(fingerprints, line_numbers)``."""
+    chunks = list(fingerprint_chunks(stream, name))
+    if not chunks:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    return (np.concatenate([c[1] for c in chunks]), np.concatenate([c[0] for c in chunks]))
+
+
+def _chunks(args: argparse.Namespace, stack: ExitStack
+            ) -> Iterator[tuple[np.ndarray | list[str], np.ndarray]]:
+    """The input as ``(ids, fingerprints)`` chunks: line numbers of the file, or page ids
+    of the store's indexed fingerprints."""
+    if args.store:
+        from console.store import open_database
+        from dedup.store import PageStore
+        from sparkjob.stage import store_chunks
+
+        db = stack.enter_context(open_database(args))
+        return store_chunks(PageStore(db.client, db.name))
+    if args.input == "-":
+        return fingerprint_chunks(sys.stdin, "<stdin>")
+    try:
+        fh = stack.enter_context(open(args.input, encoding="utf-8", errors="replace"))
+    except OSError as exc:
+        raise InputError(f"{args.input}: {exc.strerror}") from None
+    return fingerprint_chunks(fh, args.input)
+
+
+class Output:
+    """Where the records go: JSON lines on standard output or in a file, or a Parquet
+    file (``-o NAME.parquet``; a folder of part files with the Spark engine)."""
+
+    def __init__(self, target: str, id_name: str) -> None:
+        self.target = target
+        self.id_name = id_name
+        self.parquet = target.endswith(".parquet")
+        self.count = 0
+
+    def json_lines(self, records: Iterable[dict[str, Any]]) -> None:
+        out = sys.stdout if self.target == "-" else None
+        try:
+            fh = out or open(self.target, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise InputError(f"cannot write {self.target}: {exc.strerror}") from None
+        try:
+            for record in records:
+                fh.write(json.dumps(record) + "\n")
+                self.count += 1
+        finally:
+            if fh is not sys.stdout:
+                fh.close()
+
+
+def _pair_record(i: Any, j: Any, distance: int, a: str, b: str, id_name: str
+                 ) -> dict[str, Any]:
+    return {"a": a, "b": b, "distance": int(distance), id_name: [i, j]}
+
+
+def _cluster_record(members: list[Any], fingerprints: list[str], id_name: str
+                    ) -> dict[str, Any]:
+    return {"size": len(members), id_name: members, "fingerprints": fingerprints}
+
+
+def run_local(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]],
+              out: Output) -> int:
+    """The in-process engine: the whole set in memory, :func:`dedup.batch.find_all`."""
+    from dedup import batch
+
+    parts = list(chunks)
+    ids = [i for c in parts for i in (c[0].tolist() if isinstance(c[0], np.ndarray) else c[0])]
+    values = np.concatenate([c[1] for c in parts]) if parts else np.empty(0, np.uint64)
+    if args.clusters:
+        groups = batch.clusters(values, args.k)
+        records = [_cluster_record([ids[i] for i in g], [f"{int(values[i]):016x}" for i in g],
+                                   out.id_name) for g in groups]
+        columns = {"size": [r["size"] for r in records],
+                   "members": [r[out.id_name] for r in records],
+                   "fingerprints": [r["fingerprints"] for r in records]}
+    else:
+        pairs = batch.find_all(values, args.k)
+        records = [_pair_record(ids[i], ids[j], d, f"{int(values[i]):016x}",
+                                f"{int(values[j]):016x}", out.id_name) for i, j, d in pairs]
+        columns = {"i": [r[out.id_name][0] for r in records],
+                   "j": [r[out.id_name][1] for r in records],
+                   "distance": [r["distance"] for r in records],
+                   "a": [r["a"] for r in records], "b": [r["b"] for r in records]}
+    if out.parquet:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise InputError("Parquet output needs pyarrow: pip install 'simcrawl[spark]'"
+                             ) from None
+        pq.write_table(pa.table(columns), out.target)
+        out.count = len(records)
+    else:
+        out.json_lines(records)
+    return len(values)
+
+
+def run_spark(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]],
+              out: Output, stack: ExitStack) -> int:
+    """The Spark engine: the input staged as Parquet, :mod:`sparkjob.job` on the master."""
+    from sparkjob import job, session, stage
+
+    try:
+        spark = session.start(args.master)
+    except session.SparkUnavailable as exc:
+        raise InputError(str(exc)) from None
+    stack.callback(spark.stop)
+    folder = Path(args.stage) if args.stage else \
+        Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simcrawl-stage-")))
+    folder = folder / f"input-{time.strftime('%Y%m%dT%H%M%S')}"
+    n = stage.write(chunks, folder)
+    if args.stage:
+        stack.callback(_remove_tree, folder)
+    if not n:
+        out.json_lines([])
+        return 0
+    points = spark.read.parquet(str(folder))
+    pairs = job.find_all(points, args.k)
+    if args.clusters:
+        table = job.cluster_records(points, pairs)
+        make = lambda r: _cluster_record(list(r.members), list(r.fingerprints),  # noqa: E731
+                                         out.id_name)
+    else:
+        table = job.pair_records(pairs)
+        make = lambda r: _pair_record(r.i, r.j, r.distance, r.a, r.b, out.id_name)  # noqa: E731
+    if out.parquet:
+        table.write.mode("overwrite").parquet(out.target)
+        out.count = spark.read.parquet(out.target).count()
+    else:  # one partition at a time: the driver never holds all the pairs
+        out.json_lines(make(r) for r in table.toLocalIterator())
+    return n
+
+
+def _remove_tree(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def find_all(args: argparse.Namespace) -> int:
-    from dedup import batch
-
-    if args.input == "-":
-        values, lines = read_fingerprints(sys.stdin, "<stdin>")
-    else:
-        try:
-            with open(args.input, encoding="utf-8", errors="replace") as fh:
-                values, lines = read_fingerprints(fh, args.input)
-        except OSError as exc:
-            raise InputError(f"{args.input}: {exc.strerror}") from None
+    out = Output(args.output, "pages" if args.store else "lines")
     started = time.perf_counter()
-    if args.clusters:
-        groups = batch.clusters(values, args.k)
-        for group in groups:
-            print(json.dumps({"size": len(group), "lines": [int(lines[i]) for i in group],
-                              "fingerprints": [f"{int(values[i]):016x}" for i in group]}))
-        count, what = len(groups), "clusters"
-    else:
-        pairs = batch.find_all(values, args.k)
-        for i, j, dist in pairs:
-            print(json.dumps({"a": f"{int(values[i]):016x}", "b": f"{int(values[j]):016x}",
-                              "distance": int(dist), "lines": [int(lines[i]), int(lines[j])]}))
-        count, what = len(pairs), "pairs"
-    print(f"{len(values):,} fingerprints, {count:,} {what} within k = {args.k} "
-          f"in {time.perf_counter() - started:.2f} s", file=sys.stderr)
+    with ExitStack() as stack:
+        chunks = _chunks(args, stack)
+        if args.engine == "spark":
+            n = run_spark(args, chunks, out, stack)
+        else:
+            n = run_local(args, chunks, out)
+    what = "clusters" if args.clusters else "pairs"
+    where = "" if args.output == "-" else f" to {args.output}"
+    engine = f"Spark ({args.master})" if args.engine == "spark" else "in process"
+    print(f"{n:,} fingerprints, {out.count:,} {what} within k = {args.k}{where} "
+          f"in {time.perf_counter() - started:.2f} s ({engine})", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
+    from console.store import add_service_options
     from dedup.config import DEFAULT_MAX_DISTANCE
+    from sparkjob.session import DEFAULT_MASTER
 
-    p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), and "
-               "print every pair within k bits as JSON lines; --clusters prints connected "
-               "components instead.")
+    p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), or the "
+               "store's indexed fingerprints (--store), and print every pair within k bits "
+               "as JSON lines; --clusters prints connected components instead. "
+               "--engine spark runs the same search as a Spark job (pip install "
+               "'simcrawl[spark]' and Java 17).")
     p.add_argument("input", nargs="?", default="-", help="file to read (default: stdin)")
     p.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
                    help=f"largest Hamming distance (default {DEFAULT_MAX_DISTANCE}, the "
                    "crawl's)")
     p.add_argument("--clusters", action="store_true", help="print clusters, not pairs")
+    p.add_argument("--store", action="store_true",
+                   help="read the stored fingerprints (MongoDB) instead of a file; records "
+                   "name page ids ('pages') instead of line numbers ('lines')")
+    p.add_argument("-o", "--output", default="-",
+                   help="write here instead of standard output: JSON lines, or Parquet when "
+                   "the name ends in .parquet")
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="local: in this process, NumPy (default); spark: a Spark job")
+    g.add_argument("--master", default=DEFAULT_MASTER,
+                   help=f"Spark master: local[N], local[*] or spark://HOST:7077 (default "
+                   f"{DEFAULT_MASTER})")
+    g.add_argument("--stage", metavar="DIR",
+                   help="folder for the input handed to Spark as Parquet (default: a "
+                   "temporary folder; on a cluster of other machines, a folder every "
+                   "executor can read)")
+    add_service_options(p)
     args = p.parse_args(argv)
     check_k(p, args.k)
+    if args.store and args.input != "-":
+        p.error("give a FILE or --store, not both")
+    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage):
+        p.error("--master and --stage are options of --engine spark")
     return run(find_all, args)

@@ -10,7 +10,7 @@ reported, identical fingerprints included (some libraries drop them by taking a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -128,24 +128,32 @@ class MemoryIndex:
         return clusters(self.fps, self.k if k is None else k)
 
 
-def _value_pairs(uniq: np.ndarray, k: int, design: Design) -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray]:
-    """Pairs of distinct values within k, as (a, b, distance) arrays of values, each once."""
-    all_a, all_b, all_d = [], [], []
-    masks_seen: list[int] = []
-    for table in design.tables:
-        permuted = np.sort(table.permute_array(uniq))
-        earlier = np.array([table.permute(m) for m in masks_seen], dtype=np.uint64)
-        a, b, d = _kernel.scan_sorted(permuted, table.prefix_bits, k, earlier)
-        if a:
-            all_a.append(table.unpermute_array(np.array(a, dtype=np.uint64)))
-            all_b.append(table.unpermute_array(np.array(b, dtype=np.uint64)))
-            all_d.append(np.array(d, dtype=np.int64))
-        masks_seen.append(table.lead_mask)
-    if not all_a:
-        empty = np.empty(0, dtype=np.uint64)
-        return empty, empty, np.empty(0, dtype=np.int64)
-    return np.concatenate(all_a), np.concatenate(all_b), np.concatenate(all_d)
+def table_pairs(design: Design, t: int, keys: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs within ``k`` that table ``t`` of ``design`` reports among ``keys``.
+
+    A pair is reported by the first table whose prefix it shares, so the tables' results
+    are disjoint and their union is every pair within ``k``, each once. The batch engines
+    share it through :func:`position_pairs`.
+
+    Args:
+        design: the table design.
+        t: which table.
+        keys: the table's permuted fingerprints, sorted (``uint64``), in whole prefix
+            buckets (a bucket split between two calls loses the pairs across the split).
+        k: the largest distance.
+
+    Returns:
+        ``(a, b, distance)`` arrays: the two fingerprints (unpermuted ``uint64``) and their
+        distance.
+    """
+    table = design.tables[t]
+    earlier = np.array([table.permute(prior.lead_mask) for prior in design.tables[:t]],
+                       dtype=np.uint64)
+    a, b, d = _kernel.scan_sorted(np.ascontiguousarray(keys, dtype=np.uint64),
+                                  table.prefix_bits, k, earlier)
+    return (table.unpermute_array(np.array(a, dtype=np.uint64)),
+            table.unpermute_array(np.array(b, dtype=np.uint64)), np.array(d, dtype=np.int64))
 
 
 def find_all(fps: Iterable[int] | np.ndarray, k: int = DEFAULT_MAX_DISTANCE,
@@ -165,37 +173,59 @@ def find_all(fps: Iterable[int] | np.ndarray, k: int = DEFAULT_MAX_DISTANCE,
         ValueError: bad fingerprints, or a design for a smaller ``k``.
     """
     values = _as_uint64(fps)
-    uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    design = design or batch_design(len(uniq), k)
+    design = design or batch_design(len(np.unique(values)), k)
     if design.k < k:
         raise ValueError(f"design {design.name!r} finds k <= {design.k}, not {k}")
-    order = np.argsort(inverse, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(counts)))
-    rows: list[np.ndarray] = []
-    # Identical fingerprints: every pair of positions in a group of equal values.
-    for uid in np.flatnonzero(counts > 1):
-        members = np.sort(order[starts[uid]:starts[uid + 1]])
-        i, j = np.triu_indices(len(members), 1)
-        rows.append(np.stack([members[i], members[j], np.zeros(len(i), np.int64)], axis=1))
-    a, b, d = _value_pairs(uniq, k, design)
-    ua = np.searchsorted(uniq, a)
-    ub = np.searchsorted(uniq, b)
-    simple = (counts[ua] == 1) & (counts[ub] == 1)
-    if simple.any():  # the common case, vectorised: both values occur once
-        pa = order[starts[ua[simple]]]
-        pb = order[starts[ub[simple]]]
-        rows.append(np.stack([np.minimum(pa, pb), np.maximum(pa, pb), d[simple]], axis=1))
-    for x, y, dist in zip(ua[~simple], ub[~simple], d[~simple]):
-        ma = order[starts[x]:starts[x + 1]]
-        mb = order[starts[y]:starts[y + 1]]
-        grid_i, grid_j = np.meshgrid(ma, mb, indexing="ij")
-        gi, gj = grid_i.ravel(), grid_j.ravel()
-        rows.append(np.stack([np.minimum(gi, gj), np.maximum(gi, gj),
-                              np.full(len(gi), dist, np.int64)], axis=1))
-    if not rows:
-        return np.empty((0, 3), dtype=np.int64)
-    pairs = np.concatenate(rows).astype(np.int64)
+    pairs = position_pairs(values, k, design)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def position_pairs(values: np.ndarray, k: int, design: Design,
+                   tables: Sequence[int] | None = None, identical: bool = True) -> np.ndarray:
+    """The pairs of positions into ``values`` that some of a design's tables report.
+
+    The step both batch engines share: :func:`find_all` runs it on the whole set with every
+    table; the Spark job (``simcrawl find-all --engine spark``) on the rows of one shuffle
+    partition, which hold whole prefix buckets of one or more tables.
+
+    Args:
+        values: ``uint64`` fingerprints.
+        k: the largest distance.
+        design: the table design.
+        tables: which of its tables (default: all). A pair of distinct values is reported
+            by the first table whose prefix it shares, so the tables' answers are
+            disjoint and their union is every pair within ``k``, each once.
+        identical: also report the pairs of positions that hold one value (distance 0).
+
+    Returns:
+        An unsorted ``int64`` array ``(pairs, 3)``: positions ``i < j`` and distance.
+    """
+    uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    order = np.argsort(inverse, kind="stable")  # positions grouped by value
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    rows: list[np.ndarray] = [np.empty((0, 3), dtype=np.int64)]
+    if identical:  # every pair of positions in a group of equal values
+        for uid in np.flatnonzero(counts > 1):
+            members = np.sort(order[starts[uid]:starts[uid + 1]])
+            i, j = np.triu_indices(len(members), 1)
+            rows.append(np.stack([members[i], members[j], np.zeros(len(i), np.int64)],
+                                 axis=1))
+    for t in range(len(design.tables)) if tables is None else tables:
+        a, b, d = table_pairs(design, t, np.sort(design.tables[t].permute_array(uniq)), k)
+        ua = np.searchsorted(uniq, a)
+        ub = np.searchsorted(uniq, b)
+        simple = (counts[ua] == 1) & (counts[ub] == 1)
+        if simple.any():  # the common case, vectorised: both values occur once
+            pa = order[starts[ua[simple]]]
+            pb = order[starts[ub[simple]]]
+            rows.append(np.stack([np.minimum(pa, pb), np.maximum(pa, pb), d[simple]], axis=1))
+        for x, y, dist in zip(ua[~simple], ub[~simple], d[~simple]):
+            grid_i, grid_j = np.meshgrid(order[starts[x]:starts[x + 1]],
+                                         order[starts[y]:starts[y + 1]], indexing="ij")
+            gi, gj = grid_i.ravel(), grid_j.ravel()
+            rows.append(np.stack([np.minimum(gi, gj), np.maximum(gi, gj),
+                                  np.full(len(gi), dist, np.int64)], axis=1))
+    return np.concatenate(rows).astype(np.int64)
 
 
 def clusters(fps: Iterable[int] | np.ndarray, k: int = DEFAULT_MAX_DISTANCE,

@@ -55,6 +55,14 @@ if [[ " ${SIMCRAWL_EXTRAS:-} " == *" test "* ]] && ! command -v chromium >/dev/n
     || say "could not install chromium; the browser tests will be skipped"
 fi
 
+# The batch job on Spark (simcrawl find-all --engine spark) runs on Java 17.
+if [[ " ${SIMCRAWL_EXTRAS:-} " == *" spark "* ]] && ! java -version >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "installing Java (openjdk-17-jre-headless, for the Spark engine) ..."
+  apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1 \
+    || say "could not install Java; the Spark engine will say what to install"
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   say "creating $venv ..."
   "$python" -m venv "$venv"

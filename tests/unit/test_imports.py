@@ -1,4 +1,4 @@
-"""The import rules: ``cli`` -> ``crawler`` / ``console`` -> ``dedup``, one way, and no
+"""The import rules: ``cli`` -> ``crawler`` / ``console`` / ``sparkjob`` -> ``dedup``, one way, and no
 circle of imports anywhere (checked on the import graph grimp builds from the source,
 imports inside functions included, imports only for type checkers left out)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import grimp
 import pytest
 
-PACKAGES = ("cli", "crawler", "console", "dedup")
+PACKAGES = ("cli", "crawler", "console", "sparkjob", "dedup")
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def graph():  # type: ignore[no-untyped-def]
 
 def test_imports_point_one_way(graph) -> None:  # type: ignore[no-untyped-def]
     illegal = graph.find_illegal_dependencies_for_layers(
-        layers=["cli", grimp.Layer("crawler", "console", independent=True), "dedup"])
+        layers=["cli", grimp.Layer("crawler", "console", "sparkjob", independent=True), "dedup"])
     assert not illegal, "\n".join(
         f"{d.importer} imports {d.imported}: " + "; ".join(
             f"{sorted(r.heads)} -> {' -> '.join(r.middle)} -> {sorted(r.tails)}"
