@@ -67,7 +67,39 @@ def outlink(path: str) -> bytes | None:
     return b"<html><body><p>an outlink</p></body></html>" if path.startswith("/out/") else None
 
 
-def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
+def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
+              article: dict[str, str]) -> dict:
+    """Run ``simcrawl clusters`` on the crawl's store and read what it wrote: batch
+    records right and wrong (by the labels), pages without a cluster, crawl match records
+    whose cluster is not their original's."""
+    import contextlib
+    import io
+
+    from cli.clusters import main as clusters_main
+
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        status = clusters_main(["--mongo-uri", services.mongo_uri or "", "--redis-url",
+                                services.redis_url or "", "--database", database,
+                                "--namespace", database])
+    db = connect_mongo(services.mongo_uri)[database]
+    cluster_of = {d["_id"]: d.get("cluster") for d in db.pages.find({}, {"cluster": 1})}
+    batch = {names.get(d["url"], "?"): names.get(d.get("original_url") or "", "?")
+             for d in db.matches.find({"kind": "batch"}, {"url": 1, "original_url": 1})}
+    crawl_records = list(db.matches.find({"kind": {"$ne": "batch"}},
+                                         {"original_id": 1, "cluster": 1}))
+    return {"status": status,
+            "batch_right": sum(1 for n, o in batch.items() if article.get(n) == article.get(o)),
+            "batch_wrong": sorted(f"{n} -> {o}" for n, o in batch.items()
+                                  if article.get(n) != article.get(o)),
+            "pages_without_cluster": sum(1 for c in cluster_of.values() if c is None),
+            "records_disagreeing": sum(1 for d in crawl_records
+                                       if d.get("cluster") != cluster_of.get(d["original_id"])),
+            "batch_names": sorted(batch), "said": said.getvalue().splitlines()}
+
+
+def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False
+            ) -> dict:
     port = free_port()
     pages, names = site(data, port)
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
@@ -89,6 +121,7 @@ def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
             copies = {names[d["url"]]: names.get(d.get("original_url") or "", "?")
                       for d in db.matches.find({}, {"url": 1, "original_url": 1})
                       if d["url"] in names}
+            batch = reconcile(services, database, names, article) if clusters else None
     finally:
         server.shutdown()
     per_article = Counter(article[n] for n in stored)
@@ -103,7 +136,7 @@ def measure(data: Path, processes: int, run: int, workdir: Path) -> dict:
                             if o not in article or article[o] != article[n]),
             "admitted_twice": sorted(sorted(n for n in stored if article[n] == a)
                                      for a, c in per_article.items() if c > 1),
-            "seconds": time.monotonic() - started}
+            "seconds": time.monotonic() - started, **({"batch": batch} if batch else {})}
 
 
 def main() -> int:
@@ -111,6 +144,11 @@ def main() -> int:
     parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--repeat", type=int, default=2, help="runs per process count")
+    parser.add_argument("--clusters", action="store_true",
+                        help="after each crawl, run simcrawl clusters on its store and "
+                        "report what it recorded (the copies admitted it finds, wrong "
+                        "batch records, pages without a cluster, crawl records whose "
+                        "cluster is not their original's)")
     args = parser.parse_args()
     for data in args.data:
         if not (data / "pages.jsonl").is_file():
@@ -126,12 +164,21 @@ def main() -> int:
             print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for processes in args.processes:
                 for run in range(1, args.repeat + 1):
-                    r = measure(data, processes, run, Path(tmp))
+                    r = measure(data, processes, run, Path(tmp), args.clusters)
                     results.append({"data": data.name, **r})
                     print(f"| {processes} | {run} | {r['decided']} / {r['pages']} | "
                           f"{r['stored']} | {r['drops']} | {r['copies_admitted']} | "
                           f"{r['wrong_drops']} | {r['copy_outlinks']} | "
                           f"{r['seconds']:.0f} |", flush=True)
+                    if "batch" in r:
+                        b, twice = r["batch"], r["admitted_twice"]
+                        extra = sum(len(group) - 1 for group in twice)
+                        print(f"|   | clusters | exit {b['status']}: batch records "
+                              f"{b['batch_right']} right of {extra} copies admitted, "
+                              f"{len(b['batch_wrong'])} wrong; pages without a cluster "
+                              f"{b['pages_without_cluster']}; crawl records off their "
+                              f"original's cluster {b['records_disagreeing']} ||||||||",
+                              flush=True)
     print(json.dumps({"results": results}))
     return 0
 

@@ -24,6 +24,7 @@ VERBS = {
     "scan": "cli.scan",
     "fingerprint": "cli.fingerprint",
     "find-all": "cli.find_all",
+    "clusters": "cli.clusters",
     "plan": "cli.plan",
     "register": "cli.register",
     "remove": "cli.remove",

@@ -1,0 +1,253 @@
+"""``simcrawl clusters``: the batch search over the stored corpus, written back: every
+stored page's cluster, and every pair the crawl admitted twice that its own rule calls a
+copy recorded as a ``batch`` match (:mod:`dedup.reconcile`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cli.common import InputError, check_k, parser, run, store_errors, store_failure
+
+HELP = "give every stored page a cluster and record the copies the crawl let through"
+
+#: Pairs judged per read of the store.
+JUDGE_BATCH = 2_000
+
+
+def _anchors(store: Any) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Every indexed page's text anchors and fingerprint (one pass over the store)."""
+    from dedup.sketch import TextSketch
+
+    anchors: dict[str, list[int]] = {}
+    prints: dict[str, int] = {}
+    for fp, page_id, sketch in store.iter_fingerprints():
+        if sketch:
+            try:
+                found = TextSketch.from_bytes(sketch).anchors
+            except ValueError:
+                continue
+            if found:
+                anchors[page_id] = found
+                prints[page_id] = fp
+    return anchors, prints
+
+
+def _with_anchor_pairs(within_k: Iterator[tuple[str, str, int]], store: Any,
+                       counts: dict[str, int]) -> Iterator[tuple[str, str, int]]:
+    """The pairs within k, then the text anchors' pairs that are not among them."""
+    from dedup.reconcile import anchor_pairs
+
+    anchors, prints = _anchors(store)
+    extra = anchor_pairs(anchors)
+    del anchors
+    for a, b, d in within_k:
+        extra.discard((min(a, b), max(a, b)))
+        counts["within_k"] += 1
+        yield a, b, d
+    counts["by_anchors"] = len(extra)
+    for a, b in sorted(extra):
+        yield a, b, (prints[a] ^ prints[b]).bit_count()
+
+
+def _pairs_local(store: Any, k: int) -> Iterator[tuple[str, str, int]]:
+    from dedup import batch
+    from sparkjob.stage import store_chunks
+
+    ids: list[str] = []
+    parts = []
+    for chunk_ids, fps in store_chunks(store):
+        ids.extend(chunk_ids)
+        parts.append(fps)
+    if not ids:
+        return
+    for i, j, d in batch.find_all(np.concatenate(parts), k):
+        yield ids[i], ids[j], int(d)
+
+
+def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, rules: Any,
+            counts: dict[str, int]) -> Iterator[Any]:
+    """The pairs judged copies (:func:`dedup.reconcile.judge`), read and judged
+    :data:`JUDGE_BATCH` at a time."""
+    from dedup.reconcile import judge
+
+    def flush(chunk: list[tuple[str, str, int]]) -> Iterator[Any]:
+        facts = store.stored_pages({p for a, b, _ in chunk for p in (a, b)})
+        known = templates.known({f.host for f in facts.values()}) if templates else {}
+        for a, b, d in chunk:
+            if a not in facts or b not in facts:
+                counts["pairs_without_page"] += 1
+                continue
+            later = max(facts[a], facts[b], key=lambda p: p.crawled)
+            found = judge(facts[a], facts[b], d, rules, known.get(later.host, frozenset()))
+            counts["pairs"] += 1
+            if found is None:
+                counts["kept_apart"] += 1
+            else:
+                yield found
+
+    chunk: list[tuple[str, str, int]] = []
+    for pair in pairs:
+        chunk.append(pair)
+        if len(chunk) >= JUDGE_BATCH:
+            yield from flush(chunk)
+            chunk = []
+    if chunk:
+        yield from flush(chunk)
+
+
+def reconcile(args: argparse.Namespace) -> int:
+    from console.store import choose_database, require_crawl
+    from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE, DedupConfig
+    from dedup.decide import Rules
+    from dedup.reconcile import batch_copies, clusters_of, union_find
+    from dedup.services import connect_mongo, connect_redis, resolve
+    from dedup.store import PageStore
+    from dedup.templates import HostTemplates
+
+    started = time.perf_counter()
+    counts = dict.fromkeys(("pairs", "kept_apart", "pairs_without_page", "within_k",
+                            "by_anchors"), 0)
+    with ExitStack() as stack:
+        redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
+        if services is not None:
+            stack.callback(services.stop)
+        db = require_crawl(choose_database(connect_mongo(mongo_uri), args.database))
+        store = PageStore(db.client, db.name)
+        config = DedupConfig(max_distance=args.k)
+        namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
+                                       else config.namespace)
+        templates = HostTemplates(connect_redis(redis_url), namespace,
+                                  config.template_pages) if config.template_pages else None
+        rules = Rules.from_config(config)
+        say = (lambda m: print(f"simcrawl clusters: {m}", file=sys.stderr))
+        if args.engine == "spark":
+            pairs, components = _spark(args, store, stack)
+        else:
+            pairs, components = _pairs_local(store, args.k), union_find
+        say(f"judging the pairs within k = {args.k} and the text anchors' pairs "
+            f"({args.engine} engine) ...")
+        pairs = _with_anchor_pairs(pairs, store, counts)
+        copies = list(_judged(pairs, store, templates, rules, counts))
+        label = components((c.original, c.copy) for c in copies)
+        crawled = {p: f.crawled for p, f in store.stored_pages(label).items()}
+        clusters = clusters_of({p: c for p, c in label.items() if p in crawled}, crawled)
+        cluster_of = {m: c.original for c in clusters for m in c.members}
+        best = batch_copies(copies)
+        facts = store.stored_pages({p for c in best.values() for p in (c.original, c.copy)})
+        written = store.save_clusters(clusters, args.k)
+        recorded = store.save_batch_matches(best, cluster_of, facts)
+        pages = store.pages.estimated_document_count()
+    print(f"{pages:,} pages in {len(clusters):,} clusters of two or more "
+          f"({sum(len(c.members) for c in clusters):,} pages) and "
+          f"{pages - sum(len(c.members) for c in clusters):,} alone; k = {args.k}, "
+          f"{args.engine} engine, {time.perf_counter() - started:.1f} s")
+    print(f"candidate pairs: {counts['within_k']:,} within k and {counts['by_anchors']:,} "
+          f"more by text anchors; {len(copies):,} copies the crawl let through, "
+          f"{counts['kept_apart']:,} kept apart by the crawl's rule (different own texts)")
+    print(f"batch match records: {recorded['written']:,} written, {recorded['unchanged']:,} "
+          f"unchanged, {recorded['deleted']:,} deleted"
+          + (f", {recorded['kept_crawl_record']:,} URLs keep their crawl record"
+             if recorded["kept_crawl_record"] else ""))
+    print(f"changed: {written['clusters_written']:,} clusters written, "
+          f"{written['clusters_deleted']:,} deleted, {written['pages_changed']:,} pages and "
+          f"{written['matches_changed']:,} crawl match records given their cluster")
+    if counts["pairs_without_page"]:
+        print(f"skipped: {counts['pairs_without_page']:,} pairs naming a fingerprint without "
+              "a page (simcrawl rebuild-index reports them)")
+    return 0
+
+
+def _spark(args: argparse.Namespace, store: Any, stack: ExitStack) -> tuple[Any, Any]:
+    """The Spark engine: the pairs streamed from the job, and components found in Spark."""
+    from sparkjob import job, session, stage
+
+    try:
+        spark = session.start(args.master, app="simcrawl-clusters")
+    except session.SparkUnavailable as exc:
+        raise InputError(str(exc)) from None
+    stack.callback(spark.stop)
+    folder = Path(args.stage) if args.stage else \
+        Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simcrawl-stage-")))
+    source, edges = folder / "fingerprints", folder / "copies"
+    if not stage.write(stage.store_chunks(store), source):
+        return iter(()), lambda pairs: {}
+    pairs = job.find_all(spark.read.parquet(str(source)), args.k).select("i", "j", "distance")
+
+    def components(copies: Any) -> dict[str, str]:
+        written = _write_edges(copies, edges)
+        if not written:
+            return {}
+        found = job.components(spark.read.parquet(str(edges)))
+        return {r.id: r.cluster for r in found.toLocalIterator()}
+
+    return ((r.i, r.j, r.distance) for r in pairs.toLocalIterator()), components
+
+
+def _write_edges(copies: Any, folder: Path, size: int = 100_000) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    total, part, chunk = 0, 0, []
+    for edge in copies:
+        chunk.append(edge)
+        if len(chunk) >= size:
+            pq.write_table(pa.table({"i": [a for a, _ in chunk], "j": [b for _, b in chunk]}),
+                           folder / f"part-{part:05d}.parquet")
+            total, part, chunk = total + len(chunk), part + 1, []
+    if chunk:
+        pq.write_table(pa.table({"i": [a for a, _ in chunk], "j": [b for _, b in chunk]}),
+                       folder / f"part-{part:05d}.parquet")
+        total += len(chunk)
+    return total
+
+
+def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
+    from dedup.config import DEFAULT_MAX_DISTANCE
+    from dedup.index import DEFAULT_NAMESPACE
+    from dedup.services import DEFAULT_DATA_DIR
+    from sparkjob.session import DEFAULT_MASTER
+
+    p = parser(prog, "Find every pair of stored pages within k bits (in process, or as a "
+               "Spark job), judge each by the crawl's rule, and write back: every page's "
+               "cluster id (pages.cluster; a clusters collection for clusters of two or "
+               "more, named by their original, the page crawled first), the crawl's match "
+               "records' cluster, and each copy the crawl admitted as a match record of "
+               "kind 'batch'. Pages are never deleted; a second run changes nothing.")
+    p.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
+                   help=f"largest Hamming distance (default {DEFAULT_MAX_DISTANCE}, the "
+                   "crawl's)")
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="local: in this process (default); spark: a Spark job")
+    g.add_argument("--master", default=DEFAULT_MASTER,
+                   help=f"Spark master (default {DEFAULT_MASTER})")
+    g.add_argument("--stage", metavar="DIR", help="folder for the data handed to Spark "
+                   "(default: a temporary folder)")
+    s = p.add_argument_group("services (default: $MONGO_URI / $REDIS_URL, else embedded)")
+    s.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
+    s.add_argument("--redis-url", help="Redis URL, for the hosts' learned template lines "
+                   "(default: $REDIS_URL)")
+    s.add_argument("--database", default=None, help="MongoDB database (default simcrawl, "
+                   "or the demo's when simcrawl holds no pages)")
+    s.add_argument("--namespace", default=None, help=f"Redis key prefix (default "
+                   f"{DEFAULT_NAMESPACE}, or the demo's with its database)")
+    s.add_argument("--data-dir", default=None, help=f"embedded servers' data folder "
+                   f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
+    args = p.parse_args(argv)
+    check_k(p, args.k)
+    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage):
+        p.error("--master and --stage are options of --engine spark")
+    try:
+        return run(reconcile, args)
+    except store_errors() as exc:
+        return store_failure(exc)
