@@ -129,13 +129,13 @@ def reconcile(args: argparse.Namespace) -> int:
                                   config.template_pages) if config.template_pages else None
         rules = Rules.from_config(config)
         say = (lambda m: print(f"simcrawl clusters: {m}", file=sys.stderr))
-        if args.engine == "spark":
-            pairs, components = _spark(args, store, stack)
-        else:
-            pairs, components = _pairs_local(store, args.k), union_find
         say(f"judging the pairs within k = {args.k} and the text anchors' pairs "
             f"({args.engine} engine) ...")
-        pairs = _with_anchor_pairs(pairs, store, counts)
+        if args.engine == "spark":
+            pairs, components = _spark(args, store, stack, counts)
+        else:
+            pairs = _with_anchor_pairs(_pairs_local(store, args.k), store, counts)
+            components = union_find
         copies = list(_judged(pairs, store, templates, rules, counts))
         label = components((c.original, c.copy) for c in copies)
         crawled = {p: f.crawled for p, f in store.stored_pages(label).items()}
@@ -166,8 +166,11 @@ def reconcile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spark(args: argparse.Namespace, store: Any, stack: ExitStack) -> tuple[Any, Any]:
-    """The Spark engine: the pairs streamed from the job, and components found in Spark."""
+def _spark(args: argparse.Namespace, store: Any, stack: ExitStack, counts: dict[str, int]
+           ) -> tuple[Any, Any]:
+    """The Spark engine: the candidate pairs (within k and by text anchors) streamed from
+    the job, and components found in Spark."""
+    from dedup.index.core import ANCHOR_MATCHES, ANCHOR_READ
     from sparkjob import job, session, stage
 
     try:
@@ -180,7 +183,17 @@ def _spark(args: argparse.Namespace, store: Any, stack: ExitStack) -> tuple[Any,
     source, edges = folder / "fingerprints", folder / "copies"
     if not stage.write(stage.store_chunks(store), source):
         return iter(()), lambda pairs: {}
-    pairs = job.find_all(spark.read.parquet(str(source)), args.k).select("i", "j", "distance")
+    points = spark.read.parquet(str(source))
+    if stage.write(stage.anchor_chunks(store), folder / "anchors"):
+        anchors = spark.read.parquet(str(folder / "anchors")).withColumnRenamed("fp", "anchor")
+    else:
+        anchors = spark.createDataFrame([], "id string, anchor long")
+    pairs = job.candidates(points, anchors, args.k, ANCHOR_READ, ANCHOR_MATCHES)
+
+    def stream() -> Iterator[tuple[str, str, int]]:
+        for r in pairs.toLocalIterator():
+            counts["within_k" if r.by == "k" else "by_anchors"] += 1
+            yield r.i, r.j, r.distance
 
     def components(copies: Any) -> dict[str, str]:
         written = _write_edges(copies, edges)
@@ -189,7 +202,7 @@ def _spark(args: argparse.Namespace, store: Any, stack: ExitStack) -> tuple[Any,
         found = job.components(spark.read.parquet(str(edges)))
         return {r.id: r.cluster for r in found.toLocalIterator()}
 
-    return ((r.i, r.j, r.distance) for r in pairs.toLocalIterator()), components
+    return stream(), components
 
 
 def _write_edges(copies: Any, folder: Path, size: int = 100_000) -> int:

@@ -59,6 +59,12 @@ class Findings:
     skipped_per_minute: dict[str, int] = field(default_factory=dict)
     skip_reasons: dict[str, int] = field(default_factory=dict)
     crawls: list[str] = field(default_factory=list)
+    #: what ``simcrawl clusters`` wrote: copies the crawl admitted (``batch`` match
+    #: records, not counted as dropped), clusters of two or more and their pages
+    batch_copies: int = 0
+    clusters: int = 0
+    pages_in_clusters: int = 0
+    largest_clusters: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _minute(value: Any) -> str | None:
@@ -88,8 +94,11 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
               "original_host": 1, "source": 1, "detected_at": 1, "fetched_at": 1}
     for doc in db.matches.find(query("matches", crawl_id, since, until), fields,
                                batch_size=5000):
-        found.matches += 1
         kind = doc.get("kind", "")
+        if kind == "batch":  # a stored page the batch job found to be a copy: not dropped
+            found.batch_copies += 1
+            continue
+        found.matches += 1
         found.kinds[kind] = found.kinds.get(kind, 0) + 1
         if doc.get("distance") is not None and kind != "exact":
             d = int(doc["distance"])
@@ -113,6 +122,14 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
     found.copies_per_original = [
         {"original_id": oid, "original_url": names[oid], "copies": n,
          "hosts": len(hosts[oid])} for oid, n in per_original.most_common(TOP)]
+    for doc in db["clusters"].find({}, {"size": 1, "original_url": 1}, batch_size=5000):
+        found.clusters += 1
+        found.pages_in_clusters += int(doc.get("size") or 0)
+        found.largest_clusters.append({"original_id": str(doc["_id"]),
+                                       "original_url": doc.get("original_url") or "",
+                                       "size": int(doc.get("size") or 0)})
+        found.largest_clusters = sorted(found.largest_clusters,
+                                        key=lambda c: (-c["size"], c["original_id"]))[:TOP]
     crawls = {"_id": crawl_id} if crawl_id else {}
     for doc in db["crawls"].find(crawls):
         found.crawls.append(str(doc["_id"]))
@@ -258,6 +275,20 @@ def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str
             parts.append(f"<tr><td>{link}</td><td class='n'>{r['copies']:,}</td>"
                          f"<td class='n'>{r['hosts']:,}</td></tr>")
         parts.append("</table>")
+    if found.clusters or found.batch_copies:
+        parts.append(f"<h2>Clusters</h2><p>{counted(found.clusters, 'cluster')} of two or "
+                     f"more pages ({counted(found.pages_in_clusters, 'page')}); "
+                     f"{counted(found.batch_copies, 'copy', 'copies')} the crawl admitted, "
+                     "found by <code>simcrawl clusters</code> (match records of kind "
+                     "batch, pages kept).</p>")
+        if found.largest_clusters:
+            parts.append("<table><tr><th>original (crawled first)</th><th>pages</th></tr>")
+            for c in found.largest_clusters:
+                url = c["original_url"]
+                link = (f"<a href='{esc(url)}'>{esc(_short(url, 90))}</a>"
+                        if url.startswith(("http://", "https://")) else esc(url))
+                parts.append(f"<tr><td>{link}</td><td class='n'>{c['size']:,}</td></tr>")
+            parts.append("</table>")
     if found.skip_reasons:
         parts.append("<h2>Skip reasons</h2><table>" + "".join(
             f"<tr><td>{esc(r)}</td><td class='n'>{n:,}</td></tr>"

@@ -475,7 +475,13 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         copies = list(db.matches.find({"original_id": doc["_id"]}, {"text": 0})
                       .sort([("detected_at", -1)]).limit(100))
         total = db.matches.count_documents({"original_id": doc["_id"]})
-        return render_template("page.html", p=doc, copies=copies, total=total)
+        cluster = db["clusters"].find_one({"_id": doc["cluster"]}) \
+            if doc.get("cluster") is not None else None
+        members = list(db.pages.find({"_id": {"$in": cluster["members"][:100]}},
+                                     {"url": 1, "fetched_at": 1})) if cluster else []
+        batch = db.matches.find_one({"url": doc["url"], "kind": "batch"}, {"text": 0})
+        return render_template("page.html", p=doc, copies=copies, total=total,
+                               cluster=cluster, members=members, batch=batch)
 
     @app.get("/sources")
     def sources() -> Any:

@@ -216,3 +216,50 @@ def cluster_records(points: Any, pairs: Any) -> Any:
             .orderBy(F.col("size").desc(), F.col("cluster"))
             .select("size", F.col("m.id").alias("members"),
                     F.col("m.hex").alias("fingerprints")))
+
+
+def anchor_pairs(anchors: Any, read: int, matches: int) -> Any:
+    """The pairs of pages the crawl's text anchors make candidates of each other, as
+    :func:`dedup.reconcile.anchor_pairs` finds them in process: two pages sharing
+    ``matches`` of a page's anchors that are evidence (an anchor more than ``read`` other
+    pages share is passed over), or fewer when that page has fewer.
+
+    Args:
+        anchors: a DataFrame ``id, anchor`` (one row per page and anchor, distinct).
+
+    Returns:
+        A DataFrame ``i, j`` (``i < j``).
+    """
+    from pyspark.sql import functions as F
+
+    evidence = (anchors.groupBy("anchor").agg(F.count("id").alias("n"))
+                .where(F.col("n") <= read + 1).select("anchor"))
+    kept = anchors.join(evidence, "anchor").persist()
+    usable = kept.groupBy("id").agg(F.count("anchor").alias("usable"))
+    left = kept.select(F.col("id").alias("i"), "anchor")
+    right = kept.select(F.col("id").alias("j"), "anchor")
+    shared = (left.join(right, "anchor").where(F.col("i") < F.col("j"))
+              .groupBy("i", "j").agg(F.count("anchor").alias("shared")))
+    ui = usable.select(F.col("id").alias("i"), F.col("usable").alias("ui"))
+    uj = usable.select(F.col("id").alias("j"), F.col("usable").alias("uj"))
+    return (shared.join(ui, "i").join(uj, "j")
+            .where((F.col("shared") >= F.least(F.lit(matches), "ui"))
+                   | (F.col("shared") >= F.least(F.lit(matches), "uj")))
+            .select("i", "j"))
+
+
+def candidates(points: Any, anchors: Any, k: int, read: int, matches: int) -> Any:
+    """The pairs within ``k`` and the text anchors' pairs, each once: ``i, j, distance,
+    by`` (``by``: ``k`` or ``anchors``; the anchors' pairs with their fingerprints'
+    distance)."""
+    from pyspark.sql import functions as F
+
+    within = find_all(points, k).select("i", "j", "distance").persist()
+    by_anchor = anchor_pairs(anchors, read, matches).join(within.select("i", "j"),
+                                                         ["i", "j"], "left_anti")
+    fp_i = points.select(F.col("id").alias("i"), F.col("fp").alias("fi"))
+    fp_j = points.select(F.col("id").alias("j"), F.col("fp").alias("fj"))
+    return within.withColumn("by", F.lit("k")).unionByName(
+        by_anchor.join(fp_i, "i").join(fp_j, "j")
+        .select("i", "j", F.bit_count(F.col("fi").bitwiseXOR(F.col("fj"))).cast("int")
+                .alias("distance"), F.lit("anchors").alias("by")))

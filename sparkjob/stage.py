@@ -65,3 +65,26 @@ def store_chunks(store: object, size: int = CHUNK
             ids, fps = [], []
     if ids:
         yield ids, np.array(fps, dtype=np.uint64)
+
+
+def anchor_chunks(store: object, size: int = CHUNK) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Chunks of ``(page ids, anchors)``, one row per page and text anchor
+    (:attr:`dedup.sketch.TextSketch.anchors`, as signed 64-bit integers)."""
+    from dedup.sketch import TextSketch
+
+    ids: list[str] = []
+    values: list[int] = []
+    for _, page_id, sketch in store.iter_fingerprints():  # type: ignore[attr-defined]
+        if not sketch:
+            continue
+        try:
+            found = set(TextSketch.from_bytes(sketch).anchors)
+        except ValueError:
+            continue
+        ids.extend([page_id] * len(found))
+        values.extend(found)
+        if len(ids) >= size:
+            yield ids, np.array(values, dtype=np.uint64)
+            ids, values = [], []
+    if ids:
+        yield ids, np.array(values, dtype=np.uint64)

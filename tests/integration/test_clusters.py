@@ -125,10 +125,36 @@ def test_rewrites_stay_apart(services, pages, namespace: str) -> None:
 @pytest.mark.spark
 def test_spark_engine_writes_the_same_store(services, pages, crawled, namespace: str) -> None:
     pytest.importorskip("pyspark")
-    assert run_clusters(services, pages.db.name, namespace).returncode == 0
+    local = run_clusters(services, pages.db.name, namespace)
+    assert local.returncode == 0
     on_spark = run_clusters(services, pages.db.name, namespace, "--engine", "spark",
                             "--master", "local[2]")
     assert on_spark.returncode == 0, on_spark.stderr[-2000:]
     assert "changed: 0 clusters written, 0 deleted, 0 pages and 0 crawl match records" \
         in on_spark.stdout
     assert "0 written, 1 unchanged, 0 deleted" in on_spark.stdout
+    candidates = [line for line in local.stdout.splitlines() if line.startswith("candidate")]
+    assert candidates and candidates[0] in on_spark.stdout  # the same pairs judged
+
+
+def test_report_and_console_show_clusters_and_batch_copies(services, pages, crawled,
+                                                          namespace: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from console.report import write_report
+    from console.web import create_app
+
+    assert run_clusters(services, pages.db.name, namespace).returncode == 0
+    found = write_report(pages.db, tmp_path / "report")
+    assert (found.clusters, found.pages_in_clusters, found.batch_copies) == (1, 2, 1)
+    assert found.matches == 1  # the crawl's own record; the batch one is not a drop
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "<h2>Clusters</h2>" in html and "1 copy the crawl admitted" in html
+    app = create_app(pages.db, figures_folder=tmp_path / "figures", refresh=3600)
+    app.extensions["simcrawl_figures"].wait(60)
+    client = app.test_client()
+    dashboard = client.get("/").get_data(as_text=True)
+    assert 'id="clusters"' in dashboard and "http://a.example/first" in dashboard
+    copy_page = client.get(f"/page/{crawled['second']}").get_data(as_text=True)
+    assert 'id="batch"' in copy_page and "http://a.example/first" in copy_page
+    assert "Its cluster (2 pages" in copy_page
+    original = client.get(f"/page/{crawled['first']}").get_data(as_text=True)
+    assert "this page is the original" in original

@@ -70,3 +70,18 @@ def test_compose_promises() -> None:
     for top in {p.split(".")[0] for p in setup["packages"]}:
         folder = folders.get(top, top)
         assert f"COPY {folder} ./{folder}" in dockerfile, top
+
+
+def test_batch_profile_runs_the_job_on_the_official_spark_image() -> None:
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    for name in ("spark-master", "spark-worker", "batch"):
+        assert services[name]["profiles"] == ["batch"]
+        assert services[name]["build"]["dockerfile"] == "Dockerfile.spark"
+    assert "org.apache.spark.deploy.master.Master" in services["spark-master"]["command"]
+    assert "spark://spark-master:7077" in services["spark-worker"]["command"]
+    assert services["batch"]["command"][:4] == ["simcrawl", "clusters", "--engine", "spark"]
+    assert all(str(p).startswith("127.0.0.1:") for p in services["spark-master"]["ports"])
+    dockerfile = (ROOT / "Dockerfile.spark").read_text()
+    assert "FROM apache/spark:" in dockerfile and '"pyspark==${SPARK_VERSION}"' in dockerfile
+    for package in ("dedup", "crawler", "console", "cli", "sparkjob"):
+        assert f"COPY {package} ./{package}" in dockerfile
