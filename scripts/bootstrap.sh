@@ -73,12 +73,14 @@ stamp="$venv/.simcrawl-build"
 want="$(cat "$simcrawl_root/pyproject.toml" "$simcrawl_root/setup.py" "$simcrawl_root"/dedup/*.pyx \
         | sha256sum | cut -c1-16)"
 have="$(cat "$stamp" 2>/dev/null || true)"
-extras="${SIMCRAWL_EXTRAS:-}"
-if [ "${have%% *}" != "$want" ] || { [ -n "$extras" ] && [[ " $have " != *" $extras "* ]]; } \
+extras="${SIMCRAWL_EXTRAS:-}"  # space-separated, e.g. "test spark"
+missing=""
+for extra in $extras; do [[ " $have " == *" $extra "* ]] || missing=1; done
+if [ "${have%% *}" != "$want" ] || [ -n "$missing" ] \
    || ! ls "$simcrawl_root"/dedup/_simhash.*.so "$simcrawl_root"/dedup/_pinyin.*.so >/dev/null 2>&1; then
   say "installing simcrawl and its dependencies into $venv (first run takes a minute) ..."
   spec="$simcrawl_root"
-  [ -n "$extras" ] && spec="$simcrawl_root[$extras]"
+  [ -n "$extras" ] && spec="$simcrawl_root[$(echo $extras | tr ' ' ',')]"
   log="$venv/pip-install.log"
   if ! "$venv/bin/python" -m pip install -e "$spec" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
