@@ -174,7 +174,7 @@ def _spark(args: argparse.Namespace, store: Any, stack: ExitStack, counts: dict[
     from sparkjob import job, session, stage
 
     try:
-        spark = session.start(args.master, app="simcrawl-clusters")
+        spark = session.start(args.master, app="simcrawl-clusters", conf=args.spark_conf)
     except session.SparkUnavailable as exc:
         raise InputError(str(exc)) from None
     stack.callback(spark.stop)
@@ -228,7 +228,7 @@ def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
     from dedup.config import DEFAULT_MAX_DISTANCE
     from dedup.index import DEFAULT_NAMESPACE
     from dedup.services import DEFAULT_DATA_DIR
-    from sparkjob.session import DEFAULT_MASTER
+    from sparkjob.session import DEFAULT_MASTER, parse_conf
 
     p = parser(prog, "Find every pair of stored pages within k bits (in process, or as a "
                "Spark job), judge each by the crawl's rule, and write back: every page's "
@@ -246,6 +246,9 @@ def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
                    help=f"Spark master (default {DEFAULT_MASTER})")
     g.add_argument("--stage", metavar="DIR", help="folder for the data handed to Spark "
                    "(default: a temporary folder)")
+    g.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, e.g. spark.driver.host=HOST or "
+                   "spark.executor.memory=8g (repeatable)")
     s = p.add_argument_group("services (default: $MONGO_URI / $REDIS_URL, else embedded)")
     s.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
     s.add_argument("--redis-url", help="Redis URL, for the hosts' learned template lines "
@@ -258,8 +261,13 @@ def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
                    f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
     args = p.parse_args(argv)
     check_k(p, args.k)
-    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage):
-        p.error("--master and --stage are options of --engine spark")
+    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage
+                                   or args.spark_conf):
+        p.error("--master, --stage and --spark-conf are options of --engine spark")
+    try:
+        args.spark_conf = parse_conf(args.spark_conf)
+    except ValueError as exc:
+        p.error(str(exc))
     try:
         return run(reconcile, args)
     except store_errors() as exc:

@@ -175,7 +175,7 @@ def run_spark(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]]
     from sparkjob import job, session, stage
 
     try:
-        spark = session.start(args.master)
+        spark = session.start(args.master, conf=args.spark_conf)
     except session.SparkUnavailable as exc:
         raise InputError(str(exc)) from None
     stack.callback(spark.stop)
@@ -231,7 +231,7 @@ def find_all(args: argparse.Namespace) -> int:
 def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
     from console.store import add_service_options
     from dedup.config import DEFAULT_MAX_DISTANCE
-    from sparkjob.session import DEFAULT_MASTER
+    from sparkjob.session import DEFAULT_MASTER, parse_conf
 
     p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), or the "
                "store's indexed fingerprints (--store), and print every pair within k bits "
@@ -259,11 +259,19 @@ def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
                    help="folder for the input handed to Spark as Parquet (default: a "
                    "temporary folder; on a cluster of other machines, a folder every "
                    "executor can read)")
+    g.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, e.g. spark.driver.host=HOST or "
+                   "spark.executor.memory=8g (repeatable)")
     add_service_options(p)
     args = p.parse_args(argv)
     check_k(p, args.k)
     if args.store and args.input != "-":
         p.error("give a FILE or --store, not both")
-    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage):
-        p.error("--master and --stage are options of --engine spark")
+    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage
+                                   or args.spark_conf):
+        p.error("--master, --stage and --spark-conf are options of --engine spark")
+    try:
+        args.spark_conf = parse_conf(args.spark_conf)
+    except ValueError as exc:
+        p.error(str(exc))
     return run(find_all, args)

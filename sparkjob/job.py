@@ -37,7 +37,7 @@ from dedup.tables import Design
 ROWS_PER_PARTITION = 2_000_000
 
 
-def _keys(design: Design, id_type: Any) -> Any:
+def _keys(design: Design) -> Any:
     """The map step: ``id, fp`` batches to ``table, bucket, id, fp`` batches."""
     import pyarrow as pa
 
@@ -116,7 +116,7 @@ def find_all(points: Any, k: int, design: Design | None = None,
     partitions = partitions or partitions_for(
         n * len(design.tables), points.sparkSession.sparkContext.defaultParallelism)
     id_type = points.schema["id"].dataType.simpleString()
-    found = (points.mapInArrow(_keys(design, id_type),
+    found = (points.mapInArrow(_keys(design),
                                f"table int, bucket long, id {id_type}, fp long")
              .repartition(partitions, "table", "bucket")
              .mapInArrow(_scan(design, k), f"x {id_type}, y {id_type}, distance int, "

@@ -18,6 +18,21 @@ DEFAULT_MASTER = "local[*]"
 JAVA_INSTALL = "apt-get install openjdk-17-jre-headless"
 
 
+def parse_conf(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` settings (``--spark-conf``) as a dict.
+
+    Raises:
+        ValueError: an item without ``=`` or with an empty key.
+    """
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--spark-conf wants KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
 class SparkUnavailable(RuntimeError):
     """Spark cannot start here: pyspark or Java is missing, or the master cannot be
     reached. The message names the fix."""

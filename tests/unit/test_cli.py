@@ -180,3 +180,14 @@ def test_the_readme_documents_the_exit_statuses_the_commands_use():
     table = readme.split("**Exit statuses**", 1)[1].split("\n\n", 2)[1]
     documented = [int(code) for code in re.findall(r"^\|\s*(\d+)\s*\|", table, re.MULTILINE)]
     assert documented == [code for code, _ in EXIT_STATUSES]
+
+
+def test_find_all_engine_options_are_checked():
+    out = run("find-all", "--master", "spark://h:7077", stdin="0000000000000001\n")
+    assert out.returncode == 2 and "options of --engine spark" in out.stderr
+    out = run("find-all", "--engine", "spark", "--spark-conf", "no-equals-sign")
+    assert out.returncode == 2 and "KEY=VALUE" in out.stderr
+    out = run("find-all", "some-file", "--store")
+    assert out.returncode == 2 and "not both" in out.stderr
+    out = run("clusters", "--stage", "/tmp/x")
+    assert out.returncode == 2 and "options of --engine spark" in out.stderr
