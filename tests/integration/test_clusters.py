@@ -158,3 +158,18 @@ def test_report_and_console_show_clusters_and_batch_copies(services, pages, craw
     assert "Its cluster (2 pages" in copy_page
     original = client.get(f"/page/{crawled['first']}").get_data(as_text=True)
     assert "this page is the original" in original
+
+
+def test_the_documented_cluster_queries(services, pages, crawled, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    from test_queries import run as run_query  # tests/integration is on sys.path
+
+    assert run_clusters(services, pages.db.name, namespace).returncode == 0
+    got = run_query("Every page and copy of an article", pages.db,
+                    url="http://b.example/second")
+    assert got == {"pages": ["http://a.example/first", "http://b.example/second"],
+                   "copies": ["http://b.example/second"]}
+    got = run_query("Every page and copy of an article", pages.db, url="http://a.example/other")
+    assert got == {"pages": ["http://a.example/other"], "copies": ["http://c.example/copy"]}
+    got = run_query("Copies the crawl let through", pages.db)
+    assert [(r["url"], r["original_url"]) for r in got] == [
+        ("http://b.example/second", "http://a.example/first")]

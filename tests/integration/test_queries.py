@@ -122,7 +122,8 @@ def test_the_document_lists_the_queries_tested_here() -> None:
         "Copies of a given original", "Recent matches", "Duplicate rate per host",
         "Largest clusters", "Copies on other hosts", "How close the copies are",
         "A page's fingerprint", "All copies of a source, newest first",
-        "Hosts with the most copies", "Matches of one crawl", "Quotations of a source"}
+        "Hosts with the most copies", "Matches of one crawl", "Quotations of a source",
+        "Every page and copy of an article", "Copies the crawl let through"}
 
 
 def test_copies_of_a_given_original(crawl) -> None:
