@@ -20,6 +20,7 @@ from crawler.steps import fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Wiring, wiring_of
 from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.errors import ServiceUnavailable
+from dedup.progress import counted
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -96,6 +97,7 @@ class NearDuplicateMiddleware:
         self._first_drop_logged = False
         self._outage_since: float | None = None
         self._failing: set[str] = set()  # the services that failed (Redis, MongoDB)
+        self._failures = 0  # attempts failed in this outage (said once, at recovery)
         self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
                                BATCH_WAIT)
         runtime.worker_links = True  # the site spider leaves each page's links to us
@@ -132,10 +134,11 @@ class NearDuplicateMiddleware:
                 continue
             if self._outage_since is not None:
                 failed = " and ".join(sorted(self._failing))
-                log.warning("%s %s again after %.1f s; deciding pages again", failed,
-                            "answer" if " and " in failed else "answers",
-                            time.monotonic() - self._outage_since)
-                self._outage_since, self._failing = None, set()
+                log.warning("%s %s again after %.1f s (%s failed); deciding pages again",
+                            failed, "answer" if " and " in failed else "answers",
+                            time.monotonic() - self._outage_since,
+                            counted(self._failures, "attempt"))
+                self._outage_since, self._failing, self._failures = None, set(), 0
             if decision.kind == TEMPLATE_ONLY:
                 return TEMPLATE_ONLY  # a skip: nothing but the site's own text
             if item.template_lines:  # its fingerprints are the rest's (what the index holds)
@@ -161,6 +164,7 @@ class NearDuplicateMiddleware:
         """During an outage, whether to keep retrying (the crawl waits meanwhile)."""
         now = time.monotonic()
         self._failing.add(exc.service or "Redis or MongoDB")
+        self._failures += 1
         if self._outage_since is None:
             self._outage_since = now
             log.warning("deciding pages failed; the crawl waits and retries for up to "

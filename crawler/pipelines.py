@@ -22,6 +22,7 @@ from crawler.wiring import Wiring, wiring_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.journal import lost_pages
+from dedup.progress import counted
 from dedup.services import process_alive
 from dedup.store import fingerprint_document, match_doc, object_id, page_document
 
@@ -69,6 +70,7 @@ class StoragePipeline:
         self._unconfirmed: list[str] = []
         self._failing_since: float | None = None
         self._failing: set[str] = set()  # the services that failed (Redis, MongoDB)
+        self._failures = 0  # writes failed in this outage (said once, at recovery)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -238,6 +240,7 @@ class StoragePipeline:
             if first:
                 self._failing_since = time.monotonic()
             self._failing.add(exc.service or "MongoDB")
+            self._failures += 1
             self.crawler.stats.inc_value("dedup/retries/store")
             (log.warning if first else log.debug)(
                 "writing %d pages and %d match records failed; retrying for up to %.0f s "
@@ -246,10 +249,11 @@ class StoragePipeline:
             return False
         if self._failing_since is not None:
             failed = " and ".join(sorted(self._failing))
-            log.warning("%s %s again after %.1f s; the buffered records are written", failed,
-                        "answer" if " and " in failed else "answers",
-                        time.monotonic() - self._failing_since)
-            self._failing_since, self._failing = None, set()
+            log.warning("%s %s again after %.1f s (%s failed); the buffered records are "
+                        "written", failed, "answer" if " and " in failed else "answers",
+                        time.monotonic() - self._failing_since,
+                        counted(self._failures, "attempt"))
+            self._failing_since, self._failing, self._failures = None, set(), 0
         self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
         if excerpts:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +98,14 @@ def test_a_short_outage_loses_nothing(tmp_path: Path, service: str, setup: Setup
     failed, other = ("Redis", "MongoDB") if service == "redis" else ("MongoDB", "Redis")
     assert f"{failed} answers again after" in log
     assert f"{other} answers again" not in log and "Redis and MongoDB answer" not in log
+    # the outage is said once, then once more with the count when it is over, never a
+    # line per failed attempt
+    recovery = re.search(rf"{failed} answers again after [0-9.]+ s \(([0-9,]+) attempts? "
+                         r"failed\)", log)
+    assert recovery and int(recovery.group(1).replace(",", "")) >= 1
+    said = Counter(re.sub(r"[0-9]+", "N", line.split("] ", 1)[-1])
+                   for line in log.splitlines() if " WARNING: " in line or " ERROR: " in line)
+    assert max(said.values()) == 1, said.most_common(3)
     check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)
 
 
