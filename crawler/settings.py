@@ -59,7 +59,10 @@ EXTENSIONS = {  # the crawl's objects, built once from these settings (crawler/w
               # counters for ./simcrawl's live display (SIMCRAWL_PROGRESS_FILE)
               "crawler.extensions.ProgressFile": 20,
               # /metrics for Prometheus (SIMCRAWL_METRICS_PORT; crawler/metrics.py)
-              "crawler.metrics.PrometheusMetrics": 30}
+              "crawler.metrics.PrometheusMetrics": 30,
+              # AutoThrottle that lets fast 404s count (crawler/extensions.py: Throttle)
+              "scrapy.extensions.throttle.AutoThrottle": None,
+              "crawler.extensions.Throttle": 0}
 # Prometheus metrics: a port (0: off) and the address to listen on (loopback by default)
 SIMCRAWL_METRICS_PORT = int(os.environ.get("SIMCRAWL_METRICS_PORT") or 0)
 SIMCRAWL_METRICS_ADDRESS = os.environ.get("SIMCRAWL_METRICS_ADDRESS", "127.0.0.1")
