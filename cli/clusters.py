@@ -110,7 +110,7 @@ def reconcile(args: argparse.Namespace) -> int:
     from dedup.decide import Rules
     from dedup.reconcile import batch_copies, clusters_of, union_find
     from dedup.services import connect_mongo, connect_redis, resolve
-    from dedup.store import PageStore
+    from dedup.store import PageStore, index_k
     from dedup.templates import HostTemplates
 
     started = time.perf_counter()
@@ -122,9 +122,11 @@ def reconcile(args: argparse.Namespace) -> int:
             stack.callback(services.stop)
         db = require_crawl(choose_database(connect_mongo(mongo_uri), args.database))
         store = PageStore(db.client, db.name)
-        config = DedupConfig(max_distance=args.k)
         namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
-                                       else config.namespace)
+                                       else DedupConfig().namespace)
+        if args.k is None:  # the k the crawl's index was built with
+            args.k = index_k(db, args.namespace)
+        config = DedupConfig(max_distance=args.k)
         templates = HostTemplates(connect_redis(redis_url), namespace,
                                   config.template_pages) if config.template_pages else None
         rules = Rules.from_config(config)
@@ -236,9 +238,9 @@ def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
                "more, named by their original, the page crawled first), the crawl's match "
                "records' cluster, and each copy the crawl admitted as a match record of "
                "kind 'batch'. Pages are never deleted; a second run changes nothing.")
-    p.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
-                   help=f"largest Hamming distance (default {DEFAULT_MAX_DISTANCE}, the "
-                   "crawl's)")
+    p.add_argument("-k", type=int, default=None,
+                   help="largest Hamming distance (default: the k the crawl's index was "
+                   f"built with, else {DEFAULT_MAX_DISTANCE})")
     g = p.add_argument_group("engine")
     g.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local: in this process (default); spark: a Spark job")

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from cli.common import InputError, check_k, parser, run
+from dedup.config import DEFAULT_MAX_DISTANCE
 
 HELP = "all pairs (or clusters) of fingerprints within k bits, here or on Spark"
 
@@ -83,11 +84,15 @@ def _chunks(args: argparse.Namespace, stack: ExitStack
     of the store's indexed fingerprints."""
     if args.store:
         from console.store import open_database
-        from dedup.store import PageStore
+        from dedup.store import PageStore, index_k
         from sparkjob.stage import store_chunks
 
         db = stack.enter_context(open_database(args))
+        if args.k is None:  # the k the crawl's index was built with
+            args.k = index_k(db)
         return store_chunks(PageStore(db.client, db.name))
+    if args.k is None:
+        args.k = DEFAULT_MAX_DISTANCE
     if args.input == "-":
         return fingerprint_chunks(sys.stdin, "<stdin>")
     try:
@@ -230,7 +235,6 @@ def find_all(args: argparse.Namespace) -> int:
 
 def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
     from console.store import add_service_options
-    from dedup.config import DEFAULT_MAX_DISTANCE
     from sparkjob.session import DEFAULT_MASTER, parse_conf
 
     p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), or the "
@@ -239,9 +243,9 @@ def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
                "--engine spark runs the same search as a Spark job (pip install "
                "'simcrawl[spark]' and Java 17).")
     p.add_argument("input", nargs="?", default="-", help="file to read (default: stdin)")
-    p.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
+    p.add_argument("-k", type=int, default=None,
                    help=f"largest Hamming distance (default {DEFAULT_MAX_DISTANCE}, the "
-                   "crawl's)")
+                   "crawl's; with --store, the k the store's index was built with)")
     p.add_argument("--clusters", action="store_true", help="print clusters, not pairs")
     p.add_argument("--store", action="store_true",
                    help="read the stored fingerprints (MongoDB) instead of a file; records "

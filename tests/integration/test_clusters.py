@@ -173,3 +173,16 @@ def test_the_documented_cluster_queries(services, pages, crawled, namespace: str
     got = run_query("Copies the crawl let through", pages.db)
     assert [(r["url"], r["original_url"]) for r in got] == [
         ("http://b.example/second", "http://a.example/first")]
+
+
+def test_the_default_k_is_the_one_the_crawls_index_was_built_with(services, pages, crawled,
+                                                                   namespace: str) -> None:
+    from dedup.index import IndexLayout
+
+    pages.save_layout("simcrawl", IndexLayout.plan(1000, 5).describe())
+    result = run_clusters(services, pages.db.name, "simcrawl")
+    assert result.returncode == 0 and "k = 5" in result.stdout
+    found = subprocess.run([sys.executable, "-m", "cli", "find-all", "--store", "--mongo-uri",
+                            services.mongo_uri, "--database", pages.db.name],
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0 and "within k = 5" in found.stderr
