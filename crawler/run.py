@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -287,6 +288,19 @@ QUERY = '''db.matches.find({{}}, {{url: 1, original_url: 1, distance: 1, kind: 1
            .sort({{detected_at: -1}}).limit(10)        // in mongosh, database "{db}"'''
 
 
+def query_hint(database: str) -> str:
+    """How to look at the match records yourself, naming only commands this machine has:
+    mongosh when it is installed, else simcrawl's own export and console."""
+    if shutil.which("mongosh"):
+        return ("Query them yourself:\n  " + QUERY.format(db=database) +
+                "\n  (simcrawl services prints the MongoDB URI while the servers run; "
+                "see docs/queries.md)")
+    rows = [("simcrawl export matches --format jsonl | head", "JSON lines, one per copy"),
+            ("simcrawl web", "the console: each copy beside its original")]
+    return "See them all:\n" + "\n".join(f"  {c:<47}# {what}" for c, what in rows) + \
+        "\n  (in Python: the queries of docs/queries.md, with the URI simcrawl services prints)"
+
+
 DEMO_SOURCE = "demo-novels"
 
 
@@ -371,10 +385,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
             source = f" (registered by {m['source']})" if m.get("source") else ""
             print(f"  {m['kind']:8} {how}  {m['url']}\n"
                   f"  {'':8} copies {m['original_url']}{source}")
-    print(f"  ... {len(matched)} in all. Query them yourself:\n  "
-          + QUERY.format(db=database))
-    print("  (simcrawl services prints the MongoDB URI while the servers run; "
-          "see docs/queries.md)")
+    print(f"  ... {len(matched)} in all. {query_hint(database)}")
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
         and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls") \
         and not stats.get("failed_processes")

@@ -4,6 +4,7 @@ servers, checked against the site's known outcome and MongoDB's records."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,21 @@ def test_the_demo_crawl_matches_the_known_outcome(demo_run) -> None:  # type: ig
     assert f"originals stored          {originals} / {originals}" in proc.stdout
     assert f"copies dropped, naming their original   {copies} / {copies}" in proc.stdout
     assert "trap pages requested      0 (must be 0)" in proc.stdout
+
+
+def test_the_demos_hints_name_commands_this_machine_has(demo_run) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from cli.main import VERBS
+
+    proc, _ = demo_run
+    named = re.findall(r"^\s+simcrawl ([a-z-]+)", proc.stdout, re.MULTILINE)
+    assert named and all(verb in VERBS for verb in named), named
+    assert "python -m dedup" not in proc.stdout
+    if shutil.which("mongosh") is None:
+        assert "mongosh" not in proc.stdout
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert "simcrawl-report/" in ignored  # the report's default folder
 
 
 def test_mongodb_holds_each_original_once_and_a_record_per_copy(demo_run) -> None:  # type: ignore[no-untyped-def]
