@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from cli.common import InputError, check_k, parser, run, store_errors, store_failure
+from cli.common import check_engine_options, check_k, engine_options, open_spark, parser, run
 
 HELP = "give every stored page a cluster and record the copies the crawl let through"
 
@@ -23,54 +22,38 @@ HELP = "give every stored page a cluster and record the copies the crawl let thr
 JUDGE_BATCH = 2_000
 
 
-def _anchors(store: Any) -> tuple[dict[str, list[int]], dict[str, int]]:
-    """Every indexed page's text anchors and fingerprint (one pass over the store)."""
+def _pairs_local(store: Any, k: int, counts: dict[str, int]
+                 ) -> Iterator[tuple[str, str, int]]:
+    """The in-process engine's candidates, from one pass over the store: the pairs within
+    k (:func:`dedup.batch.find_all`), then the text anchors' pairs that are not among them
+    (:func:`dedup.reconcile.anchor_pairs`)."""
+    from dedup import batch
+    from dedup.reconcile import anchor_pairs
     from dedup.sketch import TextSketch
 
+    ids: list[str] = []
+    prints: list[int] = []
     anchors: dict[str, list[int]] = {}
-    prints: dict[str, int] = {}
     for fp, page_id, sketch in store.iter_fingerprints():
+        ids.append(page_id)
+        prints.append(fp)
         if sketch:
             try:
-                found = TextSketch.from_bytes(sketch).anchors
+                anchors[page_id] = TextSketch.from_bytes(sketch).anchors
             except ValueError:
-                continue
-            if found:
-                anchors[page_id] = found
-                prints[page_id] = fp
-    return anchors, prints
-
-
-def _with_anchor_pairs(within_k: Iterator[tuple[str, str, int]], store: Any,
-                       counts: dict[str, int]) -> Iterator[tuple[str, str, int]]:
-    """The pairs within k, then the text anchors' pairs that are not among them."""
-    from dedup.reconcile import anchor_pairs
-
-    anchors, prints = _anchors(store)
+                pass  # an unreadable sketch: no anchors
     extra = anchor_pairs(anchors)
     del anchors
-    for a, b, d in within_k:
-        extra.discard((min(a, b), max(a, b)))
-        counts["within_k"] += 1
-        yield a, b, d
+    if ids:
+        for i, j, d in batch.find_all(np.array(prints, dtype=np.uint64), k):
+            a, b = ids[i], ids[j]
+            extra.discard((min(a, b), max(a, b)))
+            counts["within_k"] += 1
+            yield a, b, int(d)
     counts["by_anchors"] = len(extra)
+    fp_of = dict(zip(ids, prints))
     for a, b in sorted(extra):
-        yield a, b, (prints[a] ^ prints[b]).bit_count()
-
-
-def _pairs_local(store: Any, k: int) -> Iterator[tuple[str, str, int]]:
-    from dedup import batch
-    from sparkjob.stage import store_chunks
-
-    ids: list[str] = []
-    parts = []
-    for chunk_ids, fps in store_chunks(store):
-        ids.extend(chunk_ids)
-        parts.append(fps)
-    if not ids:
-        return
-    for i, j, d in batch.find_all(np.concatenate(parts), k):
-        yield ids[i], ids[j], int(d)
+        yield a, b, (fp_of[a] ^ fp_of[b]).bit_count()
 
 
 def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, rules: Any,
@@ -136,15 +119,15 @@ def reconcile(args: argparse.Namespace) -> int:
         if args.engine == "spark":
             pairs, components = _spark(args, store, stack, counts)
         else:
-            pairs = _with_anchor_pairs(_pairs_local(store, args.k), store, counts)
+            pairs = _pairs_local(store, args.k, counts)
             components = union_find
         copies = list(_judged(pairs, store, templates, rules, counts))
         label = components((c.original, c.copy) for c in copies)
-        crawled = {p: f.crawled for p, f in store.stored_pages(label).items()}
+        facts = store.stored_pages(label)  # every page of a copy pair is in a component
+        crawled = {p: f.crawled for p, f in facts.items()}
         clusters = clusters_of({p: c for p, c in label.items() if p in crawled}, crawled)
         cluster_of = {m: c.original for c in clusters for m in c.members}
         best = batch_copies(copies)
-        facts = store.stored_pages({p for c in best.values() for p in (c.original, c.copy)})
         written = store.save_clusters(clusters, args.k)
         recorded = store.save_batch_matches(best, cluster_of, facts)
         pages = store.pages.estimated_document_count()
@@ -173,15 +156,9 @@ def _spark(args: argparse.Namespace, store: Any, stack: ExitStack, counts: dict[
     """The Spark engine: the candidate pairs (within k and by text anchors) streamed from
     the job, and components found in Spark."""
     from dedup.index.core import ANCHOR_MATCHES, ANCHOR_READ
-    from sparkjob import job, session, stage
+    from sparkjob import job, stage
 
-    try:
-        spark = session.start(args.master, app="simcrawl-clusters", conf=args.spark_conf)
-    except session.SparkUnavailable as exc:
-        raise InputError(str(exc)) from None
-    stack.callback(spark.stop)
-    folder = Path(args.stage) if args.stage else \
-        Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simcrawl-stage-")))
+    spark, folder = open_spark(args, stack, "simcrawl-clusters")
     source, edges = folder / "fingerprints", folder / "copies"
     if not stage.write(stage.store_chunks(store), source):
         return iter(()), lambda pairs: {}
@@ -227,10 +204,8 @@ def _write_edges(copies: Any, folder: Path, size: int = 100_000) -> int:
 
 
 def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
+    from console.store import add_service_options
     from dedup.config import DEFAULT_MAX_DISTANCE
-    from dedup.index import DEFAULT_NAMESPACE
-    from dedup.services import DEFAULT_DATA_DIR
-    from sparkjob.session import DEFAULT_MASTER, parse_conf
 
     p = parser(prog, "Find every pair of stored pages within k bits (in process, or as a "
                "Spark job), judge each by the crawl's rule, and write back: every page's "
@@ -241,36 +216,9 @@ def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
     p.add_argument("-k", type=int, default=None,
                    help="largest Hamming distance (default: the k the crawl's index was "
                    f"built with, else {DEFAULT_MAX_DISTANCE})")
-    g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="local: in this process (default); spark: a Spark job")
-    g.add_argument("--master", default=DEFAULT_MASTER,
-                   help=f"Spark master (default {DEFAULT_MASTER})")
-    g.add_argument("--stage", metavar="DIR", help="folder for the data handed to Spark "
-                   "(default: a temporary folder)")
-    g.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a Spark setting, e.g. spark.driver.host=HOST or "
-                   "spark.executor.memory=8g (repeatable)")
-    s = p.add_argument_group("services (default: $MONGO_URI / $REDIS_URL, else embedded)")
-    s.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
-    s.add_argument("--redis-url", help="Redis URL, for the hosts' learned template lines "
-                   "(default: $REDIS_URL)")
-    s.add_argument("--database", default=None, help="MongoDB database (default simcrawl, "
-                   "or the demo's when simcrawl holds no pages)")
-    s.add_argument("--namespace", default=None, help=f"Redis key prefix (default "
-                   f"{DEFAULT_NAMESPACE}, or the demo's with its database)")
-    s.add_argument("--data-dir", default=None, help=f"embedded servers' data folder "
-                   f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
+    engine_options(p, "in this process")
+    add_service_options(p, redis=True)
     args = p.parse_args(argv)
     check_k(p, args.k)
-    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage
-                                   or args.spark_conf):
-        p.error("--master, --stage and --spark-conf are options of --engine spark")
-    try:
-        args.spark_conf = parse_conf(args.spark_conf)
-    except ValueError as exc:
-        p.error(str(exc))
-    try:
-        return run(reconcile, args)
-    except store_errors() as exc:
-        return store_failure(exc)
+    check_engine_options(p, args)
+    return run(reconcile, args)

@@ -181,5 +181,62 @@ def documents(files: list[Path], max_mb: float, skipped: list[tuple[Path, str]]
         yield path, text, method
 
 
-__all__ = ["EXIT_FAILED", "InputError", "check_k", "connect", "documents", "exit_table",
-           "fingerprint_options", "iter_files", "parser", "run", "service_options"]
+def engine_options(p: argparse.ArgumentParser, local: str) -> None:
+    """``--engine local|spark`` and the Spark engine's ``--master``, ``--stage``,
+    ``--spark-conf`` (``local``: what the in-process engine is, for the help)."""
+    from sparkjob.session import DEFAULT_MASTER
+
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help=f"local: {local} (default); spark: a Spark job")
+    g.add_argument("--master", default=DEFAULT_MASTER,
+                   help=f"Spark master: local[N], local[*] or spark://HOST:7077 (default "
+                   f"{DEFAULT_MASTER})")
+    g.add_argument("--stage", metavar="DIR",
+                   help="folder for the data handed to Spark as Parquet (default: a "
+                   "temporary folder; on a cluster of other machines, a folder every "
+                   "executor can read)")
+    g.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, e.g. spark.driver.host=HOST or "
+                   "spark.executor.memory=8g (repeatable)")
+
+
+def check_engine_options(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A usage error for Spark options without ``--engine spark`` or a bad
+    ``--spark-conf``; ``args.spark_conf`` becomes a dict."""
+    from sparkjob.session import DEFAULT_MASTER, parse_conf
+
+    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage
+                                   or args.spark_conf):
+        p.error("--master, --stage and --spark-conf are options of --engine spark")
+    try:
+        args.spark_conf = parse_conf(args.spark_conf)
+    except ValueError as exc:
+        p.error(str(exc))
+
+
+def open_spark(args: argparse.Namespace, stack: Any, app: str) -> tuple[Any, Path]:
+    """Start Spark on ``args.master`` (stopped when ``stack`` closes) and a staging folder
+    (``--stage``, else a temporary one removed with ``stack``).
+
+    Raises:
+        InputError: Spark cannot start here (pyspark or Java missing: the message says
+            what to install).
+    """
+    import tempfile
+
+    from sparkjob import session
+
+    try:
+        spark = session.start(args.master, app=app, conf=args.spark_conf)
+    except session.SparkUnavailable as exc:
+        raise InputError(str(exc)) from None
+    stack.callback(spark.stop)
+    folder = Path(args.stage) if args.stage else \
+        Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simcrawl-stage-")))
+    return spark, folder
+
+
+__all__ = ["EXIT_FAILED", "InputError", "check_engine_options", "check_k", "connect",
+           "documents", "engine_options", "exit_table", "fingerprint_options", "iter_files",
+           "open_spark", "parser", "run", "service_options"]

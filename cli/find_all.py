@@ -7,7 +7,6 @@ import argparse
 import json
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -16,7 +15,15 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from cli.common import InputError, check_k, parser, run
+from cli.common import (
+    InputError,
+    check_engine_options,
+    check_k,
+    engine_options,
+    open_spark,
+    parser,
+    run,
+)
 from dedup.config import DEFAULT_MAX_DISTANCE
 
 HELP = "all pairs (or clusters) of fingerprints within k bits, here or on Spark"
@@ -177,15 +184,9 @@ def run_local(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]]
 def run_spark(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]],
               out: Output, stack: ExitStack) -> int:
     """The Spark engine: the input staged as Parquet, :mod:`sparkjob.job` on the master."""
-    from sparkjob import job, session, stage
+    from sparkjob import job, stage
 
-    try:
-        spark = session.start(args.master, conf=args.spark_conf)
-    except session.SparkUnavailable as exc:
-        raise InputError(str(exc)) from None
-    stack.callback(spark.stop)
-    folder = Path(args.stage) if args.stage else \
-        Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simcrawl-stage-")))
+    spark, folder = open_spark(args, stack, "simcrawl-find-all")
     folder = folder / f"input-{time.strftime('%Y%m%dT%H%M%S')}"
     n = stage.write(chunks, folder)
     if args.stage:
@@ -235,7 +236,6 @@ def find_all(args: argparse.Namespace) -> int:
 
 def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
     from console.store import add_service_options
-    from sparkjob.session import DEFAULT_MASTER, parse_conf
 
     p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), or the "
                "store's indexed fingerprints (--store), and print every pair within k bits "
@@ -253,29 +253,11 @@ def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
     p.add_argument("-o", "--output", default="-",
                    help="write here instead of standard output: JSON lines, or Parquet when "
                    "the name ends in .parquet")
-    g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="local: in this process, NumPy (default); spark: a Spark job")
-    g.add_argument("--master", default=DEFAULT_MASTER,
-                   help=f"Spark master: local[N], local[*] or spark://HOST:7077 (default "
-                   f"{DEFAULT_MASTER})")
-    g.add_argument("--stage", metavar="DIR",
-                   help="folder for the input handed to Spark as Parquet (default: a "
-                   "temporary folder; on a cluster of other machines, a folder every "
-                   "executor can read)")
-    g.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a Spark setting, e.g. spark.driver.host=HOST or "
-                   "spark.executor.memory=8g (repeatable)")
+    engine_options(p, "in this process, NumPy")
     add_service_options(p)
     args = p.parse_args(argv)
     check_k(p, args.k)
     if args.store and args.input != "-":
         p.error("give a FILE or --store, not both")
-    if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage
-                                   or args.spark_conf):
-        p.error("--master, --stage and --spark-conf are options of --engine spark")
-    try:
-        args.spark_conf = parse_conf(args.spark_conf)
-    except ValueError as exc:
-        p.error(str(exc))
+    check_engine_options(p, args)
     return run(find_all, args)

@@ -51,40 +51,41 @@ def file_chunks(values: np.ndarray, size: int = CHUNK
         yield np.arange(start, start + len(part), dtype=np.int64), part
 
 
-def store_chunks(store: object, size: int = CHUNK
-                 ) -> Iterator[tuple[list[str], np.ndarray]]:
-    """Chunks of a page store's indexed fingerprints (``PageStore.iter_fingerprints``),
-    ids being page ids."""
-    ids: list[str] = []
-    fps: list[int] = []
-    for fp, page_id, _ in store.iter_fingerprints():  # type: ignore[attr-defined]
-        ids.append(page_id)
-        fps.append(fp)
-        if len(ids) >= size:
-            yield ids, np.array(fps, dtype=np.uint64)
-            ids, fps = [], []
-    if ids:
-        yield ids, np.array(fps, dtype=np.uint64)
-
-
-def anchor_chunks(store: object, size: int = CHUNK) -> Iterator[tuple[list[str], np.ndarray]]:
-    """Chunks of ``(page ids, anchors)``, one row per page and text anchor
-    (:attr:`dedup.sketch.TextSketch.anchors`, as signed 64-bit integers)."""
-    from dedup.sketch import TextSketch
-
+def _chunked(rows: Iterable[tuple[str, int]], size: int
+             ) -> Iterator[tuple[list[str], np.ndarray]]:
+    """``(page id, value)`` rows in chunks of ``size``: page ids and ``uint64`` values."""
     ids: list[str] = []
     values: list[int] = []
-    for _, page_id, sketch in store.iter_fingerprints():  # type: ignore[attr-defined]
-        if not sketch:
-            continue
-        try:
-            found = set(TextSketch.from_bytes(sketch).anchors)
-        except ValueError:
-            continue
-        ids.extend([page_id] * len(found))
-        values.extend(found)
+    for page_id, value in rows:
+        ids.append(page_id)
+        values.append(value)
         if len(ids) >= size:
             yield ids, np.array(values, dtype=np.uint64)
             ids, values = [], []
     if ids:
         yield ids, np.array(values, dtype=np.uint64)
+
+
+def store_chunks(store: object, size: int = CHUNK
+                 ) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Chunks of a page store's indexed fingerprints (``PageStore.iter_fingerprints``),
+    ids being page ids."""
+    return _chunked(((page_id, fp) for fp, page_id, _ in
+                     store.iter_fingerprints()), size)  # type: ignore[attr-defined]
+
+
+def anchor_chunks(store: object, size: int = CHUNK) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Chunks of ``(page ids, anchors)``, one row per page and text anchor
+    (:attr:`dedup.sketch.TextSketch.anchors`)."""
+    from dedup.sketch import TextSketch
+
+    def rows() -> Iterator[tuple[str, int]]:
+        for _, page_id, sketch in store.iter_fingerprints():  # type: ignore[attr-defined]
+            if sketch:
+                try:
+                    found = set(TextSketch.from_bytes(sketch).anchors)
+                except ValueError:
+                    continue  # an unreadable sketch: no anchors
+                yield from ((page_id, value) for value in found)
+
+    return _chunked(rows(), size)
