@@ -5,7 +5,7 @@ The shared frontier is scrapy-redis's scheduler, request dupefilter and priority
 configured by this adapter (it subclasses, never copies):
 
 - keys under the crawl's namespace: ``{ns}:frontier:queue`` (a sorted set by priority),
-  ``{ns}:frontier:seen`` (request fingerprints), ``{ns}:frontier:active:{owner}``;
+  ``{ns}:frontier:seen`` (request fingerprints), ``{ns}:frontier:inflight:{owner}``;
 - requests are stored as JSON (bytes as base64), never pickled: a shared store must not
   be a way to run code in every crawler;
 - the queue persists when a process stops (``SCHEDULER_PERSIST`` would otherwise let the
@@ -17,10 +17,20 @@ configured by this adapter (it subclasses, never copies):
   (their lease, the admission journal's, is gone) left: the pages they admitted but
   never stored leave the index, copies recorded against those pages are queued again,
   and so are the requests they had in flight; so a SIGKILL loses no URL;
-- a shared crawl ends when the queue is empty and no live process has had work for
-  ``SIMCRAWL_IDLE_SECONDS``; every process then exits by itself, and the last clears
-  the frontier so that the next crawl on the namespace starts afresh.
-  ``SIMCRAWL_KEEP_WAITING`` keeps processes waiting for work instead (a service).
+- every Redis call of the frontier lives through an outage (a server restarting, a
+  Redis Cluster failing a primary over to its replica) as the decisions do: it is said
+  once, requests to queue and requests to settle wait in this process and go to Redis
+  when it answers again (said once more, with the count of failed attempts), and past
+  ``DEDUP_RETRY_SECONDS`` the crawl stops, naming what it could not queue (exit 1);
+- work is shared from the first request: a process without work looks at the queue
+  every ``POLL_SECONDS`` (not at Scrapy's 5-second heartbeat) and wakes its engine when
+  there is some;
+- a shared crawl ends as soon as the queue is empty and no process has a request in
+  flight (a page is settled only after its links are queued, so nothing can come back),
+  for ``SIMCRAWL_IDLE_SECONDS`` (default 1); every process then exits by itself, and the
+  one that sees it first clears the frontier so that the next crawl on the namespace
+  starts afresh. ``SIMCRAWL_KEEP_WAITING`` keeps processes waiting for work instead (a
+  service).
 
 Any number of ``scrapy crawl site ... -s SIMCRAWL_FRONTIER=redis`` processes, on any
 machines, with the same ``REDIS_URL``, ``MONGO_URI``, namespace and start URLs, share one
@@ -36,6 +46,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -47,15 +58,25 @@ from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
+from crawler.steps import Outage, stop_crawl
 from crawler.wiring import frontier_of, wiring_of
+from dedup.services import redis_outage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
-#: Seconds without work anywhere before a shared crawl ends (``SIMCRAWL_IDLE_SECONDS``).
-IDLE_SECONDS = 10.0
+#: Seconds with nothing queued or in flight anywhere before a shared crawl ends
+#: (``SIMCRAWL_IDLE_SECONDS``).
+IDLE_SECONDS = 1.0
+
+#: Seconds between two looks at the shared queue by a process without work.
+POLL_SECONDS = 0.25
+
+#: The meta key of a request taken from the shared queue by the idle poll and handed to
+#: the engine (``engine.crawl``): the scheduler serves it, never queues it again.
+READY = "simcrawl_ready"
 
 
 # ------------------------------------------------------------------- serialization
@@ -100,10 +121,9 @@ class JsonSerializer:
 
 
 def frontier_keys(namespace: str) -> dict[str, str]:
-    """The shared frontier's Redis keys for a namespace (``active`` and ``inflight`` are
-    prefixes: one key per process)."""
+    """The shared frontier's Redis keys for a namespace (``inflight`` is a prefix: one
+    key per process)."""
     return {"queue": f"{namespace}:frontier:queue", "seen": f"{namespace}:frontier:seen",
-            "active": f"{namespace}:frontier:active",
             "inflight": f"{namespace}:frontier:inflight"}
 
 
@@ -137,6 +157,25 @@ INFLIGHT_ID = "simcrawl_inflight"
 #: Seconds between two looks for processes that died (``recover_dead_processes``).
 RECOVER_SECONDS = 5.0
 
+#: Seconds between two attempts to send what waits for Redis during an outage.
+CATCH_UP_SECONDS = 1.0
+
+
+def count_request(stats: Any, request: Request | None) -> None:
+    """A request taken from the frontier that starts a chain (not a redirect or a retry
+    of one taken before) counts once in ``dedup/requests``; each such request ends in
+    exactly one outcome (a page decided, a skip under its reason, a page lost:
+    :func:`crawler.run.outcomes`), so the crawl's summary adds up."""
+    if request is None or stats is None:
+        return
+    if not request.meta.get("redirect_urls") and not request.meta.get("retry_times"):
+        stats.inc_value("dedup/requests")
+
+
+class FrontierWaits(Exception):
+    """A Redis call of the shared frontier failed on an outage (counted and said by
+    :class:`crawler.steps.Outage`); the caller keeps what it was doing for later."""
+
 
 # ------------------------------------------------------------------------ scheduler
 class Scheduler(MemoryScheduler):
@@ -152,13 +191,22 @@ class Scheduler(MemoryScheduler):
             return SharedFrontier.from_crawler(crawler)
         return super().from_crawler(crawler)
 
+    def next_request(self) -> Request | None:
+        request = super().next_request()
+        count_request(self.stats, request)
+        return request
+
 
 class SharedFrontier(RedisScheduler):
     """scrapy-redis's scheduler on the crawl's namespace (see the module docstring)."""
 
     owner: str = ""
-    #: whether this process has said it has work (``{ns}:frontier:active:{owner}``)
-    active: bool = False
+    #: requests the idle poll took from the shared queue for the engine (served first)
+    ready: list[Request]
+    #: requests that wait for Redis (an outage), and whether their dupefilter step is done
+    waiting: list[tuple[Request, bool]]
+    #: in-flight ids to settle once Redis answers
+    unsettled: list[str]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedFrontier:
@@ -172,12 +220,16 @@ class SharedFrontier(RedisScheduler):
                         dupefilter_key=keys["seen"], serializer=JsonSerializer)
         scheduler.stats = crawler.stats
         scheduler.owner = runtime.journal.owner if runtime.journal else uuid.uuid4().hex[:16]
-        scheduler.active_key = f"{keys['active']}:{scheduler.owner}"
         scheduler.lease = runtime.journal.lease if runtime.journal else 30.0
         scheduler.namespace = runtime.config.namespace
         scheduler.inflight_prefix = keys["inflight"]
         scheduler.inflight_key = f"{keys['inflight']}:{scheduler.owner}"
-        scheduler.active = False
+        scheduler.ready = []
+        scheduler.crawler = crawler
+        scheduler.outage = Outage("the shared frontier", runtime.config.retry_seconds, log)
+        scheduler.waiting = []  # (request, passed the dupefilter) not yet in Redis
+        scheduler.unsettled = []  # in-flight ids to settle when Redis answers
+        scheduler._buffer_lock = threading.Lock()  # settle runs in the storage thread too
         runtime.attach_frontier(scheduler)  # the middleware and the pipeline settle requests
         scheduler.runtime = runtime
         return scheduler
@@ -192,7 +244,81 @@ class SharedFrontier(RedisScheduler):
         # processes may die while this one runs: look again every few seconds
         self._recovery = task.LoopingCall(self._recover_in_thread)
         self._recovery.start(RECOVER_SECONDS, now=False)
+        # what waits for Redis (an outage) goes there as soon as it answers again
+        self._catching_up = task.LoopingCall(self.catch_up)
+        self._catching_up.start(CATCH_UP_SECONDS, now=False)
         return result
+
+    # -------------------------------------------------------------- outages
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """One Redis call of the frontier; an outage is counted (and said once) and
+        raises :class:`FrontierWaits`, past ``DEDUP_RETRY_SECONDS`` after stopping the
+        crawl."""
+        from redis.exceptions import RedisClusterException, RedisError
+
+        try:
+            result = fn(*args, **kwargs)
+        except (RedisError, RedisClusterException) as exc:
+            if not redis_outage(exc):
+                raise
+            if not self.outage.failed(exc, "Redis") and not self.outage.gave_up:
+                waiting = [r.url for r, _ in self.waiting]
+                self.outage.give_up(exc, f"{len(waiting)} links could not be queued; "
+                                         "they are named at the end")
+                self.runtime.lost.extend(waiting)
+                self.stats.inc_value("dedup/lost/requests", len(waiting))
+                self.waiting = []
+                from twisted.internet import reactor
+
+                reactor.callFromThread(  # type: ignore[attr-defined]
+                    stop_crawl, self.crawler, "service_unavailable")
+            self.stats.inc_value("dedup/retries/frontier")
+            raise FrontierWaits(str(exc)) from exc
+        self.outage.answered("the shared frontier goes on")
+        return result
+
+    def catch_up(self) -> bool:
+        """Send what waited for Redis (requests to queue, then requests to settle);
+        returns whether nothing waits any more."""
+        with self._buffer_lock:
+            waiting, self.waiting = self.waiting, []
+            unsettled, self.unsettled = self.unsettled, []
+        try:
+            while waiting:
+                request, filtered = waiting[0]
+                self._offer(request, filtered)
+                waiting.pop(0)
+            if unsettled:
+                self._call(self.server.hdel, self.inflight_key, *unsettled)
+                unsettled = []
+        except FrontierWaits:
+            pass
+        with self._buffer_lock:  # what is still waiting, before anything that came since
+            self.waiting[:0], self.unsettled[:0] = waiting, unsettled
+            return not self.waiting and not self.unsettled
+
+    def _offer(self, request: Request, filtered: bool = False) -> bool:
+        """The shared dupefilter, then the queue (scrapy-redis's ``enqueue_request``,
+        in two calls, so that a request whose dupefilter step is done is not filtered
+        again as seen when its push is retried). Returns whether it was queued."""
+        if not filtered and not request.dont_filter:
+            try:
+                seen = self._call(self.df.request_seen, request)
+            except FrontierWaits:
+                with self._buffer_lock:
+                    self.waiting.append((request, False))
+                raise
+            if seen:
+                self.df.log(request, self.spider)
+                return False
+        try:
+            self._call(self.queue.push, request)
+        except FrontierWaits:
+            with self._buffer_lock:
+                self.waiting.append((request, True))
+            raise
+        self.stats.inc_value("scheduler/enqueued/redis")
+        return True
 
     def _recover_in_thread(self) -> Any:
         from twisted.internet.threads import deferToThread
@@ -215,11 +341,18 @@ class SharedFrontier(RedisScheduler):
         copies = list(dict.fromkeys([*runtime.recovered_copies, *done.copies]))
         runtime.recovered_copies = []
         for url in copies:  # their records named a page that was never stored
-            self.queue.push(Request(url, callback=self.spider.parse,
+            try:
+                self._offer(Request(url, callback=self.spider.parse,
                                     errback=self.spider.failed, dont_filter=True))
+            except FrontierWaits:
+                pass  # it waits in this process, and is queued when Redis answers
         dead = [*runtime.recovered_owners, *done.dead]
         runtime.recovered_owners = []
-        moved = len(copies) + self.requeue_dead(dead, sweep)
+        try:
+            moved = len(copies) + self.requeue_dead(dead, sweep)
+        except FrontierWaits:  # tried again at the next look
+            runtime.recovered_owners.extend(dead)
+            raise
         if moved:
             self.stats.inc_value("frontier/requeued", moved)
             log.warning("put %d requests back into the shared queue: processes that died "
@@ -228,9 +361,14 @@ class SharedFrontier(RedisScheduler):
         return moved
 
     def next_request(self) -> Any:
-        if not self.active:  # say "I have work" before taking any, so no one ends early
-            self.mark(True)
-        member = self._pop(keys=[self.queue.key, self.inflight_key])
+        if self.ready:
+            return self.ready.pop(0)
+        if (self.waiting or self.unsettled) and not self.catch_up():
+            return None  # Redis is out: the engine asks again at its next beat
+        try:  # taken and recorded as in flight in one step: no one ends early
+            member = self._call(self._pop, keys=[self.queue.key, self.inflight_key])
+        except FrontierWaits:
+            return None
         if member is None:
             return None
         # our pop script hands back the raw member, and scrapy-redis offers no public
@@ -238,22 +376,51 @@ class SharedFrontier(RedisScheduler):
         request = request_from_dict(JsonSerializer.loads(member), spider=self.spider)
         request.meta[INFLIGHT_ID] = hashlib.sha1(member).hexdigest()
         self.stats.inc_value("scheduler/dequeued/redis")
+        count_request(self.stats, request)
         return request
 
     def enqueue_request(self, request: Any) -> bool:
         # a redirect or a retry carries the in-flight id of the request it replaces:
         # once the new one is queued (or known), the old one is settled
+        if request.meta.pop(READY, False):  # taken from the queue already (the idle poll)
+            self.ready.append(request)
+            return True
         replaced = request.meta.pop(INFLIGHT_ID, None)
-        queued = bool(super().enqueue_request(request))
+        if self.waiting and not self.catch_up():  # Redis is out: it waits behind them
+            with self._buffer_lock:
+                self.waiting.append((request, False))
+            queued = True
+        else:
+            try:
+                queued = self._offer(request)
+            except FrontierWaits:
+                queued = True  # it waits in this process for Redis to answer
         if replaced:
             self.settle([replaced])
         return queued
 
     def settle(self, ids: list[str]) -> None:
-        """Requests whose outcome is durable: no longer in flight."""
+        """Requests whose outcome is durable: no longer in flight (from any thread;
+        during an outage they wait to be settled)."""
         ids = [i for i in ids if i]
-        if ids:
-            self.server.hdel(self.inflight_key, *ids)
+        if not ids:
+            return
+        if not self.unsettled and not self.waiting:  # else after what waits before them
+            try:
+                self._call(self.server.hdel, self.inflight_key, *ids)
+                return
+            except FrontierWaits:
+                pass
+        with self._buffer_lock:
+            self.unsettled.extend(ids)
+
+    def has_pending_requests(self) -> bool:
+        if self.waiting or self.ready:
+            return True
+        try:
+            return bool(self._call(len, self.queue))
+        except FrontierWaits:
+            return True  # not known: not idle
 
     def settle_request(self, request: Request) -> None:
         """A request whose outcome needs nothing stored (a failure, a skip)."""
@@ -278,50 +445,64 @@ class SharedFrontier(RedisScheduler):
 
     def requeue(self, key: Any) -> int:
         """Move the requests of one in-flight hash back into the queue, atomically (two
-        processes recovering the same dead one cannot both queue them); returns how many."""
-        return int(self._requeue(keys=[self.queue.key, key]))
+        processes recovering the same dead one cannot both queue them); returns how many.
 
-    def mark(self, active: bool) -> None:
-        """Publish whether this process has work (with the lease's expiry: a dead
-        process stops counting as active)."""
-        self.active = active
-        host = f"{socket.gethostname()}:{os.getpid()}"
-        if active:
-            self.server.set(self.active_key, host, px=int(self.lease * 1000))
-        else:
-            self.server.delete(self.active_key)
+        Raises:
+            FrontierWaits: Redis is out (the hash stays; recovery tries again).
+        """
+        return int(self._call(self._requeue, keys=[self.queue.key, key]))
 
-    def others_active(self) -> bool:
-        """Whether another live process has work (a killed one's flag, until its lease
-        runs out, does not count: the admission journal's liveness says it is dead)."""
+    def work_left(self) -> bool:
+        """Whether the shared crawl has work anywhere: a request queued, in flight in any
+        process (a dead one's go back to the queue when it is recovered), or waiting in
+        this one.
+
+        Raises:
+            FrontierWaits: Redis is out (then nobody can tell: wait).
+        """
         from dedup.journal import owners
 
-        prefix = self.active_key.rsplit(":", 1)[0]
-        live = [o.token for o in owners(self.server, self.namespace)
-                if o.alive and o.token != self.owner]
-        return bool(live) and bool(self.server.exists(*[f"{prefix}:{t}" for t in live]))
+        if self.waiting or self.ready or self.unsettled:
+            return True
+        if self._call(len, self.queue):
+            return True
+        tokens = {o.token for o in self._call(owners, self.server, self.namespace)}
+        tokens.add(self.owner)
+        return bool(self._call(self.server.exists,
+                               *[f"{self.inflight_prefix}:{t}" for t in sorted(tokens)]))
 
     def clear_frontier(self) -> None:
         """The crawl is complete: drop its queue and seen-set (the next crawl starts
         afresh)."""
-        self.server.delete(self.queue.key, self.df.key, self.inflight_key)
+        self._call(self.server.delete, self.queue.key, self.df.key, self.inflight_key)
 
     def close(self, reason: str) -> None:
-        recovery = getattr(self, "_recovery", None)
-        if recovery is not None and recovery.running:
-            recovery.stop()
-        self.mark(False)
-        if reason != "finished":  # stopped early: what it had taken goes back at once
-            back = self.requeue(self.inflight_key)
-            if back:
-                log.info("put the %d requests this process had in flight back into the "
-                         "shared queue", back)
+        for loop in (getattr(self, "_recovery", None), getattr(self, "_catching_up", None)):
+            if loop is not None and loop.running:
+                loop.stop()
+        try:
+            self.catch_up()
+            if reason != "finished":  # stopped early: what it had taken goes back at once
+                back = self.requeue(self.inflight_key)
+                if back:
+                    log.info("put the %d requests this process had in flight back into the "
+                             "shared queue", back)
+        except FrontierWaits:  # what it had in flight goes back when a process recovers it
+            log.warning("Redis did not answer while the shared frontier closed: the "
+                        "requests this process had in flight go back to the queue when "
+                        "another process finds it gone")
+        if self.waiting:
+            lost = [r.url for r, _ in self.waiting]
+            self.runtime.lost.extend(lost)
+            self.stats.inc_value("dedup/lost/requests", len(lost))
+            log.error("%d links could not be queued (Redis did not answer): %s", len(lost),
+                      ", ".join(lost[:20]))
         super().close(reason)
 
 
 class SharedCrawlEnd:
-    """Ends a shared crawl when every process has run out of work (see the module
-    docstring); keeps a process waiting with ``SIMCRAWL_KEEP_WAITING``.
+    """Shares the work of a shared crawl and ends it when there is none left anywhere
+    (see the module docstring); keeps a process waiting with ``SIMCRAWL_KEEP_WAITING``.
 
     Settings: SIMCRAWL_FRONTIER, SIMCRAWL_IDLE_SECONDS, SIMCRAWL_KEEP_WAITING.
     """
@@ -330,7 +511,10 @@ class SharedCrawlEnd:
         self.crawler = crawler
         self.idle_seconds = idle_seconds
         self.keep_waiting = keep_waiting
+        self.idle = False  # the engine said it has nothing to do
+        self._finished = False
         self._quiet_since: float | None = None
+        self._poll: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedCrawlEnd:
@@ -340,7 +524,9 @@ class SharedCrawlEnd:
         if idle < 0:
             raise ValueError(f"SIMCRAWL_IDLE_SECONDS must be at least 0, got {idle}")
         ext = cls(crawler, idle, crawler.settings.getbool("SIMCRAWL_KEEP_WAITING"))
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(ext.busy, signal=signals.response_received)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
@@ -349,28 +535,66 @@ class SharedCrawlEnd:
         scheduler = wiring_of(self.crawler).frontier
         return scheduler if isinstance(scheduler, SharedFrontier) else None
 
+    def spider_opened(self, spider: Any = None) -> None:
+        from twisted.internet import task
+
+        self._poll = task.LoopingCall(self.poll)
+        self._poll.start(POLL_SECONDS, now=False)
+
+    def busy(self, *args: Any, **kwargs: Any) -> None:
+        self.idle = False
+
     def spider_idle(self, spider: Any = None) -> None:
         scheduler = self._scheduler()
         if scheduler is None:
             return
-        if len(scheduler.queue):  # work is waiting: take it
-            self._quiet_since = None
-            raise DontCloseSpider
-        if scheduler.active:
-            scheduler.mark(False)
+        self.idle = True
+        if self.keep_waiting or not self._complete(scheduler):
+            raise DontCloseSpider  # the poll takes work as soon as there is some
+
+    def poll(self) -> None:
+        """While the engine has nothing to do: take work from the shared queue as soon
+        as there is some (the engine then takes more itself), or end the crawl when
+        there is none left anywhere."""
+        scheduler = self._scheduler()
+        if not self.idle or scheduler is None or self._finished:
+            return
+        request = scheduler.next_request()
+        if request is not None:
+            request.meta[READY] = True
+            self.idle = False
+            engine = self.crawler.engine
+            if engine is not None:
+                engine.crawl(request)  # served by the scheduler, and wakes the engine
+            return
+        if not self.keep_waiting and self._complete(scheduler):
+            stop_crawl(self.crawler, "finished")
+
+    def _complete(self, scheduler: SharedFrontier) -> bool:
+        """Whether nothing has been queued or in flight anywhere for ``idle_seconds``."""
+        try:
+            left = scheduler.work_left()
+        except FrontierWaits:
+            left = True  # Redis is out: nobody can tell
         now = time.monotonic()
-        if scheduler.others_active() or self.keep_waiting:
+        if left:
             self._quiet_since = None
-            raise DontCloseSpider
+            return False
         if self._quiet_since is None:
             self._quiet_since = now
         if now - self._quiet_since < self.idle_seconds:
-            raise DontCloseSpider
+            return False
         self._finished = True  # the whole shared crawl is done
-        log.info("the shared frontier has been empty, and every process idle, for %.0f s: "
-                 "the crawl is complete", now - self._quiet_since)
+        log.info("the shared frontier is empty and no process has a request in flight: "
+                 "the crawl is complete")
+        return True
 
     def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self._poll is not None and self._poll.running:
+            self._poll.stop()
         scheduler = self._scheduler()
-        if scheduler is not None and reason == "finished" and getattr(self, "_finished", False):
-            scheduler.clear_frontier()
+        if scheduler is not None and reason == "finished" and self._finished:
+            try:
+                scheduler.clear_frontier()
+            except FrontierWaits:  # the next crawl finds a queue that is empty anyway
+                log.warning("Redis did not answer: the finished crawl's seen-set stays")

@@ -16,11 +16,10 @@ from twisted.internet.threads import deferToThread
 from crawler.frontier import INFLIGHT_ID
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.metrics import latency_observer
-from crawler.steps import fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Wiring, wiring_of
 from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.errors import ServiceUnavailable
-from dedup.progress import counted
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -95,9 +94,7 @@ class NearDuplicateMiddleware:
         self.runtime = runtime
         self.config = runtime.config
         self._first_drop_logged = False
-        self._outage_since: float | None = None
-        self._failing: set[str] = set()  # the services that failed (Redis, MongoDB)
-        self._failures = 0  # attempts failed in this outage (said once, at recovery)
+        self.outage = Outage("deciding pages", runtime.config.retry_seconds, log)
         self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
                                BATCH_WAIT)
         runtime.worker_links = True  # the site spider leaves each page's links to us
@@ -127,18 +124,16 @@ class NearDuplicateMiddleware:
             try:
                 decision = await maybe_deferred_to_future(self.batcher.submit(item))
             except ServiceUnavailable as exc:
-                if not self._wait_for_services(exc):
+                self.stats.inc_value("dedup/retries/decide")
+                if not self.outage.failed(exc, "Redis or MongoDB"):
+                    self.outage.give_up(exc, "pages not decided are lost and named at "
+                                             "the end")
+                    stop_crawl(self.crawler, "service_unavailable")
                     return LOST
                 await sleep(delay)
                 delay = min(delay * 2, 8.0)
                 continue
-            if self._outage_since is not None:
-                failed = " and ".join(sorted(self._failing))
-                log.warning("%s %s again after %.1f s (%s failed); deciding pages again",
-                            failed, "answer" if " and " in failed else "answers",
-                            time.monotonic() - self._outage_since,
-                            counted(self._failures, "attempt"))
-                self._outage_since, self._failing, self._failures = None, set(), 0
+            self.outage.answered("deciding pages again")
             if decision.kind == TEMPLATE_ONLY:
                 return TEMPLATE_ONLY  # a skip: nothing but the site's own text
             if item.template_lines:  # its fingerprints are the rest's (what the index holds)
@@ -159,25 +154,6 @@ class NearDuplicateMiddleware:
             characters=excerpt.characters, span=excerpt.span, page_id=page.page_id,
             pinyin=None if s is None else {"share": round(s.share, 4), "run": s.run,
                                            "span": list(s.span), "windows_matched": s.matched})
-
-    def _wait_for_services(self, exc: ServiceUnavailable) -> bool:
-        """During an outage, whether to keep retrying (the crawl waits meanwhile)."""
-        now = time.monotonic()
-        self._failing.add(exc.service or "Redis or MongoDB")
-        self._failures += 1
-        if self._outage_since is None:
-            self._outage_since = now
-            log.warning("deciding pages failed; the crawl waits and retries for up to "
-                        "%.0f s (DEDUP_RETRY_SECONDS): %s", self.config.retry_seconds, exc)
-        self.stats.inc_value("dedup/retries/decide")
-        if now - self._outage_since < self.config.retry_seconds:
-            return True
-        failed = " and ".join(sorted(self._failing))
-        log.error("%s %s failed for %.0f s; stopping the crawl (pages not decided are lost "
-                  "and named at the end): %s", failed, "have" if " and " in failed else "has",
-                  now - self._outage_since, exc)
-        stop_crawl(self.crawler, "service_unavailable")
-        return False
 
     async def process_spider_output(self, response: scrapy.http.Response,
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:

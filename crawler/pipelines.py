@@ -17,12 +17,11 @@ from twisted.internet.threads import deferToThread
 
 from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
-from crawler.steps import fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Wiring, wiring_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.journal import lost_pages
-from dedup.progress import counted
 from dedup.services import process_alive
 from dedup.store import fingerprint_document, match_doc, object_id, page_document
 
@@ -68,9 +67,7 @@ class StoragePipeline:
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
         self._unconfirmed: list[str] = []
-        self._failing_since: float | None = None
-        self._failing: set[str] = set()  # the services that failed (Redis, MongoDB)
-        self._failures = 0  # writes failed in this outage (said once, at recovery)
+        self.outage = Outage("writing pages", runtime.config.retry_seconds, log)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -174,8 +171,8 @@ class StoragePipeline:
             delay = min(delay * 2, 8.0)
 
     def _give_up_if_overdue(self) -> bool:
-        since = self._failing_since
-        if since is None or time.monotonic() - since < self.config.retry_seconds:
+        outage = self.outage
+        if outage.since is None or outage.lasted < self.config.retry_seconds:
             return False
         with self._lock:
             pages, matches = self.pages, self.matches
@@ -185,10 +182,10 @@ class StoragePipeline:
             self.runtime.abandon(str(d["url"]) for d in pages)  # their links stay unqueued
             self.crawler.stats.inc_value("dedup/lost/pages", len(pages))
             self.crawler.stats.inc_value("dedup/lost/matches", len(matches))
-            failed = failed_services(self._failing, self.runtime)
+            failed = failed_services(outage.failing, self.runtime)
             log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages and %d match "
                       "records are lost; stopping the crawl", failed,
-                      "have" if " and " in failed else "has", time.monotonic() - since,
+                      "have" if " and " in failed else "has", outage.lasted,
                       len(pages), len(matches))
             stop_crawl(self.crawler, "store_unavailable")
         return True
@@ -236,24 +233,13 @@ class StoragePipeline:
             store.save_matches(matches)
             store.save_excerpts(excerpts)
         except ServiceUnavailable as exc:
-            first = self._failing_since is None
-            if first:
-                self._failing_since = time.monotonic()
-            self._failing.add(exc.service or "MongoDB")
-            self._failures += 1
             self.crawler.stats.inc_value("dedup/retries/store")
-            (log.warning if first else log.debug)(
-                "writing %d pages and %d match records failed; retrying for up to %.0f s "
-                "(DEDUP_RETRY_SECONDS): %s", len(pages), len(matches),
-                self.config.retry_seconds, exc)
+            self.outage.failed(exc, "MongoDB", said=(
+                f"writing {len(pages)} pages and {len(matches)} match records failed; "
+                f"retrying for up to {self.config.retry_seconds:.0f} s "
+                f"(DEDUP_RETRY_SECONDS): {exc}"))
             return False
-        if self._failing_since is not None:
-            failed = " and ".join(sorted(self._failing))
-            log.warning("%s %s again after %.1f s (%s failed); the buffered records are "
-                        "written", failed, "answer" if " and " in failed else "answers",
-                        time.monotonic() - self._failing_since,
-                        counted(self._failures, "attempt"))
-            self._failing_since, self._failing, self._failures = None, set(), 0
+        self.outage.answered("the buffered records are written")
         self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
         self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
         if excerpts:
@@ -302,7 +288,7 @@ class StoragePipeline:
         delay = 0.25
         started = time.monotonic()
         while not self.flush():
-            since = self._failing_since or started
+            since = self.outage.since or started
             if time.monotonic() - since >= max(self.config.retry_seconds,
                                                started + 5 - since):
                 return False
@@ -334,5 +320,6 @@ class StoragePipeline:
             data["lost_urls"] = lost
             with open(path, "w", encoding="utf-8") as fh:  # noqa: ASYNC230 - once, at close
                 json.dump(data, fh, default=str, indent=1)
+        self.runtime.closed_cleanly = True
         self.runtime.close()
 

@@ -255,6 +255,15 @@ HANDLED = ("dedup/unique", "dedup/near_duplicate", "dedup/exact_duplicate",
            "dedup/pinyin_copy", "dedup/revisit")
 
 
+def outcomes(stats: dict) -> tuple[int, int, int]:
+    """What became of the requests a crawl took from its frontier (``dedup/requests``):
+    ``(pages decided, requests skipped under a reason, pages lost)``; a crawl that ran
+    to its end has every request in exactly one of them."""
+    decided = sum(int(stats.get(k, 0)) for k in HANDLED)
+    skipped = sum(int(v) for k, v in stats.items() if k.startswith("dedup/skipped/"))
+    return decided, skipped, int(stats.get("dedup/lost/undecided", 0))
+
+
 def print_summary(stats: dict) -> None:
     """The crawl's dedup figures as a short table."""
     rows = [("pages fetched", stats.get("downloader/response_count", 0)),
@@ -266,6 +275,12 @@ def print_summary(stats: dict) -> None:
             ("revisits", stats.get("dedup/revisit", 0))]
     rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
              if k.startswith("dedup/skipped/")]
+    decided, skipped, lost_pages = outcomes(stats)
+    taken = int(stats.get("dedup/requests", 0))
+    open_ = taken - decided - skipped - lost_pages
+    rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
+                 f"{taken} = {decided} pages decided + {skipped} skipped + {lost_pages} lost"
+                 + (f" + {open_} in flight when the crawl stopped" if open_ else "")))
     lost = stats.get("lost_urls") or []
     if lost:
         rows.append(("LOST: not decided or not stored", f"{len(lost)} (crawled again by the "
@@ -346,7 +361,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
               "services ..." if "127.0.0.1" in redis_url else "demo site: crawling ...")
         stats = crawl(site.start_urls(), redis_url, mongo_uri,
                       ["-s", f"DEDUP_DATABASE={database}", "-s", f"DEDUP_NAMESPACE={namespace}",
-                       "-s", "AUTOTHROTTLE_ENABLED=0", "-s", "SIMCRAWL_IDLE_SECONDS=2", *extra],
+                       "-s", "AUTOTHROTTLE_ENABLED=0", *extra],
                       log_dir / "demo-crawl.log", processes)
         requested = set(site.requests)
         expected = site.content.expected

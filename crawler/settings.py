@@ -69,11 +69,11 @@ SIMCRAWL_METRICS_ADDRESS = os.environ.get("SIMCRAWL_METRICS_ADDRESS", "127.0.0.1
 
 # The frontier: Scrapy's own ("memory"), or one in Redis shared by every crawl process on
 # the namespace ("redis": scrapy-redis; crawler/frontier.py). SIMCRAWL_IDLE_SECONDS: how
-# long a shared crawl waits with no work anywhere before it ends; SIMCRAWL_KEEP_WAITING:
-# never end (a service waiting for URLs).
+# long a shared crawl waits with nothing queued or in flight anywhere before it ends;
+# SIMCRAWL_KEEP_WAITING: never end (a service waiting for URLs).
 SCHEDULER = "crawler.frontier.Scheduler"
 SIMCRAWL_FRONTIER = os.environ.get("SIMCRAWL_FRONTIER", "memory")
-SIMCRAWL_IDLE_SECONDS = float(os.environ.get("SIMCRAWL_IDLE_SECONDS", "10"))
+SIMCRAWL_IDLE_SECONDS = float(os.environ.get("SIMCRAWL_IDLE_SECONDS", "1"))
 SIMCRAWL_KEEP_WAITING = False
 
 # Dedup (see dedup.config.DedupConfig for each).

@@ -1,16 +1,19 @@
-"""Steps that the dedup middleware and the storage pipeline both take with a page or
-the crawl: sniff a body, extract and fingerprint a page off the reactor thread, wait,
-stop the crawl."""
+"""Steps that the dedup middleware, the storage pipeline and the shared frontier take
+with a page or the crawl: sniff a body, extract and fingerprint a page off the reactor
+thread, wait, stop the crawl, live through an outage of Redis or MongoDB."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import threading
+import time
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.extraction import Extractor
 from crawler.items import PageItem
+from dedup.progress import counted
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -28,6 +31,79 @@ def stop_crawl(crawler: Crawler, reason: str) -> None:
     engine = crawler.engine
     if engine is not None and engine.spider is not None:
         deferred_from_coro(engine.close_spider_async(reason=reason))
+
+
+class Outage:
+    """One activity's view of an outage of Redis or MongoDB (deciding pages, writing
+    them, the shared frontier: each keeps one). The outage is said once when it starts,
+    its failed attempts are counted, and it is said once more, with the count and the
+    service that failed, when that service answers again; after ``retry_seconds`` the
+    caller gives up (:meth:`failed` returns ``False``). Safe from any thread.
+    """
+
+    def __init__(self, activity: str, retry_seconds: float, logger: logging.Logger) -> None:
+        self.activity = activity
+        self.retry_seconds = retry_seconds
+        self.log = logger
+        self.since: float | None = None
+        self.failing: set[str] = set()  # "Redis", "MongoDB"
+        self.failures = 0
+        self.gave_up = False
+        self._lock = threading.Lock()
+
+    @property
+    def services(self) -> str:
+        """The services that failed: ``Redis``, ``MongoDB`` or ``MongoDB and Redis``."""
+        return " and ".join(sorted(self.failing))
+
+    @property
+    def lasted(self) -> float:
+        """Seconds since the outage began (0 when there is none)."""
+        return 0.0 if self.since is None else time.monotonic() - self.since
+
+    def failed(self, exc: BaseException, service: str, said: str | None = None) -> bool:
+        """Count a failed attempt (the first one is logged: ``said``, or "ACTIVITY
+        failed; the crawl waits and retries ..."); returns whether to keep trying (the
+        outage has lasted less than ``retry_seconds``)."""
+        with self._lock:
+            first = self.since is None
+            if first:
+                self.since = time.monotonic()
+            self.failing.add(getattr(exc, "service", "") or service)
+            self.failures += 1
+        if first:
+            self.log.warning("%s", said or (
+                f"{self.activity} failed; the crawl waits and retries for up to "
+                f"{self.retry_seconds:.0f} s (DEDUP_RETRY_SECONDS): {exc}"))
+        return self.lasted < self.retry_seconds
+
+    def answered(self, then: str) -> None:
+        """An attempt succeeded: if an outage was on, say it is over and ``then`` what
+        goes on."""
+        if self.since is None:
+            return
+        with self._lock:
+            if self.since is None:
+                return
+            took, failures = time.monotonic() - self.since, self.failures
+            services = self.services
+            self.since, self.failing, self.failures = None, set(), 0
+            self.gave_up = False
+        self.log.warning("%s %s again after %.1f s (%s failed); %s", services,
+                         "answer" if " and " in services else "answers", took,
+                         counted(failures, "attempt"), then)
+
+    def give_up(self, exc: Any, lost: str) -> None:
+        """Say (once) that the outage lasted past ``retry_seconds`` and what is
+        ``lost``."""
+        with self._lock:
+            if self.gave_up:
+                return
+            self.gave_up = True
+        services = self.services
+        self.log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS); stopping the crawl "
+                       "(%s): %s", services, "have" if " and " in services else "has",
+                       self.lasted, lost, exc)
 
 
 async def sleep(seconds: float) -> None:

@@ -99,6 +99,9 @@ class Wiring:
     stored_waiters: dict[str, Any] = field(default_factory=dict)
     #: "YYYY-MM-DDTHH:MM" (UTC) -> pages skipped in that minute, for reports
     skips_per_minute: dict[str, int] = field(default_factory=dict)
+    #: the storage pipeline closed: everything written, the summary too (a crawl
+    #: forced out, by a second signal, never gets here: it exits 130)
+    closed_cleanly: bool = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Wiring:

@@ -48,7 +48,8 @@ EXIT_STATUSES = (
                    "could not start; something asked for was not found")),
     (EXIT_USAGE, "bad usage: an unknown command, a bad option, setting, URL or input file"),
     (EXIT_UNAVAILABLE, "Redis or MongoDB cannot be reached"),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_INTERRUPTED, ("interrupted (Ctrl-C); a crawl forced out by a second signal before "
+                        "it closed")),
 )
 
 

@@ -93,6 +93,35 @@ def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
     return cast(redis.Redis, cluster)
 
 
+#: Replies of a Redis server that is up but cannot serve now (loading its data, a
+#: script running too long, a cluster without a primary for the slot, a failover under
+#: way, a primary just turned replica).
+_TRANSIENT_REPLIES = ("LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN",
+                      "READONLY")
+
+
+def redis_outage(exc: BaseException) -> bool:
+    """Whether a redis-py error means the server is out for now (down, unreachable,
+    loading, failing over: waiting and retrying is the answer), not a bad command.
+
+    >>> redis_outage(redis.ConnectionError("Connection refused"))
+    True
+    >>> redis_outage(redis.ResponseError("CLUSTERDOWN The cluster is down"))
+    True
+    >>> redis_outage(redis.ResponseError("WRONGTYPE Operation against a key"))
+    False
+    """
+    from redis.exceptions import ClusterError, RedisClusterException, SlotNotCoveredError
+
+    if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, ClusterError,
+                        SlotNotCoveredError)):
+        return True
+    if isinstance(exc, redis.ResponseError):
+        return str(exc).split(" ", 1)[0] in _TRANSIENT_REPLIES
+    # "Redis Cluster cannot be connected": no node of the cluster answers
+    return type(exc) is RedisClusterException
+
+
 def _cluster_enabled(client: redis.Redis) -> bool:
     try:
         return bool(client.info("cluster").get("cluster_enabled"))

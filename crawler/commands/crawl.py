@@ -8,6 +8,8 @@ record is complete.
 - A crawl that lost pages (Redis or MongoDB stayed unreachable past
   ``DEDUP_RETRY_SECONDS``) exits 1: the log and ``DEDUP_SUMMARY_FILE`` name them, and
   the next crawl fetches them again.
+- A crawl forced out before it closed (a second Ctrl-C or SIGTERM: Scrapy's "forcing
+  unclean shutdown") exits 130, never 0; one signal is a clean stop (exit 0, resumable).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
+
+from dedup.errors import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -50,6 +54,10 @@ class Command(ScrapyCrawl):
             self.exitcode = report_start_failure(failures[0])
         elif self.crawler_process.bootstrap_failed or lost_pages(crawler):
             self.exitcode = 1
+        elif forced_out(crawler):
+            log.error("the crawl was forced out before it closed: its last pages may not "
+                      "be stored; crawl again to complete the record")
+            self.exitcode = EXIT_INTERRUPTED
 
 
 def _retrieve(task: asyncio.Future, failures: list[BaseException]) -> None:
@@ -72,6 +80,20 @@ def report_start_failure(exc: BaseException) -> int:
     if isinstance(exc, ValueError):
         return 2
     return 1
+
+
+def forced_out(crawler: Crawler) -> bool:
+    """Whether the crawl opened but never closed cleanly (its storage pipeline did not
+    finish: a forced shutdown)."""
+    from crawler.wiring import Wiring
+
+    if crawler.stats is None or crawler.stats.get_value("start_time") is None:
+        return False  # it never opened
+    try:
+        wiring = crawler.get_extension(Wiring)
+    except Exception:  # noqa: BLE001 - extensions not built: it never opened
+        return False
+    return wiring is not None and not wiring.closed_cleanly
 
 
 def lost_pages(crawler: Crawler) -> bool:

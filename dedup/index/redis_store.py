@@ -397,12 +397,16 @@ class RedisStore:
             service="Redis")
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from redis.exceptions import RedisClusterException
+
+        from dedup.services import redis_outage
+
         try:
             return fn(*args, **kwargs)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise self._unavailable(exc) from exc
-        except redis.ResponseError as exc:
-            if "LOADING" in str(exc) or "BUSY" in str(exc):
+        except (redis.RedisError, RedisClusterException) as exc:
+            if redis_outage(exc):  # up, but not serving now (loading, failing over)
                 raise ServiceUnavailable(f"Redis at {self.url} is not ready: {exc}",
                                          service="Redis") from exc
             raise

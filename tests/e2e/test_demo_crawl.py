@@ -114,6 +114,12 @@ def test_bad_input_is_counted_not_crashed(demo_run) -> None:  # type: ignore[no-
     for reason in ("binary", "http_404", "robots_txt", "too_big"):
         assert f"skipped: {reason}" in proc.stdout
     assert "Traceback" not in proc.stderr
+    # every request the crawl took is a page decided, a skip or a loss, once: they add up
+    line = re.search(r"requests \(all accounted for\)\s+(\d+) = (\d+) pages decided \+ "
+                     r"(\d+) skipped \+ (\d+) lost", proc.stdout)
+    assert line, proc.stdout
+    taken, decided, skipped, lost = map(int, line.groups())
+    assert taken == decided + skipped + lost and decided > 0 and skipped > 0
 
 
 def test_the_crawl_log_is_readable_and_private(demo_run) -> None:  # type: ignore[no-untyped-def]

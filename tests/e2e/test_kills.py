@@ -71,7 +71,9 @@ def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop
                 proc.send_signal(signal.SIGINT)
                 time.sleep(0.3)
                 proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=60)
+            status = proc.wait(timeout=60)
+            if "forcing unclean shutdown" in (tmp_path / f"{n}.log").read_text():
+                assert status == 130  # forced out before it closed: never "done"
             deadline = time.monotonic() + 15
             while processes_with(marker) and time.monotonic() < deadline:
                 time.sleep(0.2)

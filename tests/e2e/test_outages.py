@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -125,3 +126,19 @@ def test_a_long_outage_exits_1_naming_the_lost_pages(tmp_path: Path, setup: Setu
                            timeout=600, check=False)
     assert again.returncode == 0, (tmp_path / "again.log").read_text()[-3000:]
     check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)
+
+
+def test_a_crawl_forced_out_while_it_waits_for_a_service_exits_130(
+        tmp_path: Path, setup: Setup) -> None:
+    """Ctrl-C while MongoDB is down: the crawl waits to write its last pages; a second
+    Ctrl-C forces it out before it closed, and that never exits 0 (130, interrupted)."""
+    proc = start_crawl(setup, tmp_path, "forced", 120)
+    setup.mongo.kill()
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)  # a clean stop: it waits for MongoDB to write
+    time.sleep(2)
+    assert proc.poll() is None, "it closed without waiting for MongoDB"
+    proc.send_signal(signal.SIGINT)  # Scrapy's forced shutdown
+    assert proc.wait(timeout=120) == 130
+    log = (tmp_path / "forced.log").read_text()
+    assert "forcing unclean shutdown" in log and "forced out before it closed" in log
