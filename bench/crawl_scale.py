@@ -203,7 +203,7 @@ def crawl(nginx: Nginx, services: EmbeddedServices, tmp: Path, n: int, profile: 
     command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
                f"start_urls={nginx.urls['news']}/", "-s", f"DEDUP_DATABASE={name}",
                "-s", f"DEDUP_NAMESPACE={name}", "-s", "SIMCRAWL_FRONTIER=redis",
-               "-s", "SIMCRAWL_IDLE_SECONDS=2", "-s", "AUTOTHROTTLE_ENABLED=0",
+               "-s", "AUTOTHROTTLE_ENABLED=0",
                "-s", "CONCURRENT_REQUESTS=32", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=32",
                "-s", "DEDUP_CAPACITY=100000"]
     spy = [str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "-r", "50",
@@ -250,6 +250,7 @@ def crawl(nginx: Nginx, services: EmbeddedServices, tmp: Path, n: int, profile: 
     if not handled or len(times) < 2:
         raise SystemExit(f"the crawl handled no pages; see {tmp}/{name}-0.log")
     memory = redis_memory(services, name)
+    shares = [per_process_handled(tmp / f"{name}-{i}.log") for i in range(n)]
     share = None
     if profile and (tmp / f"{name}.pyspy").exists():
         share = dict(profile_table(tmp / f"{name}.pyspy")).get(
@@ -260,7 +261,19 @@ def crawl(nginx: Nginx, services: EmbeddedServices, tmp: Path, n: int, profile: 
             "services": service_cpu(services, nginx) - cpu0,
             "double": double, "refetched": sum(c - 1 for c in counts.values()),
             "traps": sum(1 for _, k in requests if "/trap/" in k), "dedup": share,
-            "memory": memory}
+            "memory": memory, "shares": shares}
+
+
+def per_process_handled(log: Path) -> int:
+    """Pages one crawl process decided, from the summary line of its log."""
+    import ast
+    import re
+
+    from crawler.run import HANDLED
+
+    found = re.search(r"dedup summary: (\{.*\})", log.read_text())
+    summary = ast.literal_eval(found.group(1)) if found else {}
+    return sum(int(summary.get(k, 0)) for k in HANDLED)
 
 
 def bare(nginx: Nginx, tmp: Path) -> dict[str, Any]:
@@ -321,8 +334,9 @@ def main() -> None:
               f"{1000 * r['services'] / r['handled']:>16.2f} {share:>11} {r['double']:>11} "
               f"{r['refetched']:>9} {r['traps']:>5}")
     print("handled = pages extracted, fingerprinted and stored or dropped; seconds = first "
-          "to last request (wall time with start-up: "
-          + ", ".join(f"{r['wall']:.1f}" for r in rows) + ")")
+          "to last request (wall time with start-up and the end: "
+          + ", ".join(f"{r['wall']:.1f}" for r in rows) + "); handled per process: "
+          + ", ".join(" / ".join(map(str, r["shares"])) for r in rows))
     print("CPU ms/page = crawl processes and their extraction workers; services = Redis, "
           "SecantusDB and nginx; dedup share = of the samples of one crawl process of the "
           "last row (py-spy; the other rows run unsampled)")

@@ -23,7 +23,8 @@ page never meets another. Reads the data from ``../shared`` (never copied into t
 repository); development figures. jieba (for the segmentation of the substitutions only)
 is installed into ``.bench-peers/`` on first use.
 
-    python bench/quality_chinese.py [--data PATH] [--originals 100]
+    python bench/quality_chinese.py [--data PATH] [--originals 100] [--quotes 50,100]
+        [--only-quotes]
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def excerpt(original: str, host: str, rng: random.Random) -> str:
     return host[:cut] + "\n" + original[start:start + int(0.3 * n)] + "\n" + host[cut:]
 
 
-def pages_to_decide(originals: list[str], hosts: list[str], jieba: Any
+def pages_to_decide(originals: list[str], hosts: list[str], jieba: Any,
+                    quotes: tuple[int, ...] = QUOTES, only_quotes: bool = False
                     ) -> dict[str, list[tuple[int | None, str]]]:
     """Kind -> [(the original it uses or None, page text)]."""
     rng = random.Random(SEED)
@@ -113,10 +115,12 @@ def pages_to_decide(originals: list[str], hosts: list[str], jieba: Any
                 vocabulary[len(w)].add(w)
     vocab = {n: sorted(ws) for n, ws in vocabulary.items() if len(ws) > 20}
     kinds: dict[str, list[tuple[int | None, str]]] = {}
-    for length in QUOTES:
+    for length in quotes:
         kinds[f"quotation {length}"] = [
             (i, quotation(o, hosts[(i + length) % len(hosts)], length, rng))
             for i, o in enumerate(originals)]
+    if only_quotes:
+        return kinds
     for rate in RATES:
         kinds[f"substitution {round(rate * 100)}%"] = [
             (i, substitute(o, rate, rng, jieba, vocab)) for i, o in enumerate(originals)]
@@ -175,13 +179,18 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--originals", type=int, default=100,
                         help="essays registered as originals (the rest host quotations)")
+    parser.add_argument("--quotes", default=",".join(map(str, QUOTES)),
+                        help="quotation lengths in characters, comma-separated")
+    parser.add_argument("--only-quotes", action="store_true",
+                        help="decide the quotations only (no substitutions, shuffles ...)")
     args = parser.parse_args()
     files, jieba = essays_and_jieba(args.data)
     started = time.perf_counter()
     originals_files = files[:args.originals]
     originals = [f.read_text(encoding="utf-8") for f in originals_files]
     hosts = [f.read_text(encoding="utf-8") for f in files[args.originals:]]
-    kinds = pages_to_decide(originals, hosts, jieba)
+    quotes = tuple(int(q) for q in args.quotes.split(",") if q.strip())
+    kinds = pages_to_decide(originals, hosts, jieba, quotes, args.only_quotes)
     config = DedupConfig()
     rows = {}
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(tmp) as services:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.extensions.throttle import AutoThrottle
 from scrapy.exceptions import NotConfigured
+from scrapy.extensions.throttle import AutoThrottle
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -44,8 +44,6 @@ import base64
 import hashlib
 import json
 import logging
-import os
-import socket
 import threading
 import time
 import uuid

@@ -75,6 +75,7 @@ class MatchItem:
     # declared: the copy names its original canonical; reversed: the original (fetched
     # first) names the copy canonical
     canonical_link: str | None = None
+    checksum: str | None = None  # the copy's text: a re-crawl keeps its verdict while it holds
 
     def __repr__(self) -> str:  # one short line in logs
         return (f"MatchItem({self.url} copies {self.original_url or self.original_id}, "

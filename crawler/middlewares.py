@@ -208,7 +208,7 @@ class NearDuplicateMiddleware:
                 kind=outcome.kind, outlinks_dropped=dropped, title=page.title, text=page.text,
                 fetched_at=page.fetched_at, source=outcome.source,
                 containment=outcome.containment, canonical_link=outcome.canonical_link,
-                pinyin=None if outcome.pinyin is None else {
+                checksum=page.checksum or None, pinyin=None if outcome.pinyin is None else {
                     "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,
                     "span": list(outcome.pinyin.span),
                     "windows_matched": outcome.pinyin.matched})

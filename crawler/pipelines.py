@@ -140,6 +140,8 @@ class StoragePipeline:
                 evidence["containment"] = item.containment
             if item.canonical_link:
                 evidence["canonical_link"] = item.canonical_link
+            if item.checksum:
+                evidence["checksum"] = item.checksum
             if item.kind == "excerpt":
                 evidence["characters"] = item.characters
                 evidence["span"] = list(item.span or (0, 0))
@@ -218,6 +220,9 @@ class StoragePipeline:
         store = self.runtime.pages
         try:
             store.save_pages(pages, fps)
+            # a page an earlier crawl recorded as a copy, admitted now that it changed,
+            # is not a copy any more: one verdict per URL
+            store.forget_copies(str(p["url"]) for p in pages)
             unnamed = {str(m["original_id"]) for m in matches if not m.get("original_url")}
             if unnamed:
                 named = store.urls_of(unnamed)

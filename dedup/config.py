@@ -85,7 +85,7 @@ class DedupConfig:
         pinyin: fingerprint Chinese pages by pinyin initials too, and drop copies of
             registered originals found that way [DEDUP_PINYIN, True].
         pinyin_size: letters per pinyin window [DEDUP_PINYIN_SIZE, 40].
-        pinyin_overlap: overlap of windows inside a sentence [DEDUP_PINYIN_OVERLAP, 0.5].
+        pinyin_overlap: overlap of windows inside a sentence [DEDUP_PINYIN_OVERLAP, 0.875].
         pinyin_q: quantisation levels [DEDUP_PINYIN_Q, 4].
         pinyin_anchors: where windows start: ``sentences``, ``content`` or ``both``
             [DEDUP_PINYIN_ANCHORS, "both"].
@@ -134,7 +134,7 @@ class DedupConfig:
     verify_distance: int = 10
     pinyin: bool = True
     pinyin_size: int = 40
-    pinyin_overlap: float = 0.5
+    pinyin_overlap: float = 0.875
     pinyin_q: int = 4
     pinyin_anchors: str = "both"
     pinyin_min_share: float = 0.5

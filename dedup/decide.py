@@ -194,6 +194,14 @@ def revisit(page: Page, stored_id: str, stored_checksum: str | None) -> Decision
     return Decision(UNCHANGED if stored_checksum == page.checksum else CHANGED, stored_id)
 
 
+def kept_verdict(page: Page, verdict: Any) -> Decision:
+    """A URL an earlier crawl recorded as a copy (a :class:`dedup.facts.CopyVerdict`),
+    fetched again with the same text: the same verdict. A re-crawl keeps every earlier
+    verdict unless the page changed, whatever the order in which processes meet pages."""
+    return Decision(verdict.kind, page.page_id, verdict.original_id, verdict.distance,
+                    containment=verdict.containment)
+
+
 def leave_out_template(page: Page, template: frozenset[int] | set[int],
                        rules: Rules) -> Decision | None:
     """Leave the host's template lines out of ``page``'s fingerprints (in place: its

@@ -38,6 +38,7 @@ from .decide import (
     declared_first,
     exact_or_next,
     follow,
+    kept_verdict,
     leave_out_template,
     near_or_new,
     registered,
@@ -128,12 +129,16 @@ class Deduplicator:
         """
         decisions: list[Decision | None] = [None] * len(batch)
         stored = self.facts.stored_urls([c.url for c in batch])
+        # a copy an earlier crawl recorded keeps its verdict while its text is the same
+        recorded = self.facts.recorded_copies([c.url for c in batch if c.url not in stored])
         rest: list[int] = []
         leader: dict[str, int] = {}  # a long text's checksum -> its first row
         followers: dict[int, int] = {}
         for i, c in enumerate(batch):
             if c.url in stored:
                 decisions[i] = revisit(c, *stored[c.url])
+            elif c.url in recorded and recorded[c.url].checksum == c.checksum:
+                decisions[i] = kept_verdict(c, recorded[c.url])
             elif not c.short and c.checksum in leader:
                 followers[i] = leader[c.checksum]
             else:

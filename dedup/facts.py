@@ -44,6 +44,22 @@ class PageFacts(Protocol):
     def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
         """``page id -> second-opinion simhash`` (those that have one)."""
 
+    def recorded_copies(self, urls: Iterable[str]) -> dict[str, CopyVerdict]:
+        """``url -> the verdict an earlier crawl recorded`` for the URLs recorded as exact
+        or near copies of a page that is still stored (with the copy's checksum)."""
+
+
+@dataclass(frozen=True)
+class CopyVerdict:
+    """An earlier crawl's verdict on a URL: an exact or near copy of ``original_id``,
+    whose text had checksum ``checksum``."""
+
+    original_id: str
+    checksum: str
+    kind: str
+    distance: int
+    containment: float | None = None
+
 
 @dataclass
 class PageFact:
@@ -64,6 +80,7 @@ class MemoryFacts:
     def __init__(self) -> None:
         self.pages: dict[str, PageFact] = {}
         self._by_key: dict[str, str] = {}
+        self.copies: dict[str, CopyVerdict] = {}
 
     def add(self, page_id: str, fact: PageFact) -> None:
         """Keep an admitted page (the first page of a URL keeps it)."""
@@ -75,6 +92,10 @@ class MemoryFacts:
         host, checksum, canonical, whole text and second opinion)."""
         self.add(page.page_id, PageFact(page.url, page.host, page.checksum, page.canonical,
                                         page.text, page.verify, source))
+
+    def add_copy(self, url: str, verdict: CopyVerdict) -> None:
+        """Keep a copy's verdict (as the crawl stores its match record)."""
+        self.copies[url] = verdict
 
     def __len__(self) -> int:
         return len(self.pages)
@@ -106,6 +127,11 @@ class MemoryFacts:
         """See :meth:`PageFacts.verifiers_of`."""
         return {p: f.verify for p in page_ids
                 if (f := self.pages.get(p)) is not None and f.verify is not None}
+
+    def recorded_copies(self, urls: Iterable[str]) -> dict[str, CopyVerdict]:
+        """See :meth:`PageFacts.recorded_copies`."""
+        return {u: v for u in urls if (v := self.copies.get(u)) is not None
+                and v.original_id in self.pages}
 
 
 class StoreFacts:
@@ -160,3 +186,8 @@ class StoreFacts:
             found.update({pid: e.verify for pid, e in journaled(
                 self.client, self.namespace, missing).items() if e.verify is not None})
         return found
+
+    def recorded_copies(self, urls: Iterable[str]) -> dict[str, CopyVerdict]:
+        """See :meth:`PageFacts.recorded_copies`."""
+        return {url: CopyVerdict(**fields)
+                for url, fields in self.pages.recorded_copies(urls).items()}

@@ -397,6 +397,44 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def recorded_copies(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """For each of ``urls`` recorded as an exact or near copy (with the copy's
+        checksum) of a page still stored: ``url -> {original_id, checksum, kind,
+        distance, containment}`` (two queries)."""
+        wanted = list(dict.fromkeys(urls))
+        if not wanted:
+            return {}
+        try:
+            records = list(self.matches.find(
+                {"url": {"$in": wanted}, "kind": {"$in": ["exact", "simhash"]}},
+                {"url": 1, "original_id": 1, "checksum": 1, "kind": 1, "distance": 1,
+                 "containment": 1}))
+            records = [r for r in records if r.get("checksum") and r.get("original_id")]
+            if not records:
+                return {}
+            alive = {d["_id"] for d in self.pages.find(
+                {"_id": {"$in": list({r["original_id"] for r in records})}}, {"_id": 1})}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        return {r["url"]: {"original_id": str(r["original_id"]), "checksum": r["checksum"],
+                           "kind": r["kind"], "distance": int(r.get("distance") or 0),
+                           "containment": r.get("containment")}
+                for r in records if r["original_id"] in alive}
+
+    def forget_copies(self, urls: Iterable[str]) -> int:
+        """Delete the copy records (exact, near, pinyin) of these URLs: pages now stored,
+        which an earlier crawl had recorded as copies before they changed. Returns how
+        many."""
+        wanted = list(dict.fromkeys(urls))
+        if not wanted:
+            return 0
+        try:
+            return int(self.matches.delete_many(
+                {"url": {"$in": wanted}, "kind": {"$in": ["exact", "simhash", "pinyin"]}}
+            ).deleted_count)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def add_url_keys(self, batch: int = 5000) -> int:
         """Give the pages stored without a ``url_key`` (by simcrawl before 0.2) theirs;
         how many were given one. Cheap when there are none (an indexed query)."""

@@ -39,6 +39,9 @@ from typing import Any
 
 SEED = 2007
 HOSTS = ("news", "mirror", "wire", "zh")
+#: Han characters of the demo's short quotation of a registered chapter (``zh/forum/2``):
+#: the smallest quotation the crawl records (docs/chinese.md, "Quotation or copy").
+QUOTE_CHARS = 60
 
 _PLACES = ["Harbourside", "Millbrook", "Eastfield", "Ravenscourt", "Kingsbridge", "Ashdown",
            "Northgate", "Willowmere", "Stonehaven", "Fairhaven", "Oakridge", "Lowmoor"]
@@ -405,18 +408,26 @@ def build(articles: int = 12, zh_articles: int = 4, seed: int = SEED,
         exp.pirated[f"zh/novel/{n + 1}.html"] = name
         exp.traps.append(f"zh/trap/novel-{n + 1}.html")
         zh_links.append(f'<li><a href="/novel/{n + 1}.html">第{n + 1}章 免费阅读</a></li>')
-    if novel_chapters:
-        chapter = "".join(exp.registered["chapter-1.txt"].split("\n")[1:])
-        part = chapter[len(chapter) // 3:len(chapter) // 3 + 150]  # a quotation
+    # forum posts quoting registered chapters: 150 characters, and 60 (the smallest
+    # quotation the crawl records): (where in the chapter, in thirds, characters, how it
+    # is quoted, paragraphs before it, the post's title)
+    quotations = [(1, 3, 150, "<blockquote>{}</blockquote>", 2, "好书分享"),
+                  (2, 3, QUOTE_CHARS, "<p>书中写道：“{}”</p>", 3, "摘抄一段")]
+    for n, (thirds, of, length, form, before, title) in enumerate(
+            quotations[:novel_chapters], 1):
+        name = f"chapter-{n}.txt"
+        chapter = "".join(exp.registered[name].split("\n")[1:])
+        at = len(chapter) * thirds // of
         post = _zh_article(rng, 16, invented=True)
-        body = "".join(f"<p>{p}</p>" for p in post[:2]) + f"<blockquote>{part}</blockquote>" \
-            + "".join(f"<p>{p}</p>" for p in post[2:])
-        pages["zh"]["/forum/1.html"] = Page(_html(
-            "读书论坛：好书分享", f"<h1>好书分享</h1>{body}", lang="zh", charset="gbk"
+        body = "".join(f"<p>{p}</p>" for p in post[:before]) \
+            + form.format(chapter[at:at + length]) \
+            + "".join(f"<p>{p}</p>" for p in post[before:])
+        pages["zh"][f"/forum/{n}.html"] = Page(_html(
+            f"读书论坛：{title}", f"<h1>{title}</h1>{body}", lang="zh", charset="gbk"
             ).encode("gbk", errors="xmlcharrefreplace"), content_type="text/html; charset=gbk")
-        exp.quoted["zh/forum/1.html"] = "chapter-1.txt"
-        exp.unique.append("zh/forum/1.html")
-        zh_links.append('<li><a href="/forum/1.html">读书论坛</a></li>')
+        exp.quoted[f"zh/forum/{n}.html"] = name
+        exp.unique.append(f"zh/forum/{n}.html")
+        zh_links.append(f'<li><a href="/forum/{n}.html">读书论坛：{title}</a></li>')
     pages["zh"]["/"] = Page(_html("中文新闻", "<h1>中文新闻</h1><ul>" + "".join(zh_links)
                                   + "</ul>", lang="zh", charset="gbk").encode("gbk"),
                             content_type="text/html; charset=gbk")

@@ -19,6 +19,7 @@ from dedup.decide import (
     NEW,
     TEMPLATE_ONLY,
     UNCHANGED,
+    Decision,
     Rules,
 )
 from dedup.deduplicator import Deduplicator
@@ -46,6 +47,9 @@ class World(Protocol):
 
     def indexed(self) -> int:
         """Fingerprints in the index."""
+
+    def record_copy(self, page: Page, decision: Decision) -> None:
+        """Write a copy's match record as the crawl's storage pipeline does."""
 
 
 def words(n: int, seed: int) -> list[str]:
@@ -126,6 +130,29 @@ def test_a_dropped_copy_never_owns_its_text(world: World) -> None:
     assert crawl.decide([copy])[0].kind == NEAR
     got = crawl.decide([again])[0]
     assert (got.kind, got.original_id) == (NEAR, original.page_id)  # never the copy
+
+
+def test_a_recorded_copy_keeps_its_verdict_until_its_text_changes(world: World) -> None:
+    """A re-crawl keeps every earlier verdict unless the page changed, whichever process
+    meets it and whatever the index would say now."""
+    crawl = world.deduplicator()
+    original = page("http://a.example/1", A, article(1))
+    assert crawl.decide([original])[0].kind == NEW
+    world.store(original)
+    copy = page("http://b.example/1", A ^ 0b11, article(1) + "\nshare this story")
+    verdict = crawl.decide([copy])[0]
+    assert (verdict.kind, verdict.original_id) == (NEAR, original.page_id)
+    world.record_copy(copy, verdict)
+    # fetched again, its text the same but its fingerprint now far from every page
+    # indexed (say the host's template was learned since): still the same copy
+    again = page("http://b.example/1", far(3), copy.text or "")
+    got = world.deduplicator().decide([again])[0]
+    assert (got.kind, got.original_id, got.distance, got.original_url) == (
+        NEAR, original.page_id, verdict.distance, "http://a.example/1")
+    assert got.dropped
+    # its text changed: decided afresh
+    changed = page("http://b.example/1", far(3), article(5))
+    assert world.deduplicator().decide([changed])[0].kind == NEW
 
 
 def test_pages_of_one_batch_with_one_text_follow_the_first(world: World) -> None:

@@ -34,7 +34,8 @@ def crawl(site: DemoSite, tmp: Path, n: int) -> list[str]:
 
 
 def test_a_primary_killed_mid_crawl_fails_over_and_the_crawl_goes_on(
-        tmp_path: Path, redis_cluster_with_replicas, check_exact_groups) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, redis_cluster_with_replicas, check_exact_groups,
+        adds_up) -> None:  # type: ignore[no-untyped-def]
     nodes = redis_cluster_with_replicas
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build_groups(150)) as site:
@@ -60,7 +61,10 @@ def test_a_primary_killed_mid_crawl_fails_over_and_the_crawl_goes_on(
         summaries = [json.loads((tmp_path / f"failover-{n}.json").read_text())
                      for n in range(2)]
         assert all(s["lost_urls"] == [] for s in summaries)
+        assert all(adds_up(s) for s in summaries), summaries
         assert any("Redis answers again" in log for log in logs)
-        check_exact_groups(connect_mongo(services.mongo_uri)["failover"], site)
+        db = connect_mongo(services.mongo_uri)["failover"]
+        check_exact_groups(db, site)
+        assert {c["state"] for c in db.crawls.find({})} == {"finished"}  # none left running
         fetched = collections.Counter(r for r in site.requests if not r.endswith("robots.txt"))
         assert fetched, "nothing was crawled"

@@ -82,7 +82,7 @@ def restart(server: EmbeddedServer, port: int) -> None:
 
 @pytest.mark.parametrize("service", ["redis", "mongo"])
 def test_a_short_outage_loses_nothing(tmp_path: Path, service: str, setup: Setup,
-                                      check_record) -> None:  # type: ignore[no-untyped-def]
+                                      check_record, adds_up) -> None:  # type: ignore[no-untyped-def]
     proc = start_crawl(setup, tmp_path, "short", 120)
     server = setup.redis if service == "redis" else setup.mongo
     port = server.port or 0
@@ -92,6 +92,7 @@ def test_a_short_outage_loses_nothing(tmp_path: Path, service: str, setup: Setup
     assert proc.wait(timeout=600) == 0, (tmp_path / "short.log").read_text()[-3000:]
     summary = json.loads((tmp_path / "short.json").read_text())
     assert summary["lost_urls"] == []
+    assert adds_up(summary)  # every request taken: a page decided or a skip, once
     assert summary.get("dedup/retries/decide", 0) + summary.get(
         "dedup/retries/store", 0) > 0  # the outage was felt, and waited out
     # the recovery names the service that failed, and only that one

@@ -71,3 +71,49 @@ def test_second_crawl_admits_nothing_new(tmp_path: Path, register_corpus) -> Non
             {})["crawl_ids"][0])
         assert len(one_crawl) == copies
         assert not any(t in site.requests for t in site.content.expected.traps)
+
+
+def shared_crawl(site: DemoSite, tmp: Path, name: str) -> list[str]:
+    return [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+            f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=recrawl2", "-s",
+            "DEDUP_NAMESPACE=recrawl2", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
+            "SIMCRAWL_FRONTIER=redis", "-s", f"LOG_FILE={tmp / (name + '.log')}",
+            "-s", f"DEDUP_SUMMARY_FILE={tmp / (name + '.json')}"]
+
+
+def test_a_recrawl_on_two_processes_keeps_every_verdict(tmp_path: Path) -> None:
+    """Crawled by two processes, then again by two: every page stored the first time is a
+    revisit, every copy is recorded against the same original again (its verdict kept:
+    its text did not change), no URL is both stored and a copy, and no outlink of a copy
+    is requested."""
+    from simcrawl_examples.demosite import build
+
+    from dedup.services import connect_mongo
+
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=80, zh_articles=2, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        db = connect_mongo(services.mongo_uri)["recrawl2"]
+        records = []
+        for round_ in (1, 2):
+            procs = [subprocess.Popen(shared_crawl(site, tmp_path, f"r{round_}-{n}"), cwd=ROOT,
+                                      env=env) for n in range(2)]
+            assert [p.wait(timeout=600) for p in procs] == [0, 0]
+            if round_ == 1:
+                first_requests = len(site.requests)
+            pages = {d["url"] for d in db.pages.find({})}
+            matches = {(m["url"], m["original_url"], m["kind"]) for m in db.matches.find({})}
+            assert not pages & {url for url, _, _ in matches}, "a URL both stored and a copy"
+            records.append((pages, matches))
+        assert records[1] == records[0]
+        second = [json.loads((tmp_path / f"r2-{n}.json").read_text()) for n in range(2)]
+        assert sum(s.get("dedup/unique", 0) for s in second) == 0
+        assert sum(s.get("dedup/revisit/unchanged", 0) for s in second) == len(records[0][0])
+        assert sum(s.get("dedup/near_duplicate", 0) + s.get("dedup/exact_duplicate", 0)
+                   for s in second) == len(records[0][1])
+        # the second crawl requested no outlink of a copy: only what the first did
+        assert set(site.requests[first_requests:]) <= set(site.requests[:first_requests])
+        traps = [t for t in site.content.expected.traps if t in site.requests]
+        assert not traps, traps
+        assert {c["state"] for c in db.crawls.find({})} == {"finished"}  # four, none running
+        assert db.crawls.count_documents({}) == 4

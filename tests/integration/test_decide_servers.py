@@ -11,7 +11,7 @@ from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator, on_servers
 from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.store import fingerprint_document, page_document
+from dedup.store import fingerprint_document, match_doc, page_document
 from dedup.templates import HostTemplates
 
 pytestmark = pytest.mark.integration
@@ -39,6 +39,12 @@ class ServerWorld:
 
     def indexed(self) -> int:
         return self.tables.count()
+
+    def record_copy(self, p, d) -> None:  # type: ignore[no-untyped-def]
+        self.pages.save_matches([match_doc(  # as the crawl's storage pipeline writes it
+            url=p.url, host=p.host, original_id=d.original_id, original_url=None,
+            original_host=None, distance=d.distance, kind=d.kind, checksum=p.checksum,
+            containment=d.containment)])
 
 
 @pytest.fixture

@@ -17,14 +17,19 @@ from dedup.store import fingerprint_doc
 pytestmark = pytest.mark.integration
 
 
-def test_the_last_write_waits_for_one_already_running(services, mongo_client, namespace,
-                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    database = namespace.replace("-", "_")
+def wired(services, namespace: str, database: str):  # type: ignore[no-untyped-def]
+    """A Scrapy crawler on the test's servers, and its wiring (the crawl's objects)."""
     crawler = get_crawler(settings_dict={
         "REDIS_URL": services.redis_url, "MONGO_URI": services.mongo_uri,
         "DEDUP_NAMESPACE": namespace, "DEDUP_DATABASE": database,
         "DEDUP_EXTRACT_WORKERS": 0})
-    runtime = Wiring.from_crawler(crawler)
+    return crawler, Wiring.from_crawler(crawler)
+
+
+def test_the_last_write_waits_for_one_already_running(services, mongo_client, namespace,
+                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    database = namespace.replace("-", "_")
+    crawler, runtime = wired(services, namespace, database)
     try:
         pipeline = StoragePipeline(crawler, runtime)
         real = runtime.pages.save_pages
@@ -63,3 +68,38 @@ def test_a_running_crawl_record_never_overwrites_the_finished_one(pages) -> None
     doc = pages.db["crawls"].find_one({"_id": "c1"})
     assert doc["state"] == "finished" and doc["counters"]["fetched"] == 9
     assert doc["stats"] == {"dedup/unique": 7}
+
+
+def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
+        services, mongo_client, namespace) -> None:  # type: ignore[no-untyped-def]
+    """One verdict per URL: an earlier crawl recorded the URL as a copy; its text changed
+    and it is admitted now; once stored, its old copy record is gone (its excerpt and
+    batch records are other collections' or kinds' and stay)."""
+    from dedup.store import match_doc
+
+    database = namespace.replace("-", "_")
+    crawler, runtime = wired(services, namespace, database)
+    try:
+        original = new_page_id()
+        runtime.pages.save_pages([{"_id": original, "url": "https://o.example/", "host": "o"}],
+                                 [fingerprint_doc(original, 1, checksum="1" * 32, tokens=50,
+                                                  short=False, algorithm="t")])
+        runtime.pages.save_matches([match_doc(
+            url="https://c.example/", host="c", original_id=original,
+            original_url="https://o.example/", original_host="o", distance=2,
+            kind="simhash", checksum="2" * 32)])
+        assert runtime.pages.recorded_copies(["https://c.example/"])["https://c.example/"][
+            "checksum"] == "2" * 32
+        pipeline = StoragePipeline(crawler, runtime)
+        pid = new_page_id()
+        pipeline.pages.append({"_id": pid, "url": "https://c.example/", "host": "c"})
+        pipeline.fingerprints.append(fingerprint_doc(pid, 9, checksum="3" * 32, tokens=50,
+                                                     short=False, algorithm="t"))
+        assert pipeline.flush()
+        db = mongo_client[database]
+        assert db.pages.count_documents({"url": "https://c.example/"}) == 1
+        assert db.matches.count_documents({"url": "https://c.example/"}) == 0
+        assert runtime.pages.recorded_copies(["https://c.example/"]) == {}
+    finally:
+        runtime.close()
+        mongo_client.drop_database(database)

@@ -25,7 +25,7 @@ from dedup.decide import (
     registered,
 )
 from dedup.deduplicator import Deduplicator, in_memory
-from dedup.facts import MemoryFacts
+from dedup.facts import CopyVerdict, MemoryFacts
 from dedup.index import Match, MemoryStore, NearDuplicateIndex
 from dedup.overlap import shingles
 from dedup.pinyin import PinyinScore
@@ -56,6 +56,10 @@ class MemoryWorld:
 
     def store(self, p) -> None:  # type: ignore[no-untyped-def]
         self.facts.add_page(p)
+
+    def record_copy(self, p, d) -> None:  # type: ignore[no-untyped-def]
+        self.facts.add_copy(p.url, CopyVerdict(d.original_id, p.checksum, d.kind, d.distance,
+                                               d.containment))
 
     def indexed(self) -> int:
         return self.tables.count()
