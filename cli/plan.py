@@ -22,13 +22,62 @@ def parse_size(text: str) -> int:
     return int(number * base ** power)
 
 
+#: Corpus sizes of the scale table (``simcrawl plan`` without ``--docs``).
+SCALE = (1_000_000, 10_000_000, 100_000_000, 1_000_000_000, 8_000_000_000)
+
+
 def plan(args: argparse.Namespace) -> int:
+    import json
+
     from dedup import tables
 
-    chosen, plans = tables.plan(args.docs, args.k, args.memory, args.bytes_per_entry,
-                                args.max_tables)
+    if args.docs is None:  # the crawl's index from 1M to 8B pages
+        print(scale_table(args.k, args.max_tables))
+        return 0
+    if args.json:
+        chosen = tables.crawl_plan(args.docs, args.k, args.max_tables)
+        print(json.dumps({"docs": args.docs, "k": args.k, "design": chosen.design.name,
+                          "tables": chosen.tables, "memory_bytes": chosen.memory,
+                          "bytes_per_page": chosen.bytes_per_fp,
+                          "candidates_per_probe": round(chosen.candidates, 3),
+                          "anchor_reads_per_probe": anchor_reads()}))
+        return 0
+    extra = tables.crawl_extra_bytes() if args.crawl else 0
+    entry = args.bytes_per_entry if args.bytes_per_entry is not None else (
+        tables.REDIS_ENTRY_BYTES if args.crawl else 8)
+    chosen, plans = tables.plan(args.docs, args.k, args.memory, entry, args.max_tables, extra)
     print(tables.format_plans(chosen, plans, args.docs))
+    if args.crawl:
+        print(f"bytes/fp: {entry} per table entry in Redis, plus {extra} per page for its "
+              f"text sketch, text anchors and checksum; a probe also reads at most "
+              f"{anchor_reads()} pages under its text anchors")
     return 0
+
+
+def anchor_reads() -> int:
+    """Pages a probe reads under its text anchors at most (six anchors, eight each)."""
+    from dedup.index.core import ANCHOR_READ
+    from dedup.sketch import ANCHORS
+
+    return ANCHORS * ANCHOR_READ
+
+
+def scale_table(k: int, max_tables: int) -> str:
+    """The crawl's index (tables, sketches, anchors, checksums in Redis) at each of
+    :data:`SCALE`: the design the planner picks, its memory and its candidates."""
+    from dedup import tables
+
+    head = (f"{'pages':>14} {'design':<26} {'tables':>6} {'bytes/page':>10} {'memory':>10} "
+            f"{'candidates/probe':>16}")
+    lines = [f"The crawl's index, k = {k}: tables in Redis ({tables.REDIS_ENTRY_BYTES} B an "
+             f"entry) + {tables.crawl_extra_bytes()} B a page (text sketch, six text "
+             f"anchors, checksum); anchors add at most {anchor_reads()} reads a probe",
+             head, "-" * len(head)]
+    for docs in SCALE:
+        p = tables.crawl_plan(docs, k, max_tables)
+        lines.append(f"{docs:>14,} {p.design.name:<26} {p.tables:>6} {p.bytes_per_fp:>10} "
+                     f"{tables._human(p.memory):>10} {p.candidates:>16.3g}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str], prog: str = "simcrawl plan") -> int:
@@ -36,14 +85,23 @@ def main(argv: list[str], prog: str = "simcrawl plan") -> int:
 
     p = parser(prog, "Print the trade-off of the permuted-table designs (Manku et al. §3) "
                "for a corpus and mark the one chosen.")
-    p.add_argument("--docs", type=int, required=True, help="expected number of fingerprints")
+    p.add_argument("--docs", type=int, default=None,
+                   help="expected number of fingerprints (default: a table of the crawl's "
+                   "index from 1M to 8B pages)")
     p.add_argument("--k", "-k", type=int, default=DEFAULT_MAX_DISTANCE,
                    help=f"largest Hamming distance (default {DEFAULT_MAX_DISTANCE}, the "
                    "crawl's)")
     p.add_argument("--memory", type=parse_size, default=None,
                    help="memory budget for the index, e.g. 64GB (default: no limit)")
-    p.add_argument("--bytes-per-entry", type=int, default=8,
-                   help="bytes per fingerprint per table (8 in memory, ~16 in Redis)")
+    p.add_argument("--bytes-per-entry", type=int, default=None,
+                   help="bytes per fingerprint per table (default 8, in memory; 15 with "
+                   "--crawl, Redis)")
+    p.add_argument("--crawl", action="store_true",
+                   help="plan the crawl's whole index in Redis: table entries of 15 bytes "
+                   "and each page's text sketch, anchors and checksum")
+    p.add_argument("--json", action="store_true",
+                   help="with --docs: one JSON object for the crawl's index at that size "
+                   "(design, memory_bytes, candidates_per_probe)")
     p.add_argument("--max-tables", type=int, default=100,
                    help="leave out designs with more tables (default 100)")
     args = p.parse_args(argv)

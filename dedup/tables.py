@@ -186,6 +186,17 @@ def two_level_design(m1: int, m2: int, k: int) -> Design:
 
 # ----------------------------------------------------------------------------- planner
 
+#: What one admitted page costs in the crawl's Redis besides its table entries, measured
+#: by ``bench/bench_index.py --sketches`` at 1M pages (docs/fingerprints.md): its text
+#: sketch (a hash field of :data:`dedup.sketch.SKETCH_SIZE` values, about 318 bytes), its
+#: six text anchors (sorted-set members of 16 bytes with the listpacks' overhead, about
+#: 200) and its checksum in the exact-copy registry (about 50).
+SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 318, 200, 50
+
+#: Bytes of one fingerprint in one table in Redis (bucketed sorted sets; 14.48-14.85
+#: measured at 1M and 10M, docs/scaling.md).
+REDIS_ENTRY_BYTES = 15
+
 #: Relative cost of one table probe and of checking one candidate, for the planner. A
 #: probe is a seek (a sorted-set range query, a binary search); a candidate is a popcount
 #: and a transfer, about a tenth of that.
@@ -238,7 +249,7 @@ def candidate_designs(k: int, max_tables: int = 256) -> list[Design]:
 
 
 def plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, memory_budget: int | None = None, bytes_per_entry: int = 8,
-         max_tables: int = 256) -> tuple[Plan, list[Plan]]:
+         max_tables: int = 256, extra_bytes: int = 0) -> tuple[Plan, list[Plan]]:
     """Choose a table design for a corpus.
 
     Among the designs whose index fits ``memory_budget``, the one with the lowest query
@@ -252,6 +263,8 @@ def plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, memory_budget: int | None = N
         bytes_per_entry: bytes one fingerprint costs in one table (8 for the in-memory
             index; about 16 in Redis with bucketed sorted sets).
         max_tables: ignore designs with more tables.
+        extra_bytes: bytes a page costs besides its table entries, whatever the design
+            (the crawl's: :func:`crawl_extra_bytes`).
 
     Returns:
         ``(chosen, all_plans)``, all plans sorted by number of tables.
@@ -267,15 +280,28 @@ def plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, memory_budget: int | None = N
     for design in candidate_designs(k, max_tables):
         tables = len(design.tables)
         candidates = design.expected_candidates(docs)
-        memory = docs * tables * bytes_per_entry
+        memory = docs * (tables * bytes_per_entry + extra_bytes)
         plans.append(Plan(design, tables, design.prefix_bits, candidates,
-                          tables * bytes_per_entry, memory,
+                          tables * bytes_per_entry + extra_bytes, memory,
                           tables * PROBE_COST + candidates * CANDIDATE_COST,
                           memory_budget is None or memory <= memory_budget))
     plans.sort(key=lambda p: (p.tables, p.cost))
     fitting = [p for p in plans if p.fits]
     chosen = min(fitting, key=lambda p: (p.cost, p.tables)) if fitting else plans[0]
     return chosen, plans
+
+
+def crawl_extra_bytes() -> int:
+    """What an admitted page costs the crawl's Redis besides its table entries: its text
+    sketch, its text anchors and its checksum (:data:`SKETCH_BYTES` ...)."""
+    return SKETCH_BYTES + ANCHOR_BYTES + CHECKSUM_BYTES
+
+
+def crawl_plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, max_tables: int = 256) -> Plan:
+    """The plan of the crawl's own index at ``docs`` pages: the cheapest table design for
+    ``k`` in Redis, with every page's sketch, anchors and checksum counted."""
+    chosen, _ = plan(docs, k, None, REDIS_ENTRY_BYTES, max_tables, crawl_extra_bytes())
+    return chosen
 
 
 def format_plans(chosen: Plan, plans: list[Plan], docs: int) -> str:

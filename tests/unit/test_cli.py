@@ -20,6 +20,18 @@ def test_plan_prints_the_trade_off():
     assert any(line.startswith("*") for line in out.stdout.splitlines())
 
 
+def test_plan_says_what_the_crawls_index_costs_at_scale():
+    out = run("plan", "--docs", "1000000000", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["design"] == "6 blocks" and got["tables"] == 20
+    assert got["memory_bytes"] == got["bytes_per_page"] * 1_000_000_000
+    assert 0 < got["candidates_per_probe"] < 10 and got["anchor_reads_per_probe"] == 48
+    table = run("plan")  # the crawl's index from 1M to 8B pages
+    assert table.returncode == 0
+    assert "8,000,000,000" in table.stdout and "1,000,000" in table.stdout
+
+
 def test_find_all_reads_hex_and_decimal():
     out = run("find-all", stdin="0123456789abcdef\n# comment\n\n81985529216486894\nffffffffffffffff\n")
     assert out.returncode == 0, out.stderr

@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 
 from dedup.tables import (
+    REDIS_ENTRY_BYTES,
     Table,
     block_design,
     candidate_designs,
+    crawl_extra_bytes,
+    crawl_plan,
     format_plans,
     plan,
     two_level_design,
@@ -83,6 +86,18 @@ def test_planner_follows_the_paper():
     assert not chosen.fits and len(chosen.design.tables) == 4
     text = format_plans(chosen, plans, 2 ** 34)
     assert "4x4 blocks (two-level)" in text and "candidates/query" in text
+
+
+def test_the_crawls_plan_counts_every_byte_a_page_costs_in_redis():
+    """The crawl's index is its tables in Redis and, per page, a text sketch, text anchors
+    and a checksum: the plan counts them all, so a billion pages need the 20-table design
+    and what its memory really is (not 8 bytes per entry of the tables alone)."""
+    small = crawl_plan(1_000_000, 3)
+    assert small.tables == 10 and small.bytes_per_fp == 10 * REDIS_ENTRY_BYTES + \
+        crawl_extra_bytes() and small.memory == 1_000_000 * small.bytes_per_fp
+    big = crawl_plan(1_000_000_000, 3)
+    assert big.tables == 20 and big.candidates < 10
+    assert big.memory > plan(1_000_000_000, 3)[0].memory + 500 * 1_000_000_000
 
 
 def test_planner_rejects_bad_input():
