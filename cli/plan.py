@@ -69,10 +69,10 @@ def scale_table(k: int, max_tables: int) -> str:
 
     head = (f"{'pages':>14} {'design':<26} {'tables':>6} {'bytes/page':>10} {'memory':>10} "
             f"{'candidates/probe':>16}")
-    lines = [f"The crawl's index, k = {k}: tables in Redis ({tables.REDIS_ENTRY_BYTES} B an "
+    title = (f"The crawl's index, k = {k}: tables in Redis ({tables.REDIS_ENTRY_BYTES} B an "
              f"entry) + {tables.crawl_extra_bytes()} B a page (text sketch, six text "
-             f"anchors, checksum); anchors add at most {anchor_reads()} reads a probe",
-             head, "-" * len(head)]
+             f"anchors, checksum); anchors add at most {anchor_reads()} reads a probe")
+    lines = [title, head, "-" * len(head)]
     for docs in SCALE:
         p = tables.crawl_plan(docs, k, max_tables)
         lines.append(f"{docs:>14,} {p.design.name:<26} {p.tables:>6} {p.bytes_per_fp:>10} "
