@@ -52,7 +52,7 @@ from dedup.services import (
     redis_server_binary,
 )
 from dedup.sketch import TextSketch
-from dedup.store import PageStore, fingerprint_doc
+from dedup.store import PageStore, fingerprint_doc, object_id
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20070508
@@ -193,19 +193,28 @@ def datasketch_peer(url: str, docs: int, queries: int) -> dict[str, float]:
 
 
 def rebuild(n: int, folder: Path) -> dict[str, float]:
+    """``simcrawl rebuild-index`` of ``n`` stored pages, as a crawl leaves them: a page
+    document and a fingerprint document with its text sketch (the crawl's size, with its
+    text anchors) for each, every one to be indexed; the index's count, its sketches and
+    the checksum registry are checked against the store afterwards."""
     with EmbeddedServices(folder) as svc:
         pages = PageStore(connect_mongo(svc.mongo_uri), "bench")
         fps = random_fps(n, SEED + 7).tolist()
         ids = page_ids(0, n)
         started = time.monotonic()
         for at in range(0, n, 5000):
+            chunk = range(at, min(at + 5000, n))
+            pages._insert(pages.pages, [
+                {"_id": object_id(ids[i]), "url": f"https://p{i % 997}.example/{i}",
+                 "url_key": f"https://p{i % 997}.example/{i}", "host": f"p{i % 997}.example",
+                 "checksum": f"{i:032x}"} for i in chunk])
             pages._insert(pages.fingerprints, [
-                fingerprint_doc(pid, fp, checksum="0" * 32, tokens=100, short=False,
-                                algorithm="bench") for pid, fp in zip(ids[at:at + 5000],
-                                                                      fps[at:at + 5000])])
+                fingerprint_doc(ids[i], fps[i], checksum=f"{i:032x}", tokens=100, short=False,
+                                algorithm="bench", sketch=sketch_of(i)) for i in chunk])
             if at % 200_000 == 0:
-                log(f"rebuild: {at:,} fingerprint documents written")
+                log(f"rebuild: {at:,} pages and fingerprints written")
         prepared = time.monotonic() - started
+        stored = pages.pages.count_documents({})
         client = connect_redis(svc.redis_url)
         client.config_set("appendonly", "no")
         started = time.monotonic()
@@ -217,7 +226,23 @@ def rebuild(n: int, folder: Path) -> dict[str, float]:
         if proc.returncode != 0:
             raise SystemExit(f"rebuild-index failed: {proc.stderr[-2000:]}")
         count = len(NearDuplicateIndex(RedisStore(client, "bench")))
-        return {"seconds": took, "count": count, "prepare": prepared}
+        sketches = hash_fields(client, "bench:s:*")  # one field per sketched fingerprint
+        sums = hash_fields(client, "bench:sum:*")
+        if not count == sketches == sums == stored:
+            raise SystemExit(f"rebuild-index left the index short: {count:,} fingerprints, "
+                             f"{sketches:,} sketches, {sums:,} checksums for {stored:,} "
+                             f"stored pages\n{proc.stdout}{proc.stderr}")
+        memory = int(client.info("memory")["used_memory"])
+        return {"seconds": took, "count": count, "prepare": prepared, "stored": stored,
+                "bytes": memory / max(count, 1)}
+
+
+def hash_fields(client, match: str) -> int:  # type: ignore[no-untyped-def]
+    """Fields of the hashes whose keys match ``match``."""
+    pipe = client.pipeline(transaction=False)
+    for key in client.scan_iter(match=match, count=10_000):
+        pipe.hlen(key)
+    return int(sum(pipe.execute()))
 
 
 def print_memory(rows: list) -> None:  # type: ignore[type-arg]
@@ -327,9 +352,12 @@ def main() -> None:
         server.stop()
     if args.rebuild:
         rebuilt = rebuild(args.rebuild, tmp / "rebuild")
-        print(f"\nrebuild-index of {rebuilt['count']:,} fingerprints from SecantusDB: "
+        print(f"\nrebuild-index of {rebuilt['stored']:,} stored pages from SecantusDB, every "
+              f"one indexed ({rebuilt['count']:,} fingerprints with their text sketches and "
+              f"anchors, and as many checksums: checked against the store): "
               f"{rebuilt['seconds']:.1f} s ({rebuilt['count'] / rebuilt['seconds']:,.0f}/s, "
-              f"process start included; writing them took {rebuilt['prepare']:.0f} s)")
+              f"process start included; Redis {rebuilt['bytes']:,.0f} B a page after; "
+              f"writing the pages took {rebuilt['prepare']:.0f} s)")
     print(json.dumps({"results": results}))
 
 
