@@ -172,7 +172,13 @@ def count_request(stats: Any, request: Request | None) -> None:
 
 class FrontierWaits(Exception):
     """A Redis call of the shared frontier failed on an outage (counted and said by
-    :class:`crawler.steps.Outage`); the caller keeps what it was doing for later."""
+    :class:`crawler.steps.Outage`); the caller keeps what it was doing for later.
+
+    Attributes:
+        filtered: for a request being queued, whether its dupefilter step was done.
+    """
+
+    filtered = False
 
 
 # ------------------------------------------------------------------------ scheduler
@@ -265,7 +271,8 @@ class SharedFrontier(RedisScheduler):
                                          "they are named at the end")
                 self.runtime.lost.extend(waiting)
                 self.stats.inc_value("dedup/lost/requests", len(waiting))
-                self.waiting = []
+                with self._buffer_lock:
+                    self.waiting = []
                 from twisted.internet import reactor
 
                 reactor.callFromThread(  # type: ignore[attr-defined]
@@ -284,7 +291,11 @@ class SharedFrontier(RedisScheduler):
         try:
             while waiting:
                 request, filtered = waiting[0]
-                self._offer(request, filtered)
+                try:
+                    self._offer(request, filtered, hold=False)
+                except FrontierWaits as exc:
+                    waiting[0] = (request, exc.filtered)
+                    raise
                 waiting.pop(0)
             if unsettled:
                 self._call(self.server.hdel, self.inflight_key, *unsettled)
@@ -295,25 +306,27 @@ class SharedFrontier(RedisScheduler):
             self.waiting[:0], self.unsettled[:0] = waiting, unsettled
             return not self.waiting and not self.unsettled
 
-    def _offer(self, request: Request, filtered: bool = False) -> bool:
+    def _offer(self, request: Request, filtered: bool = False, hold: bool = True) -> bool:
         """The shared dupefilter, then the queue (scrapy-redis's ``enqueue_request``,
         in two calls, so that a request whose dupefilter step is done is not filtered
-        again as seen when its push is retried). Returns whether it was queued."""
-        if not filtered and not request.dont_filter:
-            try:
-                seen = self._call(self.df.request_seen, request)
-            except FrontierWaits:
-                with self._buffer_lock:
-                    self.waiting.append((request, False))
-                raise
-            if seen:
-                self.df.log(request, self.spider)
-                return False
+        again as seen when its push is retried). Returns whether it was queued.
+
+        Raises:
+            FrontierWaits: Redis is out; with ``hold`` the request waits in this process
+                (:attr:`waiting`) to be queued when Redis answers.
+        """
         try:
+            if not filtered and not request.dont_filter:
+                if self._call(self.df.request_seen, request):
+                    self.df.log(request, self.spider)
+                    return False
+                filtered = True
             self._call(self.queue.push, request)
-        except FrontierWaits:
-            with self._buffer_lock:
-                self.waiting.append((request, True))
+        except FrontierWaits as exc:
+            exc.filtered = filtered
+            if hold:
+                with self._buffer_lock:
+                    self.waiting.append((request, filtered))
             raise
         self.stats.inc_value("scheduler/enqueued/redis")
         return True

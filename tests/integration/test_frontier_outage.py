@@ -1,0 +1,70 @@
+"""The shared frontier while its Redis is down (a real redis-server killed and started
+again on its port): links to queue and requests to settle wait in the process, in order,
+and reach Redis once it answers, each once; nothing raises into Scrapy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import scrapy
+from scrapy.extension import ExtensionManager
+from scrapy.utils.test import get_crawler
+
+from crawler.frontier import INFLIGHT_ID, SharedFrontier, frontier_keys
+from crawler.spiders.site import SiteSpider
+from dedup.services import EmbeddedServer, connect_redis
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
+    redis_server, mongo = EmbeddedServer("redis", tmp_path), EmbeddedServer("mongo", tmp_path)
+    redis_server.start()
+    mongo.start()
+    yield redis_server, mongo
+    redis_server.stop()
+    mongo.stop()
+
+
+def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers) -> None:  # type: ignore[no-untyped-def]
+    redis_server, mongo = servers
+    crawler = get_crawler(SiteSpider, settings_dict={
+        "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": "fo",
+        "DEDUP_DATABASE": "fo", "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
+        "EXTENSIONS_BASE": {}, "EXTENSIONS": {"crawler.wiring.Wiring": 0}})
+    crawler.extensions = ExtensionManager.from_crawler(crawler)  # the crawl's wiring
+    spider = SiteSpider(start_urls="https://a.example/")
+    frontier = SharedFrontier.from_crawler(crawler)
+    frontier.open(spider)
+    for loop in (frontier._recovery, frontier._catching_up):  # driven by hand here
+        loop.stop()
+    keys = frontier_keys("fo")
+    client = connect_redis(redis_server.url)
+    links = [scrapy.Request(f"https://a.example/{n}", callback=spider.parse) for n in range(5)]
+    try:
+        assert frontier.enqueue_request(links[0])
+        taken = frontier.next_request()
+        assert taken.url == links[0].url and client.hlen(f"{keys['inflight']}:{frontier.owner}")
+        port = redis_server.port or 0
+        redis_server.kill()
+        # the page's links and then its settlement, while Redis is down: nothing raises
+        assert all(frontier.enqueue_request(r) for r in links[1:])
+        frontier.settle([taken.meta[INFLIGHT_ID]])
+        assert frontier.next_request() is None  # nothing can be taken: wait
+        assert frontier.has_pending_requests()  # and never idle meanwhile
+        assert len(frontier.waiting) == 4 and len(frontier.unsettled) == 1
+        assert not frontier.catch_up()  # still down
+        assert len(frontier.waiting) == 4 and len(frontier.unsettled) == 1  # none doubled
+        redis_server.port = port
+        redis_server.start()
+        assert frontier.catch_up()
+        assert not frontier.waiting and not frontier.unsettled
+        assert client.zcard(keys["queue"]) == 4  # each link queued once
+        assert client.hlen(f"{keys['inflight']}:{frontier.owner}") == 0  # settled after them
+        assert not frontier.enqueue_request(links[2])  # and seen once: a repeat is filtered
+        assert crawler.stats.get_value("dedup/retries/frontier") >= 3
+    finally:
+        frontier.runtime.close()
