@@ -1,0 +1,54 @@
+"""One activity's view of an outage (crawler.steps.Outage, shared by the decisions, the
+writes and the shared frontier): said once when it starts, counted, said once more with
+the count and the service when it ends, and given up on (once) past its time."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from crawler.steps import Outage
+from dedup.errors import ServiceUnavailable
+
+log = logging.getLogger("test.outage")
+
+
+def test_an_outage_is_said_once_counted_and_ended_naming_the_service(
+        caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("the shared frontier", 60, log)
+    with caplog.at_level(logging.WARNING, logger="test.outage"):
+        for _ in range(5):
+            assert outage.failed(ConnectionError("refused"), "Redis")  # keep trying
+        outage.answered("the shared frontier goes on")
+        outage.answered("said only once")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert lines[0].startswith("the shared frontier failed; the crawl waits and retries for "
+                               "up to 60 s (DEDUP_RETRY_SECONDS): refused")
+    assert lines[1].startswith("Redis answers again after ")
+    assert lines[1].endswith("(5 attempts failed); the shared frontier goes on")
+    assert outage.since is None and outage.failures == 0
+
+
+def test_the_service_named_is_the_one_that_failed(caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("writing pages", 60, log)
+    with caplog.at_level(logging.WARNING, logger="test.outage"):
+        outage.failed(ServiceUnavailable("down", service="MongoDB"), "Redis")
+        outage.failed(ServiceUnavailable("down", service="Redis"), "Redis")
+        outage.answered("written")
+    assert caplog.records[-1].getMessage().startswith("MongoDB and Redis answer again")
+
+
+def test_past_its_time_the_caller_gives_up_and_it_is_said_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("deciding pages", 0.05, log)
+    outage.failed(ConnectionError("x"), "Redis")
+    time.sleep(0.1)
+    assert not outage.failed(ConnectionError("x"), "Redis")
+    with caplog.at_level(logging.ERROR, logger="test.outage"):
+        outage.give_up(ConnectionError("x"), "pages not decided are lost")
+        outage.give_up(ConnectionError("x"), "pages not decided are lost")
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("Redis has failed for 0 s")
