@@ -47,6 +47,9 @@ DEFAULT_DATA_DIR = "simcrawl-data"
 #: Seconds to wait for a server to answer.
 DEFAULT_TIMEOUT = 5.0
 
+#: Milliseconds a heartbeat may wait while a long scan runs (``op_timeout=None``).
+LONG_SCAN_MS = 600_000
+
 #: Seconds to wait for an embedded server to start.
 START_TIMEOUT = 60.0
 
@@ -181,19 +184,24 @@ def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
         timeout: seconds to find and connect to the server.
         op_timeout: seconds to wait for one reply (``None``: no limit, for long scans
             such as ``rebuild-index``, whose first batch can take a minute on the
-            embedded server with a million fingerprints).
+            embedded server with a million fingerprints). It bounds pymongo's heartbeats
+            too: a server busy with a long scan (SecantusDB answers one request at a time)
+            must not be taken for a dead one, which cancels the scan.
 
     Raises:
         ServiceUnavailable: no server answers (the message names the URI).
         ValueError: the URI is malformed.
     """
     ms = int(timeout * 1000)
+    # pymongo's monitor waits connectTimeoutMS for a heartbeat's reply, and a missed one
+    # clears the pool, cancelling what runs on it: as long as one reply may take
+    heartbeat_ms = max(ms, LONG_SCAN_MS if op_timeout is None else int(op_timeout * 1000))
     if not uri.startswith(("mongodb://", "mongodb+srv://")):
         raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: it must start "
                          "with mongodb:// or mongodb+srv://")
     try:
         client: pymongo.MongoClient = pymongo.MongoClient(
-            uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=ms,
+            uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=heartbeat_ms,
             socketTimeoutMS=None if op_timeout is None else int(op_timeout * 1000),
             tz_aware=True)
     except (PyMongoError, ValueError, TypeError) as exc:
