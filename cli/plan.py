@@ -76,7 +76,7 @@ def scale_table(k: int, max_tables: int) -> str:
     for docs in SCALE:
         p = tables.crawl_plan(docs, k, max_tables)
         lines.append(f"{docs:>14,} {p.design.name:<26} {p.tables:>6} {p.bytes_per_fp:>10} "
-                     f"{tables._human(p.memory):>10} {p.candidates:>16.3g}")
+                     f"{tables.human_bytes(p.memory):>10} {p.candidates:>16.3g}")
     return "\n".join(lines)
 
 

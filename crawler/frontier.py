@@ -266,13 +266,9 @@ class SharedFrontier(RedisScheduler):
             if not redis_outage(exc):
                 raise
             if not self.outage.failed(exc, "Redis") and not self.outage.gave_up:
-                waiting = [r.url for r, _ in self.waiting]
-                self.outage.give_up(exc, f"{len(waiting)} links could not be queued; "
+                lost = self._lose_waiting()
+                self.outage.give_up(exc, f"{len(lost)} links could not be queued; "
                                          "they are named at the end")
-                self.runtime.lost.extend(waiting)
-                self.stats.inc_value("dedup/lost/requests", len(waiting))
-                with self._buffer_lock:
-                    self.waiting = []
                 from twisted.internet import reactor
 
                 reactor.callFromThread(  # type: ignore[attr-defined]
@@ -502,13 +498,21 @@ class SharedFrontier(RedisScheduler):
             log.warning("Redis did not answer while the shared frontier closed: the "
                         "requests this process had in flight go back to the queue when "
                         "another process finds it gone")
-        if self.waiting:
-            lost = [r.url for r, _ in self.waiting]
-            self.runtime.lost.extend(lost)
-            self.stats.inc_value("dedup/lost/requests", len(lost))
+        lost = self._lose_waiting()
+        if lost:
             log.error("%d links could not be queued (Redis did not answer): %s", len(lost),
                       ", ".join(lost[:20]))
         super().close(reason)
+
+    def _lose_waiting(self) -> list[str]:
+        """Give up the links still waiting for Redis: counted as lost and named at the
+        end of the crawl (``dedup/lost/requests``); returns their URLs."""
+        with self._buffer_lock:
+            lost, self.waiting = [r.url for r, _ in self.waiting], []
+        if lost:
+            self.runtime.lost.extend(lost)
+            self.stats.inc_value("dedup/lost/requests", len(lost))
+        return lost
 
 
 class SharedCrawlEnd:

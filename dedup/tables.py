@@ -314,13 +314,14 @@ def format_plans(chosen: Plan, plans: list[Plan], docs: int) -> str:
         prefix = f"{lo}" if lo == hi else f"{lo}-{hi}"
         mark = "*" if p is chosen else ("" if p.fits else "x")
         lines.append(f"{mark:1} {p.design.name:<26} {p.tables:>6} {prefix:>11} "
-                     f"{p.candidates:>16.3g} {p.bytes_per_fp:>8} {_human(p.memory):>10} "
+                     f"{p.candidates:>16.3g} {p.bytes_per_fp:>8} {human_bytes(p.memory):>10} "
                      f"{p.cost:>10.4g}")
     lines.append("* chosen (lowest cost within the budget); x over the memory budget")
     return "\n".join(lines)
 
 
-def _human(n: float) -> str:
+def human_bytes(n: float) -> str:
+    """A byte count in decimal units: ``868.0 GB``."""
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
         if n < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
