@@ -33,15 +33,16 @@ def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int
 
 def rebuild(args: argparse.Namespace) -> int:
     from dedup.config import DEFAULT_MAX_DISTANCE
-    from dedup.index import IndexLayout, NearDuplicateIndex, RedisStore
+    from dedup.index import IndexLayout, open_index, redis_store
     from dedup.progress import Progress
     from dedup.registry import register_checksums
 
     redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
     try:
-        store = RedisStore(redis_client, args.namespace)
+        store = redis_store(redis_client, args.namespace)
         total = pages.estimated_fingerprints()
-        old = store.read_layout() or pages.load_layout(args.namespace)
+        legacy = getattr(store, "legacy_layout", lambda: None)()  # one slot, on a cluster
+        old = store.read_layout() or legacy or pages.load_layout(args.namespace)
         if old is not None and args.capacity is None and args.k is None:
             layout = IndexLayout.from_description(old)  # the same index again
         else:
@@ -57,9 +58,9 @@ def rebuild(args: argparse.Namespace) -> int:
         audit = pages.audit()
         # what the index held: its fingerprints, and the pages they name (a fingerprint
         # that several stored pages share names the first of them only)
-        before = dict(NearDuplicateIndex(store).entries()) if store.read_layout() else {}
+        before = dict(open_index(store).entries()) if store.read_layout() else {}
         store.clear()
-        index = NearDuplicateIndex(store, layout=layout, batch_size=1024)
+        index = open_index(store, layout=layout, batch_size=1024)
         pages.save_layout(args.namespace, layout.describe())
         progress = Progress("rebuild-index", total)
         started = time.monotonic()

@@ -11,14 +11,14 @@ HELP = "remove pages (or fingerprints) from the store and the index"
 
 
 def remove(args: argparse.Namespace) -> int:
-    from dedup.index import NearDuplicateIndex, RedisStore
+    from dedup.index import open_index, redis_store
 
     redis_client, pages, services = connect(args)
     try:
-        store = RedisStore(redis_client, args.namespace)
+        store = redis_store(redis_client, args.namespace)
         if store.read_layout() is None:
             raise InputError(f"no index in {store.describe()}")
-        index = NearDuplicateIndex(store)
+        index = open_index(store)
         status = 0
         for fp_text in args.fingerprint:
             fp = parse_fingerprint(fp_text)

@@ -347,13 +347,13 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     from simcrawl_examples.demosite import DemoSite
 
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
-    from dedup.index import RedisStore
+    from dedup.index import redis_store
     from dedup.services import connect_mongo, connect_redis
 
     database, namespace = DEMO_DATABASE, DEMO_NAMESPACE
     mongo = connect_mongo(mongo_uri)
     mongo.drop_database(database)
-    RedisStore(connect_redis(redis_url), namespace).clear()
+    redis_store(connect_redis(redis_url), namespace).clear()
     with DemoSite() as site:
         corpus = register_demo_corpus(site.content.expected.registered, log_dir / "demo-corpus",
                                       redis_url, mongo_uri, database, namespace)

@@ -25,7 +25,7 @@ from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator, on_servers
 from dedup.errors import redact
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.index import NearDuplicateIndex, open_index, redis_store
 from dedup.index.windows import WindowIndex, open_window_index
 from dedup.journal import AdmissionJournal, live_owners, recover
 from dedup.services import (
@@ -212,9 +212,9 @@ def build(crawler: Crawler) -> Wiring:
         client = connect_redis(redis_url)
         pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri))
         pages.ensure_indexes()
-        index = NearDuplicateIndex(RedisStore(client, config.namespace, url=redis_url),
-                                   k=config.max_distance, capacity=config.capacity,
-                                   batch_size=config.batch_size)
+        index = open_index(redis_store(client, config.namespace, url=redis_url),
+                           k=config.max_distance, capacity=config.capacity,
+                           batch_size=config.batch_size)
         pages.save_layout(config.namespace, index.layout.describe())
         if index.layout.k > index.k:
             log.info("dedup: the index in %s was built for k = %d (%d tables); the crawl "

@@ -45,6 +45,7 @@ from .decide import (
     reversed_link,
     revisit,
 )
+from .errors import ServiceUnavailable
 from .facts import MemoryFacts, PageFacts, StoreFacts
 from .ids import url_key
 from .index import Match, MemoryStore, NearDuplicateIndex
@@ -67,6 +68,10 @@ RECENT_TEXT_CHARS = 32_000_000
 #: Times a page whose candidates were judged not its original asks the index to admit it
 #: before it is admitted regardless (each new candidate met meanwhile is judged first).
 ADMIT_ROUNDS = 4
+
+#: Times a batch's pages whose chosen original did not stay (a page pending in a sharded
+#: index that was withdrawn, or whose process died) are decided again in a row.
+REDO_DEPTH = 8
 
 #: Originals whose shingles a process keeps for their next copies.
 RECENT_SHINGLES = 4096
@@ -107,6 +112,7 @@ class Deduplicator:
         # page id -> (url, host, source) of recent admissions here (their pages may not be
         # stored yet); older ones are looked up in the facts.
         self._known: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+        self._redo_depth = 0
 
     def decide(self, batch: Sequence[Page]) -> list[Decision]:
         """Decide each page of ``batch`` (in order; later pages see earlier admissions).
@@ -193,6 +199,14 @@ class Deduplicator:
         if rejected:  # no candidate is the original: admitted, unless one appeared since
             copies = self._admit(batch, rejected, values, sketches)
             chosen = [copies.get(i, m) for i, m in zip(near_rows, chosen)]
+        # A sharded index wrote every page with candidates as pending: the copies go, and
+        # a copy of a page that was pending itself waits for it; if that page did not stay
+        # (a copy too, or its process died), the copy is decided again below.
+        copy_rows = [(i, verdict[0]) for i, verdict in zip(near_rows, chosen)
+                     if verdict is not None]
+        self.index.withdraw((batch[i].simhash, batch[i].page_id) for i, _ in copy_rows)
+        again = [i for (i, _), ok in zip(copy_rows, self.index.confirm([m for _, m in copy_rows]))
+                 if not ok]
         # A near copy's text stays with its original: a later page that copies the copy
         # is then found and recorded against the original (docs/fingerprints.md).
         self.index.attach_copies([(m.fingerprint, m.page_id, sketches[i])
@@ -217,6 +231,18 @@ class Deduplicator:
         self._mark_reversed(batch, out)
         self._remember(batch, out)
         self._name_originals(out)
+        if again:  # their original did not stay: decided again, with the pages that follow them
+            redo = sorted(set(again) | {i for i, first in followers.items() if first in again})
+            if self._redo_depth >= REDO_DEPTH:
+                raise ServiceUnavailable(
+                    f"{len(redo)} pages chose originals that did not stay, {REDO_DEPTH} times "
+                    "in a row: processes keep dying mid-decision", service="Redis")
+            self._redo_depth += 1
+            try:
+                for i, d in zip(redo, self.decide([batch[i] for i in redo])):
+                    out[i] = d
+            finally:
+                self._redo_depth -= 1
         return out
 
     # ------------------------------------------------------------------ evidence

@@ -97,15 +97,15 @@ def register_files(files: Iterable[Path], source: str, pages: PageStore, client:
         IndexMismatchError: the existing index was built with other parameters.
         ServiceUnavailable: Redis or MongoDB failed.
     """
-    from .index import RedisStore
+    from .index import open_index, redis_store
     from .index.windows import open_window_index
 
     files = list(files)
     if not source.strip():
         raise ValueError("the source name must not be empty")
     pages.ensure_indexes()
-    index = NearDuplicateIndex(RedisStore(client, config.namespace), k=config.max_distance,
-                               capacity=capacity or config.capacity)
+    index = open_index(redis_store(client, config.namespace), k=config.max_distance,
+                       capacity=capacity or config.capacity)
     windows, _ = open_window_index(config, client,
                                    capacity=capacity or max(100_000, len(files)))
     pages.save_layout(config.namespace, index.layout.describe())

@@ -566,6 +566,19 @@ class NearDuplicateIndex:
         probe.anchors = [sorted({a for _, sketch in pages for a in anchors_of(sketch)})]
         return self.store.remove(probe, [pid])[0]
 
+    def withdraw(self, items: Iterable[tuple[int, str]]) -> int:
+        """Withdraw pages judged copies after their candidates were read (``(fingerprint,
+        page id)``). Nothing to do here: a page with candidates is inserted only when it is
+        admitted; a sharded index (:class:`~dedup.index.sharded.ShardedIndex`) writes pages
+        as pending first and removes them here."""
+        return 0
+
+    def confirm(self, originals: Sequence[Match]) -> list[bool]:
+        """Whether each original chosen among this index's matches stays admitted: always
+        on one node (a match is an admitted page); a sharded index waits for originals met
+        while pending, and says ``False`` for those withdrawn."""
+        return [True] * len(originals)
+
     def page_id(self, fp: int) -> str | None:
         """The page id stored for exactly this fingerprint, or ``None``."""
         return self.store.lookup([check_fingerprint(fp)])[0]

@@ -364,7 +364,31 @@ def unpack_page_id(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogatepass")
 
 
-class RedisStore:
+class LayoutKey:
+    """The index's layout in one Redis key, written once (``SET NX``): shared by the
+    one-node and the cluster store."""
+
+    client: Any
+
+    @property
+    def _layout_key(self) -> str:
+        raise NotImplementedError
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def read_layout(self) -> dict | None:
+        raw = self._call(self.client.get, self._layout_key)
+        return None if raw is None else json.loads(raw)
+
+    def create_layout(self, description: dict) -> dict:
+        self._call(self.client.set, self._layout_key, json.dumps(description), nx=True)
+        stored = self.read_layout()
+        assert stored is not None
+        return stored
+
+
+class RedisStore(LayoutKey):
     """Index data in Redis (see the module docstring for the keys).
 
     Args:
@@ -415,16 +439,6 @@ class RedisStore:
     @property
     def _layout_key(self) -> str:
         return f"{self.namespace}:layout"
-
-    def read_layout(self) -> dict | None:
-        raw = self._call(self.client.get, self._layout_key)
-        return None if raw is None else json.loads(raw)
-
-    def create_layout(self, description: dict) -> dict:
-        self._call(self.client.set, self._layout_key, json.dumps(description), nx=True)
-        stored = self.read_layout()
-        assert stored is not None
-        return stored
 
     def compact_limit(self) -> int:
         """The server's compact-encoding limit for sorted sets (Redis 7

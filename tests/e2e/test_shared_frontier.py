@@ -138,8 +138,8 @@ def test_a_process_killed_mid_crawl_loses_no_url(tmp_path: Path,
 
 def test_a_shared_crawl_on_a_redis_cluster(tmp_path: Path, redis_cluster: str,
                                            check_exact_groups) -> None:  # type: ignore[no-untyped-def]
-    """Two processes share a crawl through a three-node Redis Cluster: the index, the
-    journals and the frontier live in the slot of the namespace's hash tag."""
+    """Two processes share a crawl through a three-node Redis Cluster: the journals and
+    the frontier live in the slot of the namespace's hash tag, the index on every node."""
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build_groups(200)) as site:
         env = dict(os.environ, REDIS_URL=redis_cluster, MONGO_URI=services.mongo_uri)
@@ -151,6 +151,8 @@ def test_a_shared_crawl_on_a_redis_cluster(tmp_path: Path, redis_cluster: str,
         client = connect_redis(redis_cluster)
         keys = list(client.scan_iter(match="{on-cluster}:*", count=1000))
         assert keys and len({client.keyslot(k) for k in keys}) == 1  # type: ignore[attr-defined]
+        index_keys = list(client.scan_iter(match="on-cluster:ix:*", count=1000))
+        assert len({client.get_node_from_key(k).port for k in index_keys}) == 3  # type: ignore[attr-defined]
         # a namespace that would scatter the crawl's keys is refused in one line
         refused = subprocess.run(shared_crawl(site, tmp_path, 9, "scattered"), cwd=ROOT,
                                  env=env, capture_output=True, text=True, timeout=120,
