@@ -14,6 +14,14 @@ not measured against the disk.
 
     python bench/bench_index.py [--sizes 1000000,10000000] [-k 3,6] [--decisions 20000]
                                 [--datasketch-docs 20000] [--rebuild 1000000] [--sketches]
+                                [--cluster 1,3 --cluster-size 1000000]
+
+``--cluster 1,3``: the crawl's index also on real Redis Clusters of 1 and 3 primaries
+(``redis-server --cluster-enabled yes``, append-only file off), spread over their slots
+(:class:`dedup.index.ClusterStore`): keys and memory per node and their balance,
+decisions per second and p99, and each node's CPU time per decision (this machine's cores
+run every node and the client, so the per-node cost is the figure that scales; see
+docs/scaling.md).
 
 Each k is its own design (the planner's for the size); the output ends with one JSON
 line, ``{"results": [...]}``, a row per design and size measured: ``name`` (the k = 3
@@ -43,10 +51,11 @@ from pathlib import Path
 import numpy as np
 
 from dedup.config import DEFAULT_MAX_DISTANCE
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.index import ClusterStore, NearDuplicateIndex, RedisStore, ShardedIndex
 from dedup.services import (
     EmbeddedServer,
     EmbeddedServices,
+    LocalRedisCluster,
     connect_mongo,
     connect_redis,
     redis_server_binary,
@@ -141,14 +150,15 @@ def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray, sketched: b
     sketches = list(sketches_for(texts, sketched))
     half = n // 2
     started = time.monotonic()
-    results = [found[0] if found else None for found in
-               index.check_and_add_all(zip(fresh[:half], ids[:half], sketches[:half]))]
+    found = index.check_and_add_all(zip(fresh[:half], ids[:half], sketches[:half]))
+    index.withdraw((fp, pid) for fp, pid, f in zip(fresh, ids, found) if f)  # as the crawl
     batched = half / (time.monotonic() - started)
-    dropped = sum(r is not None for r in results)
+    dropped = sum(1 for f in found if f)
     latencies = []
     for fp, pid, sketch in zip(fresh[half:], ids[half:], sketches[half:]):
         t0 = time.perf_counter()
-        index.check_and_add_all([(fp, pid, sketch)])
+        if index.check_and_add_all([(fp, pid, sketch)])[0]:
+            index.withdraw([(fp, pid)])
         latencies.append(time.perf_counter() - t0)
     ms = np.array(latencies) * 1000
     return {"batched": batched, "single": len(ms) / (ms.sum() / 1000),
@@ -282,6 +292,86 @@ def print_speed(n: int, k: int, speed: dict, peer: dict | None, peer_docs: int) 
           flush=True)
 
 
+def server_cpu(client) -> float:  # type: ignore[no-untyped-def]
+    info = client.info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def node_stats(ports: list[int]) -> dict[int, dict[str, float]]:
+    """Per node: memory, keys, CPU seconds and commands processed so far."""
+    import redis
+
+    out = {}
+    for port in ports:
+        node = redis.Redis(host="127.0.0.1", port=port)
+        info = node.info()
+        out[port] = {"memory": float(info["used_memory"]), "keys": float(node.dbsize()),
+                     "cpu": float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
+                     "commands": float(info["total_commands_processed"])}
+        node.close()
+    return out
+
+
+def cluster_mode(n: int, node_counts: list[int], decisions_n: int, sketched: bool,
+                 folder: Path) -> list[dict]:  # type: ignore[type-arg]
+    """The crawl's index (k = 3) on a real Redis Cluster of each size in ``node_counts``,
+    spread over its slots (:class:`ClusterStore`): memory and keys per node, decisions
+    per second, and per node the CPU and commands the decisions cost."""
+    rows = []
+    fps = random_fps(n, SEED + n)
+    for nodes in node_counts:
+        cluster = LocalRedisCluster(folder / f"cluster-{nodes}", primaries=nodes,
+                                    appendonly=False).start()
+        try:
+            ports = sorted(cluster.procs)
+            base = node_stats(ports)
+            index = ShardedIndex(ClusterStore(connect_redis(cluster.url, timeout=60), "{bench}"),
+                                 k=DEFAULT_MAX_DISTANCE, capacity=n, batch_size=64)
+            took = load(index, fps, f"cluster of {nodes}, {n:,}", sketched)
+            loaded = node_stats(ports)
+            log(f"timing {decisions_n:,} decisions on the cluster of {nodes}")
+            speed = decisions(index, decisions_n, fps, sketched)
+            after = node_stats(ports)
+            memory = [loaded[p]["memory"] - base[p]["memory"] for p in ports]
+            keys = [loaded[p]["keys"] for p in ports]
+            cpu = [after[p]["cpu"] - loaded[p]["cpu"] for p in ports]
+            commands = [after[p]["commands"] - loaded[p]["commands"] for p in ports]
+            rows.append({"nodes": nodes, "fingerprints": n, "load_per_s": n / took,
+                         "bytes_per_fingerprint": sum(memory) / n,
+                         "memory_per_node": memory, "keys_per_node": keys,
+                         "memory_balance": max(memory) / max(min(memory), 1),
+                         "keys_balance": max(keys) / max(min(keys), 1),
+                         "batched_decisions_per_s": speed["batched"],
+                         "single_p99_ms": speed["p99"],
+                         "cpu_ms_per_decision_per_node": [1000 * c / decisions_n for c in cpu],
+                         "commands_per_decision_per_node": [c / decisions_n for c in commands],
+                         "waits": index.waits, "met_pending": index.met_pending})
+        finally:
+            cluster.stop()
+    return rows
+
+
+def print_cluster(rows: list, one_node: dict | None) -> None:  # type: ignore[type-arg]
+    print(f"\nThe crawl's index (k = {DEFAULT_MAX_DISTANCE}) on a Redis Cluster, spread over "
+          f"its slots (numbered pending entries; {os.cpu_count()} cores run the nodes and "
+          "the client)")
+    head = (f"{'':26} {'nodes':>5} {'B/fp':>6} {'keys/node min-max':>19} {'mem bal':>7} "
+            f"{'decisions/s':>11} {'p99 ms':>7} {'CPU ms/decision/node':>22}")
+    print(head + "\n" + "-" * len(head))
+    if one_node is not None:
+        print(f"{'one node, one Lua script':26} {1:>5} {one_node['bytes']:>6.0f} {'':>19} "
+              f"{'':>7} {one_node['batched']:>11,.0f} {one_node['p99']:>7.3f} "
+              f"{one_node['cpu']:>22.3f}")
+    for r in rows:
+        keys = f"{min(r['keys_per_node']):,.0f}-{max(r['keys_per_node']):,.0f}"
+        cpu = " ".join(f"{c:.3f}" for c in r["cpu_ms_per_decision_per_node"])
+        print(f"{'cluster, sharded':26} {r['nodes']:>5} {r['bytes_per_fingerprint']:>6.0f} "
+              f"{keys:>19} {r['memory_balance']:>7.2f} {r['batched_decisions_per_s']:>11,.0f} "
+              f"{r['single_p99_ms']:>7.3f} {cpu:>22}")
+    print("mem bal: the most loaded node's index memory over the least loaded's (goal <= 1.2); "
+          "CPU ms/decision/node: each node's CPU time over the decisions timed", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000",
@@ -298,6 +388,11 @@ def main() -> None:
     parser.add_argument("--rebuild", type=int, default=1_000_000,
                         help="fingerprints for the rebuild timing (0 to skip)")
     parser.add_argument("--redis-server", default=None, help="redis-server binary to use")
+    parser.add_argument("--cluster", default="",
+                        help="also measure the crawl's index on real Redis Clusters of these "
+                        "node counts (e.g. 1,3), at --cluster-size fingerprints")
+    parser.add_argument("--cluster-size", type=int, default=1_000_000,
+                        help="fingerprints for the cluster mode (default 1,000,000)")
     parser.add_argument("--sketches", action="store_true",
                         help="load and decide with a text sketch per fingerprint, as the "
                         "crawl does")
@@ -335,7 +430,9 @@ def main() -> None:
                 speed = None
                 if k not in speeds:
                     log(f"timing {args.decisions:,} decisions at {n:,} fingerprints, k = {k}")
+                    cpu = server_cpu(client)
                     speed = speeds[k] = decisions(index, args.decisions, fps, args.sketches)
+                    speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
                 log(f"peer: one plain sorted set at {n:,}")
                 plain = plain_zset_bytes(client, fps, index.layout.tables[0])
                 rows_mem.append((n, index.layout, total, plain, n / took))
@@ -356,6 +453,27 @@ def main() -> None:
             peer = None  # printed once
     finally:
         server.stop()
+    if args.cluster:
+        one = next((dict(r, bytes=r["bytes_per_fingerprint"], batched=speeds[DEFAULT_MAX_DISTANCE]
+                         ["batched"], p99=speeds[DEFAULT_MAX_DISTANCE]["p99"],
+                         cpu=speeds[DEFAULT_MAX_DISTANCE]["cpu_ms"])
+                    for r in results if r["fingerprints"] == args.cluster_size
+                    and r["crawl_default"] and DEFAULT_MAX_DISTANCE in speeds
+                    and sizes[0] == args.cluster_size), None)
+        rows = cluster_mode(args.cluster_size, [int(c) for c in args.cluster.split(",") if c],
+                            args.decisions, args.sketches, tmp)
+        print_cluster(rows, one)
+        for r in rows:
+            results.append({
+                "name": f"k{DEFAULT_MAX_DISTANCE}-sharded-{r['nodes']}-nodes",
+                "crawl_default": True, "fingerprints": r["fingerprints"],
+                "bytes_per_fingerprint": round(r["bytes_per_fingerprint"], 1),
+                "batched_decisions_per_s": round(r["batched_decisions_per_s"]),
+                "single_p99_ms": round(r["single_p99_ms"], 3), "sketches": args.sketches,
+                "nodes": r["nodes"], "keys_per_node": r["keys_per_node"],
+                "memory_balance": round(r["memory_balance"], 3),
+                "cpu_ms_per_decision_per_node": [round(c, 4) for c in
+                                                 r["cpu_ms_per_decision_per_node"]]})
     if args.rebuild:
         rebuilt = rebuild(args.rebuild, tmp / "rebuild")
         print(f"\nrebuild-index of {rebuilt['stored']:,} stored pages from SecantusDB, every "

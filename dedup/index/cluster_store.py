@@ -59,8 +59,9 @@ misses it. Exact copies never get there (the checksum registry decides them firs
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,6 +257,33 @@ return #split_records(left)
 """
 
 
+class _Moved(Exception):
+    """A node answered MOVED or ASK: the cluster's slots changed."""
+
+
+_SHA: dict[str, str] = {}
+
+
+def _sha(command: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An ``EVAL`` as ``EVALSHA`` (other commands as they are)."""
+    if command[0] != "EVAL":
+        return command
+    body = command[1]
+    sha = _SHA.get(body)
+    if sha is None:
+        sha = _SHA[body] = hashlib.sha1(body.encode()).hexdigest()
+    return ("EVALSHA", sha, *command[2:])
+
+
+def _packed(commands: list[tuple[Any, ...]], conn: Any) -> Any:
+    """Many commands as one write (hiredis packs them at C speed when it is there)."""
+    try:
+        from hiredis import pack_command
+    except ImportError:  # pragma: no cover - redis-py packs them then
+        return conn.pack_commands(commands)
+    return [b"".join(pack_command(c) for c in commands)]
+
+
 @dataclass
 class Record:
     """One page under a fingerprint, as read: its id, text sketch (``None``: none), and,
@@ -343,6 +371,7 @@ class ClusterStore(LayoutKey):
         self.url = redact(url) if url else "a Redis Cluster"
         self.lease_ms = lease_ms
         self._layout: IndexLayout | None = None
+        self._uncounted = 0  # fingerprints admitted here whose count is not sent yet
 
     # ------------------------------------------------------------------ errors
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -363,16 +392,83 @@ class ClusterStore(LayoutKey):
             raise
 
     def _pipeline(self, commands: Iterable[tuple[Any, ...]]) -> list[Any]:
-        """Run ``commands`` (each ``(name, *args)``) in one cluster pipeline: redis-py
-        groups them by node and follows MOVED/ASK redirections."""
+        """Run ``commands`` (each ``(name, *args)``; a script as ``("EVAL", body, 1, key,
+        *args)``), replies in order: one pipeline per node, all sent before any is read
+        (:meth:`_by_node`). Where a slot moved (a failover, a reshard), the topology is
+        read again and the commands run through redis-py's cluster pipeline, which follows
+        MOVED and ASK: every command here may run twice (each is idempotent, or a script
+        that says it has nothing to do)."""
+        batch = list(commands)
+        if not batch:
+            return []
+        try:
+            return self._call(self._by_node, batch)
+        except _Moved:
+            self.client.nodes_manager.initialize()
+
         def run() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
-            n = 0
-            for command in commands:
+            for command in batch:
                 pipe.execute_command(*command)
-                n += 1
-            return pipe.execute() if n else []
+            return pipe.execute()
         return self._call(run)
+
+    def _by_node(self, batch: list[tuple[Any, ...]]) -> list[Any]:
+        """Group ``batch`` by the node that serves each command's key, send each node its
+        share (scripts as ``EVALSHA``, loaded where a node lacks them), then read.
+
+        Raises:
+            _Moved: a node no longer serves a key's slot.
+        """
+        from redis.crc import key_slot
+
+        manager = self.client.nodes_manager
+        shares: dict[str, tuple[Any, list[int]]] = {}
+        for i, command in enumerate(batch):
+            key = command[3] if command[0] == "EVAL" else command[1]
+            raw = key if isinstance(key, bytes) else key.encode()
+            node = manager.get_node_from_slot(key_slot(raw))
+            shares.setdefault(node.name, (node, []))[1].append(i)
+        sent = []
+        try:
+            for node, rows in shares.values():
+                conn = self.client.get_redis_connection(node).connection_pool.get_connection()
+                sent.append((conn, node, rows))
+                conn.send_packed_command(_packed([_sha(batch[i]) for i in rows], conn))
+            out: list[Any] = [None] * len(batch)
+            missing: list[tuple[Any, int]] = []
+            moved = False
+            for conn, node, rows in sent:
+                for i in rows:
+                    try:
+                        out[i] = conn.read_response()
+                    except redis.exceptions.NoScriptError:
+                        missing.append((node, i))
+                    except redis.ResponseError as exc:
+                        if str(exc).startswith(("MOVED", "ASK")):
+                            moved = True
+                        else:
+                            out[i] = exc
+            if moved:
+                raise _Moved()
+            if missing:  # a node without the scripts (new, restarted, failed over)
+                for node in {id(n): n for n, _ in missing}.values():
+                    for body in _SHA:
+                        self.client.get_redis_connection(node).script_load(body)
+                again = self._by_node([batch[i] for _, i in missing])
+                for (_, i), value in zip(missing, again):
+                    out[i] = value
+            for value in out:
+                if isinstance(value, Exception):
+                    raise value
+            return out
+        except BaseException:
+            for conn, _, _ in sent:
+                conn.disconnect()  # replies may still be in flight
+            raise
+        finally:
+            for conn, node, _ in sent:
+                self.client.get_redis_connection(node).connection_pool.release(conn)
 
     # ----------------------------------------------------------------- layout
     @property
@@ -428,11 +524,7 @@ class ClusterStore(LayoutKey):
     def _on_fields(self, script: str, fps: Sequence[int], *columns: Sequence[Any]) -> list[Any]:
         """Run ``script`` on each fingerprint's field (its sketch key and table-0 rest,
         then that row's value of each of ``columns``), in one pipeline."""
-        commands = []
-        for fp, *args in zip(fps, *columns):
-            key, member = self.field(fp)
-            commands.append(("EVAL", script, 1, key, member, *args))
-        return self._pipeline(commands)
+        return self._pipeline(self._field_commands(script, fps, *columns))
 
     def _entries(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
         buckets, rests = self.where(fp)
@@ -447,28 +539,56 @@ class ClusterStore(LayoutKey):
         return [("ZREM",) + c[1:2] + c[3:] for c in self._entries(fp, anchors)]
 
     # ---------------------------------------------------------- the protocol
+    def _field_commands(self, script: str, fps: Sequence[int], *columns: Sequence[Any]
+                        ) -> list[tuple[Any, ...]]:
+        out = []
+        for fp, *args in zip(fps, *columns):
+            key, member = self.field(fp)
+            out.append(("EVAL", script, 1, key, member, *args))
+        return out
+
     def begin(self, rows: Sequence[tuple[int, str, bytes | None, Sequence[int]]]) -> list[bool]:
-        """Step 1 for each ``(fp, page id, sketch, anchors)``: record, unnumbered mark,
-        entries. ``False`` where the page is admitted under that fingerprint already."""
-        replies = self._on_fields(_LUA_BEGIN, [r[0] for r in rows],
-                                  [pack_page_id(r[1]) for r in rows],
-                                  [_record(r[1], r[2]) for r in rows], [self.lease_ms] * len(rows))
-        fresh = [int(r) == 1 for r in replies]
-        self._pipeline(c for (fp, _, _, anchors), new in zip(rows, fresh) if new
-                       for c in self._entries(fp, anchors))
-        return fresh
+        """Step 1 for each ``(fp, page id, sketch, anchors)``: record, unnumbered mark and
+        entries, in one pipeline (a probe that finds an entry before its record passes it
+        over: its page is numbered after the prober, and sees it). ``False`` where the
+        page is admitted under that fingerprint already."""
+        if not rows:
+            return []
+        commands = self._field_commands(
+            _LUA_BEGIN, [r[0] for r in rows], [pack_page_id(r[1]) for r in rows],
+            [_record(r[1], r[2]) for r in rows], [self.lease_ms] * len(rows))
+        commands += [c for fp, _, _, anchors in rows for c in self._entries(fp, anchors)]
+        commands += self._count_commands()
+        return [int(r) == 1 for r in self._pipeline(commands)[:len(rows)]]
+
+    def _count_commands(self) -> list[tuple[Any, ...]]:
+        """The admissions not counted yet, as a command for the next pipeline."""
+        if not self._uncounted:
+            return []
+        n, self._uncounted = self._uncounted, 0
+        return [("INCRBY", f"{self.prefix}:count", n)]
 
     def number(self, rows: Sequence[tuple[int, str]]) -> list[int | None]:
         """Step 2: a number for each row (from one ``INCRBY``), written to its mark;
         ``None`` where the mark is gone (its lease ran out)."""
-        if not rows:
-            return []
-        last = int(self._call(self.client.incrby, f"{self.prefix}:seq", len(rows)))
-        seqs = list(range(last - len(rows) + 1, last + 1))
-        done = self._on_fields(_LUA_NUMBER, [fp for fp, _ in rows],
-                               [pack_page_id(pid) for _, pid in rows], seqs,
-                               [self.lease_ms] * len(rows))
-        return [seq if int(ok) else None for seq, ok in zip(seqs, done)]
+        return self.number_and_probe(rows, [], [], 0)[0]
+
+    def number_and_probe(self, rows: Sequence[tuple[int, str]], fps: Sequence[int],
+                         anchors: Sequence[Sequence[int]], k: int
+                         ) -> tuple[list[int | None], list[dict[int, tuple[int, int]]]]:
+        """:meth:`number` ``rows``, then :meth:`probe` ``fps`` in the same pipeline as the
+        numbers are written (a probe needs only to follow the ``INCRBY``)."""
+        seqs: list[int] = []
+        if rows:
+            last = int(self._call(self.client.incrby, f"{self.prefix}:seq", len(rows)))
+            seqs = list(range(last - len(rows) + 1, last + 1))
+        commands = self._field_commands(_LUA_NUMBER, [fp for fp, _ in rows],
+                                        [pack_page_id(pid) for _, pid in rows], seqs,
+                                        [self.lease_ms] * len(rows))
+        probes, parse_probe = self._probe_commands(fps, anchors, k)
+        replies = self._pipeline(commands + probes)
+        numbered = [seq if int(ok) else None for seq, ok in zip(seqs, replies)]
+        return numbered, parse_probe(replies[len(commands):])
 
     def probe(self, fps: Sequence[int], anchors: Sequence[Sequence[int]], k: int
               ) -> list[dict[int, tuple[int, int]]]:
@@ -476,9 +596,16 @@ class ClusterStore(LayoutKey):
         anchors find (filed under at least :data:`ANCHOR_MATCHES` of them, an anchor with
         more than :data:`ANCHOR_READ` pages passed over): ``{fp: (table or ANCHOR,
         distance)}`` per row."""
+        commands, parse_replies = self._probe_commands(fps, anchors, k)
+        return parse_replies(self._pipeline(commands))
+
+    def _probe_commands(self, fps: Sequence[int], anchors: Sequence[Sequence[int]], k: int
+                        ) -> tuple[list[tuple[Any, ...]],
+                                   Callable[[list[Any]], list[dict[int, tuple[int, int]]]]]:
+        """:meth:`probe`'s commands, and the function that reads their replies."""
         layout = self.layout
         if not fps:
-            return []
+            return [], lambda replies: []
         arr = np.array(fps, dtype=np.uint64)
         buckets, rests = layout.coordinates(arr)
         lo = rests & ~self._free
@@ -493,7 +620,14 @@ class ClusterStore(LayoutKey):
                 ab = a.to_bytes(8, "big")
                 commands.append(("ZRANGEBYLEX", self._anchor_key(a & 0xFFFF), b"[" + ab,
                                  b"[" + ab + b"\xff" * 8, "LIMIT", 0, ANCHOR_READ + 1))
-        replies = iter(self._pipeline(commands))
+
+        def parse_replies(raw: list[Any]) -> list[dict[int, tuple[int, int]]]:
+            return self._found(fps, anchors, k, buckets, iter(raw))
+        return commands, parse_replies
+
+    def _found(self, fps: Sequence[int], anchors: Sequence[Sequence[int]], k: int,
+               buckets: np.ndarray, replies: Iterator[Any]) -> list[dict[int, tuple[int, int]]]:
+        layout = self.layout
         out = []
         for i, fp in enumerate(fps):
             found: dict[int, tuple[int, int]] = {}
@@ -531,9 +665,7 @@ class ClusterStore(LayoutKey):
         replies = [int(r) for r in self._on_fields(
             _LUA_ADMIT, [r[0] for r in rows], [pack_page_id(r[1]) for r in rows],
             [r[2] for r in rows])]
-        first = sum(1 for r in replies if r == 1)
-        if first:
-            self._call(self.client.incrby, f"{self.prefix}:count", first)
+        self._uncounted += sum(1 for r in replies if r == 1)  # sent with the next pipeline
         return [r >= 0 for r in replies]
 
     def withdraw(self, rows: Sequence[tuple[int, str, int, Sequence[int]]],
@@ -610,7 +742,7 @@ class ClusterStore(LayoutKey):
         return [e.admitted()[0].page_id if e.admitted() else None for e in self.read(fps)]
 
     def evidence(self, fps: Sequence[int]) -> list[list[tuple[str | None, bytes | None]]]:
-        out = []
+        out: list[list[tuple[str | None, bytes | None]]] = []
         for e in self.read(fps):
             admitted = e.admitted()
             if not admitted:
@@ -621,6 +753,7 @@ class ClusterStore(LayoutKey):
         return [[(p, s or None) for p, s in rows] for rows in out]
 
     def count(self) -> int:
+        self._pipeline(self._count_commands())
         return int(self._call(self.client.get, f"{self.prefix}:count") or 0)
 
     def _keys(self, pattern: str) -> list[bytes]:

@@ -56,6 +56,16 @@ class ShardedIndex(NearDuplicateIndex):
     def _decide(self, pairs: Sequence[tuple[int, str, bytes | None]], attempts: int,
                 judged: Sequence[Mapping[int, int]] | None = None) -> list[list[Match]]:
         rows = list(pairs)
+        if len(rows) > self.batch_size:  # one pipeline per batch, in order
+            out: list[list[Match]] = []
+            for at in range(0, len(rows), self.batch_size):
+                out += self._decide(rows[at:at + self.batch_size], attempts,
+                                    judged[at:at + self.batch_size] if judged else None)
+            return out
+        return self._decide_batch(rows, judged)
+
+    def _decide_batch(self, rows: list[tuple[int, str, bytes | None]],
+                      judged: Sequence[Mapping[int, int]] | None) -> list[list[Match]]:
         anchors = [anchors_of(sketch) for _, _, sketch in rows]
         out: list[list[Match] | None] = [None] * len(rows)
         todo = list(range(len(rows)))
@@ -66,11 +76,15 @@ class ShardedIndex(NearDuplicateIndex):
                 if not new:
                     out[i] = []  # admitted by an earlier try whose reply was lost
             started = [i for i, new in zip(start, fresh) if new]
-            for i, seq in zip(started, self.store.number([rows[i][:2] for i in started])):
+            probed = [i for i in todo if out[i] is None]  # numbered now, or before
+            seqs, probes = self.store.number_and_probe(
+                [rows[i][:2] for i in started], [rows[i][0] for i in probed],
+                [anchors[i] for i in probed], self.k)
+            for i, seq in zip(started, seqs):
                 if seq is not None:
                     self._pending[rows[i][:2]] = (seq, anchors[i])
-            live = [i for i in todo if out[i] is None and rows[i][:2] in self._pending]
-            found = self._candidates([rows[i] for i in live], [anchors[i] for i in live])
+            live = [i for i in probed if rows[i][:2] in self._pending]
+            found = self._candidates([rows[i] for i in live], dict(zip(probed, probes)), live)
             ready = []
             for i, matches in zip(live, found):
                 if judged is None:
@@ -98,13 +112,15 @@ class ShardedIndex(NearDuplicateIndex):
         return [m if m is not None else [] for m in out]
 
     def _candidates(self, rows: Sequence[tuple[int, str, bytes | None]],
-                    anchors: Sequence[Sequence[int]]) -> list[list[Match]]:
+                    probes: Mapping[int, dict[int, tuple[int, int]]], at: Sequence[int]
+                    ) -> list[list[Match]]:
         """Each pending row's candidates: admitted pages, and pages numbered before it
-        and not settled yet, within k or through its anchors; unnumbered ones waited
-        for, and those whose lease ran out removed."""
+        and not settled yet, within k or through its anchors (``probes``: what the
+        store's probe found for row ``at[j]``); unnumbered ones waited for, and those
+        whose lease ran out removed."""
         if not rows:
             return []
-        found = self.store.probe([fp for fp, _, _ in rows], anchors, self.k)
+        found = [probes[i] for i in at]
         fps = list(dict.fromkeys(f for row in found for f in row))
         entries = dict(zip(fps, self.store.read(fps)))
         while True:
