@@ -57,6 +57,22 @@ def test_compose_promises() -> None:
     assert crawler["environment"]["SIMCRAWL_FRONTIER"] == "redis"
     assert "container_name" not in crawler and "volumes" not in crawler
     assert "JOBDIR" not in (ROOT / "Dockerfile").read_text()
+    # the cluster profile: three official-image nodes, cluster-enabled, append-only,
+    # password-protected, joined once; its crawler names a hash-tag namespace
+    nodes = [services[f"redis-node-{n}"] for n in (1, 2, 3)]
+    for node in nodes:
+        line = " ".join(node["command"])
+        assert node["image"].startswith("redis:") and node["profiles"] == ["cluster"]
+        assert "--cluster-enabled yes" in line and "--appendonly yes --appendfsync always" in line
+        assert "--requirepass" in line and "--masterauth" in line and "ports" not in node
+    assert len({node["volumes"][0] for node in nodes}) == 3
+    init = services["redis-cluster-init"]
+    assert "--cluster create" in " ".join(init["command"])
+    on_cluster = services["crawler-cluster"]
+    assert on_cluster["depends_on"]["redis-cluster-init"]["condition"] == \
+        "service_completed_successfully"
+    assert on_cluster["environment"]["DEDUP_NAMESPACE"] == "{simcrawl}"
+    assert on_cluster["environment"]["SIMCRAWL_FRONTIER"] == "redis"
     # the console: its own profile, the host's loopback only, the token from the environment
     console = services["console"]
     assert console["profiles"] == ["console"]
