@@ -14,8 +14,9 @@ pairs (development figures; the data is read from ``../shared``, never copied):
   its words are edited (same topic and vocabulary): never a copy;
 * **stub n words**: a site's template with n words of their own and a title of their own
   (and, harder, the same title as the other stub; with the same title, and a description
-  of its own each, its first words as a CMS writes one): two stubs of a site are never
-  copies;
+  of its own each, its first words as a CMS writes one; with the same title once the
+  site's template is learned, as the crawl learns it from five admitted pages of the
+  site): two stubs of a site are never copies;
 * **republished**: the article's lines without its site's template, under another site's
   template: always a copy;
 * **boilerplate + edit**: the article with three lines of another site's template added and
@@ -45,6 +46,7 @@ from dedup.config import DedupConfig
 from dedup.deduplicator import in_memory
 from dedup.page import Page
 from dedup.pages import fingerprint_params, fingerprint_text, read_html
+from dedup.templates import block_keys
 from dedup.text import ExtractedText
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -99,9 +101,14 @@ def make(text: str, url: str, title: str, params: tuple,  # type: ignore[type-ar
                             description=description)
 
 
-def decide_pair(first: Page, second: Page) -> bool:
-    """Whether ``second`` is dropped as a copy once ``first`` is admitted."""
+def decide_pair(first: Page, second: Page, template: list[str] | None = None) -> bool:
+    """Whether ``second`` is dropped as a copy once ``first`` is admitted (``template``:
+    the site's template lines, learned first as the crawl learns them from other pages
+    of the site)."""
     dedup, _ = in_memory(capacity=1000)
+    if template is not None and dedup.templates is not None:
+        keys = block_keys("\n".join(template))
+        dedup.templates.learn([(first.host, keys)] * DedupConfig().template_pages)
     dedup.decide([first])
     return dedup.decide([second])[0].dropped
 
@@ -155,6 +162,8 @@ def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed:
                                                  True)):
                     add(f"stub {size} words, {label}",
                         decide_pair(stub(0, titles[0], described), stub(1, title, described)))
+                add(f"stub {size} words, one title, site template learned",
+                    decide_pair(stub(0, titles[0], False), stub(1, titles[0], False), lines))
     return kinds
 
 

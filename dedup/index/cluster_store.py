@@ -500,7 +500,9 @@ class ClusterStore(LayoutKey):
         self._table_keys = [f"{self.prefix}:t{t}:{{:0{bd}x}}".format
                             for t in range(len(layout.tables))]
         self._sketch_key = f"{self.prefix}:s:{{:0{bd}x}}".format
-        self._anchor_key = f"{self.prefix}:a:{{:04x}}".format
+        ad = max(1, -(-layout.anchor_bits // 4))
+        self._anchor_mask = (1 << layout.anchor_bits) - 1
+        self._anchor_key = f"{self.prefix}:a:{{:0{ad}x}}".format
 
     @property
     def layout(self) -> IndexLayout:
@@ -531,7 +533,7 @@ class ClusterStore(LayoutKey):
         out: list[tuple[Any, ...]] = [("ZADD", name(b), 0, self._member(r))
                                       for name, b, r in zip(self._table_keys, buckets, rests)]
         fpb = fp.to_bytes(8, "big")
-        out += [("ZADD", self._anchor_key(a & 0xFFFF), 0, a.to_bytes(8, "big") + fpb)
+        out += [("ZADD", self._anchor_key(a & self._anchor_mask), 0, a.to_bytes(8, "big") + fpb)
                 for a in anchors]
         return out
 
@@ -618,7 +620,7 @@ class ClusterStore(LayoutKey):
                                  b"[" + self._member(int(hi[i, t]))))
             for a in anchors[i]:
                 ab = a.to_bytes(8, "big")
-                commands.append(("ZRANGEBYLEX", self._anchor_key(a & 0xFFFF), b"[" + ab,
+                commands.append(("ZRANGEBYLEX", self._anchor_key(a & self._anchor_mask), b"[" + ab,
                                  b"[" + ab + b"\xff" * 8, "LIMIT", 0, ANCHOR_READ + 1))
 
         def parse_replies(raw: list[Any]) -> list[dict[int, tuple[int, int]]]:
@@ -724,7 +726,7 @@ class ClusterStore(LayoutKey):
             [_record(p, s) for p, s in zip(page_ids, sketches)],
             [EVIDENCE_BYTES] * len(page_ids))]
         fpb = [fp.to_bytes(8, "big") for fp in probe.fps]
-        self._pipeline(("ZADD", self._anchor_key(a & 0xFFFF), 0, a.to_bytes(8, "big") + f)
+        self._pipeline(("ZADD", self._anchor_key(a & self._anchor_mask), 0, a.to_bytes(8, "big") + f)
                        for ok, f, row in zip(done, fpb, anchors) if ok for a in row)
         return done
 

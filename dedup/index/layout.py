@@ -53,11 +53,15 @@ class IndexLayout:
         bucket_bits: leading bits of a permuted value that name its bucket (at most the
             shortest table prefix, so that a probe reads one bucket).
         capacity: the number of fingerprints the bucketing was planned for.
+        anchor_bits: low bits of a text anchor that name its set (so that each set stays
+            in the compact encoding at the capacity, as a bucket does; 16 for an index
+            planned before they scaled).
     """
 
     design: Design
     bucket_bits: int
     capacity: int
+    anchor_bits: int = 16
 
     def __post_init__(self) -> None:
         pmin = min(t.prefix_bits for t in self.design.tables)
@@ -113,13 +117,16 @@ class IndexLayout:
         if design is None:
             design = plan_design(capacity, k, bytes_per_entry=16)[0].design
         pmin = min(t.prefix_bits for t in design.tables)
-        return cls(design, _bucket_bits(capacity, min(table_limit, 256), pmin), capacity)
+        limit = min(table_limit, 256)
+        return cls(design, _bucket_bits(capacity, limit, pmin), capacity,
+                   anchor_bits(capacity, limit))
 
     # ------------------------------------------------------------ description
     def describe(self) -> dict[str, object]:
         """A JSON-friendly description, stored with the index."""
         return {"version": LAYOUT_VERSION, "design": self.design.describe(),
-                "bucket_bits": self.bucket_bits, "capacity": self.capacity}
+                "bucket_bits": self.bucket_bits, "capacity": self.capacity,
+                "anchor_bits": self.anchor_bits}
 
     @classmethod
     def from_description(cls, desc: dict) -> IndexLayout:
@@ -136,14 +143,16 @@ class IndexLayout:
             d = desc["design"]
             tables = tuple(Table(tuple(t["order"]), int(t["prefix_bits"])) for t in d["tables"])
             design = Design(str(d["name"]), int(d["k"]), tables)
-            return cls(design, int(desc["bucket_bits"]), int(desc["capacity"]))
+            return cls(design, int(desc["bucket_bits"]), int(desc["capacity"]),
+                       int(desc.get("anchor_bits", 16)))
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexMismatchError(f"stored index layout is malformed: {exc}") from exc
 
     def same_tables(self, other: IndexLayout) -> bool:
         """Whether two layouts put every fingerprint in the same places."""
         return (self.design.tables == other.design.tables
-                and self.bucket_bits == other.bucket_bits)
+                and self.bucket_bits == other.bucket_bits
+                and self.anchor_bits == other.anchor_bits)
 
     # ------------------------------------------------------------ coordinates
     def coordinates(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,6 +178,20 @@ class IndexLayout:
         """Invert :meth:`coordinates` for one entry of one table."""
         value = (bucket << (F - self.bucket_bits)) | rest if self.bucket_bits else rest
         return self.tables[table].unpermute(value)
+
+
+#: Text anchors filed per page (:data:`dedup.sketch.ANCHORS`).
+ANCHORS_PER_PAGE = 6
+
+
+def anchor_bits(capacity: int, limit: int = 128) -> int:
+    """The low bits of a text anchor that name its set, so that at ``capacity`` pages
+    (each filed under :data:`ANCHORS_PER_PAGE` anchors) a set holds at most ``FILL *
+    limit`` entries on average and stays in the compact encoding (a set past it costs
+    about 80 bytes an entry instead of about 20, and every probe reads six of them);
+    between 8 and 32."""
+    need = capacity * ANCHORS_PER_PAGE / (FILL * limit)
+    return min(32, max(8, math.ceil(math.log2(max(1.0, need)))))
 
 
 def _bucket_bits(capacity: int, limit: int, most: int) -> int:

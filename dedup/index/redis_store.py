@@ -22,8 +22,9 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     candidate). Written in the same script as the admission, deleted with the entry.
 ``ns:a:{lo}``
     Text anchors (:attr:`dedup.sketch.TextSketch.anchors`, 64-bit): a sorted set per low
-    16 bits of an anchor (its high bits are mostly 0: an anchor is one of a text's
-    smallest values), whose members are the anchor and the fingerprint of an admitted
+    ``anchor_bits`` bits of an anchor (planned with the layout so that a set stays in the
+    compact encoding, like a bucket; 16 in an index planned before; its high bits are
+    mostly 0: an anchor is one of a text's smallest values), whose members are the anchor and the fingerprint of an admitted
     page filed under it (8 + 8 bytes, big-endian), so the pages under one anchor are one
     ``ZRANGEBYLEX``; a probe passes over an anchor with more than
     :data:`~dedup.index.core.ANCHOR_READ` pages, and a page filed under at least
@@ -461,7 +462,9 @@ class RedisStore(LayoutKey):
         ns = self.namespace.replace("{", "{{").replace("}", "}}")  # a hash tag's braces
         self._table_keys = [f"{ns}:t{t}:{{:0{bd}x}}".format for t in range(len(layout.tables))]
         self._sketch_key = f"{ns}:s:{{:0{bd}x}}".format
-        self._anchor_key = f"{ns}:a:{{:04x}}".format
+        ad = max(1, -(-layout.anchor_bits // 4))
+        self._anchor_mask = (1 << layout.anchor_bits) - 1
+        self._anchor_key = f"{ns}:a:{{:0{ad}x}}".format
 
     # ------------------------------------------------------------------ batches
     def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
@@ -492,7 +495,7 @@ class RedisStore(LayoutKey):
             anchors = probe.anchors[i] if probe.anchors is not None else ()
             keys.extend([name(bucket) for name, bucket in zip(names, row)])
             keys.append(self._sketch_key(row[0]))
-            keys.extend(self._anchor_key(a & 0xFFFF) for a in anchors)
+            keys.extend(self._anchor_key(a & self._anchor_mask) for a in anchors)
             at = i * tables
             args.extend(members[at:at + tables])
             if ranges:

@@ -32,6 +32,19 @@ def test_buckets_are_planned_for_the_compact_encoding() -> None:
     assert IndexLayout.plan(1_000_000).k == 3  # the crawl's k, by default
 
 
+def test_text_anchor_sets_are_planned_for_the_compact_encoding_too() -> None:
+    """Six anchors a page: with a fixed 16 bits, 10M pages put 915 entries in each set,
+    past Redis's compact limit of 128 (about 80 bytes an entry instead of 20)."""
+    for capacity in (1_000, 1_000_000, 10_000_000, 1_000_000_000):
+        layout = IndexLayout.plan(capacity)
+        assert capacity * 6 / 2 ** layout.anchor_bits <= 64, capacity
+    assert IndexLayout.plan(10_000_000).anchor_bits == 20
+    # an index planned before anchors scaled keeps its 16 bits
+    old = {k: v for k, v in IndexLayout.plan(1_000_000).describe().items() if k != "anchor_bits"}
+    assert IndexLayout.from_description(old).anchor_bits == 16
+    assert not IndexLayout.from_description(old).same_tables(IndexLayout.plan(1_000_000))
+
+
 def test_describe_round_trip_and_bad_descriptions() -> None:
     layout = IndexLayout.plan(50_000, design=two_level_design(4, 4, 3))
     again = IndexLayout.from_description(layout.describe())
