@@ -198,11 +198,11 @@ def run_spark(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]]
     pairs = job.find_all(points, args.k)
     if args.clusters:
         table = job.cluster_records(points, pairs)
-        make = lambda r: _cluster_record(list(r.members), list(r.fingerprints),
+        make = lambda r: _cluster_record(list(r.members), list(r.fingerprints),  # noqa: E731
                                          out.id_name)
     else:
         table = job.pair_records(pairs)
-        make = lambda r: _pair_record(r.i, r.j, r.distance, r.a, r.b, out.id_name)
+        make = lambda r: _pair_record(r.i, r.j, r.distance, r.a, r.b, out.id_name)  # noqa: E731
     if out.parquet:
         table.write.mode("overwrite").parquet(out.target)
         out.count = spark.read.parquet(out.target).count()

@@ -10,7 +10,7 @@ from decision_cases import *  # the shared cases, collected here
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator, on_servers
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.index import open_index, redis_store
 from dedup.store import fingerprint_document, match_doc, page_document
 from dedup.templates import HostTemplates
 
@@ -24,11 +24,11 @@ class ServerWorld:
 
     def __init__(self, client, pages, namespace: str) -> None:  # type: ignore[no-untyped-def]
         self.client, self.pages, self.namespace = client, pages, namespace
-        self.tables = RedisStore(client, namespace)
+        self.tables = redis_store(client, namespace)  # sharded on a Redis Cluster
 
     def deduplicator(self, rules: Rules | None = None, *, template_pages: int = 0
                      ) -> Deduplicator:
-        index = NearDuplicateIndex(self.tables, k=CONFIG.max_distance, capacity=1000)
+        index = open_index(self.tables, k=CONFIG.max_distance, capacity=1000)
         templates = HostTemplates(self.client, self.namespace, template_pages, refresh=0) \
             if template_pages else None
         return on_servers(index, self.client, self.pages, self.namespace,
