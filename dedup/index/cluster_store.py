@@ -33,7 +33,8 @@ marks whose lease (:data:`LEASE_MS`, server time of the node that holds them) ru
 others then pass them over and remove them. A page whose lease ran out before it settled
 is decided again (a slow process never admits on a stale number).
 
-Keys (``ns`` is the namespace with its hash tag's braces removed, then ``:ix``):
+Keys (``ns`` is the namespace with its hash tag's braces removed, then ``:ix``; no key
+has a hash tag, so each hashes to a slot of its own):
 
 ``ns:layout``, ``ns:count``, ``ns:seq``
     The layout (JSON), the number of fingerprints with an admitted page, the counter.
@@ -49,7 +50,7 @@ Keys (``ns`` is the namespace with its hash tag's braces removed, then ``:ix``):
     U/P][number, 8 bytes][lease end in ms, 8 bytes]``. Every change to one fingerprint is
     one script on this one key.
 ``ns:a:{lo}``
-    Text anchors, as in one-node Redis.
+    Text anchors, as in one-node Redis (a set per low ``anchor_bits`` bits of an anchor).
 
 Known window: the entries of a fingerprint are removed when its last record goes; a page
 written under the same fingerprint at that moment (two different texts with one simhash,
@@ -59,6 +60,7 @@ misses it. Exact copies never get there (the checksum registry decides them firs
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -67,6 +69,7 @@ from typing import Any
 
 import numpy as np
 import redis
+from redis.exceptions import RedisClusterException
 
 from ..config import DEFAULT_NAMESPACE, check_namespace
 from ..errors import ServiceUnavailable, redact
@@ -261,18 +264,17 @@ class _Moved(Exception):
     """A node answered MOVED or ASK: the cluster's slots changed."""
 
 
-_SHA: dict[str, str] = {}
+#: Each script's SHA-1, for ``EVALSHA`` (computed once: the crawl decides from several
+#: threads at once).
+_SHA: dict[str, str] = {body: hashlib.sha1(body.encode()).hexdigest() for body in (
+    _LUA_BEGIN, _LUA_NUMBER, _LUA_READ, _LUA_ADMIT, _LUA_WITHDRAW, _LUA_ADD, _LUA_ATTACH,
+    _LUA_REMOVE)}
 
 
 def _sha(command: tuple[Any, ...]) -> tuple[Any, ...]:
-    """An ``EVAL`` as ``EVALSHA`` (other commands as they are)."""
-    if command[0] != "EVAL":
-        return command
-    body = command[1]
-    sha = _SHA.get(body)
-    if sha is None:
-        sha = _SHA[body] = hashlib.sha1(body.encode()).hexdigest()
-    return ("EVALSHA", sha, *command[2:])
+    """An ``EVAL`` of one of the store's scripts as ``EVALSHA`` (others as they are)."""
+    sha = _SHA.get(command[1]) if command[0] == "EVAL" else None
+    return command if sha is None else ("EVALSHA", sha, *command[2:])
 
 
 def _packed(commands: list[tuple[Any, ...]], conn: Any) -> Any:
@@ -371,12 +373,9 @@ class ClusterStore(LayoutKey):
         self.url = redact(url) if url else "a Redis Cluster"
         self.lease_ms = lease_ms
         self._layout: IndexLayout | None = None
-        self._uncounted = 0  # fingerprints admitted here whose count is not sent yet
 
     # ------------------------------------------------------------------ errors
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from redis.exceptions import RedisClusterException
-
         from dedup.services import redis_outage
 
         try:
@@ -405,6 +404,12 @@ class ClusterStore(LayoutKey):
             return self._call(self._by_node, batch)
         except _Moved:
             self.client.nodes_manager.initialize()
+        except ServiceUnavailable:
+            # a node that does not answer may have been failed over: the next round asks
+            # the cluster again where each slot is (the caller retries)
+            with contextlib.suppress(redis.RedisError, RedisClusterException):
+                self.client.nodes_manager.initialize()
+            raise
 
         def run() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
@@ -560,15 +565,7 @@ class ClusterStore(LayoutKey):
             _LUA_BEGIN, [r[0] for r in rows], [pack_page_id(r[1]) for r in rows],
             [_record(r[1], r[2]) for r in rows], [self.lease_ms] * len(rows))
         commands += [c for fp, _, _, anchors in rows for c in self._entries(fp, anchors)]
-        commands += self._count_commands()
         return [int(r) == 1 for r in self._pipeline(commands)[:len(rows)]]
-
-    def _count_commands(self) -> list[tuple[Any, ...]]:
-        """The admissions not counted yet, as a command for the next pipeline."""
-        if not self._uncounted:
-            return []
-        n, self._uncounted = self._uncounted, 0
-        return [("INCRBY", f"{self.prefix}:count", n)]
 
     def number(self, rows: Sequence[tuple[int, str]]) -> list[int | None]:
         """Step 2: a number for each row (from one ``INCRBY``), written to its mark;
@@ -667,7 +664,9 @@ class ClusterStore(LayoutKey):
         replies = [int(r) for r in self._on_fields(
             _LUA_ADMIT, [r[0] for r in rows], [pack_page_id(r[1]) for r in rows],
             [r[2] for r in rows])]
-        self._uncounted += sum(1 for r in replies if r == 1)  # sent with the next pipeline
+        first = sum(1 for r in replies if r == 1)
+        if first:  # (not deferred to a later round: a process may never send another)
+            self._call(self.client.incrby, f"{self.prefix}:count", first)
         return [r >= 0 for r in replies]
 
     def withdraw(self, rows: Sequence[tuple[int, str, int, Sequence[int]]],
@@ -755,7 +754,6 @@ class ClusterStore(LayoutKey):
         return [[(p, s or None) for p, s in rows] for rows in out]
 
     def count(self) -> int:
-        self._pipeline(self._count_commands())
         return int(self._call(self.client.get, f"{self.prefix}:count") or 0)
 
     def _keys(self, pattern: str) -> list[bytes]:
