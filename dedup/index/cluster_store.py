@@ -306,6 +306,7 @@ class Entry:
     now: int
 
     def admitted(self) -> list[Record]:
+        """The records of admitted pages (no mark), in the order they were written."""
         return [r for r in self.records if r.state is None]
 
 
@@ -357,8 +358,6 @@ class ClusterStore(LayoutKey):
         url: for messages.
         lease_ms: how long an unsettled page's mark holds.
     """
-
-    sharded = True
 
     def __init__(self, client: Any, namespace: str = DEFAULT_NAMESPACE,
                  url: str | None = None, lease_ms: int = LEASE_MS) -> None:
