@@ -18,11 +18,16 @@ should stay within ±2 of one process, and no outlink of a copy may be requested
 data from ``../shared`` (never copied into the repository); development figures.
 
     python bench/quality_parallel.py [--data PATH ...] [--processes 1 2 3] [--repeat 2]
+                                     [--clusters | --redis-cluster]
+
+``--redis-cluster``: the same crawls on a real Redis Cluster of three primaries, the
+index spread over its nodes (numbered pending entries, docs/scaling.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -38,7 +43,7 @@ from quality_crawl import articles
 from simcrawl_examples.pageserver import serve
 
 from crawler.run import crawl
-from dedup.services import EmbeddedServices, connect_mongo, free_port
+from dedup.services import EmbeddedServices, LocalRedisCluster, connect_mongo, free_port
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
@@ -98,8 +103,8 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
             "batch_names": sorted(batch), "said": said.getvalue().splitlines()}
 
 
-def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False
-            ) -> dict:
+def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False,
+            cluster_url: str | None = None) -> dict:
     port = free_port()
     pages, names = site(data, port)
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
@@ -109,9 +114,12 @@ def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool 
     started = time.monotonic()
     try:
         with EmbeddedServices(workdir / database) as services:
-            summary = crawl(list(pages), services.redis_url or "", services.mongo_uri or "",
+            # on a Redis Cluster: a hash-tag namespace; the index spreads over the nodes
+            namespace = f"{{{database}}}" if cluster_url else database
+            summary = crawl(list(pages), cluster_url or services.redis_url or "",
+                            services.mongo_uri or "",
                             ["-s", f"DEDUP_DATABASE={database}", "-s",
-                             f"DEDUP_NAMESPACE={database}", "-s", "AUTOTHROTTLE_ENABLED=0",
+                             f"DEDUP_NAMESPACE={namespace}", "-s", "AUTOTHROTTLE_ENABLED=0",
                              "-s", "ROBOTSTXT_OBEY=0", "-s", "DEPTH_LIMIT=1",
                              "-s", "LOG_LEVEL=INFO"],
                             workdir / f"{database}.log", processes)
@@ -149,14 +157,27 @@ def main() -> int:
                         "report what it recorded (the copies admitted it finds, wrong "
                         "batch records, pages without a cluster, crawl records whose "
                         "cluster is not their original's)")
+    parser.add_argument("--redis-cluster", action="store_true",
+                        help="crawl on a real Redis Cluster of three primaries (started "
+                        "here), the index spread over its nodes (dedup.index.ClusterStore)")
     args = parser.parse_args()
+    if args.redis_cluster and args.clusters:
+        parser.error("--clusters reads the index of the embedded Redis: not with "
+                     "--redis-cluster")
     for data in args.data:
         if not (data / "pages.jsonl").is_file():
             raise missing_data(data, "A near-duplicate development set (pages.jsonl)")
     print(f"{os.cpu_count()} cores; every row crawls the same pages from scratch "
-          "(development figures)")
+          "(development figures)" + ("; on a Redis Cluster of three nodes, the index "
+                                     "sharded" if args.redis_cluster else ""))
     results = []
-    with tempfile.TemporaryDirectory(prefix="simcrawl-parallel-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="simcrawl-parallel-") as tmp, \
+            contextlib.ExitStack() as stack:
+        cluster_url = None
+        if args.redis_cluster:
+            cluster = LocalRedisCluster(Path(tmp) / "cluster").start()
+            stack.callback(cluster.stop)
+            cluster_url = cluster.url
         for data in args.data:
             print(f"\n{data.name}\n")
             print("| processes | run | pages decided | stored | drops | copies admitted | "
@@ -164,7 +185,7 @@ def main() -> int:
             print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for processes in args.processes:
                 for run in range(1, args.repeat + 1):
-                    r = measure(data, processes, run, Path(tmp), args.clusters)
+                    r = measure(data, processes, run, Path(tmp), args.clusters, cluster_url)
                     results.append({"data": data.name, **r})
                     print(f"| {processes} | {run} | {r['decided']} / {r['pages']} | "
                           f"{r['stored']} | {r['drops']} | {r['copies_admitted']} | "

@@ -211,7 +211,7 @@ class Deduplicator:
         # is then found and recorded against the original (docs/fingerprints.md).
         self.index.attach_copies([(m.fingerprint, m.page_id, sketches[i])
                                   for i, verdict in zip(near_rows, chosen)
-                                  if verdict is not None and i in sketches
+                                  if verdict is not None and i in sketches and i not in again
                                   for m in [verdict[0]] if m.page_id is not None])
         checksums = {c.page_id: c.checksum for c in batch}
         for i, verdict in zip(near_rows, chosen):

@@ -233,11 +233,18 @@ return 0
 """
 
 # ATTACH(member, pid, record, limit): a dropped copy's record kept under its original's
-# fingerprint while the field has an admitted page and room.
+# fingerprint while the original (pid) is admitted there and the field has room (a record
+# under a page that is pending, withdrawn or gone would make it look admitted).
 _LUA_ATTACH = _LUA_COMMON + r"""
 local pid, record, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local raw = redis.call('HGET', KEYS[1], member)
 if not raw or #raw + #record > limit or string.find(raw, record, 1, true) then return 0 end
+if mark_of(split_marks(redis.call('HGET', KEYS[1], mark)), pid) then return 0 end
+local admitted = false
+for _, r in ipairs(split_records(raw)) do
+  if r[1] == pid then admitted = true end
+end
+if not admitted then return 0 end
 redis.call('HSET', KEYS[1], member, raw .. record)
 return 1
 """

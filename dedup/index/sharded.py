@@ -45,9 +45,6 @@ class ShardedIndex(NearDuplicateIndex):
         super().__init__(store, k, **kwargs)  # type: ignore[arg-type]
         # (fingerprint, page id) -> (number, anchors) of this process's unsettled pages
         self._pending: dict[tuple[int, str], tuple[int, list[int]]] = {}
-        # (fingerprint, page id) of candidates returned while pending (numbered before
-        # the page that met them, not settled yet)
-        self._unsettled: set[tuple[int, str]] = set()
         self.met_pending = 0  # candidates met while pending (numbered, not settled)
         self.waits = 0  # times a decision waited for a candidate to number or settle
         self.reaped = 0  # marks of dead processes removed
@@ -146,7 +143,6 @@ class ShardedIndex(NearDuplicateIndex):
                             order[(other, r.page_id)] = r.seq if r.state is not None else 0
                             if r.state is not None:
                                 self.met_pending += 1
-                                self._unsettled.add((other, r.page_id))
                 # closest first; at one distance admitted pages first, then pending ones in
                 # the order they were numbered (the first of them is the likeliest to stay)
                 matches.sort(key=lambda m: (m.distance, order[(m.fingerprint, m.page_id or "")],
@@ -183,13 +179,14 @@ class ShardedIndex(NearDuplicateIndex):
             "processes keep dying mid-decision", service="Redis")
 
     def confirm(self, originals: Sequence[Match]) -> list[bool]:
-        """Whether each chosen original stays: one met while pending is waited for until
-        it is admitted (``True``), or withdrawn or dead (``False``: the page that chose
-        it is decided again). Called once the caller's own pages are settled, so that
-        nobody waits for a process that waits."""
+        """Whether each chosen original stays: read again now (one round trip; the crawl
+        decides from several threads, so what one of them saw pending says nothing of
+        another's), an admitted one is ``True``; one still pending is waited for until it
+        is admitted, or withdrawn or dead (``False``: the page that chose it is decided
+        again). Called once the caller's own pages are settled, so that nobody waits for
+        a process that waits."""
         out = [True] * len(originals)
-        waiting = {i: m for i, m in enumerate(originals)
-                   if m.page_id is not None and (m.fingerprint, m.page_id) in self._unsettled}
+        waiting = {i: m for i, m in enumerate(originals) if m.page_id is not None}
         while waiting:
             rows = list(waiting.items())
             for (i, m), entry in zip(rows, self.store.read([m.fingerprint for _, m in rows])):
@@ -199,12 +196,9 @@ class ShardedIndex(NearDuplicateIndex):
                 elif r.state is not None:
                     continue
                 del waiting[i]
-                self._unsettled.discard((m.fingerprint, m.page_id))
             if waiting:
                 self.waits += 1
                 time.sleep(POLL_S)
-        if len(self._unsettled) > 100_000:
-            self._unsettled.clear()
         return out
 
     def add_many(self, items: Iterable[tuple[int, str] | tuple[int, str, bytes | None]],

@@ -206,3 +206,29 @@ def test_a_decider_killed_mid_decision_blocks_nobody_for_longer_than_its_lease(
     assert len(index) == len(groups)
     assert took < 60, f"the deciders took {took:.0f} s: blocked past the 2 s lease"
     index.store.clear()
+
+
+def test_a_copys_text_is_kept_only_under_an_admitted_original(redis_cluster: str) -> None:
+    """Two pages with one fingerprint, one admitted and one withdrawn: a copy's text
+    filed under the withdrawn one would make it look admitted (a copy later recorded
+    against a page never stored), so only the admitted one takes it; a pending one
+    neither."""
+    import numpy as np
+
+    from dedup.sketch import TextSketch
+
+    client = connect_redis(redis_cluster)
+    store = ClusterStore(client, f"{{ghost-{uuid.uuid4().hex[:8]}}}")
+    index = ShardedIndex(store, k=3, capacity=1000)
+    fp = random.Random(3).getrandbits(64)
+    sketch = TextSketch.of_values(np.arange(1, 200, dtype=np.uint64) * 7919).to_bytes()
+    rows = [(fp, "kept"), (fp, "withdrawn"), (fp, "pending")]
+    store.begin([(f, page, None, []) for f, page in rows])
+    seqs = store.number(rows)
+    assert store.admit([(fp, "kept", seqs[0])]) == [True]
+    assert store.withdraw([(fp, "withdrawn", seqs[1], [])]) == 1
+    assert index.attach_copies([(fp, "withdrawn", sketch)]) == 0
+    assert index.attach_copies([(fp, "pending", sketch)]) == 0
+    assert index.attach_copies([(fp, "kept", sketch)]) == 1
+    assert [p for p, _ in store.evidence([fp])[0]] == ["kept", "kept"]
+    store.clear()
