@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -355,7 +354,7 @@ def index_prefix(namespace: str) -> str:
     return namespace.replace("{", "").replace("}", "") + ":ix"
 
 
-class ClusterStore(LayoutKey):
+class ClusterStore:
     """Index data spread over a Redis Cluster's slots (see the module docstring).
 
     Args:
@@ -482,15 +481,16 @@ class ClusterStore(LayoutKey):
                 self.client.get_redis_connection(node).connection_pool.release(conn)
 
     # ----------------------------------------------------------------- layout
-    @property
-    def _layout_key(self) -> str:
-        return f"{self.prefix}:layout"
+    def read_layout(self) -> dict | None:
+        return LayoutKey(self._call, self.client, f"{self.prefix}:layout").read()
+
+    def create_layout(self, description: dict) -> dict:
+        return LayoutKey(self._call, self.client, f"{self.prefix}:layout").create(description)
 
     def legacy_layout(self) -> dict | None:
         """The layout of an index an earlier simcrawl kept in the namespace's one hash
         slot on this cluster (``None``: there is none)."""
-        raw = self._call(self.client.get, f"{self.namespace}:layout")
-        return None if raw is None else json.loads(raw)
+        return LayoutKey(self._call, self.client, f"{self.namespace}:layout").read()
 
     def compact_limit(self) -> int:
         try:
@@ -540,13 +540,16 @@ class ClusterStore(LayoutKey):
         return self._pipeline(self._field_commands(script, fps, *columns))
 
     def _entries(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
+        """The ``ZADD`` of a fingerprint's table entries and of its anchors."""
         buckets, rests = self.where(fp)
-        out: list[tuple[Any, ...]] = [("ZADD", name(b), 0, self._member(r))
-                                      for name, b, r in zip(self._table_keys, buckets, rests)]
+        return [("ZADD", name(b), 0, self._member(r))
+                for name, b, r in zip(self._table_keys, buckets, rests)] \
+            + self._anchor_adds(fp, anchors)
+
+    def _anchor_adds(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
         fpb = fp.to_bytes(8, "big")
-        out += [("ZADD", self._anchor_key(a & self._anchor_mask), 0, a.to_bytes(8, "big") + fpb)
+        return [("ZADD", self._anchor_key(a & self._anchor_mask), 0, a.to_bytes(8, "big") + fpb)
                 for a in anchors]
-        return out
 
     def _drop_entries(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
         return [("ZREM",) + c[1:2] + c[3:] for c in self._entries(fp, anchors)]
@@ -554,11 +557,12 @@ class ClusterStore(LayoutKey):
     # ---------------------------------------------------------- the protocol
     def _field_commands(self, script: str, fps: Sequence[int], *columns: Sequence[Any]
                         ) -> list[tuple[Any, ...]]:
-        out = []
-        for fp, *args in zip(fps, *columns):
-            key, member = self.field(fp)
-            out.append(("EVAL", script, 1, key, member, *args))
-        return out
+        if not fps:
+            return []
+        # table 0's coordinates of the whole batch at once
+        buckets, rests = self.layout.coordinates(np.array(fps, dtype=np.uint64))
+        return [("EVAL", script, 1, self._sketch_key(b), self._member(r), *args)
+                for b, r, *args in zip(buckets[:, 0].tolist(), rests[:, 0].tolist(), *columns)]
 
     def begin(self, rows: Sequence[tuple[int, str, bytes | None, Sequence[int]]]) -> list[bool]:
         """Step 1 for each ``(fp, page id, sketch, anchors)``: record, unnumbered mark and
@@ -730,9 +734,8 @@ class ClusterStore(LayoutKey):
             _LUA_ATTACH, probe.fps, [pack_page_id(p) for p in page_ids],
             [_record(p, s) for p, s in zip(page_ids, sketches)],
             [EVIDENCE_BYTES] * len(page_ids))]
-        fpb = [fp.to_bytes(8, "big") for fp in probe.fps]
-        self._pipeline(("ZADD", self._anchor_key(a & self._anchor_mask), 0, a.to_bytes(8, "big") + f)
-                       for ok, f, row in zip(done, fpb, anchors) if ok for a in row)
+        self._pipeline(c for ok, fp, row in zip(done, probe.fps, anchors) if ok
+                       for c in self._anchor_adds(fp, row))
         return done
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:

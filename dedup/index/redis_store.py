@@ -366,30 +366,32 @@ def unpack_page_id(raw: bytes) -> str:
 
 
 class LayoutKey:
-    """The index's layout in one Redis key, written once (``SET NX``): shared by the
-    one-node and the cluster store."""
+    """An index's layout in one Redis key, written once (``SET NX``): the one-node and the
+    cluster store each keep theirs in one.
 
-    client: Any
+    Args:
+        call: the store's guarded call (its errors become ``ServiceUnavailable``).
+        client: the store's client.
+        key: the key.
+    """
 
-    @property
-    def _layout_key(self) -> str:
-        raise NotImplementedError
+    def __init__(self, call: Any, client: Any, key: str) -> None:
+        self.call, self.client, self.key = call, client, key
 
-    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    def read_layout(self) -> dict | None:
-        raw = self._call(self.client.get, self._layout_key)
+    def read(self) -> dict | None:
+        """The stored layout description, or ``None``."""
+        raw = self.call(self.client.get, self.key)
         return None if raw is None else json.loads(raw)
 
-    def create_layout(self, description: dict) -> dict:
-        self._call(self.client.set, self._layout_key, json.dumps(description), nx=True)
-        stored = self.read_layout()
+    def create(self, description: dict) -> dict:
+        """Store ``description`` unless one is stored; return the stored one."""
+        self.call(self.client.set, self.key, json.dumps(description), nx=True)
+        stored = self.read()
         assert stored is not None
         return stored
 
 
-class RedisStore(LayoutKey):
+class RedisStore:
     """Index data in Redis (see the module docstring for the keys).
 
     Args:
@@ -440,6 +442,12 @@ class RedisStore(LayoutKey):
     @property
     def _layout_key(self) -> str:
         return f"{self.namespace}:layout"
+
+    def read_layout(self) -> dict | None:
+        return LayoutKey(self._call, self.client, self._layout_key).read()
+
+    def create_layout(self, description: dict) -> dict:
+        return LayoutKey(self._call, self.client, self._layout_key).create(description)
 
     def compact_limit(self) -> int:
         """The server's compact-encoding limit for sorted sets (Redis 7
