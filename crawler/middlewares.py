@@ -1,4 +1,5 @@
-"""The near-duplicate decision, before any outlink of a page is scheduled."""
+"""The near-duplicate decision, before any outlink of a page is scheduled; the guard
+of the crawl's own services; robots.txt as RFC 9309 reads it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import scrapy
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
@@ -308,8 +313,6 @@ class ServiceGuard:
     def process_request(self, request: scrapy.Request, spider: Any = None) -> None:
         from urllib.parse import urlsplit
 
-        from scrapy.exceptions import IgnoreRequest
-
         parts = urlsplit(request.url)
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -350,3 +353,77 @@ def _names_of(host: str) -> set[str]:
     if host in ("127.0.0.1", "localhost", "::1", "0.0.0.0"):
         names |= {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
     return names
+
+
+class RobotsTxt(RobotsTxtMiddleware):
+    """Scrapy's robots.txt middleware, with RFC 9309's rule for a robots.txt that cannot
+    be had (§2.3.1.3-4): a server error (5xx, and 429 as search engines treat it) or a
+    network error means *complete disallow*, never "allow all" as Scrapy assumes.
+
+    The host's requests wait while its robots.txt is asked for again
+    ``SIMCRAWL_ROBOTS_RETRIES`` times (default 3; Scrapy's retry middleware already tried
+    each time), ``SIMCRAWL_ROBOTS_RETRY_SECONDS`` apart (default 2, doubling). If it
+    still cannot be had, none of the host's pages is requested: each is skipped as
+    ``robots_txt`` and the host is named once in the log, as
+    ``dedup/robots/unreachable`` hosts in the stats. A 4xx other than 429 means there
+    are no rules (allow all), as RFC 9309 says.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.retries = crawler.settings.getint("SIMCRAWL_ROBOTS_RETRIES", 3)
+        self.delay = crawler.settings.getfloat("SIMCRAWL_ROBOTS_RETRY_SECONDS", 2.0)
+        self._tries: dict[str, int] = {}
+        self._scheme: dict[str, str] = {}
+
+    async def process_request(self, request: scrapy.Request, spider: Any = None) -> None:
+        parts = urlparse_cached(request)
+        self._scheme.setdefault(parts.netloc, parts.scheme)
+        await super().process_request(request)
+
+    async def _parse_robots(self, response: Any, netloc: str, request: scrapy.Request
+                            ) -> None:
+        if response.status >= 500 or response.status == 429:
+            self._robots_error(RobotsUnavailable(f"HTTP {response.status}"), netloc)
+            return
+        await super()._parse_robots(response, netloc, request)
+
+    def _robots_error(self, exc: Exception, netloc: str) -> None:
+        if isinstance(exc, IgnoreRequest):  # refused before asking (a forbidden port)
+            super()._robots_error(exc, netloc)
+            return
+        tries = self._tries[netloc] = self._tries.get(netloc, 0) + 1
+        if tries <= self.retries and self.crawler.engine and self.crawler.engine.spider:
+            wait = self.delay * 2 ** (tries - 1)
+            log.warning("robots.txt of %s could not be had (%s): its pages wait; asking "
+                        "again in %.1f s (%d of %d)", netloc, exc, wait, tries, self.retries)
+            from twisted.internet import reactor
+            from twisted.internet.task import deferLater
+
+            deferLater(reactor, wait, lambda: deferred_from_coro(self._again(netloc)))
+            return
+        log.warning("robots.txt of %s could not be had after %d tries (%s): none of its "
+                    "pages is requested (RFC 9309: an unreachable robots.txt disallows all)",
+                    netloc, tries, exc)
+        self._stats.inc_value("dedup/robots/unreachable")
+        waiting = self._parsers[netloc]
+        parser = build_from_crawler(self._parserimpl, self.crawler,
+                                    b"User-agent: *\nDisallow: /\n")
+        self._parsers[netloc] = parser
+        if isinstance(waiting, Deferred):
+            waiting.callback(parser)
+
+    async def _again(self, netloc: str) -> None:
+        url = f"{self._scheme.get(netloc, 'http')}://{netloc}/robots.txt"
+        again = scrapy.Request(url, priority=self.DOWNLOAD_PRIORITY, callback=NO_CALLBACK,
+                               meta={"dont_obey_robotstxt": True}, dont_filter=True)
+        try:
+            response = await self.crawler.engine.download_async(again)
+            self._stats.inc_value("robotstxt/request_count")
+            await self._parse_robots(response, netloc, again)
+        except Exception as exc:  # noqa: BLE001 - any failure is "could not be had"
+            self._robots_error(exc, netloc)
+
+
+class RobotsUnavailable(Exception):
+    """A robots.txt answered with a server error (RFC 9309: unreachable)."""

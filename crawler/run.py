@@ -59,8 +59,13 @@ def bad_start_url(url: str) -> str | None:
 
 
 def unreachable(stats: dict) -> str | None:
-    """Why a crawl fetched nothing at all (no response, not even robots.txt), naming the
-    download errors it met; ``None`` when it fetched something."""
+    """Why a crawl fetched nothing at all (no response, not even robots.txt, or only
+    robots.txt that could not be had), naming the download errors it met; ``None`` when
+    it fetched something."""
+    if stats.get("dedup/robots/unreachable") and \
+            stats.get("dedup/skipped/robots_txt", 0) >= stats.get("dedup/requests", 1):
+        return ("none of the start URLs could be fetched: their hosts' robots.txt could "
+                "not be had, which disallows them (RFC 9309; the log names the hosts)")
     if stats.get("downloader/response_count", 0):
         return None
     errors = sorted(k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/skipped/"))
