@@ -362,17 +362,17 @@ class RobotsTxt(RobotsTxtMiddleware):
 
     The host's requests wait while its robots.txt is asked for again
     ``SIMCRAWL_ROBOTS_RETRIES`` times (default 3; Scrapy's retry middleware already tried
-    each time), ``SIMCRAWL_ROBOTS_RETRY_SECONDS`` apart (default 2, doubling). If it
+    each time), ``SIMCRAWL_ROBOTS_RETRY_SECONDS`` apart (default 1, doubling). If it
     still cannot be had, none of the host's pages is requested: each is skipped as
-    ``robots_txt`` and the host is named once in the log, as
-    ``dedup/robots/unreachable`` hosts in the stats. A 4xx other than 429 means there
-    are no rules (allow all), as RFC 9309 says.
+    ``robots_txt`` and the host is named once in the log, in ``dedup/robots/unreachable``
+    (hosts) and ``dedup/robots/error/<why>`` in the stats. A 4xx other than 429 means
+    there are no rules (allow all), as RFC 9309 says.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.retries = crawler.settings.getint("SIMCRAWL_ROBOTS_RETRIES", 3)
-        self.delay = crawler.settings.getfloat("SIMCRAWL_ROBOTS_RETRY_SECONDS", 2.0)
+        self.delay = crawler.settings.getfloat("SIMCRAWL_ROBOTS_RETRY_SECONDS", 1.0)
         self._tries: dict[str, int] = {}
         self._scheme: dict[str, str] = {}
 
@@ -384,7 +384,7 @@ class RobotsTxt(RobotsTxtMiddleware):
     async def _parse_robots(self, response: Any, netloc: str, request: scrapy.Request
                             ) -> None:
         if response.status >= 500 or response.status == 429:
-            self._robots_error(RobotsUnavailable(f"HTTP {response.status}"), netloc)
+            self._robots_error(RobotsUnavailable(response.status), netloc)
             return
         await super()._parse_robots(response, netloc, request)
 
@@ -406,6 +406,8 @@ class RobotsTxt(RobotsTxtMiddleware):
                     "pages is requested (RFC 9309: an unreachable robots.txt disallows all)",
                     netloc, tries, exc)
         self._stats.inc_value("dedup/robots/unreachable")
+        name = exc.name if isinstance(exc, RobotsUnavailable) else type(exc).__name__
+        self._stats.inc_value(f"dedup/robots/error/{name}")
         waiting = self._parsers[netloc]
         parser = build_from_crawler(self._parserimpl, self.crawler,
                                     b"User-agent: *\nDisallow: /\n")
@@ -427,3 +429,7 @@ class RobotsTxt(RobotsTxtMiddleware):
 
 class RobotsUnavailable(Exception):
     """A robots.txt answered with a server error (RFC 9309: unreachable)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.name = f"http_{status}"

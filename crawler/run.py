@@ -64,8 +64,11 @@ def unreachable(stats: dict) -> str | None:
     it fetched something."""
     if stats.get("dedup/robots/unreachable") and \
             stats.get("dedup/skipped/robots_txt", 0) >= stats.get("dedup/requests", 1):
-        return ("none of the start URLs could be fetched: their hosts' robots.txt could "
-                "not be had, which disallows them (RFC 9309; the log names the hosts)")
+        why = sorted(k.rsplit("/", 1)[1] for k in stats
+                     if k.startswith("dedup/robots/error/"))
+        return (f"none of the start URLs could be fetched ({', '.join(why)}): their hosts' "
+                "robots.txt could not be had, which disallows them (RFC 9309; the log "
+                "names the hosts)")
     if stats.get("downloader/response_count", 0):
         return None
     errors = sorted(k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/skipped/"))

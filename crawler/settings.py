@@ -51,12 +51,12 @@ FEED_EXPORT_FIELDS = EXPORT_FIELDS
 SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
 # Never request the crawl's own Redis / MongoDB (redirects included); SIMCRAWL_ALLOWED_PORTS
 # robots.txt read as RFC 9309 says: one that cannot be had (5xx, 429, network errors)
-# disallows the host, after SIMCRAWL_ROBOTS_RETRIES tries (crawler/middlewares.py)
+# disallows the host, after SIMCRAWL_ROBOTS_RETRIES more tries, 1 s apart and doubling
 DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50,
                           "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
                           "crawler.middlewares.RobotsTxt": 100}
 SIMCRAWL_ROBOTS_RETRIES = int(os.environ.get("SIMCRAWL_ROBOTS_RETRIES") or 3)
-SIMCRAWL_ROBOTS_RETRY_SECONDS = float(os.environ.get("SIMCRAWL_ROBOTS_RETRY_SECONDS") or 2)
+SIMCRAWL_ROBOTS_RETRY_SECONDS = float(os.environ.get("SIMCRAWL_ROBOTS_RETRY_SECONDS") or 1)
 ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
 # A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
 EXTENSIONS = {  # the crawl's objects, built once from these settings (crawler/wiring.py)
