@@ -40,7 +40,8 @@ def plan(args: argparse.Namespace) -> int:
                           "tables": chosen.tables, "memory_bytes": chosen.memory,
                           "bytes_per_page": chosen.bytes_per_fp,
                           "candidates_per_probe": round(chosen.candidates, 3),
-                          "anchor_reads_per_probe": anchor_reads()}))
+                          "anchor_reads_per_probe": anchor_reads(),
+                          "sketches": sketches_place(args.docs, args.k)}))
         return 0
     extra = tables.crawl_extra_bytes() if args.crawl else 0
     entry = args.bytes_per_entry if args.bytes_per_entry is not None else (
@@ -52,6 +53,13 @@ def plan(args: argparse.Namespace) -> int:
               f"text sketch, text anchors and checksum; a probe also reads at most "
               f"{anchor_reads()} pages under its text anchors")
     return 0
+
+
+def sketches_place(docs: int, k: int) -> str:
+    """Where the crawl's index at ``docs`` pages keeps its text sketches."""
+    from dedup import tables
+
+    return "until-stored" if tables.sketches_leave_redis(docs, k) else "redis"
 
 
 def anchor_reads() -> int:
@@ -67,15 +75,19 @@ def scale_table(k: int, max_tables: int) -> str:
     :data:`SCALE`: the design the planner picks, its memory and its candidates."""
     from dedup import tables
 
-    head = (f"{'pages':>14} {'design':<26} {'tables':>6} {'bytes/page':>10} {'memory':>10} "
-            f"{'candidates/probe':>16}")
+    head = (f"{'pages':>14} {'design':<26} {'tables':>6} {'sketches':>12} "
+            f"{'bytes/page':>10} {'memory':>10} {'candidates/probe':>16}")
     title = (f"The crawl's index, k = {k}: tables in Redis ({tables.REDIS_ENTRY_BYTES} B an "
-             f"entry) + {tables.crawl_extra_bytes()} B a page (text sketch, six text "
-             f"anchors, checksum); anchors add at most {anchor_reads()} reads a probe")
+             f"entry) + a page's text sketch ({tables.SKETCH_BYTES} B; "
+             f"{tables.RELEASED_BYTES} B once it leaves for MongoDB, past one node of "
+             f"{tables.human_bytes(tables.NODE_BYTES)}), six text anchors "
+             f"({tables.ANCHOR_BYTES} B) and checksum ({tables.CHECKSUM_BYTES} B); at most "
+             f"{tables.MAX_CANDIDATES:,} candidates and {anchor_reads()} anchor reads a probe")
     lines = [title, head, "-" * len(head)]
     for docs in SCALE:
         p = tables.crawl_plan(docs, k, max_tables)
-        lines.append(f"{docs:>14,} {p.design.name:<26} {p.tables:>6} {p.bytes_per_fp:>10} "
+        lines.append(f"{docs:>14,} {p.design.name:<26} {p.tables:>6} "
+                     f"{sketches_place(docs, k):>12} {p.bytes_per_fp:>10} "
                      f"{tables.human_bytes(p.memory):>10} {p.candidates:>16.3g}")
     return "\n".join(lines)
 

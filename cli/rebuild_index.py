@@ -77,7 +77,8 @@ def rebuild(args: argparse.Namespace) -> int:
                 stored[pid] = fp
                 yield fp, pid, sketch
 
-        added = index.add_many(rows(), progress=progress)
+        # every page is stored: an index that keeps sketches only until then gets none
+        added = index.add_many(rows(), progress=progress, stored=True)
         progress.close()
         sums = register_checksums(redis_client, args.namespace, pages.iter_checksums())
         windows, other = _rebuild_windows(redis_client, args.namespace, pages)

@@ -23,7 +23,7 @@ from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.journal import lost_pages
 from dedup.services import process_alive
-from dedup.store import fingerprint_document, match_doc, object_id, page_document
+from dedup.store import fingerprint_document, from_int64, match_doc, object_id, page_document
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -212,6 +212,7 @@ class StoragePipeline:
                     self.matches[:0] = matches
                 return False
             self._confirm([str(p["_id"]) for p in pages])
+            self._release(fps)
             self.runtime.settle([str(d["url"]) for d in [*pages, *matches]])
             return True
 
@@ -275,6 +276,21 @@ class StoragePipeline:
         self.runtime.settle(str(m["url"]) for m in again)
         self.crawler.stats.inc_value("dedup/requeued/copies_of_lost_pages", len(again))
         return [m for m in matches if str(m["original_id"]) not in lost]
+
+    def _release(self, fps: list[dict[str, Any]]) -> None:
+        """The stored pages' text sketches leave Redis where the index's layout says so
+        (MongoDB holds them now, and a decision that meets one of these pages reads it
+        there); kept in Redis if Redis does not answer (it costs memory, not a
+        decision)."""
+        index = self.runtime.index
+        if not index.layout.release_sketches:
+            return
+        rows = [(from_int64(d["simhash"]), str(d["_id"])) for d in fps
+                if d.get("sketch") and not d.get("short")]
+        try:
+            index.release(rows)
+        except ServiceUnavailable as exc:
+            log.warning("%d stored pages' text sketches stay in Redis: %s", len(rows), exc)
 
     def _confirm(self, page_ids: list[str]) -> None:
         journal = self.runtime.journal

@@ -214,7 +214,8 @@ def build(crawler: Crawler) -> Wiring:
         pages.ensure_indexes()
         index = open_index(redis_store(client, config.namespace, url=redis_url),
                            k=config.max_distance, capacity=config.capacity,
-                           batch_size=config.batch_size)
+                           batch_size=config.batch_size,
+                           release_sketches=config.release_sketches)
         pages.save_layout(config.namespace, index.layout.describe())
         if index.layout.k > index.k:
             log.info("dedup: the index in %s was built for k = %d (%d tables); the crawl "

@@ -59,6 +59,10 @@ class DedupConfig:
             [DEDUP_CJK_NGRAM, 2].
         drop_numbers: leave number-only tokens out [DEDUP_DROP_NUMBERS, False].
         capacity: pages the index is planned for [DEDUP_CAPACITY, 1,000,000].
+        sketches: where a new index keeps stored pages' text sketches: ``redis``,
+            ``until-stored`` (they leave Redis once MongoDB holds them; candidates' are
+            read from there) or ``auto``, by the capacity (past one Redis node,
+            :func:`dedup.tables.sketches_leave_redis`) [DEDUP_SKETCHES, "auto"].
         namespace: the index's Redis key prefix [DEDUP_NAMESPACE, "simcrawl"].
         database: MongoDB database [DEDUP_DATABASE, "simcrawl"].
         redis_url: Redis; empty = embedded server [REDIS_URL, env REDIS_URL].
@@ -119,6 +123,7 @@ class DedupConfig:
     cjk_ngram: int = DEFAULT_CJK_NGRAM
     drop_numbers: bool = DEFAULT_DROP_NUMBERS
     capacity: int = DEFAULT_CAPACITY
+    sketches: str = "auto"
     namespace: str = DEFAULT_NAMESPACE
     database: str = DEFAULT_DATABASE
     redis_url: str = ""
@@ -157,6 +162,8 @@ class DedupConfig:
         need(1 <= self.shingle <= 16, "DEDUP_SHINGLE", "in 1..16")
         need(1 <= self.cjk_ngram <= 8, "DEDUP_CJK_NGRAM", "in 1..8")
         need(self.capacity >= 1, "DEDUP_CAPACITY", "at least 1")
+        need(self.sketches in ("auto", "redis", "until-stored"), "DEDUP_SKETCHES",
+             "auto, redis or until-stored")
         need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
         need(-1 <= self.extract_workers <= 256, "DEDUP_EXTRACT_WORKERS", "in -1..256")
         need(-1 <= self.verify_distance <= 64, "DEDUP_VERIFY_DISTANCE", "in -1..64")
@@ -182,6 +189,11 @@ class DedupConfig:
         give (``shingle``, ``drop_numbers``, ``min_tokens``, ``cjk_ngram``)."""
         return {"shingle": self.shingle, "drop_numbers": self.drop_numbers,
                 "min_tokens": self.min_tokens, "cjk_ngram": self.cjk_ngram}
+
+    @property
+    def release_sketches(self) -> bool | None:
+        """Whether a new index releases stored pages' sketches (``None``: by capacity)."""
+        return None if self.sketches == "auto" else self.sketches == "until-stored"
 
     @property
     def containment(self) -> float | None:

@@ -96,6 +96,8 @@ class Deduplicator:
                  windows: WindowIndex | None = None,
                  templates: TemplateStore | None = None) -> None:
         self.index = index
+        if index.sketch_source is None:  # a candidate's sketch that left Redis is stored
+            index.sketch_source = facts.sketches_of
         self.registry = registry
         self.facts = facts
         self.rules = rules or Rules()
@@ -208,11 +210,15 @@ class Deduplicator:
         again = [i for (i, _), ok in zip(copy_rows, self.index.confirm([m for _, m in copy_rows]))
                  if not ok]
         # A near copy's text stays with its original: a later page that copies the copy
-        # is then found and recorded against the original (docs/fingerprints.md).
-        self.index.attach_copies([(m.fingerprint, m.page_id, sketches[i])
-                                  for i, verdict in zip(near_rows, chosen)
-                                  if verdict is not None and i in sketches and i not in again
-                                  for m in [verdict[0]] if m.page_id is not None])
+        # is then found and recorded against the original (docs/fingerprints.md). Not in
+        # an index too large to keep sketches in Redis: a copy's would stay there for good
+        # (only originals' are in MongoDB), and the batch job reconciles those groups.
+        if not self.index.layout.release_sketches:
+            self.index.attach_copies([(m.fingerprint, m.page_id, sketches[i])
+                                      for i, verdict in zip(near_rows, chosen)
+                                      if verdict is not None and i in sketches
+                                      and i not in again
+                                      for m in [verdict[0]] if m.page_id is not None])
         checksums = {c.page_id: c.checksum for c in batch}
         for i, verdict in zip(near_rows, chosen):
             decisions[i] = near_or_new(batch[i], verdict, checksums, declared.get(i),

@@ -44,6 +44,9 @@ class PageFacts(Protocol):
     def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
         """``page id -> second-opinion simhash`` (those that have one)."""
 
+    def sketches_of(self, page_ids: Iterable[str]) -> dict[str, bytes]:
+        """``page id -> text sketch`` of stored pages (those stored with one)."""
+
     def recorded_copies(self, urls: Iterable[str]) -> dict[str, CopyVerdict]:
         """``url -> the verdict an earlier crawl recorded`` for the URLs recorded as exact
         or near copies of a page that is still stored (with the copy's checksum)."""
@@ -72,6 +75,7 @@ class PageFact:
     text: str | None = None
     verify: int | None = None
     source: str | None = None
+    sketch: bytes | None = None
 
 
 class MemoryFacts:
@@ -91,7 +95,7 @@ class MemoryFacts:
         """Keep an admitted :class:`dedup.page.Page` as the crawl stores it (its id, URL,
         host, checksum, canonical, whole text and second opinion)."""
         self.add(page.page_id, PageFact(page.url, page.host, page.checksum, page.canonical,
-                                        page.text, page.verify, source))
+                                        page.text, page.verify, source, page.sketch))
 
     def add_copy(self, url: str, verdict: CopyVerdict) -> None:
         """Keep a copy's verdict (as the crawl stores its match record)."""
@@ -127,6 +131,11 @@ class MemoryFacts:
         """See :meth:`PageFacts.verifiers_of`."""
         return {p: f.verify for p in page_ids
                 if (f := self.pages.get(p)) is not None and f.verify is not None}
+
+    def sketches_of(self, page_ids: Iterable[str]) -> dict[str, bytes]:
+        """See :meth:`PageFacts.sketches_of`."""
+        return {p: f.sketch for p in page_ids
+                if (f := self.pages.get(p)) is not None and f.sketch}
 
     def recorded_copies(self, urls: Iterable[str]) -> dict[str, CopyVerdict]:
         """See :meth:`PageFacts.recorded_copies`."""
@@ -186,6 +195,11 @@ class StoreFacts:
             found.update({pid: e.verify for pid, e in journaled(
                 self.client, self.namespace, missing).items() if e.verify is not None})
         return found
+
+    def sketches_of(self, page_ids: Iterable[str]) -> dict[str, bytes]:
+        """See :meth:`PageFacts.sketches_of` (the store only: a sketch leaves Redis once
+        the store holds it)."""
+        return self.pages.sketches_of(page_ids)
 
     def recorded_copies(self, urls: Iterable[str]) -> dict[str, CopyVerdict]:
         """See :meth:`PageFacts.recorded_copies`."""

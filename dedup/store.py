@@ -487,6 +487,19 @@ class PageStore:
         text (``DEDUP_STORE_TEXT``)."""
         return self._page_field(page_ids, "text")
 
+    def sketches_of(self, page_ids: Iterable[str]) -> dict[str, bytes]:
+        """``page id -> text sketch`` for the stored pages among ``page_ids`` that have one
+        (the index reads a candidate's here once its sketch has left Redis)."""
+        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
+        if not oids:
+            return {}
+        try:
+            docs = self.fingerprints.find({"_id": {"$in": oids}, "sketch": {"$exists": True}},
+                                          {"sketch": 1})
+            return {str(d["_id"]): bytes(d["sketch"]) for d in docs if d.get("sketch")}
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
     def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
         """``page id -> second-opinion simhash`` (``simhash2``) for those that have one."""
         oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]

@@ -193,6 +193,20 @@ def two_level_design(m1: int, m2: int, k: int) -> Design:
 #: 200) and its checksum in the exact-copy registry (about 50).
 SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 318, 200, 50
 
+#: What a page's record costs in Redis once its sketch has left for MongoDB (its page id
+#: and the one-byte mark :data:`dedup.index.core.RELEASED`, in the fingerprint's hash
+#: field), measured like :data:`SKETCH_BYTES`.
+RELEASED_BYTES = 40
+
+#: The most candidates a probe of the crawl's index may expect (issue 22's bound): each is
+#: a member read and compared inside the decision's script.
+MAX_CANDIDATES = 1000
+
+#: Redis memory one node gives the index (a 64 GB machine, with room for the fork of an
+#: append-only rewrite): an index that would not fit one with its sketches keeps them in
+#: Redis only until MongoDB holds them, and is planned for memory first.
+NODE_BYTES = 48 * 10**9
+
 #: Bytes of one fingerprint in one table in Redis (bucketed sorted sets; 14.48-14.85
 #: measured at 1M and 10M, docs/scaling.md).
 REDIS_ENTRY_BYTES = 15
@@ -291,17 +305,48 @@ def plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, memory_budget: int | None = N
     return chosen, plans
 
 
-def crawl_extra_bytes() -> int:
+def crawl_extra_bytes(released: bool = False) -> int:
     """What an admitted page costs the crawl's Redis besides its table entries: its text
-    sketch, its text anchors and its checksum (:data:`SKETCH_BYTES` ...)."""
-    return SKETCH_BYTES + ANCHOR_BYTES + CHECKSUM_BYTES
+    sketch (or, once released, its record without it), its text anchors and its checksum
+    (:data:`SKETCH_BYTES` ...)."""
+    return (RELEASED_BYTES if released else SKETCH_BYTES) + ANCHOR_BYTES + CHECKSUM_BYTES
 
 
-def crawl_plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, max_tables: int = 256) -> Plan:
-    """The plan of the crawl's own index at ``docs`` pages: the cheapest table design for
-    ``k`` in Redis, with every page's sketch, anchors and checksum counted."""
-    chosen, _ = plan(docs, k, None, REDIS_ENTRY_BYTES, max_tables, crawl_extra_bytes())
-    return chosen
+def crawl_plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, max_tables: int = 256,
+               released: bool | None = None) -> Plan:
+    """The plan of the crawl's own index at ``docs`` pages, with every page's sketch,
+    anchors and checksum counted, among the designs whose probe expects at most
+    :data:`MAX_CANDIDATES` candidates:
+
+    - while the index fits one node with its sketches (:data:`NODE_BYTES`), the cheapest
+      to query (as :func:`plan`): one server's speed is the limit;
+    - past one node, sketches leave Redis once stored (:func:`sketches_leave_redis`) and
+      the design with the fewest tables: a cluster is sized by its memory, and a probe
+      under the candidate bound costs little more than a table.
+
+    ``released`` forces the sketches' place (default: by size, as above)."""
+    kept = _crawl_plans(docs, k, max_tables, False)
+    big = min(kept, key=lambda p: (p.cost, p.tables)).memory > NODE_BYTES
+    if released is None:
+        released = big
+    plans = _crawl_plans(docs, k, max_tables, released)
+    if big:
+        return min(plans, key=lambda p: (p.tables, p.cost))
+    return min(plans, key=lambda p: (p.cost, p.tables))
+
+
+def _crawl_plans(docs: int, k: int, max_tables: int, released: bool) -> list[Plan]:
+    _, plans = plan(docs, k, None, REDIS_ENTRY_BYTES, max_tables, crawl_extra_bytes(released))
+    bounded = [p for p in plans if p.candidates <= MAX_CANDIDATES]
+    return bounded or [min(plans, key=lambda p: p.candidates)]
+
+
+def sketches_leave_redis(docs: int, k: int = DEFAULT_MAX_DISTANCE) -> bool:
+    """Whether the crawl's index at ``docs`` pages keeps its text sketches in Redis only
+    until MongoDB holds them: when, with them, it would not fit one node
+    (:data:`NODE_BYTES`; about 67M pages at k = 3)."""
+    kept = _crawl_plans(docs, k, 256, False)
+    return min(kept, key=lambda p: (p.cost, p.tables)).memory > NODE_BYTES
 
 
 def format_plans(chosen: Plan, plans: list[Plan], docs: int) -> str:

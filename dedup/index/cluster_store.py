@@ -266,6 +266,26 @@ return #split_records(left)
 """
 
 
+# RELEASE(member, pid): the admitted page's record keeps its id and the one-byte sketch
+# RELEASED (0) instead of its sketch (MongoDB holds it). Returns 1 when replaced.
+_LUA_RELEASE = _LUA_COMMON + r"""
+local pid = ARGV[2]
+if mark_of(split_marks(redis.call('HGET', KEYS[1], mark)), pid) then return 0 end
+local released = string.char(#pid) .. pid .. '\1\0\0'
+local parts, done = {}, 0
+for _, r in ipairs(split_records(redis.call('HGET', KEYS[1], member))) do
+  if done == 0 and r[1] == pid and r[2] ~= released then
+    parts[#parts + 1] = released
+    done = 1
+  else
+    parts[#parts + 1] = r[2]
+  end
+end
+if done == 1 then redis.call('HSET', KEYS[1], member, table.concat(parts)) end
+return done
+"""
+
+
 class _Moved(Exception):
     """A node answered MOVED or ASK: the cluster's slots changed."""
 
@@ -274,7 +294,7 @@ class _Moved(Exception):
 #: threads at once).
 _SHA: dict[str, str] = {body: hashlib.sha1(body.encode()).hexdigest() for body in (
     _LUA_BEGIN, _LUA_NUMBER, _LUA_READ, _LUA_ADMIT, _LUA_WITHDRAW, _LUA_ADD, _LUA_ATTACH,
-    _LUA_REMOVE)}
+    _LUA_REMOVE, _LUA_RELEASE)}
 
 
 def _sha(command: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -747,6 +767,10 @@ class ClusterStore:
             self._call(self.client.decrby, f"{self.prefix}:count", len(gone))
         self._forget(gone)
         return [n >= 0 for n in left]
+
+    def release(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        return [bool(int(r)) for r in self._on_fields(
+            _LUA_RELEASE, probe.fps, [pack_page_id(p) for p in page_ids])]
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         return [e.admitted()[0].page_id if e.admitted() else None for e in self.read(fps)]

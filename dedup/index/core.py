@@ -119,6 +119,16 @@ ANCHOR_MATCHES = 2
 EVIDENCE_BYTES = 2048
 
 
+#: The sketch of a page's record once the sketch has left Redis for MongoDB (an index whose
+#: layout releases sketches, :attr:`IndexLayout.release_sketches`): one byte no sketch
+#: starts with (a sketch's first byte is its version, 1 or more). The index reads such a
+#: candidate's sketch from its :attr:`NearDuplicateIndex.sketch_source`.
+RELEASED = b"\x00"
+
+#: Reads stored pages' text sketches by page id (the page store's ``sketches_of``).
+SketchSource = Callable[[set[str]], Mapping[str, bytes]]
+
+
 def records_in_order(first: str | None, sketched: list[tuple[str, bytes]]
                      ) -> list[tuple[str | None, bytes | None]]:
     """The evidence of one fingerprint, as a store returns it: the page its entry names
@@ -175,6 +185,10 @@ class IndexStore(Protocol):
         """Add each row's sketch under its fingerprint, for the page id given, and file
         the fingerprint under the sketch's anchors, only if the fingerprint is indexed
         and its records stay within :data:`EVIDENCE_BYTES`; ``True`` where added."""
+
+    def release(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        """Replace the sketch of each row's page (its record under the row's fingerprint)
+        by :data:`RELEASED`; ``True`` where a sketch was replaced."""
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         """Delete each fingerprint (only if it belongs to the given page id, when one is
@@ -260,6 +274,9 @@ class NearDuplicateIndex:
         layout: a complete layout for a new index (design and bucketing; rebuilds use
             it to reproduce an index exactly).
         batch_size: fingerprints per store call in the ``*_many`` methods.
+        release_sketches: whether a new index keeps stored pages' text sketches in Redis
+            only until they are stored (:attr:`IndexLayout.release_sketches`; default:
+            by capacity). An existing index keeps its own.
 
     Raises:
         IndexMismatchError: the store holds an index with another design.
@@ -277,7 +294,8 @@ class NearDuplicateIndex:
     def __init__(self, store: IndexStore, k: int | None = None, *,
                  design: Design | None = None, capacity: int = DEFAULT_CAPACITY,
                  layout: IndexLayout | None = None,
-                 batch_size: int = DEFAULT_BATCH) -> None:
+                 batch_size: int = DEFAULT_BATCH,
+                 release_sketches: bool | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.store = store
@@ -289,7 +307,8 @@ class NearDuplicateIndex:
             if layout is None:
                 layout = IndexLayout.plan(capacity, DEFAULT_MAX_DISTANCE if k is None else k,
                                           design=design,
-                                          table_limit=store.compact_limit())
+                                          table_limit=store.compact_limit(),
+                                          release_sketches=release_sketches)
             stored = store.create_layout(layout.describe())  # another process may win
         found = IndexLayout.from_description(stored)
         if design is not None and found.design.tables != design.tables:
@@ -309,6 +328,9 @@ class NearDuplicateIndex:
                 f"the larger k (simcrawl rebuild-index -k {k}), or use k={layout.k} "
                 "(DEDUP_MAX_DISTANCE) or another namespace")
         store.attach(layout)
+        #: Where a released sketch is read (:data:`RELEASED`): the crawl's page store,
+        #: set by :class:`dedup.deduplicator.Deduplicator`.
+        self.sketch_source: SketchSource | None = None
 
     def _mismatch(self, layout: IndexLayout, design: Design) -> str:
         return (f"the index in {self.store.describe()} uses the design "
@@ -317,14 +339,35 @@ class NearDuplicateIndex:
                 "a design, use another namespace, or rebuild it (simcrawl rebuild-index).")
 
     # ------------------------------------------------------------------ helpers
-    def _probe(self, fps: Sequence[int], sketches: Sequence[bytes | None] | None = None
-               ) -> Probe:
+    def _probe(self, fps: Sequence[int], sketches: Sequence[bytes | None] | None = None,
+               released: bool = False) -> Probe:
+        """The batch's coordinates, sketches and anchors; ``released``: the records keep
+        :data:`RELEASED` instead of each sketch (the page is stored), filed under the
+        sketch's anchors all the same."""
         arr = np.fromiter(fps, dtype=np.uint64, count=len(fps))
         buckets, rests = self.layout.coordinates(arr)
         if sketches is not None and not any(sketches):
             sketches = None
         anchors = [anchors_of(s) for s in sketches] if sketches is not None else None
+        if released and sketches is not None:
+            sketches = [RELEASED if s else None for s in sketches]
         return Probe(list(fps), buckets, rests, sketches, anchors=anchors)
+
+    def _resolved(self, rows: list[list[Match]]) -> list[list[Match]]:
+        """The matches with every released sketch read from :attr:`sketch_source` (one
+        read for all of them). A page stored without its sketch keeps :data:`RELEASED`,
+        which the text check takes for no evidence, and is logged."""
+        wanted = {m.page_id for found in rows for m in found
+                  if m.sketch == RELEASED and m.page_id is not None}
+        if not wanted:
+            return rows
+        got = dict(self.sketch_source(wanted)) if self.sketch_source is not None else {}
+        if wanted - got.keys():
+            log.warning("%d candidates' text sketches left Redis but are not in the store "
+                        "(%s): they are judged without their text", len(wanted - got.keys()),
+                        ", ".join(sorted(wanted - got.keys())[:3]))
+        return [[m._replace(sketch=got.get(m.page_id, m.sketch)) if m.sketch == RELEASED
+                 else m for m in found] for found in rows]
 
     def _chunks(self, items: Sequence) -> Iterator[Sequence]:
         for at in range(0, len(items), self.batch_size):
@@ -423,6 +466,7 @@ class NearDuplicateIndex:
             if matches and not live and attempts > 1:
                 retry.append(i)  # every original was removed after the decision: again
             out.append(live or matches)
+        out = self._resolved(out)
         if retry:
             for i, result in zip(retry, self._decide([pairs[i] for i in retry], attempts - 1)):
                 out[i] = result
@@ -494,7 +538,7 @@ class NearDuplicateIndex:
         return [[Match(fp, next(ids), d) for fp, d in rows] for rows in found]
 
     def add_many(self, items: Iterable[tuple[int, str] | tuple[int, str, bytes | None]],
-                 progress: Callable[[int], None] | None = None) -> int:
+                 progress: Callable[[int], None] | None = None, stored: bool = False) -> int:
         """Load ``(fingerprint, page_id)`` pairs without checking for near duplicates (bulk
         loads, rebuilds, pages admitted after their candidates' text check). A fingerprint
         already stored keeps its page id and sketch.
@@ -503,11 +547,14 @@ class NearDuplicateIndex:
             items: the pairs (any iterable; consumed in batches), each with the page's
                 text sketch as an optional third element.
             progress: called with the number of pairs handled after each batch.
+            stored: the pages are in MongoDB already (a rebuild): where the layout
+                releases sketches, only their anchors and :data:`RELEASED` are written.
 
         Returns:
             How many fingerprints were new.
         """
         size = max(self.batch_size, 256)
+        release = stored and self.layout.release_sketches
 
         def requests() -> Iterator[tuple[Probe, Sequence[str]]]:
             batch: list[tuple[int, str, bytes | None]] = []
@@ -515,12 +562,12 @@ class NearDuplicateIndex:
                 batch.append((check_fingerprint(it[0]), check_page_id(it[1]),
                               it[2] if len(it) > 2 else None))  # type: ignore[misc]
                 if len(batch) >= size:
-                    yield self._probe([f for f, _, _ in batch], [s for *_, s in batch]), \
-                        [p for _, p, _ in batch]
+                    yield self._probe([f for f, _, _ in batch], [s for *_, s in batch],
+                                      release), [p for _, p, _ in batch]
                     batch = []
             if batch:
-                yield self._probe([f for f, _, _ in batch], [s for *_, s in batch]), \
-                    [p for _, p, _ in batch]
+                yield self._probe([f for f, _, _ in batch], [s for *_, s in batch],
+                                  release), [p for _, p, _ in batch]
 
         added = 0
         for flags in self.store.add_many(requests()):
@@ -562,9 +609,24 @@ class NearDuplicateIndex:
         fp = check_fingerprint(fp)
         pid = None if page_id is None else check_page_id(page_id)
         probe = self._probe([fp])
-        pages = self.store.evidence([fp])[0]
-        probe.anchors = [sorted({a for _, sketch in pages for a in anchors_of(sketch)})]
+        pages = self._resolved([[Match(fp, p, 0, s) for p, s in self.store.evidence([fp])[0]]])
+        probe.anchors = [sorted({a for m in pages[0] for a in anchors_of(m.sketch)})]
         return self.store.remove(probe, [pid])[0]
+
+    def release(self, items: Iterable[tuple[int, str]]) -> int:
+        """Let the text sketches of stored pages (``(fingerprint, page id)``) leave Redis,
+        where the layout says so (:attr:`IndexLayout.release_sketches`; else nothing to
+        do): each page's record keeps its id and :data:`RELEASED`, its anchors stay, and a
+        decision that meets it reads the sketch from :attr:`sketch_source`. Call it only
+        once the store holds the pages' sketches. Returns how many were released."""
+        if not self.layout.release_sketches:
+            return 0
+        rows = [(check_fingerprint(fp), check_page_id(pid)) for fp, pid in items]
+        done = 0
+        for chunk in self._chunks(rows):
+            done += sum(self.store.release(self._probe([fp for fp, _ in chunk]),
+                                           [pid for _, pid in chunk]))
+        return done
 
     def withdraw(self, items: Iterable[tuple[int, str]]) -> int:
         """Withdraw pages judged copies after their candidates were read (``(fingerprint,

@@ -56,12 +56,18 @@ class IndexLayout:
         anchor_bits: low bits of a text anchor that name its set (so that each set stays
             in the compact encoding at the capacity, as a bucket does; 16 for an index
             planned before they scaled).
+        release_sketches: a page's text sketch stays in Redis only until MongoDB holds
+            it (the crawl then releases it, :meth:`NearDuplicateIndex.release`, and a
+            candidate's sketch is read from the store): planned for an index that would
+            not fit one Redis node with its sketches (:func:`dedup.tables.
+            sketches_leave_redis`); ``False`` for an index planned before.
     """
 
     design: Design
     bucket_bits: int
     capacity: int
     anchor_bits: int = 16
+    release_sketches: bool = False
 
     def __post_init__(self) -> None:
         pmin = min(t.prefix_bits for t in self.design.tables)
@@ -93,7 +99,7 @@ class IndexLayout:
     # ---------------------------------------------------------------- planning
     @classmethod
     def plan(cls, capacity: int, k: int = DEFAULT_MAX_DISTANCE, *, design: Design | None = None,
-             table_limit: int = 128) -> IndexLayout:
+             table_limit: int = 128, release_sketches: bool | None = None) -> IndexLayout:
         """Choose a layout for about ``capacity`` fingerprints.
 
         Args:
@@ -104,29 +110,35 @@ class IndexLayout:
             table_limit: entries a sorted set may hold in the compact encoding
                 (``zset-max-listpack-entries``); buckets are planned for at most 128,
                 because every insert scans its bucket.
+            release_sketches: whether sketches leave Redis once stored (default: when
+                the index would not fit one node with them,
+                :func:`dedup.tables.sketches_leave_redis`).
 
         Raises:
             ValueError: ``capacity < 1`` or a limit below 2.
         """
-        from ..tables import plan as plan_design
+        from ..tables import crawl_plan, sketches_leave_redis
 
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         if table_limit < 2:
             raise ValueError("the compact-encoding limit must be at least 2")
         if design is None:
-            design = plan_design(capacity, k, bytes_per_entry=16)[0].design
+            design = crawl_plan(capacity, k).design
+        if release_sketches is None:
+            release_sketches = sketches_leave_redis(capacity, design.k)
         pmin = min(t.prefix_bits for t in design.tables)
         limit = min(table_limit, 256)
         return cls(design, _bucket_bits(capacity, limit, pmin), capacity,
-                   anchor_bits(capacity, limit))
+                   anchor_bits(capacity, limit), release_sketches)
 
     # ------------------------------------------------------------ description
     def describe(self) -> dict[str, object]:
         """A JSON-friendly description, stored with the index."""
         return {"version": LAYOUT_VERSION, "design": self.design.describe(),
                 "bucket_bits": self.bucket_bits, "capacity": self.capacity,
-                "anchor_bits": self.anchor_bits}
+                "anchor_bits": self.anchor_bits,
+                "sketches": "until-stored" if self.release_sketches else "kept"}
 
     @classmethod
     def from_description(cls, desc: dict) -> IndexLayout:
@@ -143,8 +155,11 @@ class IndexLayout:
             d = desc["design"]
             tables = tuple(Table(tuple(t["order"]), int(t["prefix_bits"])) for t in d["tables"])
             design = Design(str(d["name"]), int(d["k"]), tables)
+            sketches = desc.get("sketches", "kept")
+            if sketches not in ("kept", "until-stored"):
+                raise ValueError(f"sketches {sketches!r}")
             return cls(design, int(desc["bucket_bits"]), int(desc["capacity"]),
-                       int(desc.get("anchor_bits", 16)))
+                       int(desc.get("anchor_bits", 16)), sketches == "until-stored")
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexMismatchError(f"stored index layout is malformed: {exc}") from exc
 

@@ -15,6 +15,7 @@ from .core import (
     ANCHOR_READ,
     CHANGED,
     EVIDENCE_BYTES,
+    RELEASED,
     Hit,
     Probe,
     records_in_order,
@@ -101,7 +102,7 @@ class MemoryStore:
         """File a sketch record under ``fp`` (unless it is there) and ``fp`` under the
         anchors, as the Redis scripts' ``keep_sketch`` and ``file_anchors`` do."""
         pages = self._sketches.setdefault(fp, [])
-        if (page_id, sketch) not in pages:
+        if (page_id, sketch) not in pages and (page_id, RELEASED) not in pages:
             pages.append((page_id, sketch))
         for anchor in anchors:
             filed = self._anchors.setdefault(anchor, [])
@@ -183,6 +184,18 @@ class MemoryStore:
                     if not entries:
                         del self._tables[t][bucket]
                 out.append(True)
+        return out
+
+    def release(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        out = []
+        with self._lock:
+            for fp, pid in zip(probe.fps, page_ids):
+                pages = self._sketches.get(fp, [])
+                at = next((j for j, (p, s) in enumerate(pages)
+                           if p == pid and s != RELEASED), None)
+                if at is not None:
+                    pages[at] = (pid, RELEASED)
+                out.append(at is not None)
         return out
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:

@@ -20,6 +20,8 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     length (2 bytes, little-endian)][sketch]``: the page the entry names, and any page
     admitted later with the same fingerprint (it is not indexed again, but it is a
     candidate). Written in the same script as the admission, deleted with the entry.
+    Where the layout releases sketches, a stored page's record keeps the one byte
+    ``RELEASED`` instead of its sketch (:meth:`RedisStore.release`).
 ``ns:a:{lo}``
     Text anchors (:attr:`dedup.sketch.TextSketch.anchors`, 64-bit): a sorted set per low
     ``anchor_bits`` bits of an anchor (planned with the layout so that a set stays in the
@@ -107,7 +109,8 @@ local function keep_sketch(key, member, pid, sketch)
   local have = redis.call('HGET', key, member)
   if not have then
     redis.call('HSET', key, member, record)
-  elseif not string.find(have, record, 1, true) then
+  elseif not string.find(have, record, 1, true)
+         and not string.find(have, string.char(#pid) .. pid .. '\1\0\0', 1, true) then
     redis.call('HSET', key, member, have .. record)
   end
 end
@@ -336,6 +339,32 @@ for i = 0, n - 1 do
   end
   a = a + T + 4 + na
   kb = kb + T + 1 + na
+end
+return out
+"""
+
+# RELEASE: per row, KEYS[i] its sketch key, ARGV its table-0 member and packed page id:
+# the page's record keeps its id and the one-byte sketch RELEASED (0). Returns 1 per row
+# where a sketch was replaced.
+_LUA_RELEASE = r"""
+local out = {}
+for i = 1, #KEYS do
+  local member, pid = ARGV[2 * i - 1], ARGV[2 * i]
+  local have = redis.call('HGET', KEYS[i], member)
+  out[i] = 0
+  local at = 1
+  while have and at <= #have do
+    local idlen = string.byte(have, at)
+    local n = string.byte(have, at + idlen + 1) + 256 * string.byte(have, at + idlen + 2)
+    if string.sub(have, at + 1, at + idlen) == pid
+       and not (n == 1 and string.byte(have, at + idlen + 3) == 0) then
+      redis.call('HSET', KEYS[i], member, string.sub(have, 1, at + idlen) .. '\1\0\0'
+                 .. string.sub(have, at + idlen + 3 + n))
+      out[i] = 1
+      break
+    end
+    at = at + idlen + 3 + n
+  end
 end
 return out
 """
@@ -613,6 +642,12 @@ class RedisStore:
         reply = next(iter(self._eval(_LUA_REMOVE, [(keys, [0, 0, len(self._table_keys),
                                                            len(probe.fps), *args])])))
         return [bool(x) for x in reply]
+
+    def release(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
+        keys = [self._sketch_key(b) for b in probe.buckets[:, 0].tolist()]
+        args = [x for m, p in zip(self._split(probe.rests[:, 0]), page_ids)
+                for x in (m, pack_page_id(p))]
+        return [bool(x) for x in next(iter(self._eval(_LUA_RELEASE, [(keys, args)])))]
 
     def lookup(self, fps: Sequence[int]) -> list[str | None]:
         return [pid for pid, _ in self._read(fps, sketches=False)]  # type: ignore[misc]

@@ -151,7 +151,7 @@ class ShardedIndex(NearDuplicateIndex):
             if dead:
                 self.reaped += self.store.withdraw(list(dead.values()), expired_only=True)
             if not waiting:
-                return out
+                return self._resolved(out)
             self.waits += len(waiting)
             time.sleep(POLL_S)
             again = list(waiting)
@@ -202,13 +202,13 @@ class ShardedIndex(NearDuplicateIndex):
         return out
 
     def add_many(self, items: Iterable[tuple[int, str] | tuple[int, str, bytes | None]],
-                 progress: object = None) -> int:
+                 progress: object = None, stored: bool = False) -> int:
         """As :meth:`NearDuplicateIndex.add_many`; a page of this process still pending
         is admitted by it."""
         rows = list(items)
         for it in rows:
             self._pending.pop((it[0], it[1]), None)
-        return super().add_many(rows, progress)  # type: ignore[arg-type]
+        return super().add_many(rows, progress, stored)  # type: ignore[arg-type]
 
     def withdraw(self, items: Iterable[tuple[int, str]]) -> int:
         """Withdraw this process's pending pages among ``items`` (``(fingerprint, page

@@ -51,6 +51,42 @@ def test_three_processes_share_one_crawl(tmp_path: Path, check_record,
         assert not list(connect_redis(services.redis_url).scan_iter(match="shared:frontier:*"))
 
 
+def test_sketches_that_leave_redis_once_stored_give_the_same_record(
+        tmp_path: Path, check_record, reference_crawl) -> None:  # type: ignore[no-untyped-def]
+    """An index too large for one node keeps a page's text sketch in Redis only until
+    MongoDB holds it (DEDUP_SKETCHES=until-stored, what DEDUP_SKETCHES=auto chooses past
+    one node): two processes crawl the demo with it and record what one process records
+    with every sketch in Redis, each judging the other's stored pages on their sketches
+    from MongoDB; at the end no stored page's sketch is left in Redis."""
+    from dedup.index.core import RELEASED
+    from dedup.index.redis_store import unpack_page_id
+
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=40, zh_articles=2, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        expected = reference_crawl(site, env, tmp_path)
+        procs = [subprocess.Popen([*shared_crawl(site, tmp_path, n, "released"), "-s",
+                                   "DEDUP_SKETCHES=until-stored"], cwd=ROOT, env=env)
+                 for n in range(2)]
+        assert [p.wait(timeout=600) for p in procs] == [0, 0]
+        db = connect_mongo(services.mongo_uri)["shared"]
+        check_record(db, site, expected)
+        client = connect_redis(services.redis_url)
+        records = []
+        for key in client.scan_iter(match="released:s:*"):
+            for raw in client.hvals(key):
+                at = 0
+                while at < len(raw):
+                    n = raw[at]
+                    size = int.from_bytes(raw[at + 1 + n:at + 3 + n], "little")
+                    records.append((unpack_page_id(raw[at + 1:at + 1 + n]),
+                                    raw[at + 3 + n:at + 3 + n + size]))
+                    at += 3 + n + size
+        stored = {str(d["_id"]) for d in db.fingerprints.find({"sketch": {"$exists": True}})}
+        assert records and {p for p, _ in records} <= stored
+        assert all(sketch == RELEASED for _, sketch in records)
+
+
 def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MONGO_URI")}

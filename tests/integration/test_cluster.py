@@ -232,3 +232,15 @@ def test_a_copys_text_is_kept_only_under_an_admitted_original(redis_cluster: str
     assert index.attach_copies([(fp, "kept", sketch)]) == 1
     assert [p for p, _ in store.evidence([fp])[0]] == ["kept", "kept"]
     store.clear()
+
+
+def test_released_sketches_are_read_from_the_store_on_a_cluster(redis_cluster: str) -> None:
+    """The sharded index releases a stored page's sketch as one node does
+    (tests/integration/test_index.py, ``check_released_sketches``)."""
+    from test_index import check_released_sketches
+
+    store = ClusterStore(connect_redis(redis_cluster), f"{{rel-{uuid.uuid4().hex[:8]}}}")
+    try:
+        check_released_sketches(store, ShardedIndex)
+    finally:
+        store.clear()

@@ -248,6 +248,66 @@ def test_copies_evidence_is_kept_with_its_original_within_a_bound(store) -> None
     assert [(m.page_id, m.sketch) for m in found] == [("original", s) for _, s in pages]
 
 
+def check_released_sketches(store, kind=NearDuplicateIndex) -> None:  # type: ignore[no-untyped-def]
+    """An index too large to keep text sketches in Redis (its layout releases them): a
+    stored page's sketch leaves Redis, its anchors stay, and every candidate still comes
+    with its sketch, read from the store; the admission's count of a candidate's records
+    is the same before and after; removal finds the anchors in the store; a rebuild
+    writes stored pages released. An index that keeps sketches releases nothing."""
+    from dedup.index import IndexLayout
+    from dedup.index.core import RELEASED
+    from dedup.sketch import TextSketch
+
+    def sketch(word: str) -> bytes:
+        return TextSketch.of_text(" ".join(f"{word}{i}" for i in range(300))).to_bytes()
+
+    stored = {"first": sketch("word"), "rebuilt": sketch("other")}
+    reads: list[set[str]] = []
+    index = kind(store, layout=IndexLayout.plan(1000, 3, release_sketches=True))
+    index.sketch_source = lambda ids: (reads.append(set(ids)), {  # type: ignore[func-returns-value]
+        p: stored[p] for p in ids if p in stored})[1]
+
+    def offer(fp: int, pid: str, text: bytes) -> list[Match]:
+        found = index.check_and_add_all([(fp, pid, text)])[0]
+        index.withdraw([(fp, pid)] if found else [])  # judged a copy (a sharded index)
+        return found
+
+    assert index.check_and_add_all([(0, "first", stored["first"])]) == [[]]
+    found = offer(1, "copy", sketch("word"))
+    assert [(m.page_id, m.sketch) for m in found] == [("first", stored["first"])] and not reads
+    assert index.release([(0, "first"), (1 << 40, "not-indexed")]) == 1
+    assert index.release([(0, "first")]) == 0  # once
+    assert index.store.evidence([0])[0] == [("first", RELEASED)]
+    # the same candidate, through its fingerprint and 64 bits away through its anchors
+    for fp in (1, M64):
+        found = offer(fp, "copy", sketch("word"))
+        assert [(m.page_id, m.sketch) for m in found] == [("first", stored["first"])]
+    assert reads[-1] == {"first"}
+    # judged with one record then, one now: admitted
+    assert index.admit_unless_new([(M64, "kept", sketch("word"))], [{0: 1}]) == [[]]
+    assert len(index) == 2
+    # a rebuild of a stored page: its record released, its anchors filed
+    index.add_many([(1 << 50, "rebuilt", stored["rebuilt"])], stored=True)
+    assert index.store.evidence([1 << 50])[0] == [("rebuilt", RELEASED)]
+    found = offer(12345, "x", sketch("other"))
+    assert [(m.page_id, m.sketch) for m in found] == [("rebuilt", stored["rebuilt"])]
+    # removal takes the page from under its anchors (read from the store)
+    assert index.remove(1 << 50)
+    assert index.check_and_add_all([(12345, "x", sketch("other"))]) == [[]]
+    # without a source (or the page not stored) the mark stays, and says no evidence
+    index.sketch_source = None
+    assert [m.sketch for m in offer(1, "c2", sketch("word"))] == [RELEASED, stored["first"]]
+    index.store.clear()
+    kept = kind(store, layout=IndexLayout.plan(1000, 3, release_sketches=False))
+    kept.add_many([(0, "first", stored["first"])])
+    assert kept.release([(0, "first")]) == 0
+    assert kept.store.evidence([0])[0] == [("first", stored["first"])]
+
+
+def test_released_sketches_are_read_from_the_store(store) -> None:  # type: ignore[no-untyped-def]
+    check_released_sketches(store)
+
+
 def test_add_many_keeps_the_first_page_id(store) -> None:
     index = NearDuplicateIndex(store, capacity=1000)
     progress: list[int] = []

@@ -24,9 +24,12 @@ def test_plan_says_what_the_crawls_index_costs_at_scale():
     out = run("plan", "--docs", "1000000000", "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    assert got["design"] == "6 blocks" and got["tables"] == 20
+    # issue 22's bounds: at most 450 GB and 1,000 candidates a probe at a billion pages
+    assert got["memory_bytes"] <= 450 * 10**9 and got["candidates_per_probe"] <= 1000
     assert got["memory_bytes"] == got["bytes_per_page"] * 1_000_000_000
-    assert 0 < got["candidates_per_probe"] < 10 and got["anchor_reads_per_probe"] == 48
+    assert got["sketches"] == "until-stored" and got["anchor_reads_per_probe"] == 48
+    small = json.loads(run("plan", "--docs", "10000000", "--json").stdout)
+    assert small["sketches"] == "redis" and small["tables"] == 10
     table = run("plan")  # the crawl's index from 1M to 8B pages
     assert table.returncode == 0
     assert "8,000,000,000" in table.stdout and "1,000,000" in table.stdout

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from dedup.tables import (
+    MAX_CANDIDATES,
+    NODE_BYTES,
     REDIS_ENTRY_BYTES,
     Table,
     block_design,
@@ -14,6 +16,7 @@ from dedup.tables import (
     crawl_plan,
     format_plans,
     plan,
+    sketches_leave_redis,
     two_level_design,
 )
 
@@ -90,14 +93,23 @@ def test_planner_follows_the_paper():
 
 def test_the_crawls_plan_counts_every_byte_a_page_costs_in_redis():
     """The crawl's index is its tables in Redis and, per page, a text sketch, text anchors
-    and a checksum: the plan counts them all, so a billion pages need the 20-table design
-    and what its memory really is (not 8 bytes per entry of the tables alone)."""
+    and a checksum: the plan counts them all. While it fits one node it is planned for
+    speed; past one node its sketches leave Redis once stored and it is planned for
+    memory, under the bound of candidates a probe."""
     small = crawl_plan(1_000_000, 3)
     assert small.tables == 10 and small.bytes_per_fp == 10 * REDIS_ENTRY_BYTES + \
         crawl_extra_bytes() and small.memory == 1_000_000 * small.bytes_per_fp
+    assert not sketches_leave_redis(1_000_000) and not sketches_leave_redis(50_000_000)
+    assert small.memory * 100 > NODE_BYTES  # 100M pages would not fit one node: released
+    assert sketches_leave_redis(100_000_000) and sketches_leave_redis(1_000_000_000)
     big = crawl_plan(1_000_000_000, 3)
-    assert big.tables == 20 and big.candidates < 10
-    assert big.memory > plan(1_000_000_000, 3)[0].memory + 500 * 1_000_000_000
+    assert big.bytes_per_fp == big.tables * REDIS_ENTRY_BYTES + crawl_extra_bytes(True)
+    assert big.candidates <= MAX_CANDIDATES and big.memory <= 450 * 10**9
+    # the fewest tables under the bound: none with fewer tables stays under it
+    assert all(p.candidates > MAX_CANDIDATES for p in plan(1_000_000_000, 3)[1]
+               if p.tables < big.tables)
+    huge = crawl_plan(8_000_000_000, 3)
+    assert huge.candidates <= MAX_CANDIDATES and huge.tables > big.tables
 
 
 def test_planner_rejects_bad_input():
