@@ -98,8 +98,8 @@ def sketches_for(pages: Iterable[int], on: bool) -> Iterator[bytes | None]:
     return (sketch_of(p) if on else None for p in pages)
 
 
-def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool = False
-         ) -> float:
+def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool = False,
+         stored: bool = False) -> float:
     started = time.monotonic()
     done = 0
     ids = page_ids(0, len(fps))
@@ -111,8 +111,37 @@ def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool 
         if done % 1_000_000 < n:
             log(f"{label}: {done:,} loaded, {done / (time.monotonic() - started):,.0f}/s")
 
-    index.add_many(zip(fps.tolist(), ids, sketches), progress=progress)
+    index.add_many(zip(fps.tolist(), ids, sketches), progress=progress, stored=stored)
     return time.monotonic() - started
+
+
+def stored_sketches(ids: set[str]) -> dict[str, bytes]:
+    """The sketches of stored pages by id (what MongoDB returns to an index whose
+    sketches left Redis; made again here from the page number, without the store's
+    round trip, which ``--released`` times on its own)."""
+    return {p: sketch_of(int(p[8:], 16)) for p in ids}
+
+
+def store_read_ms(folder: Path, reads: int = 300, per_read: int = 4) -> dict[str, float]:
+    """One ``sketches_of`` read of ``per_read`` stored pages from SecantusDB (what a
+    decision batch that meets released candidates adds): p50 and p99 in ms."""
+    with EmbeddedServices(folder, redis=False) as svc:
+        pages = PageStore(connect_mongo(svc.mongo_uri), "bench_sketches")
+        pages.ensure_indexes()
+        ids = page_ids(0, 10_000)
+        pages.fingerprints.insert_many([fingerprint_doc(
+            pid, i, checksum=f"{i:032x}", tokens=150, short=False, algorithm="bench",
+            sketch=sketch_of(i)) for i, pid in enumerate(ids)])
+        rng = random.Random(SEED)
+        took = []
+        for _ in range(reads):
+            want = {ids[rng.randrange(len(ids))] for _ in range(per_read)}
+            t0 = time.perf_counter()
+            got = pages.sketches_of(want)
+            took.append(time.perf_counter() - t0)
+            assert len(got) == len(want)
+    ms = np.array(took) * 1000
+    return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99))}
 
 
 def plain_zset_bytes(client, fps: np.ndarray, table) -> float:  # type: ignore[no-untyped-def]
@@ -267,11 +296,11 @@ def print_memory(rows: list) -> None:  # type: ignore[type-arg]
             f"{'plain zset':>10} {'load/s':>9}")
     print(head + "\n" + "-" * len(head))
     for n, layout, total, plain, rate in rows:
-        design = f"k{layout.k} {len(layout.tables)} tb"
+        design = f"k{layout.k} {len(layout.tables)} tb" + ("*" if layout.release_sketches else "")
         print(f"{n:>13,} {design:>9} {layout.bucket_bits:>11} {total:>9.2f} "
               f"{plain:>10.1f} {rate:>9,.0f}")
-    print("simcrawl: all keys of the index, page ids (24 hex digits) included; target <= 16",
-          flush=True)
+    print("simcrawl: all keys of the index, page ids (24 hex digits) included; target <= 16; "
+          "* sketches out of Redis once stored", flush=True)
 
 
 def print_speed(n: int, k: int, speed: dict, peer: dict | None, peer_docs: int) -> None:  # type: ignore[type-arg]
@@ -396,6 +425,10 @@ def main() -> None:
     parser.add_argument("--sketches", action="store_true",
                         help="load and decide with a text sketch per fingerprint, as the "
                         "crawl does")
+    parser.add_argument("--released", action="store_true",
+                        help="with --sketches: also each index with its sketches out of "
+                        "Redis once stored (DEDUP_SKETCHES=until-stored, the crawl's past "
+                        "one node), and a store read of released sketches timed")
     args = parser.parse_args()
     if args.redis_server:
         os.environ["SIMCRAWL_REDIS_SERVER"] = args.redis_server
@@ -407,6 +440,7 @@ def main() -> None:
     server.start()
     rows_mem: list = []  # type: ignore[type-arg]
     speeds: dict[int, dict] = {}  # type: ignore[type-arg]
+    released_speeds: dict[tuple[int, str], dict] = {}  # type: ignore[type-arg]
     results: list[dict] = []  # type: ignore[type-arg]
     try:
         client = connect_redis(server.url, timeout=60)
@@ -442,6 +476,26 @@ def main() -> None:
                     "batched_decisions_per_s": round(speed["batched"]) if speed else None,
                     "single_p99_ms": round(speed["p99"], 3) if speed else None,
                     "sketches": args.sketches})
+                if args.released and args.sketches:
+                    client.flushall()
+                    index = NearDuplicateIndex(RedisStore(client, "bench"), k=k, capacity=n,
+                                               batch_size=64, release_sketches=True)
+                    index.sketch_source = stored_sketches
+                    before = used(client)
+                    took = load(index, fps, f"k = {k}, {n:,}, released", True, stored=True)
+                    rel = (used(client) - before) / n / tables
+                    log(f"{n:,} released: {rel * tables:,.0f} bytes per fingerprint")
+                    fast = None
+                    if (k, "released") not in released_speeds:
+                        fast = released_speeds[(k, "released")] = decisions(
+                            index, args.decisions, fps, True)
+                    rows_mem.append((n, index.layout, rel, plain, n / took))
+                    results.append({
+                        "name": f"k{k}-{tables}-tables-released", "crawl_default": False,
+                        "fingerprints": n, "bytes_per_fingerprint": round(rel * tables, 1),
+                        "batched_decisions_per_s": round(fast["batched"]) if fast else None,
+                        "single_p99_ms": round(fast["p99"], 3) if fast else None,
+                        "sketches": "until-stored"})
         print_memory(rows_mem)
         client.flushall()
         peer = None
@@ -451,6 +505,15 @@ def main() -> None:
         for k, speed in speeds.items():
             print_speed(sizes[0], k, speed, peer, args.datasketch_docs)
             peer = None  # printed once
+        for (k, _), speed in released_speeds.items():
+            print(f"\n(sketches out of Redis once stored; a candidate's read from the store, "
+                  f"timed below)", end="")
+            print_speed(sizes[0], k, speed, None, 0)
+        if released_speeds:
+            read = store_read_ms(tmp / "sketch-reads")
+            print(f"a store read of 4 released sketches (SecantusDB, one find): p50 "
+                  f"{read['p50']:.2f} ms, p99 {read['p99']:.2f} ms, once per decision "
+                  "batch that meets released candidates", flush=True)
     finally:
         server.stop()
     if args.cluster:

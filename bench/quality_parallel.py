@@ -19,9 +19,12 @@ data from ``../shared`` (never copied into the repository); development figures.
 
     python bench/quality_parallel.py [--data PATH ...] [--processes 1 2 3] [--repeat 2]
                                      [--clusters | --redis-cluster]
+                                     [--sketches until-stored]
 
 ``--redis-cluster``: the same crawls on a real Redis Cluster of three primaries, the
 index spread over its nodes (numbered pending entries, docs/scaling.md).
+``--sketches until-stored``: the index keeps stored pages' text sketches out of Redis (as
+the crawl's index does past one node), so candidates' sketches are read from MongoDB.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
 
 
 def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False,
-            cluster_url: str | None = None) -> dict:
+            cluster_url: str | None = None, sketches: str = "auto") -> dict:
     port = free_port()
     pages, names = site(data, port)
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
@@ -121,7 +124,7 @@ def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool 
                             ["-s", f"DEDUP_DATABASE={database}", "-s",
                              f"DEDUP_NAMESPACE={namespace}", "-s", "AUTOTHROTTLE_ENABLED=0",
                              "-s", "ROBOTSTXT_OBEY=0", "-s", "DEPTH_LIMIT=1",
-                             "-s", "LOG_LEVEL=INFO"],
+                             "-s", "LOG_LEVEL=INFO", "-s", f"DEDUP_SKETCHES={sketches}"],
                             workdir / f"{database}.log", processes)
             db = connect_mongo(services.mongo_uri)[database]
             stored = [names[d["url"]] for d in db.pages.find({}, {"url": 1})
@@ -160,6 +163,10 @@ def main() -> int:
     parser.add_argument("--redis-cluster", action="store_true",
                         help="crawl on a real Redis Cluster of three primaries (started "
                         "here), the index spread over its nodes (dedup.index.ClusterStore)")
+    parser.add_argument("--sketches", choices=("auto", "redis", "until-stored"),
+                        default="auto",
+                        help="where the index keeps stored pages' text sketches "
+                        "(DEDUP_SKETCHES; until-stored: as past one Redis node)")
     args = parser.parse_args()
     if args.redis_cluster and args.clusters:
         parser.error("--clusters reads the index of the embedded Redis: not with "
@@ -169,7 +176,9 @@ def main() -> int:
             raise missing_data(data, "A near-duplicate development set (pages.jsonl)")
     print(f"{os.cpu_count()} cores; every row crawls the same pages from scratch "
           "(development figures)" + ("; on a Redis Cluster of three nodes, the index "
-                                     "sharded" if args.redis_cluster else ""))
+                                     "sharded" if args.redis_cluster else "")
+          + ("; text sketches out of Redis once stored" if args.sketches == "until-stored"
+             else ""))
     results = []
     with tempfile.TemporaryDirectory(prefix="simcrawl-parallel-") as tmp, \
             contextlib.ExitStack() as stack:
@@ -185,7 +194,8 @@ def main() -> int:
             print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for processes in args.processes:
                 for run in range(1, args.repeat + 1):
-                    r = measure(data, processes, run, Path(tmp), args.clusters, cluster_url)
+                    r = measure(data, processes, run, Path(tmp), args.clusters, cluster_url,
+                                args.sketches)
                     results.append({"data": data.name, **r})
                     print(f"| {processes} | {run} | {r['decided']} / {r['pages']} | "
                           f"{r['stored']} | {r['drops']} | {r['copies_admitted']} | "

@@ -19,6 +19,10 @@ def remove(args: argparse.Namespace) -> int:
         if store.read_layout() is None:
             raise InputError(f"no index in {store.describe()}")
         index = open_index(store)
+        # a released page's anchors are in its stored sketch: read before the page goes
+        known: dict[str, bytes] = {}
+        index.sketch_source = lambda ids: {**pages.sketches_of(ids - known.keys()),
+                                           **{p: known[p] for p in ids & known.keys()}}
         status = 0
         for fp_text in args.fingerprint:
             fp = parse_fingerprint(fp_text)
@@ -26,6 +30,7 @@ def remove(args: argparse.Namespace) -> int:
             print(f"fingerprint {fp:016x}: {'removed' if done else 'not in the index'}")
             status |= 0 if done else 1
         for page_id in args.page_ids:
+            known.update(pages.sketches_of([page_id]))
             fp = pages.remove_page(page_id)
             done = fp is not None and index.remove(fp, page_id)
             where = f"fingerprint {fp:016x}" if fp is not None else "no fingerprint"

@@ -216,6 +216,7 @@ def build(crawler: Crawler) -> Wiring:
                            k=config.max_distance, capacity=config.capacity,
                            batch_size=config.batch_size,
                            release_sketches=config.release_sketches)
+        index.sketch_source = pages.sketches_of  # released sketches (recovery reads them too)
         pages.save_layout(config.namespace, index.layout.describe())
         if index.layout.k > index.k:
             log.info("dedup: the index in %s was built for k = %d (%d tables); the crawl "

@@ -91,6 +91,41 @@ def test_remove_by_page_id_and_fingerprint(services, redis_client, pages, namesp
     assert missing.returncode == 1 and "not in the index" in missing.stdout
 
 
+def test_an_index_that_releases_sketches_is_rebuilt_and_removed_from_released(
+        services, redis_client, pages, namespace) -> None:  # type: ignore[no-untyped-def]
+    """An index too large to keep sketches in Redis (DEDUP_SKETCHES=until-stored): the
+    rebuild writes every stored page's record without its sketch (only its anchors), the
+    candidates' sketches come from the store, and `simcrawl remove` takes a page from
+    under its anchors, read from its stored sketch before the page goes."""
+    from dedup.index import IndexLayout
+    from dedup.index.core import RELEASED
+
+    layout = IndexLayout.plan(1000, 3, release_sketches=True)
+    text = {new_page_id(): " ".join(f"w{i}x{j}" for j in range(60)) for i in range(3)}
+    sketches = {pid: TextSketch.of_text(t).to_bytes() for pid, t in text.items()}
+    fps = {pid: random.Random(i).getrandbits(64) for i, pid in enumerate(text)}
+    pages.save_pages([{"_id": pid, "url": f"https://h.example/{pid}", "host": "h.example",
+                       "checksum": f"{i:032x}"} for i, pid in enumerate(text)],
+                     [fingerprint_doc(pid, fps[pid], checksum=f"{i:032x}", tokens=60,
+                                      short=False, algorithm="t", sketch=sketches[pid])
+                      for i, pid in enumerate(text)])
+    pages.save_layout(namespace, layout.describe())
+    done = cli(services, pages, namespace, "rebuild-index")
+    assert done.returncode == 0, done.stderr
+    index = NearDuplicateIndex(RedisStore(redis_client, namespace))
+    assert index.layout.release_sketches
+    assert all(index.store.evidence([fp]) == [[(pid, RELEASED)]] for pid, fp in fps.items())
+    index.sketch_source = pages.sketches_of
+    pid = next(iter(text))
+    same_text = TextSketch.of_text(text[pid]).to_bytes()
+    found = index.check_and_add_all([(fps[pid] ^ (2**64 - 1), "probe", same_text)])[0]
+    assert [(m.page_id, m.sketch) for m in found] == [(pid, sketches[pid])]  # by anchors
+    done = cli(services, pages, namespace, "remove", pid)
+    assert done.returncode == 0, done.stderr + done.stdout
+    # nothing is filed under its anchors any more: the same text is admitted
+    assert index.check_and_add_all([(fps[pid] ^ (2**64 - 1), "probe", same_text)]) == [[]]
+
+
 def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
     from dedup.services import free_port
 
