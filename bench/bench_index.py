@@ -506,8 +506,8 @@ def main() -> None:
             print_speed(sizes[0], k, speed, peer, args.datasketch_docs)
             peer = None  # printed once
         for (k, _), speed in released_speeds.items():
-            print(f"\n(sketches out of Redis once stored; a candidate's read from the store, "
-                  f"timed below)", end="")
+            print("\n(sketches out of Redis once stored; a candidate's read from the store, "
+                  "timed below)", end="")
             print_speed(sizes[0], k, speed, None, 0)
         if released_speeds:
             read = store_read_ms(tmp / "sketch-reads")
