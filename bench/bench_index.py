@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import subprocess
@@ -62,6 +63,7 @@ from dedup.services import (
 )
 from dedup.sketch import TextSketch
 from dedup.store import PageStore, fingerprint_doc, object_id
+from dedup.tables import Design, Table
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20070508
@@ -115,33 +117,19 @@ def load(index: NearDuplicateIndex, fps: np.ndarray, label: str, sketched: bool 
     return time.monotonic() - started
 
 
-def stored_sketches(ids: set[str]) -> dict[str, bytes]:
-    """The sketches of stored pages by id (what MongoDB returns to an index whose
-    sketches left Redis; made again here from the page number, without the store's
-    round trip, which ``--released`` times on its own)."""
-    return {p: sketch_of(int(p[8:], 16)) for p in ids}
-
-
-def store_read_ms(folder: Path, reads: int = 300, per_read: int = 4) -> dict[str, float]:
-    """One ``sketches_of`` read of ``per_read`` stored pages from SecantusDB (what a
-    decision batch that meets released candidates adds): p50 and p99 in ms."""
-    with EmbeddedServices(folder, redis=False) as svc:
-        pages = PageStore(connect_mongo(svc.mongo_uri), "bench_sketches")
-        pages.ensure_indexes()
-        ids = page_ids(0, 10_000)
-        pages.fingerprints.insert_many([fingerprint_doc(
-            pid, i, checksum=f"{i:032x}", tokens=150, short=False, algorithm="bench",
-            sketch=sketch_of(i)) for i, pid in enumerate(ids)])
-        rng = random.Random(SEED)
-        took = []
-        for _ in range(reads):
-            want = {ids[rng.randrange(len(ids))] for _ in range(per_read)}
-            t0 = time.perf_counter()
-            got = pages.sketches_of(want)
-            took.append(time.perf_counter() - t0)
-            assert len(got) == len(want)
-    ms = np.array(took) * 1000
-    return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99))}
+def sketch_store(folder: Path, stored: np.ndarray, n: int) -> tuple[EmbeddedServices, PageStore]:
+    """A SecantusDB page store holding the fingerprint documents (with their sketches) of
+    the stored pages :func:`decisions` will meet (the originals of its planted copies):
+    what an index whose sketches left Redis reads them from, as the crawl's does."""
+    svc = EmbeddedServices(folder, redis=False).start()
+    pages = PageStore(connect_mongo(svc.mongo_uri), "bench_sketches")
+    pages.ensure_indexes()
+    met = sorted(set(offered(n, stored)[1][::10]))
+    ids = page_ids(0, len(stored))
+    pages.fingerprints.insert_many([fingerprint_doc(
+        ids[p], int(stored[p]), checksum=f"{p:032x}", tokens=150, short=False,
+        algorithm="bench", sketch=sketch_of(p)) for p in met])
+    return svc, pages
 
 
 def plain_zset_bytes(client, fps: np.ndarray, table) -> float:  # type: ignore[no-untyped-def]
@@ -162,19 +150,36 @@ def plain_zset_bytes(client, fps: np.ndarray, table) -> float:  # type: ignore[n
     return per
 
 
-def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray, sketched: bool = False
-              ) -> dict[str, float]:
-    """check_and_add: batched throughput, and single-call latency. 10% of the offered
-    fingerprints are near copies (1-3 bits) of stored ones."""
+def offered(n: int, stored: np.ndarray) -> tuple[list[int], list[int]]:
+    """The fingerprints :func:`decisions` offers and each one's text (page number): new,
+    or for every tenth a planted near copy (1-3 bits) of a stored page, with its text."""
     rng = random.Random(SEED)
     fresh = random_fps(n, SEED + 1).tolist()
-    texts = list(range(10**9, 10**9 + n))  # each page's text: new, or its original's
+    texts = list(range(10**9, 10**9 + n))
     for i in range(0, n, 10):
         texts[i] = rng.randrange(len(stored))
         fp = int(stored[texts[i]])
         for bit in rng.sample(range(64), rng.randint(1, 3)):
             fp ^= 1 << bit
         fresh[i] = fp
+    return fresh, texts
+
+
+def dense(design: Design, n: int, candidates: float) -> Design:
+    """``design`` with each table's prefix shortened so that, at ``n`` fingerprints, a
+    probe expects about ``candidates`` (a shorter prefix finds a superset: the same pages,
+    with the table work of a corpus ``2**shorter`` times larger, e.g. 209 a probe at 1B
+    pages for the 10-table design)."""
+    shorter = max(0, round(math.log2(candidates / max(design.expected_candidates(n), 1e-9))))
+    return Design(f"{design.name}, prefixes {shorter} bits shorter", design.k,
+                  tuple(Table(t.order, t.prefix_bits - shorter) for t in design.tables))
+
+
+def decisions(index: NearDuplicateIndex, n: int, stored: np.ndarray, sketched: bool = False
+              ) -> dict[str, float]:
+    """check_and_add: batched throughput, and single-call latency. 10% of the offered
+    fingerprints are near copies (1-3 bits) of stored ones."""
+    fresh, texts = offered(n, stored)
     ids = page_ids(10**9, n)
     sketches = list(sketches_for(texts, sketched))
     half = n // 2
@@ -425,10 +430,14 @@ def main() -> None:
     parser.add_argument("--sketches", action="store_true",
                         help="load and decide with a text sketch per fingerprint, as the "
                         "crawl does")
+    parser.add_argument("--dense", type=float, default=0,
+                        help="also the crawl's design with its table prefixes shortened so "
+                        "that a probe expects this many candidates at the first size (209: "
+                        "the per-probe work of the 10-table design at a billion pages)")
     parser.add_argument("--released", action="store_true",
                         help="with --sketches: also each index with its sketches out of "
                         "Redis once stored (DEDUP_SKETCHES=until-stored, the crawl's past "
-                        "one node), and a store read of released sketches timed")
+                        "one node), candidates' sketches read from SecantusDB")
     args = parser.parse_args()
     if args.redis_server:
         os.environ["SIMCRAWL_REDIS_SERVER"] = args.redis_server
@@ -480,15 +489,20 @@ def main() -> None:
                     client.flushall()
                     index = NearDuplicateIndex(RedisStore(client, "bench"), k=k, capacity=n,
                                                batch_size=64, release_sketches=True)
-                    index.sketch_source = stored_sketches
                     before = used(client)
                     took = load(index, fps, f"k = {k}, {n:,}, released", True, stored=True)
                     rel = (used(client) - before) / n / tables
                     log(f"{n:,} released: {rel * tables:,.0f} bytes per fingerprint")
                     fast = None
                     if (k, "released") not in released_speeds:
-                        fast = released_speeds[(k, "released")] = decisions(
-                            index, args.decisions, fps, True)
+                        svc, pages = sketch_store(tmp / f"sketches-{k}-{n}", fps,
+                                                  args.decisions)
+                        index.sketch_source = pages.sketches_of  # as the crawl's
+                        try:
+                            fast = released_speeds[(k, "released")] = decisions(
+                                index, args.decisions, fps, True)
+                        finally:
+                            svc.stop()
                     rows_mem.append((n, index.layout, rel, plain, n / took))
                     results.append({
                         "name": f"k{k}-{tables}-tables-released", "crawl_default": False,
@@ -496,6 +510,36 @@ def main() -> None:
                         "batched_decisions_per_s": round(fast["batched"]) if fast else None,
                         "single_p99_ms": round(fast["p99"], 3) if fast else None,
                         "sketches": "until-stored"})
+        if args.dense:
+            n = sizes[0]
+            client.flushall()
+            base = NearDuplicateIndex(RedisStore(client, "base"), k=DEFAULT_MAX_DISTANCE,
+                                      capacity=n).layout.design
+            client.flushall()
+            design = dense(base, n, args.dense)
+            index = NearDuplicateIndex(RedisStore(client, "bench"), k=DEFAULT_MAX_DISTANCE,
+                                       design=design, capacity=n, batch_size=64)
+            fps = random_fps(n, SEED + n)
+            before = used(client)
+            load(index, fps, f"{design.name}, {n:,}", args.sketches)
+            per = (used(client) - before) / n
+            log(f"timing {args.decisions:,} decisions, {design.expected_candidates(n):,.0f} "
+                "candidates a probe")
+            cpu = server_cpu(client)
+            speed = decisions(index, args.decisions, fps, args.sketches)
+            speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
+            print(f"\n{design.name}: {design.expected_candidates(n):,.0f} candidates a probe "
+                  f"at {n:,}: {speed['batched']:,.0f} batched decisions/s, p99 "
+                  f"{speed['p99']:.3f} ms, Redis CPU {speed['cpu_ms']:.3f} ms a decision "
+                  f"({per:,.0f} B a page)")
+            results.append({
+                "name": f"k{DEFAULT_MAX_DISTANCE}-{len(design.tables)}-tables-dense-"
+                        f"{args.dense:g}", "crawl_default": False, "fingerprints": n,
+                "bytes_per_fingerprint": round(per, 1),
+                "batched_decisions_per_s": round(speed["batched"]),
+                "single_p99_ms": round(speed["p99"], 3), "sketches": args.sketches,
+                "candidates_per_probe": round(design.expected_candidates(n), 1),
+                "redis_cpu_ms_per_decision": round(speed["cpu_ms"], 4)})
         print_memory(rows_mem)
         client.flushall()
         peer = None
@@ -506,14 +550,9 @@ def main() -> None:
             print_speed(sizes[0], k, speed, peer, args.datasketch_docs)
             peer = None  # printed once
         for (k, _), speed in released_speeds.items():
-            print("\n(sketches out of Redis once stored; a candidate's read from the store, "
-                  "timed below)", end="")
+            print("\n(sketches out of Redis once stored: a candidate's read from SecantusDB, "
+                  "one read per batch)", end="")
             print_speed(sizes[0], k, speed, None, 0)
-        if released_speeds:
-            read = store_read_ms(tmp / "sketch-reads")
-            print(f"a store read of 4 released sketches (SecantusDB, one find): p50 "
-                  f"{read['p50']:.2f} ms, p99 {read['p99']:.2f} ms, once per decision "
-                  "batch that meets released candidates", flush=True)
     finally:
         server.stop()
     if args.cluster:

@@ -11,6 +11,7 @@ process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -124,6 +125,9 @@ EVIDENCE_BYTES = 2048
 #: starts with (a sketch's first byte is its version, 1 or more). The index reads such a
 #: candidate's sketch from its :attr:`NearDuplicateIndex.sketch_source`.
 RELEASED = b"\x00"
+
+#: Released sketches an index keeps after reading them (about 256 bytes each: 16 MB).
+RELEASED_CACHE = 65_536
 
 #: Reads stored pages' text sketches by page id (the page store's ``sketches_of``).
 SketchSource = Callable[[set[str]], Mapping[str, bytes]]
@@ -331,6 +335,9 @@ class NearDuplicateIndex:
         #: Where a released sketch is read (:data:`RELEASED`): the crawl's page store,
         #: set by :class:`dedup.deduplicator.Deduplicator`.
         self.sketch_source: SketchSource | None = None
+        # released sketches read lately (a stored page's sketch never changes, so every
+        # process reads the same bytes whether from here or from the store)
+        self._released: OrderedDict[str, bytes] = OrderedDict()
 
     def _mismatch(self, layout: IndexLayout, design: Design) -> str:
         return (f"the index in {self.store.describe()} uses the design "
@@ -361,7 +368,16 @@ class NearDuplicateIndex:
                   if m.sketch == RELEASED and m.page_id is not None}
         if not wanted:
             return rows
-        got = dict(self.sketch_source(wanted)) if self.sketch_source is not None else {}
+        cache = self._released
+        got = {p: cache[p] for p in wanted if p in cache}
+        for p in got:
+            cache.move_to_end(p)
+        if wanted - got.keys() and self.sketch_source is not None:
+            read = dict(self.sketch_source(wanted - got.keys()))
+            got.update(read)
+            cache.update(read)
+            while len(cache) > RELEASED_CACHE:
+                cache.popitem(last=False)
         if wanted - got.keys():
             log.warning("%d candidates' text sketches left Redis but are not in the store "
                         "(%s): they are judged without their text", len(wanted - got.keys()),
