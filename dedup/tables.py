@@ -187,15 +187,17 @@ def two_level_design(m1: int, m2: int, k: int) -> Design:
 # ----------------------------------------------------------------------------- planner
 
 #: What one admitted page costs in the crawl's Redis besides its table entries, measured
-#: by ``bench/bench_index.py --sketches`` at 1M pages (docs/fingerprints.md): its text
-#: sketch (a hash field of :data:`dedup.sketch.SKETCH_SIZE` values, about 318 bytes), its
+#: by ``bench/bench_index.py --sketches --released`` at 1M pages (675.4 B a page in all
+#: with its sketch, 322.8 B once the sketch has left; 10 tables of 15 B): its text sketch
+#: record (a hash field of :data:`dedup.sketch.SKETCH_SIZE` values, about 392 bytes), its
 #: six text anchors (sorted-set members of 16 bytes with the listpacks' overhead, about
-#: 200) and its checksum in the exact-copy registry (about 50).
-SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 318, 200, 50
+#: 133; two anchors measured 42) and its checksum in the exact-copy registry (about 50,
+#: written by the crawl).
+SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 392, 133, 50
 
 #: What a page's record costs in Redis once its sketch has left for MongoDB (its page id
 #: and the one-byte mark :data:`dedup.index.core.RELEASED`, in the fingerprint's hash
-#: field), measured like :data:`SKETCH_BYTES`.
+#: field): the rest of the 322.8 B measured as above.
 RELEASED_BYTES = 40
 
 #: The most candidates a probe of the crawl's index may expect (issue 22's bound): each is
