@@ -11,6 +11,7 @@ process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -332,12 +333,14 @@ class NearDuplicateIndex:
                 f"the larger k (simcrawl rebuild-index -k {k}), or use k={layout.k} "
                 "(DEDUP_MAX_DISTANCE) or another namespace")
         store.attach(layout)
-        #: Where a released sketch is read (:data:`RELEASED`): the crawl's page store,
-        #: set by :class:`dedup.deduplicator.Deduplicator`.
+        #: Where a released sketch is read (:data:`RELEASED`): the page store's
+        #: ``sketches_of`` (set by the crawl's wiring, else by
+        #: :class:`dedup.deduplicator.Deduplicator` from its facts).
         self.sketch_source: SketchSource | None = None
         # released sketches read lately (a stored page's sketch never changes, so every
         # process reads the same bytes whether from here or from the store)
         self._released: OrderedDict[str, bytes] = OrderedDict()
+        self._released_lock = threading.Lock()
 
     def _mismatch(self, layout: IndexLayout, design: Design) -> str:
         return (f"the index in {self.store.describe()} uses the design "
@@ -369,15 +372,17 @@ class NearDuplicateIndex:
         if not wanted:
             return rows
         cache = self._released
-        got = {p: cache[p] for p in wanted if p in cache}
-        for p in got:
-            cache.move_to_end(p)
+        with self._released_lock:  # the crawl decides from several threads
+            got = {p: cache[p] for p in wanted if p in cache}
+            for p in got:
+                cache.move_to_end(p)
         if wanted - got.keys() and self.sketch_source is not None:
             read = dict(self.sketch_source(wanted - got.keys()))
             got.update(read)
-            cache.update(read)
-            while len(cache) > RELEASED_CACHE:
-                cache.popitem(last=False)
+            with self._released_lock:
+                cache.update(read)
+                while len(cache) > RELEASED_CACHE:
+                    cache.popitem(last=False)
         if wanted - got.keys():
             log.warning("%d candidates' text sketches left Redis but are not in the store "
                         "(%s): they are judged without their text", len(wanted - got.keys()),
