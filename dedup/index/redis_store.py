@@ -106,11 +106,11 @@ local function keep_sketch(key, member, pid, sketch)
   if sketch == '' then return end
   local n = #sketch
   local record = string.char(#pid) .. pid .. string.char(n % 256, math.floor(n / 256)) .. sketch
+  -- a new fingerprint's field (nearly every admission): one call
+  if redis.call('HSETNX', key, member, record) == 1 then return end
   local have = redis.call('HGET', key, member)
-  if not have then
-    redis.call('HSET', key, member, record)
-  elseif not string.find(have, record, 1, true)
-         and not string.find(have, string.char(#pid) .. pid .. '\1\0\0', 1, true) then
+  if not string.find(have, record, 1, true)
+     and not string.find(have, string.char(#pid) .. pid .. '\1\0\0', 1, true) then
     redis.call('HSET', key, member, have .. record)
   end
 end
