@@ -43,15 +43,22 @@ def plan(args: argparse.Namespace) -> int:
                           "anchor_reads_per_probe": anchor_reads(),
                           "sketches": sketches_place(args.docs, args.k)}))
         return 0
-    extra = tables.crawl_extra_bytes() if args.crawl else 0
+    released = tables.sketches_leave_redis(args.docs, args.k)
+    extra = tables.crawl_extra_bytes(released) if args.crawl else 0
     entry = args.bytes_per_entry if args.bytes_per_entry is not None else (
         tables.REDIS_ENTRY_BYTES if args.crawl else 8)
     chosen, plans = tables.plan(args.docs, args.k, args.memory, entry, args.max_tables, extra)
     print(tables.format_plans(chosen, plans, args.docs))
     if args.crawl:
         print(f"bytes/fp: {entry} per table entry in Redis, plus {extra} per page for its "
-              f"text sketch, text anchors and checksum; a probe also reads at most "
+              f"text sketch{' record (the sketch out of Redis once stored)' if released else ''}"
+              f", text anchors and checksum; a probe also reads at most "
               f"{anchor_reads()} pages under its text anchors")
+        crawl = tables.crawl_plan(args.docs, args.k, args.max_tables)
+        if crawl.design.name != chosen.design.name:
+            print(f"the crawl's index uses {crawl.design.name} ({crawl.tables} tables, "
+                  f"{tables.human_bytes(crawl.memory)}): past one node, the fewest tables "
+                  f"whose probe expects at most {tables.MAX_CANDIDATES:,} candidates")
     return 0
 
 
