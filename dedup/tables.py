@@ -323,12 +323,12 @@ def crawl_plan(docs: int, k: int = DEFAULT_MAX_DISTANCE, max_tables: int = 256,
     - while the index fits one node with its sketches (:data:`NODE_BYTES`), the cheapest
       to query (as :func:`plan`): one server's speed is the limit;
     - past one node, sketches leave Redis once stored (:func:`sketches_leave_redis`) and
-      the design with the fewest tables: a cluster is sized by its memory, and a probe
-      under the candidate bound costs little more than a table.
+      the design with the fewest tables: a cluster is sized by its memory (the candidates
+      cost CPU instead: 209 a probe, about 0.15 ms of a node's CPU a decision more than a
+      handful, docs/scaling.md).
 
     ``released`` forces the sketches' place (default: by size, as above)."""
-    kept = _crawl_plans(docs, k, max_tables, False)
-    big = min(kept, key=lambda p: (p.cost, p.tables)).memory > NODE_BYTES
+    big = sketches_leave_redis(docs, k, max_tables)
     if released is None:
         released = big
     plans = _crawl_plans(docs, k, max_tables, released)
@@ -343,11 +343,12 @@ def _crawl_plans(docs: int, k: int, max_tables: int, released: bool) -> list[Pla
     return bounded or [min(plans, key=lambda p: p.candidates)]
 
 
-def sketches_leave_redis(docs: int, k: int = DEFAULT_MAX_DISTANCE) -> bool:
+def sketches_leave_redis(docs: int, k: int = DEFAULT_MAX_DISTANCE, max_tables: int = 256
+                         ) -> bool:
     """Whether the crawl's index at ``docs`` pages keeps its text sketches in Redis only
-    until MongoDB holds them: when, with them, it would not fit one node
-    (:data:`NODE_BYTES`; about 67M pages at k = 3)."""
-    kept = _crawl_plans(docs, k, 256, False)
+    until MongoDB holds them: when, with them, its cheapest design would not fit one node
+    (:data:`NODE_BYTES`; about 66M pages at k = 3)."""
+    kept = _crawl_plans(docs, k, max_tables, False)
     return min(kept, key=lambda p: (p.cost, p.tables)).memory > NODE_BYTES
 
 
