@@ -15,6 +15,7 @@ not measured against the disk.
     python bench/bench_index.py [--sizes 1000000,10000000] [-k 3,6] [--decisions 20000]
                                 [--datasketch-docs 20000] [--rebuild 1000000] [--sketches]
                                 [--cluster 1,3 --cluster-size 1000000]
+                                [--released] [--dense 209]
 
 ``--cluster 1,3``: the crawl's index also on real Redis Clusters of 1 and 3 primaries
 (``redis-server --cluster-enabled yes``, append-only file off), spread over their slots
@@ -32,7 +33,11 @@ design of 10 tables is ``k3-10-tables``), ``crawl_default`` (the crawl's k),
 ``--sketches``: every fingerprint is loaded and offered with a text sketch of the crawl's
 size and its text anchors (:mod:`dedup.sketch`: a text of 150 random shingles, 240
 bytes; a planted copy carries its original's), as the crawl admits pages; compare a run
-with and one without for their cost.
+with and one without for their cost. ``--released`` (with ``--sketches``): each index
+again with its sketches out of Redis once stored (the crawl's past one node), the
+candidates' sketches read from a real SecantusDB. ``--dense N``: the crawl's design with
+its table prefixes shortened so that a probe meets about N candidates at the first size
+(209: the work of a probe of the 10 tables at a billion pages), its Redis CPU a decision.
 """
 
 from __future__ import annotations
