@@ -465,17 +465,22 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
-    def _page_field(self, page_ids: Iterable[str], name: str) -> dict[str, Any]:
-        """``page id -> its page's field name`` for the stored pages among ``page_ids``
-        whose field is set (one query by ``_id``)."""
+    def _field(self, collection: Any, page_ids: Iterable[str], name: str) -> dict[str, Any]:
+        """``page id -> field name`` of the documents of ``collection`` (``pages`` or
+        ``fingerprints``) among ``page_ids`` that have it (one query by ``_id``)."""
         oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
         if not oids:
             return {}
         try:
-            docs = self.pages.find({"_id": {"$in": oids}}, {name: 1})
-            return {str(d["_id"]): d[name] for d in docs if d.get(name)}
+            docs = collection.find({"_id": {"$in": oids}, name: {"$exists": True}}, {name: 1})
+            return {str(d["_id"]): d[name] for d in docs if d.get(name) is not None}
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
+
+    def _page_field(self, page_ids: Iterable[str], name: str) -> dict[str, Any]:
+        """``page id -> its page's field name`` for the stored pages among ``page_ids``
+        whose field is set."""
+        return {p: v for p, v in self._field(self.pages, page_ids, name).items() if v}
 
     def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> the URL it declared canonical`` for the stored pages among
@@ -490,27 +495,13 @@ class PageStore:
     def sketches_of(self, page_ids: Iterable[str]) -> dict[str, bytes]:
         """``page id -> text sketch`` for the stored pages among ``page_ids`` that have one
         (the index reads a candidate's here once its sketch has left Redis)."""
-        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
-        if not oids:
-            return {}
-        try:
-            docs = self.fingerprints.find({"_id": {"$in": oids}, "sketch": {"$exists": True}},
-                                          {"sketch": 1})
-            return {str(d["_id"]): bytes(d["sketch"]) for d in docs if d.get("sketch")}
-        except PyMongoError as exc:
-            raise self._unavailable(exc) from exc
+        return {p: bytes(v) for p, v in
+                self._field(self.fingerprints, page_ids, "sketch").items() if v}
 
     def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]:
         """``page id -> second-opinion simhash`` (``simhash2``) for those that have one."""
-        oids = [object_id(p) for p in page_ids if ObjectId.is_valid(p)]
-        if not oids:
-            return {}
-        try:
-            docs = self.fingerprints.find({"_id": {"$in": oids}, "simhash2": {"$exists": True}},
-                                          {"simhash2": 1})
-            return {str(d["_id"]): from_int64(d["simhash2"]) for d in docs}
-        except PyMongoError as exc:
-            raise self._unavailable(exc) from exc
+        return {p: from_int64(v) for p, v in
+                self._field(self.fingerprints, page_ids, "simhash2").items()}
 
     def count_fingerprints(self, indexed_only: bool = True) -> int:
         """Number of fingerprint documents (by default those the index holds: not short)."""
