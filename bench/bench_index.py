@@ -27,8 +27,8 @@ docs/scaling.md).
 Each k is its own design (the planner's for the size); the output ends with one JSON
 line, ``{"results": [...]}``, a row per design and size measured: ``name`` (the k = 3
 design of 10 tables is ``k3-10-tables``), ``crawl_default`` (the crawl's k),
-``fingerprints``, ``bytes_per_fingerprint`` (all keys), ``batched_decisions_per_s`` and
-``single_p99_ms`` (at the first size only; ``null`` at the others).
+``fingerprints``, ``bytes_per_fingerprint`` (all keys), ``batched_decisions_per_s``,
+``single_p99_ms`` and ``redis_cpu_ms_per_decision`` (decisions are timed at every size).
 
 ``--sketches``: every fingerprint is loaded and offered with a text sketch of the crawl's
 size and its text anchors (:mod:`dedup.sketch`: a text of 150 random shingles, 240
@@ -350,8 +350,8 @@ def print_speed(n: int, k: int, speed: dict, peer: dict | None, peer_docs: int) 
         print(f"{'datasketch LSH query + insert':38} {peer['decisions']:>11,.0f}")
         print(f"datasketch held {peer_docs:,} documents, {peer['bytes']:,.0f} bytes of Redis "
               "each")
-    print(f"{speed['dropped']:.1%} of the batched decisions were drops (planted copies)",
-          flush=True)
+    print(f"{speed['dropped']:.1%} of the batched decisions were drops (planted copies); "
+          f"Redis CPU {speed['cpu_ms']:.3f} ms a decision", flush=True)
 
 
 def server_cpu(client) -> float:  # type: ignore[no-untyped-def]
@@ -476,7 +476,7 @@ def main() -> None:
     server = EmbeddedServer("redis", tmp)
     server.start()
     rows_mem: list = []  # type: ignore[type-arg]
-    speeds: dict[int, dict] = {}  # type: ignore[type-arg]
+    speeds: dict[tuple[int, int], dict] = {}  # type: ignore[type-arg]
     released_speeds: dict[tuple[int, str], dict] = {}  # type: ignore[type-arg]
     results: list[dict] = []  # type: ignore[type-arg]
     try:
@@ -498,20 +498,19 @@ def main() -> None:
                 total = (used(client) - before) / n / tables
                 log(f"{n:,}: {total * tables:,.0f} bytes per fingerprint, all keys"
                     + (" (text sketches included)" if args.sketches else ""))
-                speed = None
-                if k not in speeds:
-                    log(f"timing {args.decisions:,} decisions at {n:,} fingerprints, k = {k}")
-                    cpu = server_cpu(client)
-                    speed = speeds[k] = decisions(index, args.decisions, fps, args.sketches)
-                    speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
+                log(f"timing {args.decisions:,} decisions at {n:,} fingerprints, k = {k}")
+                cpu = server_cpu(client)
+                speed = speeds[(k, n)] = decisions(index, args.decisions, fps, args.sketches)
+                speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
                 log(f"peer: one plain sorted set at {n:,}")
                 plain = plain_zset_bytes(client, fps, index.layout.tables[0])
                 rows_mem.append((n, index.layout, total, plain, n / took))
                 results.append({
                     "name": f"k{k}-{tables}-tables", "crawl_default": k == DEFAULT_MAX_DISTANCE,
                     "fingerprints": n, "bytes_per_fingerprint": round(total * tables, 1),
-                    "batched_decisions_per_s": round(speed["batched"]) if speed else None,
-                    "single_p99_ms": round(speed["p99"], 3) if speed else None,
+                    "batched_decisions_per_s": round(speed["batched"]),
+                    "single_p99_ms": round(speed["p99"], 3),
+                    "redis_cpu_ms_per_decision": round(speed["cpu_ms"], 4),
                     "sketches": args.sketches})
                 if args.released and args.sketches:
                     client.flushall()
@@ -574,8 +573,8 @@ def main() -> None:
         if args.datasketch_docs:
             log(f"datasketch MinHashLSH with {args.datasketch_docs:,} documents")
             peer = datasketch_peer(server.url, args.datasketch_docs, 2000)
-        for k, speed in speeds.items():
-            print_speed(sizes[0], k, speed, peer, args.datasketch_docs)
+        for (k, n), speed in speeds.items():
+            print_speed(n, k, speed, peer, args.datasketch_docs)
             peer = None  # printed once
         for (k, _), speed in released_speeds.items():
             print("\n(sketches out of Redis once stored: a candidate's read from SecantusDB, "
@@ -584,12 +583,11 @@ def main() -> None:
     finally:
         server.stop()
     if args.cluster:
-        one = next((dict(r, bytes=r["bytes_per_fingerprint"], batched=speeds[DEFAULT_MAX_DISTANCE]
-                         ["batched"], p99=speeds[DEFAULT_MAX_DISTANCE]["p99"],
-                         cpu=speeds[DEFAULT_MAX_DISTANCE]["cpu_ms"])
+        at = (DEFAULT_MAX_DISTANCE, args.cluster_size)
+        one = next((dict(r, bytes=r["bytes_per_fingerprint"], batched=speeds[at]["batched"],
+                         p99=speeds[at]["p99"], cpu=speeds[at]["cpu_ms"])
                     for r in results if r["fingerprints"] == args.cluster_size
-                    and r["crawl_default"] and DEFAULT_MAX_DISTANCE in speeds
-                    and sizes[0] == args.cluster_size), None)
+                    and r["crawl_default"] and at in speeds), None)
         rows = cluster_mode(args.cluster_size, [int(c) for c in args.cluster.split(",") if c],
                             args.decisions, args.sketches, tmp)
         print_cluster(rows, one)

@@ -443,11 +443,11 @@ def test_redis_keys_are_the_documented_layout(redis_client, namespace) -> None:
     keys = sorted(k.decode() for k in redis_client.scan_iter(match=f"{namespace}:*"))
     assert len(layout.tables) == 10 and layout.member_bytes == 7
     assert keys == sorted([f"{namespace}:layout", f"{namespace}:count"] + [
-        f"{namespace}:t{t}:{table.permute(fp) >> 50:04x}"
+        f"{namespace}:t{t}:{table.permute(fp) >> 49:04x}"
         for t, table in enumerate(layout.tables)])
     for t, table in enumerate(layout.tables):
-        key = f"{namespace}:t{t}:{table.permute(fp) >> 50:04x}"
-        member = (table.permute(fp) & ((1 << 50) - 1)).to_bytes(7, "big")
+        key = f"{namespace}:t{t}:{table.permute(fp) >> 49:04x}"
+        member = (table.permute(fp) & ((1 << 49) - 1)).to_bytes(7, "big")
         if t == 0:  # the page id follows, packed
             member += b"\x00" + bytes.fromhex("65f1a2b3c4d5e6f708192a3b")
         assert redis_client.zrange(key, 0, -1, withscores=True) == [(member, 0.0)]

@@ -22,13 +22,15 @@ def test_buckets_are_planned_for_the_compact_encoding() -> None:
     for capacity in (1_000, 1_000_000, 10_000_000, 100_000_000):
         layout = IndexLayout.plan(capacity)
         per_bucket = capacity / 2 ** layout.bucket_bits
-        assert per_bucket <= 64, capacity  # half of Redis's default 128
+        assert per_bucket <= 32, capacity  # a probe walks its bucket: kept short
         assert layout.bucket_bits <= min(t.prefix_bits for t in layout.tables)
-    # 1M at k = 3: 14 bits leave 50 bits, 7 bytes per member, about 61 entries per bucket
+    # 1M at k = 3: 15 bits leave 49 bits, 7 bytes per member, about 31 entries per bucket
     one_m = IndexLayout.plan(1_000_000, 3)
-    assert (one_m.bucket_bits, one_m.member_bytes, one_m.design.name) == (14, 7, "5 blocks")
-    # a server allowing bigger compact sets gets fewer, fuller buckets
-    assert IndexLayout.plan(1_000_000, 3, table_limit=512).bucket_bits < one_m.bucket_bits
+    assert (one_m.bucket_bits, one_m.member_bytes, one_m.design.name) == (15, 7, "5 blocks")
+    # a server with a smaller compact limit gets more, smaller buckets; a bigger limit
+    # does not make them longer to walk
+    assert IndexLayout.plan(1_000_000, 3, table_limit=32).bucket_bits > one_m.bucket_bits
+    assert IndexLayout.plan(1_000_000, 3, table_limit=512).bucket_bits == one_m.bucket_bits
     assert IndexLayout.plan(1_000_000).k == 3  # the crawl's k, by default
 
 
@@ -37,8 +39,8 @@ def test_text_anchor_sets_are_planned_for_the_compact_encoding_too() -> None:
     past Redis's compact limit of 128 (about 80 bytes an entry instead of 20)."""
     for capacity in (1_000, 1_000_000, 10_000_000, 1_000_000_000):
         layout = IndexLayout.plan(capacity)
-        assert capacity * 6 / 2 ** layout.anchor_bits <= 64, capacity
-    assert IndexLayout.plan(10_000_000).anchor_bits == 20
+        assert capacity * 6 / 2 ** layout.anchor_bits <= 32, capacity
+    assert IndexLayout.plan(10_000_000).anchor_bits == 21
     # an index planned before anchors scaled keeps its 16 bits
     old = {k: v for k, v in IndexLayout.plan(1_000_000).describe().items() if k != "anchor_bits"}
     assert IndexLayout.from_description(old).anchor_bits == 16
