@@ -387,8 +387,9 @@ class NearDuplicateIndex:
             log.warning("%d candidates' text sketches left Redis but are not in the store "
                         "(%s): they are judged without their text", len(wanted - got.keys()),
                         ", ".join(sorted(wanted - got.keys())[:3]))
-        return [[m._replace(sketch=got.get(m.page_id, m.sketch)) if m.sketch == RELEASED
-                 else m for m in found] for found in rows]
+        return [[m._replace(sketch=got.get(m.page_id, m.sketch))
+                 if m.sketch == RELEASED and m.page_id is not None else m for m in found]
+                for found in rows]
 
     def _chunks(self, items: Sequence) -> Iterator[Sequence]:
         for at in range(0, len(items), self.batch_size):
