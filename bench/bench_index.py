@@ -526,8 +526,10 @@ def main() -> None:
                                                   args.decisions)
                         index.sketch_source = pages.sketches_of  # as the crawl's
                         try:
+                            cpu = server_cpu(client)
                             fast = released_speeds[(k, "released")] = decisions(
                                 index, args.decisions, fps, True)
+                            fast["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
                         finally:
                             svc.stop()
                     rows_mem.append((n, index.layout, rel, plain, n / took))
