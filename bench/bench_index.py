@@ -332,7 +332,8 @@ def print_memory(rows: list) -> None:  # type: ignore[type-arg]
         design = f"k{layout.k} {len(layout.tables)} tb" + ("*" if layout.release_sketches else "")
         print(f"{n:>13,} {design:>9} {layout.bucket_bits:>11} {total:>9.2f} "
               f"{plain:>10.1f} {rate:>9,.0f}")
-    print("simcrawl: all keys of the index, page ids (24 hex digits) included; target <= 16; "
+    print("simcrawl: all keys of the index, page ids (24 hex digits) included; tables alone "
+          "about 16 (short buckets, docs/benchmarks.md); "
           "* sketches out of Redis once stored", flush=True)
 
 

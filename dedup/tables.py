@@ -187,17 +187,17 @@ def two_level_design(m1: int, m2: int, k: int) -> Design:
 # ----------------------------------------------------------------------------- planner
 
 #: What one admitted page costs in the crawl's Redis besides its table entries, measured
-#: by ``bench/bench_index.py --sketches --released`` at 1M pages (675.4 B a page in all
-#: with its sketch, 322.8 B once the sketch has left; 10 tables of 15 B): its text sketch
-#: record (a hash field of :data:`dedup.sketch.SKETCH_SIZE` values, about 392 bytes), its
+#: by ``bench/bench_index.py --sketches --released`` at 1M pages (702.0 B a page in all
+#: with its sketch, 348.4 B once the sketch has left; 10 tables of 16.2 B): its text sketch
+#: record (a hash field of :data:`dedup.sketch.SKETCH_SIZE` values, about 394 bytes), its
 #: six text anchors (sorted-set members of 16 bytes with the listpacks' overhead, about
-#: 133; two anchors measured 42) and its checksum in the exact-copy registry (about 50,
-#: written by the crawl).
-SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 392, 133, 50
+#: 147 in sets of about 23; two anchors measured 42) and its checksum in the exact-copy
+#: registry (about 50, written by the crawl).
+SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 394, 147, 50
 
 #: What a page's record costs in Redis once its sketch has left for MongoDB (its page id
 #: and the one-byte mark :data:`dedup.index.core.RELEASED`, in the fingerprint's hash
-#: field): the rest of the 322.8 B measured as above.
+#: field): the rest of the 348.4 B measured as above.
 RELEASED_BYTES = 40
 
 #: The most candidates a probe of the crawl's index may expect (issue 22's bound): each is
@@ -209,9 +209,10 @@ MAX_CANDIDATES = 1000
 #: Redis only until MongoDB holds them, and is planned for memory first.
 NODE_BYTES = 48 * 10**9
 
-#: Bytes of one fingerprint in one table in Redis (bucketed sorted sets; 14.48-14.85
-#: measured at 1M and 10M, docs/scaling.md).
-REDIS_ENTRY_BYTES = 15
+#: Bytes of one fingerprint in one table in Redis (bucketed sorted sets of about 30
+#: entries, :data:`dedup.index.layout.BUCKET_ENTRIES`; 16.2 measured at 1M, 14.5-14.9 in
+#: buckets of about 60, docs/scaling.md).
+REDIS_ENTRY_BYTES = 16
 
 #: Relative cost of one table probe and of checking one candidate, for the planner. A
 #: probe is a seek (a sorted-set range query, a binary search); a candidate is a popcount
