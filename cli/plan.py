@@ -101,6 +101,7 @@ def scale_table(k: int, max_tables: int) -> str:
 
 def main(argv: list[str], prog: str = "simcrawl plan") -> int:
     from dedup.config import DEFAULT_MAX_DISTANCE
+    from dedup.tables import REDIS_ENTRY_BYTES, crawl_extra_bytes
 
     p = parser(prog, "Print the trade-off of the permuted-table designs (Manku et al. §3) "
                "for a corpus and mark the one chosen.")
@@ -113,11 +114,12 @@ def main(argv: list[str], prog: str = "simcrawl plan") -> int:
     p.add_argument("--memory", type=parse_size, default=None,
                    help="memory budget for the index, e.g. 64GB (default: no limit)")
     p.add_argument("--bytes-per-entry", type=int, default=None,
-                   help="bytes per fingerprint per table (default 8, in memory; 15 with "
-                   "--crawl, Redis)")
+                   help="bytes per fingerprint per table (default 8, in memory; "
+                   f"{REDIS_ENTRY_BYTES} with --crawl, Redis)")
     p.add_argument("--crawl", action="store_true",
-                   help="plan the crawl's whole index in Redis: table entries of 15 bytes "
-                   "and each page's text sketch, anchors and checksum")
+                   help=f"plan the crawl's whole index in Redis: table entries of "
+                   f"{REDIS_ENTRY_BYTES} bytes and each page's text sketch, anchors and "
+                   f"checksum ({crawl_extra_bytes()} bytes)")
     p.add_argument("--json", action="store_true",
                    help="with --docs: one JSON object for the crawl's index at that size "
                    "(design, memory_bytes, candidates_per_probe)")
