@@ -360,6 +360,15 @@ def server_cpu(client) -> float:  # type: ignore[no-untyped-def]
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
+def timed_decisions(client, index: NearDuplicateIndex, n: int, stored: np.ndarray,  # type: ignore[no-untyped-def]
+                    sketched: bool) -> dict[str, float]:
+    """:func:`decisions`, with the Redis server's CPU time a decision (``cpu_ms``)."""
+    cpu = server_cpu(client)
+    speed = decisions(index, n, stored, sketched)
+    speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / n
+    return speed
+
+
 def node_stats(ports: list[int]) -> dict[int, dict[str, float]]:
     """Per node: memory, keys, CPU seconds and commands processed so far."""
     import redis
@@ -500,9 +509,8 @@ def main() -> None:
                 log(f"{n:,}: {total * tables:,.0f} bytes per fingerprint, all keys"
                     + (" (text sketches included)" if args.sketches else ""))
                 log(f"timing {args.decisions:,} decisions at {n:,} fingerprints, k = {k}")
-                cpu = server_cpu(client)
-                speed = speeds[(k, n)] = decisions(index, args.decisions, fps, args.sketches)
-                speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
+                speed = speeds[(k, n)] = timed_decisions(client, index, args.decisions, fps,
+                                                         args.sketches)
                 log(f"peer: one plain sorted set at {n:,}")
                 plain = plain_zset_bytes(client, fps, index.layout.tables[0])
                 rows_mem.append((n, index.layout, total, plain, n / took))
@@ -527,10 +535,8 @@ def main() -> None:
                                                   args.decisions)
                         index.sketch_source = pages.sketches_of  # as the crawl's
                         try:
-                            cpu = server_cpu(client)
-                            fast = released_speeds[(k, "released")] = decisions(
-                                index, args.decisions, fps, True)
-                            fast["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
+                            fast = released_speeds[(k, "released")] = timed_decisions(
+                                client, index, args.decisions, fps, True)
                         finally:
                             svc.stop()
                     rows_mem.append((n, index.layout, rel, plain, n / took))
@@ -555,9 +561,7 @@ def main() -> None:
             per = (used(client) - before) / n
             log(f"timing {args.decisions:,} decisions, {design.expected_candidates(n):,.0f} "
                 "candidates a probe")
-            cpu = server_cpu(client)
-            speed = decisions(index, args.decisions, fps, args.sketches)
-            speed["cpu_ms"] = 1000 * (server_cpu(client) - cpu) / args.decisions
+            speed = timed_decisions(client, index, args.decisions, fps, args.sketches)
             print(f"\n{design.name}: {design.expected_candidates(n):,.0f} candidates a probe "
                   f"at {n:,}: {speed['batched']:,.0f} batched decisions/s, p99 "
                   f"{speed['p99']:.3f} ms, Redis CPU {speed['cpu_ms']:.3f} ms a decision "
