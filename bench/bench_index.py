@@ -323,6 +323,31 @@ def hash_fields(client, match: str) -> int:  # type: ignore[no-untyped-def]
     return int(sum(pipe.execute()))
 
 
+def by_kind(client, store: RedisStore, n: int, samples: int = 3000) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Bytes a page in each kind of key (tables, text sketches, text anchors), from
+    ``MEMORY USAGE ... SAMPLES 0`` of ``samples`` keys of each kind drawn at random among
+    every key name the layout can make (an empty bucket costs nothing), scaled to all of
+    them: what each part of the index costs, where ``used_memory`` gives the sum."""
+    layout = store._layout
+    assert layout is not None
+    rng = random.Random(SEED)
+    kinds = {"tables": [store._table_keys[t] for t in range(len(layout.tables))],
+             "text sketches": [store._sketch_key], "text anchors": [store._anchor_key]}
+    spans = {"tables": 2 ** layout.bucket_bits, "text sketches": 2 ** layout.bucket_bits,
+             "text anchors": 2 ** layout.anchor_bits}
+    out = {}
+    for kind, names in kinds.items():
+        span = spans[kind]
+        drawn = [rng.randrange(span) for _ in range(min(samples, span))]
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            for slot in drawn:
+                pipe.execute_command("MEMORY", "USAGE", name(slot), "SAMPLES", 0)
+        got = [int(x or 0) for x in pipe.execute()]
+        out[kind] = sum(got) / len(drawn) * span / n
+    return out
+
+
 def print_memory(rows: list) -> None:  # type: ignore[type-arg]
     print("Memory per fingerprint per table (INFO used_memory delta / fingerprints / tables)")
     head = (f"{'fingerprints':>13} {'design':>9} {'bucket bits':>11} {'simcrawl':>9} "
@@ -508,6 +533,9 @@ def main() -> None:
                 total = (used(client) - before) / n / tables
                 log(f"{n:,}: {total * tables:,.0f} bytes per fingerprint, all keys"
                     + (" (text sketches included)" if args.sketches else ""))
+                parts = by_kind(client, store, n)
+                print(f"{n:,} pages, k = {k}: bytes a page by kind of key (MEMORY USAGE): "
+                      + ", ".join(f"{kind} {b:,.1f}" for kind, b in parts.items()), flush=True)
                 log(f"timing {args.decisions:,} decisions at {n:,} fingerprints, k = {k}")
                 speed = speeds[(k, n)] = timed_decisions(client, index, args.decisions, fps,
                                                          args.sketches)
@@ -520,6 +548,7 @@ def main() -> None:
                     "batched_decisions_per_s": round(speed["batched"]),
                     "single_p99_ms": round(speed["p99"], 3),
                     "redis_cpu_ms_per_decision": round(speed["cpu_ms"], 4),
+                    "bytes_by_kind": {kind: round(b, 1) for kind, b in parts.items()},
                     "sketches": args.sketches})
                 if args.released and args.sketches:
                     client.flushall()

@@ -50,7 +50,9 @@ has a hash tag, so each hashes to a slot of its own):
     U/P][number, 8 bytes][lease end in ms, 8 bytes]``. Every change to one fingerprint is
     one script on this one key.
 ``ns:a:{lo}``
-    Text anchors, as in one-node Redis (a set per low ``anchor_bits`` bits of an anchor).
+    Text anchors, as in one-node Redis (a string of packed records per low
+    ``anchor_bits`` bits of an anchor, each record filed or taken out by a script on its
+    one key; a sorted set in an index planned before).
 
 Known window: the entries of a fingerprint are removed when its last record goes; a page
 written under the same fingerprint at that moment (two different texts with one simhash,
@@ -75,7 +77,14 @@ from ..errors import ServiceUnavailable, redact
 from ..tables import F
 from .core import ANCHOR, ANCHOR_MATCHES, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe, records_in_order
 from .layout import IndexLayout
-from .redis_store import LayoutKey, pack_page_id, unpack_page_id
+from .redis_store import (
+    LUA_ANCHOR_ADD,
+    LUA_ANCHOR_DROP,
+    LayoutKey,
+    anchor_records,
+    pack_page_id,
+    unpack_page_id,
+)
 
 #: How long a page's mark holds without being settled (ms, the node's clock): a process
 #: killed mid-decision blocks others' decisions at most this long.
@@ -532,7 +541,6 @@ class ClusterStore:
                             for t in range(len(layout.tables))]
         self._sketch_key = f"{self.prefix}:s:{{:0{bd}x}}".format
         ad = max(1, -(-layout.anchor_bits // 4))
-        self._anchor_mask = (1 << layout.anchor_bits) - 1
         self._anchor_key = f"{self.prefix}:a:{{:0{ad}x}}".format
 
     @property
@@ -560,19 +568,35 @@ class ClusterStore:
         return self._pipeline(self._field_commands(script, fps, *columns))
 
     def _entries(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
-        """The ``ZADD`` of a fingerprint's table entries and of its anchors."""
+        """The ``ZADD`` of a fingerprint's table entries, and its anchors filed."""
         buckets, rests = self.where(fp)
         return [("ZADD", name(b), 0, self._member(r))
                 for name, b, r in zip(self._table_keys, buckets, rests)] \
             + self._anchor_adds(fp, anchors)
 
     def _anchor_adds(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
-        fpb = fp.to_bytes(8, "big")
-        return [("ZADD", self._anchor_key(a & self._anchor_mask), 0, a.to_bytes(8, "big") + fpb)
+        return self._anchor_commands(fp, anchors, drop=False)
+
+    def _anchor_commands(self, fp: int, anchors: Sequence[int], drop: bool
+                         ) -> list[tuple[Any, ...]]:
+        """A fingerprint filed under (or taken from) its anchors: one command per anchor
+        key (a script on a packed string, ``ZADD``/``ZREM`` on an earlier index's set)."""
+        layout, fpb = self.layout, fp.to_bytes(8, "big")
+        if layout.packed_anchors:
+            script = LUA_ANCHOR_DROP if drop else LUA_ANCHOR_ADD
+            return [("EVAL", script, 1, self._anchor_key(layout.anchor_slot(a)),
+                     layout.anchor_tag(a), fpb) for a in anchors]
+        if drop:
+            return [("ZREM", self._anchor_key(layout.anchor_slot(a)), layout.anchor_tag(a) + fpb)
+                    for a in anchors]
+        return [("ZADD", self._anchor_key(layout.anchor_slot(a)), 0, layout.anchor_tag(a) + fpb)
                 for a in anchors]
 
     def _drop_entries(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
-        return [("ZREM",) + c[1:2] + c[3:] for c in self._entries(fp, anchors)]
+        buckets, rests = self.where(fp)
+        return [("ZREM", name(b), self._member(r))
+                for name, b, r in zip(self._table_keys, buckets, rests)] \
+            + self._anchor_commands(fp, anchors, drop=True)
 
     # ---------------------------------------------------------- the protocol
     def _field_commands(self, script: str, fps: Sequence[int], *columns: Sequence[Any]
@@ -646,9 +670,12 @@ class ClusterStore:
                                  b"[" + self._member(int(lo[i, t])),
                                  b"[" + self._member(int(hi[i, t]))))
             for a in anchors[i]:
-                ab = a.to_bytes(8, "big")
-                commands.append(("ZRANGEBYLEX", self._anchor_key(a & self._anchor_mask), b"[" + ab,
-                                 b"[" + ab + b"\xff" * 8, "LIMIT", 0, ANCHOR_READ + 1))
+                key, tag = self._anchor_key(layout.anchor_slot(a)), layout.anchor_tag(a)
+                if layout.packed_anchors:
+                    commands.append(("GET", key))
+                else:
+                    commands.append(("ZRANGEBYLEX", key, b"[" + tag, b"[" + tag + b"\xff" * 8,
+                                     "LIMIT", 0, ANCHOR_READ + 1))
 
         def parse_replies(raw: list[Any]) -> list[dict[int, tuple[int, int]]]:
             return self._found(fps, anchors, k, buckets, iter(raw))
@@ -669,13 +696,14 @@ class ClusterStore:
                         found[other] = (t, d)
             shared: dict[int, int] = {}
             usable = 0
-            for _ in anchors[i]:
-                members = next(replies)
-                if len(members) > ANCHOR_READ:
+            for a in anchors[i]:
+                reply = next(replies)
+                pages = anchor_records(reply, layout.anchor_tag(a)) if layout.packed_anchors \
+                    else [int.from_bytes(m[8:16], "big") for m in reply]
+                if len(pages) > ANCHOR_READ:
                     continue
                 usable += 1
-                for m in members:
-                    other = int.from_bytes(m[8:16], "big")
+                for other in pages:
                     shared[other] = shared.get(other, 0) + 1
             need = min(ANCHOR_MATCHES, usable)
             for other, n in shared.items():

@@ -263,6 +263,11 @@ def _inserted(hits: list[Hit], expect: int, judged: Mapping[int, int]) -> bool:
         and not any(t == CHANGED for t, _, _ in hits)
 
 
+def _bucketing(layout: IndexLayout) -> str:
+    return (f"{layout.bucket_bits} bucket bits, {layout.anchor_bits} anchor bits, anchors in "
+            f"{'packed strings' if layout.packed_anchors else 'sorted sets'}")
+
+
 class NearDuplicateIndex:
     """Find stored fingerprints within k bits, and admit new ones atomically.
 
@@ -305,6 +310,7 @@ class NearDuplicateIndex:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.store = store
         self.batch_size = batch_size
+        asked = layout  # a caller's layout must be the stored one; a planned one yields
         if layout is not None:
             design = layout.design
         stored = store.read_layout()
@@ -318,10 +324,10 @@ class NearDuplicateIndex:
         found = IndexLayout.from_description(stored)
         if design is not None and found.design.tables != design.tables:
             raise IndexMismatchError(self._mismatch(found, design))
-        if layout is not None and not found.same_tables(layout):
+        if asked is not None and not found.same_tables(asked):
             raise IndexMismatchError(
-                f"the index in {store.describe()} is bucketed differently "
-                f"({found.bucket_bits} bucket bits, not {layout.bucket_bits}); rebuild it "
+                f"the index in {store.describe()} is laid out differently "
+                f"({_bucketing(found)}, not {_bucketing(asked)}); rebuild it "
                 "(simcrawl rebuild-index) or use another namespace.")
         layout = found
         self.layout = layout

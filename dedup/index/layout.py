@@ -45,8 +45,13 @@ FILL = 0.5
 #: 3.6% more memory and decide 21% faster; → 15, 8.7% more memory and 30% faster.
 BUCKET_ENTRIES = 32
 
-#: Layout format; bump when the stored representation changes.
-LAYOUT_VERSION = 2
+#: Layout format; bump when the stored representation changes. Version 3 packs the text
+#: anchors in strings (an earlier simcrawl refuses such an index with a clear message);
+#: version 2, sorted-set anchors, is still read and used as it was.
+LAYOUT_VERSION = 3
+
+#: Layout versions this code reads.
+READ_VERSIONS = (2, 3)
 
 
 class IndexMismatchError(RuntimeError):
@@ -65,6 +70,10 @@ class IndexLayout:
         anchor_bits: low bits of a text anchor that name its set (so that each set stays
             in the compact encoding at the capacity, as a bucket does; 16 for an index
             planned before they scaled).
+        packed_anchors: the text anchors are packed records in strings (a record of
+            :data:`ANCHOR_TAG_BYTES` more bits of the anchor and the page's fingerprint, see
+            :mod:`dedup.index.redis_store`); ``False`` for an index planned before, which
+            keeps them as members of sorted sets (16 bytes each) and works as it did.
         release_sketches: a page's text sketch stays in Redis only until MongoDB holds
             it (the crawl then releases it, :meth:`NearDuplicateIndex.release`, and a
             candidate's sketch is read from the store): planned for an index that would
@@ -77,6 +86,7 @@ class IndexLayout:
     capacity: int
     anchor_bits: int = 16
     release_sketches: bool = False
+    packed_anchors: bool = False
 
     def __post_init__(self) -> None:
         pmin = min(t.prefix_bits for t in self.design.tables)
@@ -139,14 +149,19 @@ class IndexLayout:
         pmin = min(t.prefix_bits for t in design.tables)
         limit = min(table_limit, 256)
         return cls(design, _bucket_bits(capacity, limit, pmin), capacity,
-                   anchor_bits(capacity, limit), release_sketches)
+                   anchor_bits(capacity, limit, packed=True), release_sketches,
+                   packed_anchors=True)
 
     # ------------------------------------------------------------ description
     def describe(self) -> dict[str, object]:
         """A JSON-friendly description, stored with the index."""
-        return {"version": LAYOUT_VERSION, "design": self.design.describe(),
+        # an index of sorted-set anchors is described as before (version 2), so that an
+        # earlier simcrawl reads it still
+        version = LAYOUT_VERSION if self.packed_anchors else 2
+        return {"version": version, "design": self.design.describe(),
                 "bucket_bits": self.bucket_bits, "capacity": self.capacity,
                 "anchor_bits": self.anchor_bits,
+                "anchors": "records" if self.packed_anchors else "sorted-sets",
                 "sketches": "until-stored" if self.release_sketches else "kept"}
 
     @classmethod
@@ -156,7 +171,7 @@ class IndexLayout:
         Raises:
             IndexMismatchError: an unknown layout version or a malformed description.
         """
-        if desc.get("version") != LAYOUT_VERSION:
+        if desc.get("version") not in READ_VERSIONS:
             raise IndexMismatchError(f"stored index layout version {desc.get('version')!r} is "
                                      f"not {LAYOUT_VERSION}: rebuild the index "
                                      "(simcrawl rebuild-index)")
@@ -167,8 +182,12 @@ class IndexLayout:
             sketches = desc.get("sketches", "kept")
             if sketches not in ("kept", "until-stored"):
                 raise ValueError(f"sketches {sketches!r}")
+            anchors = desc.get("anchors", "sorted-sets")
+            if anchors not in ("records", "sorted-sets"):
+                raise ValueError(f"anchors {anchors!r}")
             return cls(design, int(desc["bucket_bits"]), int(desc["capacity"]),
-                       int(desc.get("anchor_bits", 16)), sketches == "until-stored")
+                       int(desc.get("anchor_bits", 16)), sketches == "until-stored",
+                       anchors == "records")
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexMismatchError(f"stored index layout is malformed: {exc}") from exc
 
@@ -176,7 +195,8 @@ class IndexLayout:
         """Whether two layouts put every fingerprint in the same places."""
         return (self.design.tables == other.design.tables
                 and self.bucket_bits == other.bucket_bits
-                and self.anchor_bits == other.anchor_bits)
+                and self.anchor_bits == other.anchor_bits
+                and self.packed_anchors == other.packed_anchors)
 
     # ------------------------------------------------------------ coordinates
     def coordinates(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -203,9 +223,39 @@ class IndexLayout:
         value = (bucket << (F - self.bucket_bits)) | rest if self.bucket_bits else rest
         return self.tables[table].unpermute(value)
 
+    # ---------------------------------------------------------------- anchors
+    def anchor_slot(self, anchor: int) -> int:
+        """The set (or string) a text anchor is filed in: its low :attr:`anchor_bits`."""
+        return anchor & ((1 << self.anchor_bits) - 1)
+
+    def anchor_tag(self, anchor: int) -> bytes:
+        """What a record says of its anchor beside the slot: in packed records the next
+        :data:`ANCHOR_TAG_BYTES` bytes of it above the slot's bits; in sorted sets the
+        whole anchor (8 bytes)."""
+        if self.packed_anchors:
+            return ((anchor >> self.anchor_bits) & _TAG_MASK).to_bytes(ANCHOR_TAG_BYTES, "big")
+        return anchor.to_bytes(8, "big")
+
 
 #: Text anchors filed per page (:data:`dedup.sketch.ANCHORS`).
 ANCHORS_PER_PAGE = 6
+
+#: Bytes of an anchor a packed record keeps beside its slot. With 16 more bits, a record
+#: of another anchor in the same string passes for the probe's with probability 2^-16: a
+#: probe reads six strings of about 48 records, so one decision in about 230 sees one
+#: such stray record, which alone never makes a candidate (two anchors must agree, and a
+#: candidate is judged by its text anyway).
+ANCHOR_TAG_BYTES = 2
+_TAG_MASK = (1 << (8 * ANCHOR_TAG_BYTES)) - 1
+
+#: Bytes of a packed anchor record: its tag and the page's fingerprint.
+ANCHOR_RECORD_BYTES = ANCHOR_TAG_BYTES + 8
+
+#: Records a packed anchor string holds on average at the planned capacity, at most. A
+#: probe reads a whole string (one ``GET``) and finds its records with a plain substring
+#: search, so a longer string costs little to read, while each key costs about 100 bytes
+#: of its own: 64 records of 10 bytes make that about 1.5 bytes a record.
+ANCHOR_RECORDS = 64
 
 
 def aimed_entries(limit: int) -> float:
@@ -215,13 +265,14 @@ def aimed_entries(limit: int) -> float:
     return min(FILL * limit, BUCKET_ENTRIES)
 
 
-def anchor_bits(capacity: int, limit: int = 128) -> int:
+def anchor_bits(capacity: int, limit: int = 128, *, packed: bool = False) -> int:
     """The low bits of a text anchor that name its set, so that at ``capacity`` pages
-    (each filed under :data:`ANCHORS_PER_PAGE` anchors) a set holds on average at most
-    :func:`aimed_entries` and stays in the compact encoding (a set past it costs about 80
-    bytes an entry instead of about 20, and every probe reads six of them); between 8 and
-    32."""
-    need = capacity * ANCHORS_PER_PAGE / aimed_entries(limit)
+    (each filed under :data:`ANCHORS_PER_PAGE` anchors) a packed string holds on average
+    at most :data:`ANCHOR_RECORDS` records, and a sorted set (``packed=False``, an index
+    planned before) at most :func:`aimed_entries` and stays in the compact encoding (a set
+    past it costs about 80 bytes an entry instead of about 20, and every probe reads six
+    of them); between 8 and 32."""
+    need = capacity * ANCHORS_PER_PAGE / (ANCHOR_RECORDS if packed else aimed_entries(limit))
     return min(32, max(8, math.ceil(math.log2(max(1.0, need)))))
 
 

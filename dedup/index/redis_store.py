@@ -23,15 +23,18 @@ Keys (``ns`` is the namespace, explicit and stable; default ``simcrawl``):
     Where the layout releases sketches, a stored page's record keeps the one byte
     ``RELEASED`` instead of its sketch (:meth:`RedisStore.release`).
 ``ns:a:{lo}``
-    Text anchors (:attr:`dedup.sketch.TextSketch.anchors`, 64-bit): a sorted set per low
-    ``anchor_bits`` bits of an anchor (planned with the layout so that a set stays in the
-    compact encoding, like a bucket; 16 in an index planned before; its high bits are
-    mostly 0: an anchor is one of a text's smallest values), whose members are the anchor and the fingerprint of an admitted
-    page filed under it (8 + 8 bytes, big-endian), so the pages under one anchor are one
-    ``ZRANGEBYLEX``; a probe passes over an anchor with more than
-    :data:`~dedup.index.core.ANCHOR_READ` pages, and a page filed under at least
-    :data:`~dedup.index.core.ANCHOR_MATCHES` of the probe's anchors is a candidate. Written in the same script as the
-    admission, deleted with the entry.
+    Text anchors (:attr:`dedup.sketch.TextSketch.anchors`, 64-bit), a key per low
+    ``anchor_bits`` bits of an anchor (its *slot*, planned with the layout). A string of
+    packed records, each :data:`~dedup.index.layout.ANCHOR_RECORD_BYTES` long: the anchor's
+    *tag* (its next 16 bits above the slot's) and the fingerprint of an admitted page filed
+    under it (8 bytes, big-endian), about 64 records a string at the planned capacity; a
+    probe reads the string with one ``GET`` and finds the records under its tag with a
+    substring search. (An index planned before keeps a sorted set per slot, whose members
+    are the whole anchor and the fingerprint, 16 bytes, found with ``ZRANGEBYLEX``.) A probe
+    passes over an anchor with more than :data:`~dedup.index.core.ANCHOR_READ` pages, and a
+    page filed under at least :data:`~dedup.index.core.ANCHOR_MATCHES` of the probe's
+    anchors is a candidate. Written in the same script as the admission, deleted with the
+    entry.
 ``ns:count``
     Number of fingerprints.
 
@@ -71,7 +74,7 @@ from .core import (
     Probe,
     records_in_order,
 )
-from .layout import IndexLayout
+from .layout import ANCHOR_RECORD_BYTES, IndexLayout
 
 #: Default key prefix.
 
@@ -114,12 +117,97 @@ local function keep_sketch(key, member, pid, sketch)
     redis.call('HSET', key, member, have .. record)
   end
 end
+__ANCHOR_FUNCTIONS__
 -- File a page with a text under its anchors (args from 'at': count, then the anchors)
 local function file_anchors(sketch, kb, at, fp)
   if sketch == '' then return end
   for j = 1, tonumber(ARGV[at]) do
-    redis.call('ZADD', KEYS[kb + j], 0, ARGV[at + j] .. fp)
+    anchor_add(KEYS[kb + j], ARGV[at + j], fp)
   end
+end
+"""
+
+# The text anchors' keys, in an index planned before they were packed: a sorted set per
+# slot, members the whole anchor (8 bytes) and the fingerprint (8 bytes).
+_LUA_ANCHOR_SETS = r"""
+local function anchor_add(key, anchor, fp)
+  redis.call('ZADD', key, 0, anchor .. fp)
+end
+local function anchor_drop(key, anchor, fp)
+  redis.call('ZREM', key, anchor .. fp)
+end
+-- the fingerprints filed under an anchor, at most __ANCHOR_READ__ + 1 of them
+local function anchor_pages(key, anchor)
+  local found = redis.call('ZRANGEBYLEX', key, '[' .. anchor, '[' .. anchor .. FP_TOP,
+                           'LIMIT', 0, __ANCHOR_READ__ + 1)
+  for i, c in ipairs(found) do found[i] = string.sub(c, 9) end
+  return found
+end
+"""
+
+# Packed: a string per slot, records of __RECORD__ bytes: the anchor's tag, then the
+# fingerprint. A record is found with a plain substring search, kept where it starts on a
+# record's boundary. A string is written whole (SET): APPEND would leave it room to grow
+# as large again.
+_LUA_ANCHOR_RECORDS = r"""
+local R = __RECORD__
+-- the strings this script read or wrote (false: none), so that a page's admission files
+-- its anchors in the strings its probe read without reading them again; every write of
+-- the script goes through here
+local strings = {}
+local function string_of(key)
+  local have = strings[key]
+  if have == nil then
+    have = redis.call('GET', key)
+    strings[key] = have
+  end
+  return have
+end
+local function put(key, value)
+  if value == '' then redis.call('DEL', key) else redis.call('SET', key, value) end
+  strings[key] = value ~= '' and value
+end
+-- where a record starts in a string, or nil
+local function record_at(have, record)
+  local from = 1
+  while true do
+    local at = string.find(have, record, from, true)
+    if not at then return nil end
+    if at % R == 1 then return at end
+    from = at + 1
+  end
+end
+local function anchor_add(key, tag, fp)
+  local have = string_of(key)
+  if not have then
+    put(key, tag .. fp)
+  elseif not record_at(have, tag .. fp) then
+    put(key, have .. tag .. fp)
+  end
+end
+local function anchor_drop(key, tag, fp)
+  local have = string_of(key)
+  if not have then return end
+  local at = record_at(have, tag .. fp)
+  if at then put(key, string.sub(have, 1, at - 1) .. string.sub(have, at + R)) end
+end
+-- the fingerprints filed under an anchor, at most __ANCHOR_READ__ + 1 of them
+local function anchor_pages(key, tag)
+  local found = {}
+  local have = string_of(key)
+  if not have then return found end
+  local from, t = 1, #tag
+  while #found <= __ANCHOR_READ__ do
+    local at = string.find(have, tag, from, true)
+    if not at then break end
+    if at % R == 1 then
+      found[#found + 1] = string.sub(have, at + t, at + R - 1)
+      from = at + R
+    else
+      from = at + 1
+    end
+  end
+  return found
 end
 """
 
@@ -188,13 +276,10 @@ for i = 0, n - 1 do
   local order = {}
   local usable = 0
   for j = 1, na do
-    local anchor = ARGV[a + 3 * T + 5 + j]
-    local found = redis.call('ZRANGEBYLEX', KEYS[kb + T + 1 + j], '[' .. anchor,
-                             '[' .. anchor .. FP_TOP, 'LIMIT', 0, __ANCHOR_READ__ + 1)
+    local found = anchor_pages(KEYS[kb + T + 1 + j], ARGV[a + 3 * T + 5 + j])
     -- an anchor more pages share is a common phrase, not evidence: passed over
     if #found > __ANCHOR_READ__ then found = {} else usable = usable + 1 end
-    for _, c in ipairs(found) do
-      local other = string.sub(c, 9)
+    for _, other in ipairs(found) do
       if not shared[other] then
         shared[other] = 0
         order[#order + 1] = other
@@ -305,7 +390,7 @@ for i = 0, n - 1 do
     end
     redis.call('HDEL', KEYS[kb + T + 1], m)
     for j = 1, na do
-      redis.call('ZREM', KEYS[kb + T + 1 + j], ARGV[a + T + 4 + j] .. fp)
+      anchor_drop(KEYS[kb + T + 1 + j], ARGV[a + T + 4 + j], fp)
     end
     removed = removed + 1
     out[i + 1] = 1
@@ -369,9 +454,48 @@ end
 return out
 """
 
-_LUA_DECIDE = _LUA_DECIDE.replace("__ANCHOR_READ__", str(ANCHOR_READ)) \
-    .replace("__ANCHOR_MATCHES__", str(ANCHOR_MATCHES))
-_LUA_ATTACH = _LUA_ATTACH.replace("__EVIDENCE_BYTES__", str(EVIDENCE_BYTES))
+
+
+def _scripts(packed: bool) -> dict[str, str]:
+    """The scripts for an index whose anchors are packed records (or sorted sets)."""
+    anchors = (_LUA_ANCHOR_RECORDS if packed else _LUA_ANCHOR_SETS) \
+        .replace("__RECORD__", str(ANCHOR_RECORD_BYTES))
+    out = {}
+    for name, body in (("decide", _LUA_DECIDE), ("add", _LUA_ADD), ("remove", _LUA_REMOVE),
+                       ("attach", _LUA_ATTACH)):
+        out[name] = body.replace("__ANCHOR_FUNCTIONS__", anchors) \
+            .replace("__ANCHOR_READ__", str(ANCHOR_READ)) \
+            .replace("__ANCHOR_MATCHES__", str(ANCHOR_MATCHES)) \
+            .replace("__EVIDENCE_BYTES__", str(EVIDENCE_BYTES))
+    return out
+
+
+_SCRIPTS = {packed: _scripts(packed) for packed in (False, True)}
+
+_RECORDS = _LUA_ANCHOR_RECORDS.replace("__RECORD__", str(ANCHOR_RECORD_BYTES)) \
+    .replace("__ANCHOR_READ__", str(ANCHOR_READ))
+
+#: One packed anchor record filed, or taken out, on its own key (a cluster files anchors
+#: key by key): ``KEYS[1]`` the string, ``ARGV`` the tag and the fingerprint.
+LUA_ANCHOR_ADD = _RECORDS + "anchor_add(KEYS[1], ARGV[1], ARGV[2])\nreturn 1\n"
+LUA_ANCHOR_DROP = _RECORDS + "anchor_drop(KEYS[1], ARGV[1], ARGV[2])\nreturn 1\n"
+
+
+def anchor_records(have: bytes | None, tag: bytes) -> list[int]:
+    """The fingerprints a packed anchor string files under ``tag`` (the scripts'
+    ``anchor_pages``, for a probe that reads the string with ``GET``), at most
+    :data:`ANCHOR_READ` + 1 of them."""
+    found: list[int] = []
+    if not have:
+        return found
+    at = have.find(tag)
+    while at >= 0 and len(found) <= ANCHOR_READ:
+        if at % ANCHOR_RECORD_BYTES == 0:
+            found.append(int.from_bytes(have[at + len(tag):at + ANCHOR_RECORD_BYTES], "big"))
+            at = have.find(tag, at + ANCHOR_RECORD_BYTES)
+        else:
+            at = have.find(tag, at + 1)
+    return found
 
 
 def pack_page_id(page_id: str) -> bytes:
@@ -500,8 +624,8 @@ class RedisStore:
         self._table_keys = [f"{ns}:t{t}:{{:0{bd}x}}".format for t in range(len(layout.tables))]
         self._sketch_key = f"{ns}:s:{{:0{bd}x}}".format
         ad = max(1, -(-layout.anchor_bits // 4))
-        self._anchor_mask = (1 << layout.anchor_bits) - 1
         self._anchor_key = f"{ns}:a:{{:0{ad}x}}".format
+        self._scripts = _SCRIPTS[layout.packed_anchors]
 
     # ------------------------------------------------------------------ batches
     def _split(self, values: np.ndarray, lead: bytes = b"") -> list[bytes]:
@@ -532,7 +656,7 @@ class RedisStore:
             anchors = probe.anchors[i] if probe.anchors is not None else ()
             keys.extend([name(bucket) for name, bucket in zip(names, row)])
             keys.append(self._sketch_key(row[0]))
-            keys.extend(self._anchor_key(a & self._anchor_mask) for a in anchors)
+            keys.extend(self._anchor_key(layout.anchor_slot(a)) for a in anchors)
             at = i * tables
             args.extend(members[at:at + tables])
             if ranges:
@@ -545,7 +669,7 @@ class RedisStore:
                 args.append(probe.expect[i] if probe.expect is not None else 0)
             args.append(probe.fps[i].to_bytes(8, "big"))
             args.append(len(anchors))
-            args.extend(a.to_bytes(8, "big") for a in anchors)
+            args.extend(layout.anchor_tag(a) for a in anchors)
             if ranges:
                 judged = probe.judged[i] if probe.judged is not None else {}
                 args.append(b"".join(fp.to_bytes(8, "big") for fp in judged))
@@ -616,7 +740,7 @@ class RedisStore:
 
         assert self._layout is not None, "attach() a layout first"
         nb = self._layout.member_bytes
-        for reply in self._eval(_LUA_DECIDE, calls()):
+        for reply in self._eval(self._scripts["decide"], calls()):
             yield [[(int(h[j]), int.from_bytes(h[j + 1] if int(h[j]) < 0  # ANCHOR, CHANGED
                                                else h[j + 1][:nb], "big"), int(h[j + 2]))
                     for j in range(0, len(h), 3)] for h in reply]
@@ -628,19 +752,19 @@ class RedisStore:
                 keys, args = self._args(probe, page_ids, ranges=False)
                 yield keys, [0, 1, len(self._table_keys), len(probe.fps), *args]
 
-        for reply in self._eval(_LUA_ADD, calls()):
+        for reply in self._eval(self._scripts["add"], calls()):
             yield [bool(x) for x in reply]
 
     def keep_evidence(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:
         keys, args = self._args(probe, page_ids, ranges=False)
-        reply = next(iter(self._eval(_LUA_ATTACH, [(keys, [0, 1, len(self._table_keys),
-                                                           len(probe.fps), *args])])))
+        head = [0, 1, len(self._table_keys), len(probe.fps)]
+        reply = next(iter(self._eval(self._scripts["attach"], [(keys, head + args)])))
         return [bool(x) for x in reply]
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:
         keys, args = self._args(probe, page_ids, ranges=False)
-        reply = next(iter(self._eval(_LUA_REMOVE, [(keys, [0, 0, len(self._table_keys),
-                                                           len(probe.fps), *args])])))
+        head = [0, 0, len(self._table_keys), len(probe.fps)]
+        reply = next(iter(self._eval(self._scripts["remove"], [(keys, head + args)])))
         return [bool(x) for x in reply]
 
     def release(self, probe: Probe, page_ids: Sequence[str]) -> list[bool]:

@@ -48,11 +48,23 @@ def pages(mongo_client, namespace: str) -> Iterator[PageStore]:  # type: ignore[
     mongo_client.drop_database(store.db.name)
 
 
-@pytest.fixture(params=["memory", "redis"])
+class EarlierRedisStore(RedisStore):
+    """A Redis store whose new index is laid out as by an earlier simcrawl (layout version
+    2: text anchors in sorted sets), which this version still reads and writes."""
+
+    earlier_layout = True
+
+    def create_layout(self, description: dict) -> dict:
+        earlier = {k: v for k, v in description.items() if k != "anchors"}
+        return super().create_layout({**earlier, "version": 2})
+
+
+@pytest.fixture(params=["memory", "redis", "redis-earlier-layout"])
 def store(request: pytest.FixtureRequest, redis_client, namespace: str):  # type: ignore[no-untyped-def]
-    """Each index test runs on both stores."""
+    """Each index test runs on both stores, and on an index an earlier version laid out."""
     if request.param == "memory":
         return MemoryStore()
-    redis_store = RedisStore(redis_client, namespace)
+    kind = EarlierRedisStore if request.param == "redis-earlier-layout" else RedisStore
+    redis_store = kind(redis_client, namespace)
     request.addfinalizer(redis_store.clear)
     return redis_store

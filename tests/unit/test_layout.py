@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from dedup import _simhash_py
 from dedup.errors import redact
 from dedup.index import IndexLayout, IndexMismatchError
-from dedup.index.redis_store import pack_page_id, unpack_page_id
+from dedup.index.layout import anchor_bits
+from dedup.index.redis_store import anchor_records, pack_page_id, unpack_page_id
 from dedup.progress import Progress
 from dedup.simhash import KERNEL, _kernel
 from dedup.tables import block_design, two_level_design
@@ -34,17 +35,36 @@ def test_buckets_are_planned_for_the_compact_encoding() -> None:
     assert IndexLayout.plan(1_000_000).k == 3  # the crawl's k, by default
 
 
-def test_text_anchor_sets_are_planned_for_the_compact_encoding_too() -> None:
-    """Six anchors a page: with a fixed 16 bits, 10M pages put 915 entries in each set,
-    past Redis's compact limit of 128 (about 80 bytes an entry instead of 20)."""
+def test_text_anchor_strings_are_planned_for_the_capacity() -> None:
+    """Six anchors a page: with a fixed 16 bits, 10M pages put 915 records in each key;
+    packed strings are planned for at most 64 records on average (a probe reads a whole
+    string), an earlier index's sorted sets for the compact encoding (at most 32)."""
     for capacity in (1_000, 1_000_000, 10_000_000, 1_000_000_000):
         layout = IndexLayout.plan(capacity)
-        assert capacity * 6 / 2 ** layout.anchor_bits <= 32, capacity
-    assert IndexLayout.plan(10_000_000).anchor_bits == 21
-    # an index planned before anchors scaled keeps its 16 bits
-    old = {k: v for k, v in IndexLayout.plan(1_000_000).describe().items() if k != "anchor_bits"}
-    assert IndexLayout.from_description(old).anchor_bits == 16
-    assert not IndexLayout.from_description(old).same_tables(IndexLayout.plan(1_000_000))
+        assert layout.packed_anchors
+        assert 16 < capacity * 6 / 2 ** layout.anchor_bits <= 64 or capacity < 10_000, capacity
+        assert capacity * 6 / 2 ** anchor_bits(capacity) <= 32, capacity
+    assert IndexLayout.plan(10_000_000).anchor_bits == 20
+    assert anchor_bits(10_000_000) == 21  # the sorted sets' plan
+
+
+def test_an_index_planned_before_keeps_its_sorted_set_anchors() -> None:
+    """A version-2 description (before packed anchors) reads as sorted-set anchors and is
+    described as version 2 again; one without anchor bits keeps its 16."""
+    new = IndexLayout.plan(1_000_000)
+    assert new.describe()["version"] == 3 and new.describe()["anchors"] == "records"
+    old = {k: v for k, v in new.describe().items() if k not in ("anchors", "anchor_bits")}
+    old["version"] = 2
+    layout = IndexLayout.from_description(old)
+    assert not layout.packed_anchors and layout.anchor_bits == 16
+    assert layout.describe()["version"] == 2
+    assert IndexLayout.from_description(layout.describe()) == layout
+    assert not layout.same_tables(new)
+    # tags: the whole anchor in a sorted set, 16 bits above the slot in a packed record
+    anchor = 0x0123_4567_89AB_CDEF
+    assert layout.anchor_tag(anchor) == anchor.to_bytes(8, "big")
+    assert new.anchor_slot(anchor) == anchor & (2 ** new.anchor_bits - 1)
+    assert new.anchor_tag(anchor) == ((anchor >> new.anchor_bits) & 0xFFFF).to_bytes(2, "big")
 
 
 def test_describe_round_trip_and_bad_descriptions() -> None:
@@ -55,6 +75,8 @@ def test_describe_round_trip_and_bad_descriptions() -> None:
         IndexLayout.from_description({**layout.describe(), "version": 1})
     with pytest.raises(IndexMismatchError, match="malformed"):
         IndexLayout.from_description({"version": 2, "design": {}})
+    with pytest.raises(IndexMismatchError, match="malformed"):
+        IndexLayout.from_description({**layout.describe(), "anchors": "lists"})
     with pytest.raises(ValueError):
         IndexLayout(block_design(4, 3), bucket_bits=17, capacity=1)
 
@@ -102,3 +124,15 @@ def test_progress_lines() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("load: 50 / 200 [######") and "25.0%" in lines[0]
     assert lines[-1].startswith("load: 200 / 200 [" + "#" * 24 + "]")
+
+
+def test_packed_anchor_records_are_found_on_record_boundaries_only() -> None:
+    """A tag that also occurs inside another record's fingerprint is not a record of it."""
+    tag = b"\x12\x34"
+    inside = b"\x00\x00" + b"\x00\x12\x34\x00\x00\x00\x00\x07"  # the tag at offset 3
+    mine = tag + (5).to_bytes(8, "big")
+    other = b"\x56\x78" + (9).to_bytes(8, "big")
+    assert anchor_records(inside + mine + other + tag + (6).to_bytes(8, "big"), tag) == [5, 6]
+    assert anchor_records(None, tag) == [] and anchor_records(inside, tag) == []
+    crowded = b"".join(tag + i.to_bytes(8, "big") for i in range(20))
+    assert len(anchor_records(crowded, tag)) == 9  # ANCHOR_READ + 1: the rest is not read
