@@ -32,7 +32,7 @@ import numpy as np
 
 from .ids import url_key
 from .index import Match
-from .overlap import shared_text
+from .overlap import SHINGLE_TOKENS, shared_text
 from .page import Page
 from .pinyin import PinyinScore
 from .simhash import (
@@ -53,6 +53,24 @@ DEFAULT_MAIN_CONTENT = 0.5
 #: The shortest passage (characters) of a page recorded as an excerpt of a registered
 #: original.
 EXCERPT_CHARS = 30
+
+#: A text with fewer tokens than this is *thin*: read with its page's title as its first
+#: line (:func:`dedup.pages.fingerprint_text`). Derived from the development sets: every
+#: article of near-dup-dev has at least 144 tokens, and all but 11 extraction failures of
+#: near-dup-dev-2's 612 at least 100, while most template-only stub pages have fewer
+#: (28 of 44 and 94 of 136).
+THIN_TOKENS = 100
+
+#: A text of fewer distinct shingles than this is thin (:data:`THIN_TOKENS` tokens).
+THIN_SHINGLES = THIN_TOKENS - SHINGLE_TOKENS + 1
+
+#: Two texts of which one is thin are copies only when they are nearly one text: the
+#: shingles they share are at least this share of all the shingles of both (their
+#: resemblance), not only of the thin one's. A thin text is a line or two of its own
+#: beside a site's furniture; two stubs of one site share the furniture and differ in
+#: their lines, so the thin one is mostly in the other (containment 0.8 and more) while
+#: their resemblance is the furniture's share of both (docs/fingerprints.md, "Stub pages").
+THIN_RESEMBLANCE = 0.9
 
 #: A candidate within this distance whose second opinion agrees is a copy by its
 #: fingerprints (``DEDUP_TRUST_DISTANCE``); the others need the text check.
@@ -310,8 +328,18 @@ def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules) -> float | 
     share, sample = sketch.containment(values)
     if sample >= min(MIN_SAMPLE, len(values), sketch.count) and sample \
             and share >= rules.verify_containment:  # type: ignore[operator]
+        if min(len(values), sketch.count) < THIN_SHINGLES \
+                and resemblance(share, len(values), sketch.count) < THIN_RESEMBLANCE:
+            return None
         return round(share, 4)
     return None
+
+
+def resemblance(share: float, count: int, other: int) -> float:
+    """Shared shingles over all shingles of two texts of ``count`` and ``other`` distinct
+    shingles, of which the shorter's ``share`` is in the longer."""
+    shared = share * min(count, other)
+    return shared / max(1.0, count + other - shared)
 
 
 def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],

@@ -24,20 +24,13 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from .decide import NEW, TEMPLATE_ONLY, Decision, second_opinion
+from .decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
 from .page import Page
 from .pinyin import PinyinFingerprinter
 from .simhash import fingerprint
 from .sketch import shingle_values
 from .templates import block_keys
 from .text import ExtractedText, extract_text, parse_html
-
-#: A text with fewer tokens than this is *thin*: read with its page's title as its first
-#: line (:func:`fingerprint_text`). Derived from the development sets: every article of
-#: near-dup-dev has at least 144 tokens, and all but 11 extraction failures of
-#: near-dup-dev-2's 612 at least 100, while most template-only stub pages have fewer
-#: (28 of 44 and 94 of 136).
-THIN_TOKENS = 100
 
 #: How a page is read and fingerprinted, as a small picklable tuple (the extraction
 #: workers get it): ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,

@@ -107,6 +107,28 @@ def test_candidates_are_asked_in_order_and_the_first_that_passes_is_the_original
     assert choose_original(p, [trusted_one], {"z": (1 << 11) - 1}, {}, rules) is None
 
 
+def test_a_thin_text_is_a_copy_only_of_a_nearly_equal_text() -> None:
+    """Two stubs of one template, a line of their own each (thin: under 100 tokens): the
+    shorter is mostly in the other (containment over 0.8), but they are not nearly one
+    text, so neither copies the other; the same stub with one word changed still does; a
+    long text is judged by containment as before."""
+    template = article(5, 60)
+    stubs = [template + "\n" + article(s, 10) for s in (11, 12)]
+    p = page("http://s.example/b", A, stubs[1], verify=0)
+    first = Match(A ^ 1, "a", 1)
+    rules = Rules()
+    theirs = {"a": TextSketch.of_text(stubs[0])}
+    assert theirs["a"].containment(shingle_values(stubs[1]))[0] >= 0.8
+    assert choose_original(p, [first], {}, theirs, rules) is None
+    edited = stubs[0].replace(stubs[0].split()[-1], "changed")
+    mirror = page("http://s.example/c", A, edited, verify=0)
+    assert choose_original(mirror, [first], {}, theirs, rules) is not None
+    long_ones = [article(5, 600) + "\n" + article(s, 10) for s in (11, 12)]
+    long_page = page("http://s.example/d", A, long_ones[1], verify=0)
+    assert choose_original(long_page, [first], {},
+                           {"a": TextSketch.of_text(long_ones[0])}, rules) is not None
+
+
 def test_the_text_sketch_measures_containment_both_ways() -> None:
     long_text = article(1, 2400)
     copy = TextSketch.of_text(long_text)
