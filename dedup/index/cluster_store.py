@@ -585,7 +585,7 @@ class ClusterStore:
         if layout.packed_anchors:
             script = LUA_ANCHOR_DROP if drop else LUA_ANCHOR_ADD
             return [("EVAL", script, 1, self._anchor_key(layout.anchor_slot(a)),
-                     layout.anchor_tag(a), fpb) for a in anchors]
+                     layout.anchor_tag(a) + fpb) for a in anchors]
         if drop:
             return [("ZREM", self._anchor_key(layout.anchor_slot(a)), layout.anchor_tag(a) + fpb)
                     for a in anchors]

@@ -472,13 +472,34 @@ def _scripts(packed: bool) -> dict[str, str]:
 
 _SCRIPTS = {packed: _scripts(packed) for packed in (False, True)}
 
-_RECORDS = _LUA_ANCHOR_RECORDS.replace("__RECORD__", str(ANCHOR_RECORD_BYTES)) \
-    .replace("__ANCHOR_READ__", str(ANCHOR_READ))
+# One packed anchor record on its own key (a cluster files anchors key by key): KEYS[1]
+# the string, ARGV the record (tag and fingerprint); ADD files it unless it is there, DROP
+# takes it out. Short on purpose: a crawl sends six a page.
+_LUA_ONE_RECORD = r"""
+local R, record = __RECORD__, ARGV[1]
+local have = redis.call('GET', KEYS[1]) or ''
+local from, at = 1, nil
+while true do
+  at = string.find(have, record, from, true)
+  if not at or at % R == 1 then break end
+  from = at + 1
+end
+""".replace("__RECORD__", str(ANCHOR_RECORD_BYTES))
 
-#: One packed anchor record filed, or taken out, on its own key (a cluster files anchors
-#: key by key): ``KEYS[1]`` the string, ``ARGV`` the tag and the fingerprint.
-LUA_ANCHOR_ADD = _RECORDS + "anchor_add(KEYS[1], ARGV[1], ARGV[2])\nreturn 1\n"
-LUA_ANCHOR_DROP = _RECORDS + "anchor_drop(KEYS[1], ARGV[1], ARGV[2])\nreturn 1\n"
+#: File a packed anchor record (``KEYS[1]``, ``ARGV[1]``: tag and fingerprint).
+LUA_ANCHOR_ADD = _LUA_ONE_RECORD + """
+if not at then redis.call('SET', KEYS[1], have .. record) end
+return 1
+"""
+
+#: Take a packed anchor record out (the same arguments).
+LUA_ANCHOR_DROP = _LUA_ONE_RECORD + """
+if at then
+  local left = string.sub(have, 1, at - 1) .. string.sub(have, at + R)
+  if left == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], left) end
+end
+return 1
+"""
 
 
 def anchor_records(have: bytes | None, tag: bytes) -> list[int]:

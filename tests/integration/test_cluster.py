@@ -234,12 +234,17 @@ def test_a_copys_text_is_kept_only_under_an_admitted_original(redis_cluster: str
     store.clear()
 
 
-def test_released_sketches_are_read_from_the_store_on_a_cluster(redis_cluster: str) -> None:
-    """The sharded index releases a stored page's sketch as one node does
-    (tests/integration/test_index.py, ``check_released_sketches``)."""
+@pytest.mark.parametrize("earlier", [False, True], ids=["packed-anchors", "earlier-layout"])
+def test_released_sketches_are_read_from_the_store_on_a_cluster(redis_cluster: str,
+                                                                 earlier: bool) -> None:
+    """The sharded index releases a stored page's sketch as one node does, and files and
+    finds text anchors as one node does (tests/integration/test_index.py,
+    ``check_released_sketches``), in packed strings and in an earlier layout's sorted
+    sets."""
     from test_index import check_released_sketches
 
     store = ClusterStore(connect_redis(redis_cluster), f"{{rel-{uuid.uuid4().hex[:8]}}}")
+    store.earlier_layout = earlier  # type: ignore[attr-defined]
     try:
         check_released_sketches(store, ShardedIndex)
     finally:
