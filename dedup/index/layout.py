@@ -36,7 +36,8 @@ KEY_OVERHEAD = 100
 #: the planned capacity. Half leaves room for Poisson spread and growth to twice the plan.
 FILL = 0.5
 
-#: Entries a bucket (and an anchor set) holds on average at the planned capacity, at most.
+#: Entries a bucket (and an earlier index's anchor set) holds on average at the planned
+#: capacity, at most.
 #: A probe's ``ZRANGEBYLEX`` walks a compact sorted set from its head and copies each
 #: member it passes into a new string to compare it (Redis 7.0, ``zzlLexValueGteMin`` in
 #: t_zset.c), so past a few dozen entries the walk, not the key lookup, is most of a
@@ -67,8 +68,9 @@ class IndexLayout:
         bucket_bits: leading bits of a permuted value that name its bucket (at most the
             shortest table prefix, so that a probe reads one bucket).
         capacity: the number of fingerprints the bucketing was planned for.
-        anchor_bits: low bits of a text anchor that name its set (so that each set stays
-            in the compact encoding at the capacity, as a bucket does; 16 for an index
+        anchor_bits: low bits of a text anchor that name its key (planned so that a key
+            holds about :data:`ANCHOR_RECORDS` packed records at the capacity, or, for
+            sorted sets, stays in the compact encoding as a bucket does; 16 for an index
             planned before they scaled).
         packed_anchors: the text anchors are packed records in strings (a record of
             :data:`ANCHOR_TAG_BYTES` more bits of the anchor and the page's fingerprint, see
@@ -173,8 +175,9 @@ class IndexLayout:
         """
         if desc.get("version") not in READ_VERSIONS:
             raise IndexMismatchError(f"stored index layout version {desc.get('version')!r} is "
-                                     f"not {LAYOUT_VERSION}: rebuild the index "
-                                     "(simcrawl rebuild-index)")
+                                     f"not one this simcrawl reads "
+                                     f"({', '.join(map(str, READ_VERSIONS))}): rebuild the "
+                                     "index (simcrawl rebuild-index)")
         try:
             d = desc["design"]
             tables = tuple(Table(tuple(t["order"]), int(t["prefix_bits"])) for t in d["tables"])
