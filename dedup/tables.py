@@ -187,8 +187,8 @@ def two_level_design(m1: int, m2: int, k: int) -> Design:
 # ----------------------------------------------------------------------------- planner
 
 #: What one admitted page costs in the crawl's Redis besides its table entries, measured
-#: by ``bench/bench_index.py --sketches --released`` at 1M pages (702.0 B a page in all
-#: with its sketch, 348.4 B once the sketch has left; 10 tables of 16.2 B): its text sketch
+#: by ``bench/bench_index.py --sketches --released`` at 1M pages (623.0 B a page in all
+#: with its sketch, 269.4 B once the sketch has left; 10 tables of 16.2 B): its text sketch
 #: record (a hash field of :data:`dedup.sketch.SKETCH_SIZE` values, about 394 bytes), its
 #: six text anchors (packed records of 10 bytes in strings of about 46, 73.8 B a page by
 #: ``MEMORY USAGE`` at 1M, 73.0 at 10M; 147 B as sorted-set members of 16 bytes before)
@@ -197,7 +197,8 @@ SKETCH_BYTES, ANCHOR_BYTES, CHECKSUM_BYTES = 394, 74, 50
 
 #: What a page's record costs in Redis once its sketch has left for MongoDB (its page id
 #: and the one-byte mark :data:`dedup.index.core.RELEASED`, in the fingerprint's hash
-#: field): the rest of the 348.4 B measured as above.
+#: field): about 34 of the 269.4 B measured as above (40 with the sorted-set anchors
+#: before, kept as the planner's margin).
 RELEASED_BYTES = 40
 
 #: The most candidates a probe of the crawl's index may expect (issue 22's bound): each is

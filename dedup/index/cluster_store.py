@@ -572,10 +572,7 @@ class ClusterStore:
         buckets, rests = self.where(fp)
         return [("ZADD", name(b), 0, self._member(r))
                 for name, b, r in zip(self._table_keys, buckets, rests)] \
-            + self._anchor_adds(fp, anchors)
-
-    def _anchor_adds(self, fp: int, anchors: Sequence[int]) -> list[tuple[Any, ...]]:
-        return self._anchor_commands(fp, anchors, drop=False)
+            + self._anchor_commands(fp, anchors, drop=False)
 
     def _anchor_commands(self, fp: int, anchors: Sequence[int], drop: bool
                          ) -> list[tuple[Any, ...]]:
@@ -783,7 +780,7 @@ class ClusterStore:
             [_record(p, s) for p, s in zip(page_ids, sketches)],
             [EVIDENCE_BYTES] * len(page_ids))]
         self._pipeline(c for ok, fp, row in zip(done, probe.fps, anchors) if ok
-                       for c in self._anchor_adds(fp, row))
+                       for c in self._anchor_commands(fp, row, drop=False))
         return done
 
     def remove(self, probe: Probe, page_ids: Sequence[str | None]) -> list[bool]:

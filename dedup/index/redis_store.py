@@ -145,12 +145,25 @@ local function anchor_pages(key, anchor)
 end
 """
 
-# Packed: a string per slot, records of __RECORD__ bytes: the anchor's tag, then the
-# fingerprint. A record is found with a plain substring search, kept where it starts on a
-# record's boundary. A string is written whole (SET): APPEND would leave it room to grow
-# as large again.
-_LUA_ANCHOR_RECORDS = r"""
+# Where a record starts in a string of packed records of R bytes, or nil: a plain
+# substring search, kept where it starts on a record's boundary.
+_LUA_RECORD_AT = r"""
 local R = __RECORD__
+local function record_at(have, record)
+  local from = 1
+  while true do
+    local at = string.find(have, record, from, true)
+    if not at then return nil end
+    if at % R == 1 then return at end
+    from = at + 1
+  end
+end
+"""
+
+# Packed: a string per slot, records of __RECORD__ bytes: the anchor's tag, then the
+# fingerprint. A string is written whole (SET): APPEND would leave it room to grow as
+# large again.
+_LUA_ANCHOR_RECORDS = _LUA_RECORD_AT + r"""
 -- the strings this script read or wrote (false: none), so that a page's admission files
 -- its anchors in the strings its probe read without reading them again; every write of
 -- the script goes through here
@@ -166,16 +179,6 @@ end
 local function put(key, value)
   if value == '' then redis.call('DEL', key) else redis.call('SET', key, value) end
   strings[key] = value ~= '' and value
-end
--- where a record starts in a string, or nil
-local function record_at(have, record)
-  local from = 1
-  while true do
-    local at = string.find(have, record, from, true)
-    if not at then return nil end
-    if at % R == 1 then return at end
-    from = at + 1
-  end
 end
 local function anchor_add(key, tag, fp)
   local have = string_of(key)
@@ -475,16 +478,11 @@ _SCRIPTS = {packed: _scripts(packed) for packed in (False, True)}
 # One packed anchor record on its own key (a cluster files anchors key by key): KEYS[1]
 # the string, ARGV the record (tag and fingerprint); ADD files it unless it is there, DROP
 # takes it out. Short on purpose: a crawl sends six a page.
-_LUA_ONE_RECORD = r"""
-local R, record = __RECORD__, ARGV[1]
+_LUA_ONE_RECORD = (_LUA_RECORD_AT + r"""
+local record = ARGV[1]
 local have = redis.call('GET', KEYS[1]) or ''
-local from, at = 1, nil
-while true do
-  at = string.find(have, record, from, true)
-  if not at or at % R == 1 then break end
-  from = at + 1
-end
-""".replace("__RECORD__", str(ANCHOR_RECORD_BYTES))
+local at = record_at(have, record)
+""").replace("__RECORD__", str(ANCHOR_RECORD_BYTES))
 
 #: File a packed anchor record (``KEYS[1]``, ``ARGV[1]``: tag and fingerprint).
 LUA_ANCHOR_ADD = _LUA_ONE_RECORD + """
