@@ -16,7 +16,8 @@ pairs (development figures; the data is read from ``../shared``, never copied):
   (and, harder, the same title as the other stub; with the same title, and a description
   of its own each, its first words as a CMS writes one; with the same title once the
   site's template is learned, as the crawl learns it from five admitted pages of the
-  site): two stubs of a site are never copies;
+  site): two stubs of a site are never copies; and a site's eight stubs decided in crawl
+  order by one deduplicator, which learns the site's template from those it admits;
 * **republished**: the article's lines without its site's template, under another site's
   template: always a copy;
 * **boilerplate + edit**: the article with three lines of another site's template added and
@@ -164,7 +165,39 @@ def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed:
                         decide_pair(stub(0, titles[0], described), stub(1, title, described)))
                 add(f"stub {size} words, one title, site template learned",
                     decide_pair(stub(0, titles[0], False), stub(1, titles[0], False), lines))
+    sites_of_stubs(sites, words, seed, params, add)
     return kinds
+
+
+#: Stubs of one site decided in crawl order by :func:`sites_of_stubs`.
+SITE_STUBS = 8
+
+
+def sites_of_stubs(sites: dict[str, list[str]], words: list[str], seed: int,
+                   params: tuple, add: Callable[[str, bool], None]  # type: ignore[type-arg]
+                   ) -> None:
+    """A site's :data:`SITE_STUBS` stubs (10-80 words of their own each) decided one
+    after another by one deduplicator, as a crawl meets them: the admitted ones teach the
+    site's template as the crawl learns it; each stub after the first is counted, dropped
+    or not. Under one title and without descriptions, a dropped stub teaches nothing, so
+    the template is learned only from the stubs admitted (their own random stream, so
+    that the pairs above stay as they were)."""
+    rng = random.Random(seed + 1)
+    for n, (group, lines) in enumerate(sorted(sites.items())):
+        for label, one_title in (("titles differ", False), ("one title, no description", True)):
+            dedup, _ = in_memory(capacity=1000)
+            title = " ".join(rng.sample(words, 6))
+            for i in range(SITE_STUBS):
+                size = rng.choice((10, 20, 40, 80))
+                at = rng.randrange(len(words) - size)
+                page = make("\n".join(lines[:1] + [" ".join(words[at:at + size])] + lines[1:]),
+                            f"https://site{n}.example/stub/{i}", title if one_title
+                            else " ".join(rng.sample(words, 6)), params)
+                dropped = dedup.decide([page])[0].dropped
+                if i:
+                    which = "2nd-4th" if i < 4 else f"5th-{SITE_STUBS}th"
+                    add(f"stub in crawl order, the {which} of a site's {SITE_STUBS}, {label}",
+                        dropped)
 
 
 def main() -> int:
