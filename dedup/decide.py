@@ -17,8 +17,11 @@ Order of the checks (docs/fingerprints.md):
    the two own texts is ``verify_containment`` in the other, measured on the candidate's
    text sketch, which every process reads from the index with the candidate
    (:mod:`dedup.sketch`); only where a page has no text do the fingerprints decide
-   (within ``trust_distance`` and the second opinion agrees). Candidates are asked
-   closest first, the page's declared canonical first of all (:func:`choose_original`).
+   (within ``trust_distance`` and the second opinion agrees). A candidate on the page's
+   site is another document when its title or description says so, or, where neither
+   tells, when each text holds a passage of its own (:func:`own_passages`). Candidates
+   are asked closest first, the page's declared canonical first of all
+   (:func:`choose_original`).
 6. Otherwise the page is **new** and admitted.
 """
 
@@ -32,7 +35,7 @@ import numpy as np
 
 from .ids import url_key
 from .index import Match
-from .overlap import SHINGLE_TOKENS, shared_text
+from .overlap import SHINGLE_TOKENS, shared_text, token_pattern
 from .page import Page
 from .pinyin import PinyinScore
 from .simhash import (
@@ -44,6 +47,7 @@ from .simhash import (
 )
 from .sketch import TextSketch, shingle_values
 from .templates import block_keys, strip
+from .text import normalize
 
 #: A page is a copy of a registered original found by its pinyin windows when this share
 #: of its text is the original's (``DEDUP_MAIN_CONTENT``): the original is its main
@@ -71,6 +75,15 @@ THIN_SHINGLES = THIN_TOKENS - SHINGLE_TOKENS + 1
 #: their lines, so the thin one is mostly in the other (containment 0.8 and more) while
 #: their resemblance is the furniture's share of both (docs/fingerprints.md, "Stub pages").
 THIN_RESEMBLANCE = 0.9
+
+#: A line of at least this many tokens can be a passage of a page's own
+#: (:func:`own_passages`): a sentence, not a date or a menu entry.
+PASSAGE_TOKENS = 8
+
+#: The fewest shingles that show a passage of its own each way (:func:`own_passages`):
+#: of the page's line, sampled and none in the candidate; of the candidate's sample, not
+#: in the page. One shingle alone can be an edit or a chance match of 16 bits.
+PASSAGE_EVIDENCE = 2
 
 #: A candidate within this distance whose second opinion agrees is a copy by its
 #: fingerprints (``DEDUP_TRUST_DISTANCE``); the others need the text check.
@@ -335,6 +348,47 @@ def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules) -> float | 
     return None
 
 
+def passage_lines(text: str) -> list[np.ndarray]:
+    """The :func:`dedup.sketch.shingle_values` of each line of ``text`` of at least
+    :data:`PASSAGE_TOKENS` tokens (the lines :func:`own_passages` reads)."""
+    find = token_pattern().findall
+    return [shingle_values(line) for line in text.split("\n")
+            if len(find(normalize(line))) >= PASSAGE_TOKENS]
+
+
+def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch
+                 ) -> bool:
+    """Whether a page and a candidate each hold a passage the other lacks altogether,
+    and share every other line whole: two documents under one template (two stubs of a
+    site, a sentence of their own each beside the same furniture), where a copy differs
+    from its original by edits spread over its lines, or by lines only one of the two
+    has.
+
+    ``lines``: the page's own text's :func:`passage_lines`; ``values``: the shingles of
+    its whole text (with its template lines: the candidate's sketch may hold them). On
+    the candidate's sample (its sketch keeps every value up to its largest): a line of
+    the page is its own when at least :data:`PASSAGE_EVIDENCE` of its shingles are
+    sampled and none is the candidate's; a line with some but not all found is edited,
+    and then the texts are not told apart; the candidate has a passage of its own when
+    :data:`PASSAGE_EVIDENCE` of its sample are not the page's."""
+    if sketch.shift or not len(sketch.low):  # a version-1 sketch: not asked
+        return False
+    top = np.uint64(sketch.top)
+    own = False
+    for line in lines:
+        below = line[line <= top]
+        found = int(np.isin((below & 0xFFFF).astype(np.uint16), sketch.low).sum())
+        sampled = len(line) if sketch.complete else len(below)
+        if not found:
+            own = own or sampled >= PASSAGE_EVIDENCE
+        elif found < sampled:
+            return False
+    if not own:
+        return False
+    ours = (values[values <= top] & 0xFFFF).astype(np.uint16)
+    return int((~np.isin(sketch.low, ours)).sum()) >= PASSAGE_EVIDENCE
+
+
 def resemblance(share: float, count: int, other: int) -> float:
     """Shared shingles over all shingles of two texts of ``count`` and ``other`` distinct
     shingles, of which the shorter's ``share`` is in the longer."""
@@ -352,7 +406,10 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
 
     * a candidate on the page's site under another title, or under its title with
       another description, is another document, never the original
-      (:meth:`dedup.sketch.TextSketch.other_document`);
+      (:meth:`dedup.sketch.TextSketch.other_document`); so is one on the page's site
+      whose title does not tell it apart and which is not described as well as the
+      page, when each text holds a passage of its own that the other lacks
+      altogether (:func:`own_passages`);
     * when both pages have a text (``sketches``: the candidates' text sketches, which the
       index keeps with their fingerprints, by the match's sketch bytes, else by page id;
       a candidate may come with the sketch of a copy dropped for it, and is the original
@@ -366,6 +423,7 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     ``values``: the page's own text's :func:`dedup.sketch.shingle_values` (computed here
     when not given).
     """
+    passages: tuple[list[np.ndarray], np.ndarray] | None = None  # for own_passages
     for m in found:
         sketch = sketches.get(m.sketch) if m.sketch else None
         if sketch is None:
@@ -373,6 +431,12 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         if sketch is not None and sketch.other_document(page.host, page.title,
                                                         page.description):
             continue
+        if sketch is not None and page.text and rules.verify_containment is not None \
+                and sketch.undescribed_on_site(page.host, page.description):
+            if passages is None:
+                passages = passage_lines(page.own_text), shingle_values(page.text)
+            if own_passages(*passages, sketch):
+                continue
         if sketch is None or not page.text or rules.verify_containment is None:
             if trusted(page, m, verifiers, rules):
                 return m, None

@@ -196,6 +196,13 @@ class TextSketch:
         return (bool(self.title and title_theirs) and _other_words(self.title, title_theirs)) \
             or (bool(self.about and about_theirs) and _other_words(self.about, about_theirs))
 
+    def undescribed_on_site(self, host: str | None, description: str | None) -> bool:
+        """Whether a page on ``host`` described by ``description`` is on this sketch's
+        site while the two are not both described: what the site says of them (after
+        :meth:`other_document`) then cannot tell them apart."""
+        return bool(self.host) and self.host == host_key(host) \
+            and not (self.about and word_bits(description))
+
     @property
     def complete(self) -> bool:
         """Whether every shingle of the text is kept (the text check is then exact)."""

@@ -74,8 +74,10 @@ def test_kills_then_a_recrawl_leave_one_page_per_copy_group(tmp_path: Path, stop
             status = proc.wait(timeout=60)
             log = (tmp_path / f"{n}.log").read_text()
             forced, closed = log.find("forcing unclean shutdown"), log.find("dedup summary")
-            if forced >= 0 and not 0 <= closed < forced:
-                assert status == 130  # forced out before it closed: never "done"
+            if forced >= 0:  # forced out before it closed: never "done"; a crawl whose
+                # close had begun may still finish it (its summary logged after the
+                # forced line) and then it is done
+                assert status == (0 if closed >= 0 else 130), (status, forced, closed)
             deadline = time.monotonic() + 15
             while processes_with(marker) and time.monotonic() < deadline:
                 time.sleep(0.2)

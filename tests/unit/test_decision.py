@@ -129,6 +129,35 @@ def test_a_thin_text_is_a_copy_only_of_a_nearly_equal_text() -> None:
                            {"a": TextSketch.of_text(long_ones[0])}, rules) is not None
 
 
+def test_stubs_of_one_site_that_nothing_tells_apart_are_told_apart_by_own_passages() -> None:
+    """Two stubs of one site under one title and without descriptions: the site's long
+    furniture with a sentence of their own each (the shorter is over 0.9 in the other, and
+    not thin). Each holds a passage the other lacks altogether, so neither copies the
+    other; described alike by their site, they would be one document. A copy on the same
+    site with a line added is still a copy, and so is one with a line added and words
+    edited here and there."""
+    furniture = article(5, 360).split("\n")
+    stubs = ["\n".join(furniture[:1] + [article(s, 12)] + furniture[1:]) for s in (11, 12)]
+    rules, first = Rules(), Match(A ^ 1, "a", 1)
+
+    def judged(text: str, of: str, described: str | None = None) -> bool:
+        p = page("http://s.example/b", A, text, verify=0)
+        p.title, p.description = "Site", described
+        theirs = {"a": TextSketch.of_text(of, host="s.example", title="Site",
+                                          description=described)}
+        return choose_original(p, [first], {}, theirs, rules) is not None
+
+    assert TextSketch.of_text(stubs[0]).containment(shingle_values(stubs[1]))[0] > 0.9
+    assert not judged(stubs[1], stubs[0])
+    assert judged(stubs[1], stubs[0], described="what the site says of both")
+    original = article(1, 600)
+    assert judged(original + "\n" + article(9, 12), original)
+    edited = "\n".join(" ".join("changed" if i % 3 == 0 and j == 7 else w
+                                 for j, w in enumerate(line.split()))
+                        for i, line in enumerate(original.split("\n")))  # a word in 36
+    assert judged(edited + "\n" + article(9, 12), original)
+
+
 def test_the_text_sketch_measures_containment_both_ways() -> None:
     long_text = article(1, 2400)
     copy = TextSketch.of_text(long_text)
