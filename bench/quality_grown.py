@@ -21,7 +21,8 @@ pairs (development figures; the data is read from ``../shared``, never copied):
 * **republished**: the article's lines without its site's template, under another site's
   template: always a copy;
 * **boilerplate + edit**: the article with three lines of another site's template added and
-  2% of its words edited (spans of 1-2): always a copy.
+  2% of its words edited (spans of 1-2): always a copy; and the same on the article's
+  site with neither page described (the pairs the own-passage rule asks about).
 
 Each pair is decided alone by the crawl's decision on memory stores
 (:func:`dedup.deduplicator.in_memory`): the first page admitted, then the second
@@ -166,7 +167,30 @@ def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed:
                 add(f"stub {size} words, one title, site template learned",
                     decide_pair(stub(0, titles[0], False), stub(1, titles[0], False), lines))
     sites_of_stubs(sites, words, seed, params, add)
+    undescribed_copies(articles, sites, per, seed, params, add)
     return kinds
+
+
+def undescribed_copies(articles: dict[str, Page], sites: dict[str, list[str]], per: int,
+                       seed: int, params: tuple,  # type: ignore[type-arg]
+                       add: Callable[[str, bool], None]) -> None:
+    """Copies on their original's site where neither page is described (the pairs the
+    own-passage rule asks about, docs/fingerprints.md): the article with 2% of its words
+    edited, with three lines of another site's template added, and with both (their own
+    random stream, so that the pairs above stay as they were)."""
+    rng = random.Random(seed + 2)
+    site_names = sorted(sites)
+    for n, (_, page) in enumerate(sorted(articles.items())):
+        url, title = f"https://{page.host}/grown/{n}", page.title or ""
+        for k in range(per):
+            lines = sites[site_names[rng.randrange(len(site_names))]][:3]
+            edited = edit(page.text, 0.02, (1, 2), rng)
+            for label, text in (("2% of the words edited", edited),
+                                ("three lines added", page.text + "\n" + "\n".join(lines)),
+                                ("both", edited + "\n" + "\n".join(lines))):
+                add(f"copy on its site, neither described: {label}", decide_pair(
+                    make(page.text, url, title, params),
+                    make(text, f"{url}-{k}", title, params)))
 
 
 #: Stubs of one site decided in crawl order by :func:`sites_of_stubs`.

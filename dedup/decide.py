@@ -407,9 +407,9 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     * a candidate on the page's site under another title, or under its title with
       another description, is another document, never the original
       (:meth:`dedup.sketch.TextSketch.other_document`); so is one on the page's site
-      whose title does not tell it apart and which is not described as well as the
-      page, when each text holds a passage of its own that the other lacks
-      altogether (:func:`own_passages`);
+      whose title does not tell it apart, when neither is described and each text
+      holds a passage of its own that the other lacks altogether
+      (:func:`own_passages`);
     * when both pages have a text (``sketches``: the candidates' text sketches, which the
       index keeps with their fingerprints, by the match's sketch bytes, else by page id;
       a candidate may come with the sketch of a copy dropped for it, and is the original

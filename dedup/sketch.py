@@ -198,10 +198,12 @@ class TextSketch:
 
     def undescribed_on_site(self, host: str | None, description: str | None) -> bool:
         """Whether a page on ``host`` described by ``description`` is on this sketch's
-        site while the two are not both described: what the site says of them (after
-        :meth:`other_document`) then cannot tell them apart."""
+        site and neither of the two is described: what the site says of them (after
+        :meth:`other_document`) then cannot tell them apart. (Where it describes one
+        only, the other may be its print version or a URL variant without the
+        description.)"""
         return bool(self.host) and self.host == host_key(host) \
-            and not (self.about and word_bits(description))
+            and not self.about and not word_bits(description)
 
     @property
     def complete(self) -> bool:
