@@ -207,7 +207,7 @@ def sites_of_stubs(sites: dict[str, list[str]], words: list[str], seed: int,
     the template is learned only from the stubs admitted (their own random stream, so
     that the pairs above stay as they were)."""
     rng = random.Random(seed + 1)
-    for n, (group, lines) in enumerate(sorted(sites.items())):
+    for n, (_, lines) in enumerate(sorted(sites.items())):
         for label, one_title in (("titles differ", False), ("one title, no description", True)):
             dedup, _ = in_memory(capacity=1000)
             title = " ".join(rng.sample(words, 6))
