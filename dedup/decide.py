@@ -373,20 +373,14 @@ def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSk
     :data:`PASSAGE_EVIDENCE` of its sample are not the page's."""
     if sketch.shift or not len(sketch.low):  # a version-1 sketch: not asked
         return False
-    top = np.uint64(sketch.top)
     own = False
     for line in lines:
-        below = line[line <= top]
-        found = int(np.isin((below & 0xFFFF).astype(np.uint16), sketch.low).sum())
-        sampled = len(line) if sketch.complete else len(below)
+        found, sampled = sketch.sample_found(line)
         if not found:
             own = own or sampled >= PASSAGE_EVIDENCE
         elif found < sampled:
             return False
-    if not own:
-        return False
-    ours = (values[values <= top] & 0xFFFF).astype(np.uint16)
-    return int((~np.isin(sketch.low, ours)).sum()) >= PASSAGE_EVIDENCE
+    return own and sketch.missing_from(values) >= PASSAGE_EVIDENCE
 
 
 def resemblance(share: float, count: int, other: int) -> float:
@@ -431,16 +425,15 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         if sketch is not None and sketch.other_document(page.host, page.title,
                                                         page.description):
             continue
-        if sketch is not None and page.text and rules.verify_containment is not None \
-                and sketch.undescribed_on_site(page.host, page.description):
-            if passages is None:
-                passages = passage_lines(page.own_text), shingle_values(page.text)
-            if own_passages(*passages, sketch):
-                continue
         if sketch is None or not page.text or rules.verify_containment is None:
             if trusted(page, m, verifiers, rules):
                 return m, None
             continue
+        if sketch.undescribed_on_site(page.host, page.description):
+            if passages is None:
+                passages = passage_lines(page.own_text), shingle_values(page.text)
+            if own_passages(*passages, sketch):
+                continue
         if values is None:
             values = shingle_values(page.own_text)
         share = text_check(values, sketch, rules)

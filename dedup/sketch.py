@@ -246,6 +246,24 @@ class TextSketch:
         return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host, title,
                    high.view("<u8").reshape(n).astype(np.uint64), about=about)
 
+    def _sampled(self, values: np.ndarray) -> np.ndarray:
+        """The low 16 bits of a text's sorted values up to this sketch's largest (those
+        whose membership in the sketched text the sketch knows)."""
+        below = values[:np.searchsorted(values, self.top, side="right")]
+        return (below & 0xFFFF).astype(np.uint16)
+
+    def sample_found(self, values: np.ndarray) -> tuple[int, int]:
+        """Of a text's sorted values (its :func:`shingle_values`, or a line's), how many
+        the sketched text holds and how many the sketch can tell: those up to its
+        largest value, or all of them when the sketch is complete (a value above it is
+        then not in the sketched text)."""
+        low = self._sampled(values)
+        return int(np.isin(low, self.low).sum()), len(values) if self.complete else len(low)
+
+    def missing_from(self, values: np.ndarray) -> int:
+        """How many of the sketch's kept values a text's sorted values lack."""
+        return int((~np.isin(self.low, self._sampled(values))).sum())
+
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text
         at hand in full (``values``: its :func:`shingle_values`). Returns the share and the
@@ -254,13 +272,9 @@ class TextSketch:
             return 0.0, 0
         if self.shift:
             values = np.unique(values >> np.uint64(self.shift))
-        below = values[:np.searchsorted(values, self.top, side="right")]
-        low = (below & 0xFFFF).astype(np.uint16)
         if len(values) <= self.count:  # the page at hand is the shorter text
-            # Its values above the sketch's largest are in the other text's only when the
-            # sketch left values out; a complete sketch says they are not.
-            sample = len(values) if self.complete else len(low)
+            found, sample = self.sample_found(values)
             if not sample:
                 return 0.0, 0
-            return float(np.isin(low, self.low).sum()) / sample, sample
-        return float(np.isin(self.low, low).sum()) / len(self.low), len(self.low)
+            return found / sample, sample
+        return (len(self.low) - self.missing_from(values)) / len(self.low), len(self.low)
