@@ -89,7 +89,7 @@ def candidates(data: Path, fast: bool = True) -> tuple[dict[str, dict], list[dic
         out[row["page"]] = {"url": row["url"], "checksum": page.checksum,
                             "simhash": page.simhash, "short": page.short,
                             "verify": page.verify, "text": page.text, "title": page.title,
-                            "description": page.description}
+                            "description": page.description, "listing": page.listing}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order
@@ -115,7 +115,7 @@ def candidate(name: str, fp: dict, suffix: str = "") -> Page:
     url = fp["url"] + suffix
     return Page(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
                 verify=fp["verify"], text=fp["text"], title=fp["title"],
-                description=fp["description"])
+                description=fp["description"], listing=fp["listing"])
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],

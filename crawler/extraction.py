@@ -32,6 +32,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from dedup.config import DedupConfig
+from dedup.listing import is_listing
 from dedup.page import Page
 from dedup.pages import (
     Params,
@@ -90,10 +91,10 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     links = [lk.url for lk in link_extractor().extract_links(response)]
     title = page_title(tree)
     language = response.css("html::attr(lang)").get()
-    return fingerprint_text(extract_main(text, url, params[0], tree), params,
-                            url, canonical=declared_canonical(tree, url, text), links=links,
-                            title=title, description=page_description(tree),
-                            language=language)
+    read = extract_main(text, url, params[0], tree)
+    return fingerprint_text(read, params, url, canonical=declared_canonical(tree, url, text),
+                            links=links, title=title, description=page_description(tree),
+                            language=language, listing=is_listing(tree, read.text))
 
 
 def extract_and_fingerprint(body: bytes, url: str, params: Params,

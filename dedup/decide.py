@@ -13,8 +13,9 @@ Order of the checks (docs/fingerprints.md):
    (:func:`exact_or_next`). A short text's registration is its whole decision.
 4. **Pinyin copy**: a Chinese page whose text (or pinyin windows) is mostly a registered
    original's; a smaller overlap is an excerpt and the page is kept (:func:`registered`).
-5. **Near copy**: a candidate within the index's k is the original when the shorter of
-   the two own texts is ``verify_containment`` in the other, measured on the candidate's
+5. **Near copy**: a candidate within the index's k is the original when the page's own
+   text is ``verify_containment`` in the candidate's and the candidate's is not mostly
+   other text (one way: :func:`text_check`), measured on the candidate's
    text sketch, which every process reads from the index with the candidate
    (:mod:`dedup.sketch`); only where a page has no text do the fingerprints decide
    (within ``trust_distance`` and the second opinion agrees). A candidate on the page's
@@ -75,6 +76,17 @@ THIN_SHINGLES = THIN_TOKENS - SHINGLE_TOKENS + 1
 #: their lines, so the thin one is mostly in the other (containment 0.8 and more) while
 #: their resemblance is the furniture's share of both (docs/fingerprints.md, "Stub pages").
 THIN_RESEMBLANCE = 0.9
+
+#: A page is a copy only of a candidate whose own text is at least this share the
+#: page's (the text check's second way, :func:`text_check`): a candidate that is mostly
+#: other text is another document that holds the page (a listing or a home page showing
+#: it whole, a page quoting it, a stub page with the article and more). Measured on the
+#: development pairs with their whole texts, both orders of each (docs/fingerprints.md,
+#: "One way"): of the 1,229 copies (of 1,260) whose own text is 0.8 and more in the
+#: candidate's, the candidate's is the copy's at 0.5 and more for all but 6 (their
+#: originals carry their site's furniture, two to seven times the article, until the
+#: site's template is learned).
+ORIGINAL_SHARE = 0.5
 
 #: A line of at least this many tokens can be a passage of a page's own
 #: (:func:`own_passages`): a sentence, not a date or a menu entry.
@@ -145,8 +157,8 @@ class Decision:
         original_host: the original's host when known.
         source: the registered original's source name, when the original is one.
         pinyin: for a pinyin copy, the share of windows, run and span.
-        containment: for a near copy judged by its text, the share of the shorter text's
-            three-token shingles found in the other (``None``: judged by fingerprints);
+        containment: for a near copy judged by its text, the share of the copy's own
+            text's three-token shingles found in the original's (``None``: judged by fingerprints);
             for a pinyin copy, the share of the page's shingles that are the original's.
         excerpt: for a page that is kept but quotes a registered original, which one and
             how much (:class:`Excerpt`).
@@ -185,8 +197,10 @@ class Rules:
         verify_distance: the second opinions (simhashes on word pairs) must be within this
             distance for such a match, when both pages have one (``None``: not asked).
         verify_containment: the text check of the other candidates: the original when
-            this share of the shorter text's shingles is in the other (``None``: off, such
+            this share of the page's own text's shingles is in it (``None``: off, such
             candidates are never copies).
+        original_share: ... and when at least this share of the candidate's own text is
+            the page's (:data:`ORIGINAL_SHARE`).
         main_content: a Chinese page copies a registered original its pinyin windows
             found when this share of its text is the original's; less is an excerpt.
         pinyin_min_share, pinyin_min_run: the same by windows alone (share of the page's
@@ -199,6 +213,7 @@ class Rules:
     trust_distance: int = DEFAULT_TRUST_DISTANCE
     verify_distance: int | None = 10
     verify_containment: float | None = 0.8
+    original_share: float = ORIGINAL_SHARE
     main_content: float = DEFAULT_MAIN_CONTENT
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
@@ -328,24 +343,42 @@ def trusted(page: Page, m: Match, verifiers: Mapping[str, int], rules: Rules) ->
         or hamming(verifiers[m.page_id], page.verify) <= rules.verify_distance
 
 
-#: The fewest shingles the text check judges on (unless the shorter text has fewer, all
+#: The fewest shingles the text check judges on (unless either text has fewer, all
 #: of them then): below it a sketch's estimate errs by more than 0.1 too often.
 MIN_SAMPLE = 20
 
 
-def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules) -> float | None:
-    """The text check of a candidate: the containment of the shorter own text in the
-    other, measured between the page's shingles (``values``, in full) and the candidate's
-    sketch on a sample of at least :data:`MIN_SAMPLE` shingles, when it reaches
-    ``verify_containment``; else ``None``."""
-    share, sample = sketch.containment(values)
-    if sample >= min(MIN_SAMPLE, len(values), sketch.count) and sample \
-            and share >= rules.verify_containment:  # type: ignore[operator]
-        if min(len(values), sketch.count) < THIN_SHINGLES \
-                and resemblance(share, len(values), sketch.count) < THIN_RESEMBLANCE:
-            return None
-        return round(share, 4)
-    return None
+def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules, listing: bool = False
+               ) -> float | None:
+    """The text check of a candidate, one way: the share of the page's own text
+    (``values``, its shingles in full) that is in the candidate, measured on a sample of
+    at least :data:`MIN_SAMPLE` of the page's shingles against the candidate's sketch,
+    when it reaches ``verify_containment`` and the candidate is not mostly other text
+    (at least ``original_share`` of its sketch is the page's); else ``None``.
+
+    A page that holds the candidate and much more of its own (a listing, a home page
+    with full posts, an archive, a page quoting an article) is not its copy: its own
+    text is not in the candidate. Nor is a page the copy of a candidate that holds it
+    and more of its own than of the page's: the candidate is then another document that
+    contains it (docs/fingerprints.md, "One way").
+
+    Where either is a listing (``listing``: the page; the candidate's sketch says
+    whether it is one), the two are copies only when they show the same items: the
+    candidate's text is then ``verify_containment`` in the page's too. So a listing is
+    not the copy of one of its items, nor an item the copy of a listing that shows it
+    beside others (docs/fingerprints.md, "Listings")."""
+    threshold = rules.verify_containment
+    if threshold is None:  # the text check is off
+        return None
+    inside, held, sample = sketch.shares(values)
+    least = threshold if listing or sketch.listing else rules.original_share
+    if not sample or sample < min(MIN_SAMPLE, len(values), sketch.count) \
+            or inside < threshold or held < least:
+        return None
+    if min(len(values), sketch.count) < THIN_SHINGLES \
+            and resemblance(inside, len(values), sketch.count) < THIN_RESEMBLANCE:
+        return None
+    return round(inside, 4)
 
 
 def passage_lines(text: str) -> list[np.ndarray]:
@@ -383,10 +416,10 @@ def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSk
     return own and sketch.missing_from(values) >= PASSAGE_EVIDENCE
 
 
-def resemblance(share: float, count: int, other: int) -> float:
-    """Shared shingles over all shingles of two texts of ``count`` and ``other`` distinct
-    shingles, of which the shorter's ``share`` is in the longer."""
-    shared = share * min(count, other)
+def resemblance(inside: float, count: int, other: int) -> float:
+    """Shared shingles over all shingles of two texts: a page of ``count`` distinct
+    shingles, ``inside`` of them in a candidate of ``other``."""
+    shared = inside * count
     return shared / max(1.0, count + other - shared)
 
 
@@ -408,8 +441,9 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
       index keeps with their fingerprints, by the match's sketch bytes, else by page id;
       a candidate may come with the sketch of a copy dropped for it, and is the original
       when the page copies that copy) and the text check is on, the text decides,
-      at every distance: the candidate is the original when the shorter own text's
-      shingles are ``verify_containment`` in the other (:func:`text_check`);
+      at every distance: the candidate is the original when the page's own text's
+      shingles are ``verify_containment`` in its text, and its own text is not mostly
+      other text (:func:`text_check`);
     * otherwise (a page without text, an original registered by its fingerprint alone,
       the text check off) the fingerprints decide: within ``trust_distance``, with the
       second opinion agreeing (:func:`trusted`).
@@ -436,7 +470,7 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
                 continue
         if values is None:
             values = shingle_values(page.own_text)
-        share = text_check(values, sketch, rules)
+        share = text_check(values, sketch, rules, page.listing)
         if share is not None:
             return m, share
     return None

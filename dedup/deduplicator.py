@@ -186,7 +186,8 @@ class Deduplicator:
         values = {i: batch[i].shingles if batch[i].rest is None and batch[i].shingles is not None
                   else shingle_values(batch[i].own_text) for i in near_rows if batch[i].text}
         sketches = {i: TextSketch.of_values(v, host=batch[i].host, title=batch[i].title,
-                                            description=batch[i].description)
+                                            description=batch[i].description,
+                                            listing=batch[i].listing)
                     .to_bytes() for i, v in values.items()}
         for i, sketch in sketches.items():
             batch[i].sketch = sketch

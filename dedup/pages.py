@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from .decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
+from .listing import is_listing
 from .page import Page
 from .pinyin import PinyinFingerprinter
 from .simhash import fingerprint
@@ -111,7 +112,7 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
                      ) -> Page:
     """A :class:`~dedup.page.Page` of ``url`` (its host: the URL's ``netloc``) with an
     extracted text and its fingerprints (``found``: the page's ``canonical``, ``links``,
-    ``title``, ``description``, ``language``, as its reader found them).
+    ``title``, ``description``, ``language``, ``listing``, as its reader found them).
 
     A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's title and
     description as its first lines: what the extractor finds on a page with little text
@@ -139,8 +140,8 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
 
 
 def read_html(html: str | bytes, url: str, params: Params) -> Page:
-    """Read a page as the crawl does: parse it once, extract its main text, its title and
-    the URL it declares canonical, and fingerprint the text. Bytes are decoded as a crawl without a
+    """Read a page as the crawl does: parse it once, extract its main text, its title, the
+    URL it declares canonical and whether it is a listing, and fingerprint the text. Bytes are decoded as a crawl without a
     ``Content-Type`` charset would (w3lib: a byte-order mark, else ``<meta charset>``,
     else UTF-8)."""
     if isinstance(html, bytes):
@@ -148,9 +149,10 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
 
         html = html_to_unicode(None, html)[1]
     tree = parse_html(html)
-    return fingerprint_text(extract_main(html, url, params[0], tree), params, url,
-                            canonical=declared_canonical(tree, url, html),
-                            title=page_title(tree), description=page_description(tree))
+    read = extract_main(html, url, params[0], tree)
+    return fingerprint_text(read, params, url, canonical=declared_canonical(tree, url, html),
+                            title=page_title(tree), description=page_description(tree),
+                            listing=is_listing(tree, read.text))
 
 
 @dataclass

@@ -76,6 +76,7 @@ _HEADER_V2 = struct.Struct("<BHQIQB")
 # ... and the description's words before the number of anchors
 _HEADER = struct.Struct("<BHQIQQB")
 _ANCHOR_HIGH = 6
+_LISTING = 0x80  # the number of anchors' high bit: the page is a listing
 _MAX_COUNT = 0xFFFF
 
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -155,24 +156,29 @@ class TextSketch:
     shift: int = 0
     #: the page's description as :func:`word_bits` (0: none, or a sketch before version 3)
     about: int = 0
+    #: the page is a listing, made of repeated items (:mod:`dedup.listing`; stored in the
+    #: high bit of the number of anchors, ``False`` in sketches written before)
+    listing: bool = False
 
     @classmethod
     def of_text(cls, text: str, size: int = SKETCH_SIZE, *, host: str | None = None,
-                title: str | None = None, description: str | None = None) -> TextSketch:
+                title: str | None = None, description: str | None = None,
+                listing: bool = False) -> TextSketch:
         """The sketch of a text (of a page on ``host`` titled ``title``, described by
-        ``description``)."""
+        ``description``; ``listing``: the page is a listing)."""
         return cls.of_values(shingle_values(text), size, host=host, title=title,
-                             description=description)
+                             description=description, listing=listing)
 
     @classmethod
     def of_values(cls, values: np.ndarray, size: int = SKETCH_SIZE, *,
                   host: str | None = None, title: str | None = None,
-                  description: str | None = None) -> TextSketch:
+                  description: str | None = None, listing: bool = False) -> TextSketch:
         """The sketch of a text's :func:`shingle_values`."""
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
                    (kept & 0xFFFF).astype(np.uint16), host_key(host), word_bits(title),
-                   kept[:ANCHORS] >> np.uint64(16), about=word_bits(description))
+                   kept[:ANCHORS] >> np.uint64(16), about=word_bits(description),
+                   listing=listing)
 
     @property
     def anchors(self) -> list[int]:
@@ -215,7 +221,7 @@ class TextSketch:
         value."""
         high = self.high.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :_ANCHOR_HIGH]
         return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title,
-                            self.about, len(self.high)) \
+                            self.about, len(self.high) | (_LISTING if self.listing else 0)) \
             + high.tobytes() + self.low.astype("<u2").tobytes()
 
     @classmethod
@@ -231,12 +237,14 @@ class TextSketch:
             return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER_V1.size),
                        host, title, shift=32)
         header = {_VERSION: _HEADER, 2: _HEADER_V2}.get(raw[0]) if raw else None
-        if header is None or len(raw) < header.size or raw[header.size - 1] > ANCHORS:
+        if header is None or len(raw) < header.size \
+                or raw[header.size - 1] & ~_LISTING > ANCHORS:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
         if header is _HEADER:
             _, count, top, host, title, about, n = header.unpack_from(raw)
         else:
             (_, count, top, host, title, n), about = header.unpack_from(raw), 0
+        listing, n = bool(n & _LISTING), n & ~_LISTING
         at = header.size + n * _ANCHOR_HIGH
         if len(raw) < at or (len(raw) - at) % 2:
             raise ValueError(f"a text sketch cut short: {raw[:16]!r}")
@@ -244,7 +252,8 @@ class TextSketch:
         high[:, :_ANCHOR_HIGH] = np.frombuffer(raw, np.uint8, n * _ANCHOR_HIGH,
                                                header.size).reshape(n, _ANCHOR_HIGH)
         return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host, title,
-                   high.view("<u8").reshape(n).astype(np.uint64), about=about)
+                   high.view("<u8").reshape(n).astype(np.uint64), about=about,
+                   listing=listing)
 
     def _sampled(self, values: np.ndarray) -> np.ndarray:
         """The low 16 bits of a text's sorted values up to this sketch's largest (those
@@ -263,6 +272,22 @@ class TextSketch:
     def missing_from(self, values: np.ndarray) -> int:
         """How many of the sketch's kept values a text's sorted values lack."""
         return int((~np.isin(self.low, self._sampled(values))).sum())
+
+    def shares(self, values: np.ndarray) -> tuple[float, float, int]:
+        """How much of a text at hand in full (``values``: its :func:`shingle_values`) is
+        in this sketch's text, and how much of this sketch's text is in it, each measured
+        directly: the first on the text's values up to the sketch's largest (a uniform
+        sample of the text whose membership the sketch knows), the second on the
+        sketch's kept values. Returns ``(inside, held, sample)``: ``sample`` is the size
+        of the first's sample (0: nothing to measure, both shares 0.0)."""
+        if not len(values) or not self.count:
+            return 0.0, 0.0, 0
+        if self.shift:
+            values = np.unique(values >> np.uint64(self.shift))
+        found, sample = self.sample_found(values)
+        held = (len(self.low) - self.missing_from(values)) / len(self.low) \
+            if len(self.low) else 0.0
+        return (found / sample if sample else 0.0), held, sample
 
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text

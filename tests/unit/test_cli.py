@@ -181,8 +181,9 @@ def test_scan_decides_with_the_crawls_k_and_text_check(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "k = 3, the crawl's rules" in out.stdout  # and 4-6 bits away: found by anchors
     near = [line for line in out.stdout.splitlines() if line.startswith("near duplicate")]
-    assert len(near) == 1 and "b-with-comments.txt  ~  " in near[0] \
-        and near[0].rstrip().endswith("containment 1.00)")
+    assert len(near) == 1 and "b-with-comments.txt  ~  " in near[0]
+    # the copy's own text in the original's: all but the 45 words of comments it adds
+    assert 0.8 <= float(near[0].rstrip().rsplit("containment ", 1)[1].rstrip(")")) < 0.9
     assert "c-other" not in out.stdout.split("near duplicate", 1)[1]
 
 

@@ -1,0 +1,221 @@
+"""The crawl's decision on whole sites: coverage, wrong drops and missed copies.
+
+The development articles rendered as real site structures (``bench/sites/sitegen.py``: a
+Jekyll blog with the minima theme, a quotes site with a table layout, a shop with colour
+variants, empty search pages and an empty event calendar), each crawled breadth-first
+from its start URL the way the crawl does it: every page read by the crawl's own reader
+(``crawler.extraction.read_page``: main text, fingerprints, Scrapy's link extractor) and
+decided in order by the crawl's decision on memory stores
+(:func:`dedup.deduplicator.in_memory`, the crawl's settings); the links of a page are
+followed unless it is dropped as a copy (a skipped page's are followed, as the crawl
+does).
+
+The truth: each page's group (sitegen's docstring). The *ideal* crawl is the same
+breadth-first crawl deciding by the truth: a page is a copy when a page of its group was
+stored before it. Figures per site:
+
+* **coverage**: the share of the ideal crawl's pages that the crawl requested and
+  either stored or dropped as a true copy (100%: every page reachable without passing
+  through a true copy);
+* **wrong drops**: pages dropped as copies of a page of another group;
+* **missed copies**: pages stored although a page of their group was stored before;
+* **copies found** under another layout (print, AMP, table) or another title (reposts,
+  variants, empty search and calendar pages): of the true copies of those kinds the
+  crawl met, the share dropped;
+* **listings**: the listing pages the crawl requested that its reader took for listings
+  (:mod:`dedup.listing`), and the other pages it took for listings.
+
+Development figures: the articles are read from ``../shared`` (never copied).
+
+    python bench/quality_sites.py [--data PATH ...] [--show] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urlsplit
+
+from _peers import missing_data  # bench/ is the script's folder: on sys.path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "sites"))
+
+from sitegen import Article, Site, build_blog, build_quotes, build_shop
+
+from crawler.extraction import read_page
+from dedup.config import DedupConfig
+from dedup.decide import NEW, TEMPLATE_ONLY
+from dedup.deduplicator import in_memory
+from dedup.pages import fingerprint_params, read_html
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
+LAYOUT_KINDS = {"print", "amp", "table listing", "listing alias"}
+TITLE_KINDS = {"repost", "variant", "empty search", "empty calendar"}
+
+
+def articles(sets: list[Path]) -> list[Article]:
+    """The original (``-P``) page of each development article, as the crawl reads it."""
+    params = fingerprint_params(DedupConfig())
+    out = []
+    for data in sets:
+        if not (data / "pages.jsonl").is_file():
+            raise missing_data(data, "The near-duplicate development set (pages.jsonl)")
+        for line in (data / "pages.jsonl").open():
+            row = json.loads(line)
+            if not row["page"].endswith("-P"):
+                continue
+            html = gzip.decompress((data / "pages" / f"{row['page']}.html.gz").read_bytes())
+            page = read_html(html, row["url"], params)
+            lines = [x for x in page.text.splitlines() if x.strip()]
+            if page.title and len(" ".join(lines).split()) >= 100:
+                out.append(Article(page.title, lines))
+    return out
+
+
+def key(url: str) -> str:
+    return urldefrag(url)[0]
+
+
+def crawl(site: Site, decide: bool = True) -> dict[str, Any]:
+    """Breadth-first from the site's start: with ``decide``, by the crawl's decision;
+    else by the truth (the ideal crawl). Returns what happened to each requested page."""
+    decider, facts = in_memory(DedupConfig())
+    params = fingerprint_params(DedupConfig())
+    host = urlsplit(site.start).netloc
+    queue, seen = deque([site.start]), {site.start}
+    stored_groups: set[str] = set()
+    by_id: dict[str, str] = {}
+    outcome: dict[str, tuple[str, str | None]] = {}  # url -> (what, original url)
+    listings: dict[str, bool] = {}  # url -> read as a listing
+    while queue:
+        url = queue.popleft()
+        body = site.pages.get(url)
+        if body is None:
+            outcome[url] = ("not a page", None)
+            continue
+        page = read_page(body, url, "utf-8", params)
+        listings[url] = page.listing
+        group = site.group[url]
+        if not decide:
+            what = "copy" if group in stored_groups else "stored"
+            original = None
+        elif page.tokens == 0:
+            what, original = "skipped", None
+        else:
+            d = decider.decide([page])[0]
+            if d.kind == TEMPLATE_ONLY:
+                what, original = "skipped", None
+            elif d.dropped:
+                what, original = "copy", by_id.get(d.original_id or "")
+            else:
+                what, original = "stored", None
+                if d.kind == NEW:
+                    facts.add_page(page)
+                    by_id[d.page_id] = url
+        if what == "stored":
+            stored_groups.add(group)
+        outcome[url] = (what, original)
+        if what == "copy":
+            continue
+        for link in page.links or []:
+            link = key(link)
+            if urlsplit(link).netloc == host and link not in seen:
+                seen.add(link)
+                queue.append(link)
+    return {"outcome": outcome, "listings": listings}
+
+
+def measure(site: Site) -> dict[str, Any]:
+    ideal = crawl(site, decide=False)["outcome"]
+    run = crawl(site)
+    got, listings = run["outcome"], run["listings"]
+    is_listing = {u: "listing" in site.kind[u] for u in listings}
+    ideal_pages = {u for u, (what, _) in ideal.items() if what != "not a page"}
+    stored_before: dict[str, str] = {}  # group -> the kind of its page stored first
+    wrong, missed, cases = 0, 0, []
+    found: Counter[str] = Counter()
+    met: Counter[str] = Counter()
+    for url, (what, original) in got.items():
+        if what == "not a page":
+            continue
+        group, kind = site.group[url], site.kind[url]
+        true_copy = group in stored_before
+        pair = {kind, stored_before.get(group, kind)}  # how it differs from its original
+        klass = "title" if pair & TITLE_KINDS else "layout" if pair & LAYOUT_KINDS else ""
+        if true_copy and klass:
+            met[klass] += 1
+        if what == "copy":
+            if original is None or site.group.get(original) != group:
+                wrong += 1
+                cases.append(f"wrong  {url} ({kind}) as a copy of {original}")
+            elif klass:
+                found[klass] += 1
+        elif what == "stored":
+            if true_copy:
+                missed += 1
+                cases.append(f"missed {url} ({kind})")
+            stored_before.setdefault(group, kind)
+    covered = {u for u, (what, original) in got.items() if u in ideal_pages and (
+        what in ("stored", "skipped") or (what == "copy" and original is not None
+                                          and site.group.get(original) == site.group[u]))}
+    for url in sorted(ideal_pages - set(got)):
+        cases.append(f"never requested {url} ({site.kind[url]})")
+    return {"pages": len(site.pages), "ideal": len(ideal_pages), "covered": len(covered),
+            "requested": sum(1 for w, _ in got.values() if w != "not a page"),
+            "stored": sum(1 for w, _ in got.values() if w == "stored"),
+            "skipped": sum(1 for w, _ in got.values() if w == "skipped"),
+            "wrong": wrong, "missed": missed, "found": found, "met": met, "cases": cases,
+            "listings": (sum(1 for u, v in listings.items() if v and is_listing[u]),
+                         sum(is_listing.values()),
+                         sum(1 for u, v in listings.items() if v and not is_listing[u]))}
+
+
+def share(found: int, met: int) -> str:
+    return f"{found} / {met} ({found / met:.0%})" if met else "none met"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA,
+                        help="development sets whose articles the sites are built from")
+    parser.add_argument("--show", action="store_true",
+                        help="list the wrong drops, missed copies and pages never requested")
+    parser.add_argument("--keep", type=Path, help="build the sites here and keep them")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    texts = articles(args.data)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        sites = [build_blog(texts, work), build_quotes(texts), build_shop(texts)]
+        results = [(site, measure(site)) for site in sites]
+    print(f"{len(texts)} articles; the crawl's settings; "
+          f"{time.perf_counter() - started:.0f} s (development figures)\n")
+    print("| site | pages | ideal crawl | coverage | stored | skipped | wrong drops | "
+          "missed copies | copies found: other layout | other title | listings read as "
+          "such | other pages read as listings |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
+    for site, r in results:
+        print(f"| {site.name} | {r['pages']} | {r['ideal']} | "
+              f"{r['covered']} ({r['covered'] / r['ideal']:.1%}) | {r['stored']} | "
+              f"{r['skipped']} | {r['wrong']} | {r['missed']} | "
+              f"{share(r['found']['layout'], r['met']['layout'])} | "
+              f"{share(r['found']['title'], r['met']['title'])} | "
+              f"{r['listings'][0]} of {r['listings'][1]} | {r['listings'][2]} |")
+    if args.show:
+        for site, r in results:
+            print(f"\n{site.name}:")
+            print("\n".join(r["cases"]) or "nothing to show")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

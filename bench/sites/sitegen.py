@@ -1,0 +1,348 @@
+"""Whole sites built from the development articles, with the truth they imply.
+
+Three sites, each a mapping of URL -> HTML and, per URL, its *group* (the pages of a
+group are one document: the first met is the original, every other a true copy) and its
+*kind*:
+
+* **blog** (``http://blog.test``): Jekyll with the minima theme (Debian's ``jekyll``,
+  ``jekyll-theme-minima`` and ``ruby-jekyll-paginate-v2``; the site's own files are in
+  ``bench/sites/blog``). Posts (the articles), short notes, reposts of posts under titles
+  of their own (copies), print and AMP versions of posts (copies under other layouts),
+  the home page with summaries and pagination, the same listing again under ``/blog/``
+  (copies: the same items under another URL), a home with the latest posts in full
+  (``/latest/``, paginated), section and tag listings with pagination, an archive and an
+  about page.
+* **quotes** (``http://quotes.test``): listings of ten quotes (sentences of the
+  articles, with their authors and tags) under pages and tags, author pages, and the same
+  page listings in a table layout (copies: the same items in other markup).
+* **shop** (``http://shop.test``): products (two paragraphs of an article each) and
+  their colour variants under titles of their own (copies), category listings of product
+  cards with pagination, empty search pages and empty event-calendar months (copies of
+  each other: the same text under titles of their own).
+
+Listings are grouped by the items they show: two listings are one group exactly when
+they show the same items.
+"""
+
+from __future__ import annotations
+
+import html
+import random
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BLOG_SOURCE = Path(__file__).resolve().parent / "blog"
+JEKYLL_PACKAGES = ("jekyll", "jekyll-theme-minima", "ruby-jekyll-paginate-v2",
+                   "ruby-jekyll-seo-tag")
+
+
+@dataclass
+class Article:
+    """A development article: its title and the lines of its text."""
+
+    title: str
+    lines: list[str]
+
+
+@dataclass
+class Site:
+    """A built site: its pages, each page's group and kind, and where a crawl starts."""
+
+    name: str
+    start: str
+    pages: dict[str, bytes] = field(default_factory=dict)
+    group: dict[str, str] = field(default_factory=dict)
+    kind: dict[str, str] = field(default_factory=dict)
+
+    def add(self, url: str, body: str, group: str, kind: str) -> None:
+        self.pages[url] = body.encode("utf-8")
+        self.group[url] = group
+        self.kind[url] = kind
+
+
+def short_title(title: str) -> str:
+    """A page's title without its site's name (``Story | Site`` -> ``Story``)."""
+    return re.split(r"\s+[|–—-]\s+", title)[0].strip() or title
+
+
+def slug(text: str, n: int) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())[:6]
+    return "-".join(words) + f"-{n}" if words else f"item-{n}"
+
+
+def esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+# ------------------------------------------------------------------------------ blog
+
+SECTIONS = ("science", "business", "living", "culture")
+TAGS = ("health", "money", "home", "food", "work", "travel", "family", "tech", "nature",
+        "learning")
+
+
+def jekyll() -> str:
+    """The ``jekyll`` command, installed from Debian when missing and run as root."""
+    found = shutil.which("jekyll")
+    if found:
+        return found
+    if shutil.which("apt-get") and hasattr(__import__("os"), "geteuid") \
+            and __import__("os").geteuid() == 0:
+        subprocess.run(["apt-get", "install", "-y", "-qq", *JEKYLL_PACKAGES], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        found = shutil.which("jekyll")
+        if found:
+            return found
+    raise SystemExit("jekyll is not installed: the development blog is built with Debian's "
+                     f"jekyll and the minima theme (apt-get install {' '.join(JEKYLL_PACKAGES)})")
+
+
+def paragraphs(lines: list[str]) -> str:
+    return "\n\n".join(f"<p>{esc(line)}</p>" for line in lines)
+
+
+def build_blog(articles: list[Article], work: Path, seed: int = 7) -> Site:
+    """The blog (see the module docstring), built with Jekyll in ``work``."""
+    rng = random.Random(seed)
+    source, out = work / "blog-src", work / "blog-site"
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.copytree(BLOG_SOURCE, source)
+    (source / "_posts").mkdir()
+    (source / "print").mkdir()
+    (source / "amp").mkdir()
+    posts, rest = articles[:60], articles[60:]
+    truth: dict[str, tuple[str, str]] = {}
+    day = 0
+
+    def post(title: str, lines: list[str], url_slug: str, group: str, kind: str,
+             section: str, tags: list[str], extra: str = "") -> None:
+        nonlocal day
+        day += 1
+        date = f"2025-{1 + day // 28:02d}-{1 + day % 28:02d}"
+        url = f"/posts/{url_slug}/"
+        front = (f"---\nlayout: post\ntitle: {title!r}\ncategories: [{section}]\n"
+                 f"tags: [{', '.join(tags)}]\npermalink: {url}\n---\n")
+        body = paragraphs(lines) + extra
+        (source / "_posts" / f"{date}-{url_slug}.html").write_text(front + body + "\n")
+        truth[url] = (group, kind)
+
+    for n, a in enumerate(posts):
+        name = slug(a.title, n)
+        versions = ""
+        if n % 4 == 0:  # a print and an AMP version of every fourth post
+            versions = (f'\n\n<p class="versions"><a href="/print/{name}/">Print</a> · '
+                        f'<a href="/amp/{name}/">Mobile version</a></p>')
+            for layout in ("print", "amp"):
+                (source / layout / f"{name}.html").write_text(
+                    f"---\nlayout: {layout}\ntitle: {short_title(a.title)!r}\n"
+                    f"permalink: /{layout}/{name}/\noriginal: /posts/{name}/\n---\n"
+                    + paragraphs(a.lines) + "\n")
+                truth[f"/{layout}/{name}/"] = (f"post-{n}", layout)
+        post(short_title(a.title), a.lines, name, f"post-{n}", "post", SECTIONS[n % 4],
+             rng.sample(TAGS, 2), versions)
+    for n, a in enumerate(rest[:20]):  # short notes: a line or two of an article
+        words = " ".join(a.lines).split()[:rng.randint(25, 60)]
+        post(f"Note: {short_title(a.title)}", [" ".join(words)], f"note-{n}", f"note-{n}",
+             "note", "notes", rng.sample(TAGS, 1))
+    for n in range(0, 40, 5):  # reposts under titles of their own
+        a = posts[n]
+        post(f"From the archive, number {n // 5 + 1}", a.lines, f"repost-{n}", f"post-{n}",
+             "repost", SECTIONS[(n + 1) % 4], rng.sample(TAGS, 2))
+    subprocess.run([jekyll(), "build", "-q", "-s", str(source), "-d", str(out)], check=True,
+                   stdout=subprocess.DEVNULL)
+    site = Site("blog", "http://blog.test/")
+    for path in sorted(out.rglob("*.html")):
+        rel = "/" + path.relative_to(out).as_posix()
+        url = rel[:-len("index.html")] if rel.endswith("/index.html") else rel
+        group, kind = truth.get(url, (f"listing:{url}", "page" if url == "/about/"
+                                      else "listing"))
+        if url.startswith("/blog/"):  # the home page's listing again, under /blog/
+            group, kind = f"listing:{url[len('/blog'):]}", "listing alias"
+        site.add("http://blog.test" + url, path.read_text(encoding="utf-8"), group, kind)
+    return site
+
+
+# ---------------------------------------------------------------------------- quotes
+
+AUTHORS = ("Ada Lindgren", "Bram Okoye", "Carla Mendes", "Dmitri Sokol", "Esther Hale",
+           "Farid Nasser", "Greta Holm", "Hugo Barros", "Ines Kowal", "Jonah Reyes",
+           "Kira Tanaka", "Leo Marchetti")
+QUOTE_TAGS = ("life", "work", "change", "truth", "courage", "learning", "love", "time",
+              "nature", "money", "health", "hope")
+
+
+def sentences(articles: list[Article], low: int = 10, high: int = 40) -> list[str]:
+    out = []
+    for a in articles:
+        for line in a.lines:
+            for s in re.split(r"(?<=[.!?])\s+", line):
+                if low <= len(s.split()) <= high:
+                    out.append(s)
+    return out
+
+
+def quotes_page(title: str, main: str, nav: str = "") -> str:
+    tags = " ".join(f'<a class="tag" href="/tag/{t}/page/1/">{t}</a>' for t in QUOTE_TAGS)
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)} | Quotes to Keep</title></head><body>"
+            f"<header><h1><a href=\"/\">Quotes to Keep</a></h1>"
+            f"<p>Words worth carrying around, collected by readers.</p>"
+            f"<a href=\"/table/page/1/\">Table view</a> <a href=\"/login\">Login</a></header>"
+            f"<div class=\"row\"><div class=\"col-md-8\">{main}{nav}</div>"
+            f"<div class=\"col-md-4 tags-box\"><h2>Top Ten tags</h2>{tags}</div></div>"
+            f"<footer><p>Quotes to Keep, a collection of quotations. Made with care.</p>"
+            f"</footer></body></html>")
+
+
+def build_quotes(articles: list[Article], seed: int = 7, count: int = 100) -> Site:
+    """The quotes site (see the module docstring)."""
+    rng = random.Random(seed)
+    pool = sentences(articles)
+    rng.shuffle(pool)
+    passages = [" ".join(pool[i:i + rng.randint(3, 6)])
+                for i in range(count, count + 40 * 6, 6)]  # long quotes, 3-6 sentences
+    weights = [1 + 6 * (t in QUOTE_TAGS[:4]) for t in QUOTE_TAGS]  # few common tags
+    quotes = []
+    for i in range(count):
+        tags = sorted(set(rng.choices(QUOTE_TAGS, weights, k=rng.randint(1, 3))))
+        text = passages[i % len(passages)] if rng.random() < 0.15 else pool[i]
+        quotes.append((text, AUTHORS[rng.randrange(len(AUTHORS))], tags))
+    site = Site("quotes", "http://quotes.test/")
+    author_slug = {a: re.sub(r"\W+", "-", a.lower()) for a in AUTHORS}
+
+    def card(i: int) -> str:
+        text, author, tags = quotes[i]
+        links = " ".join(f'<a class="tag" href="/tag/{t}/page/1/">{t}</a>' for t in tags)
+        return (f'<div class="quote"><span class="text">“{esc(text)}”</span>'
+                f'<span>by <small class="author">{esc(author)}</small> '
+                f'<a href="/author/{author_slug[author]}/">(about)</a></span>'
+                f'<div class="tags">Tags: {links}</div></div>')
+
+    def row(i: int) -> str:
+        text, author, tags = quotes[i]
+        return (f"<tr><td>{esc(text)}</td><td><a href=\"/author/{author_slug[author]}/\">"
+                f"{esc(author)}</a></td><td>{', '.join(tags)}</td></tr>")
+
+    def listing(prefix: str, items: list[int], title: str, table: bool = False,
+                alias: str | None = None) -> None:
+        pages = [items[i:i + 10] for i in range(0, len(items), 10)]
+        for n, chunk in enumerate(pages, 1):
+            nav = '<nav class="pager">'
+            if n > 1:
+                nav += f'<a href="{prefix}/page/{n - 1}/">Previous</a> '
+            if n < len(pages):
+                nav += f'<a href="{prefix}/page/{n + 1}/">Next</a>'
+            nav += "</nav>"
+            main = (f"<table><tr><th>Quote</th><th>Author</th><th>Tags</th></tr>"
+                    f"{''.join(row(i) for i in chunk)}</table>" if table
+                    else "".join(card(i) for i in chunk))
+            group = "items:" + ",".join(map(str, sorted(chunk)))
+            body = quotes_page(f"{title}, page {n}", main, nav)
+            site.add(f"http://quotes.test{prefix}/page/{n}/", body, group,
+                     "table listing" if table else "listing")
+            if alias is not None and n == 1:
+                site.add(f"http://quotes.test{alias}", body, group, "listing alias")
+
+    listing("", list(range(count)), "Quotes", alias="/")
+    listing("/table", list(range(count)), "Quotes (table)", table=True)
+    for t in QUOTE_TAGS:
+        listing(f"/tag/{t}", [i for i in range(count) if t in quotes[i][2]], f"Tagged {t}")
+    bios = sentences(articles[60:], 12, 60)
+    for n, author in enumerate(AUTHORS):
+        bio = " ".join(bios[4 * n:4 * n + 4])
+        main = (f'<div class="author-details"><h3 class="author-title">{esc(author)}</h3>'
+                f'<p>Born: {1900 + 7 * n}</p><div class="author-description">{esc(bio)}'
+                f"</div></div>")
+        site.add(f"http://quotes.test/author/{author_slug[author]}/",
+                 quotes_page(author, main), f"author-{n}", "author")
+    return site
+
+
+# ------------------------------------------------------------------------------ shop
+
+COLOURS = ("Red", "Blue", "Green", "Black")
+NOUNS = ("Lamp", "Kettle", "Backpack", "Chair", "Notebook", "Scarf", "Mug", "Planter",
+         "Blanket", "Clock")
+ADJECTIVES = ("Classic", "Compact", "Field", "Harbour", "Nordic", "Studio", "Trail",
+              "Urban")
+CATEGORIES = ("home", "outdoor", "office")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+SEARCHES = ("gift card", "refurbished", "clearance", "bundle", "wholesale", "engraving")
+
+
+def shop_page(title: str, main: str) -> str:
+    searches = " ".join(f'<a href="/search/{s.replace(" ", "-")}/">{s}</a>' for s in SEARCHES)
+    cats = " ".join(f'<a href="/category/{c}/page/1/">{c.title()}</a>' for c in CATEGORIES)
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)} | Tidewater Goods</title></head><body>"
+            f"<header><a href=\"/\">Tidewater Goods</a><nav>{cats}</nav>"
+            f"<form action=\"/search/\"><input name=\"q\"></form></header>"
+            f"<main>{main}</main><aside><h4>Popular searches</h4>{searches}</aside>"
+            f"<footer><a href=\"/events/2026/01/\">Events</a> <a href=\"/about/\">About</a>"
+            f"<p>Free returns within 30 days. Tidewater Goods, est. 2009.</p></footer>"
+            f"</body></html>")
+
+
+def build_shop(articles: list[Article], seed: int = 7, count: int = 30) -> Site:
+    """The shop (see the module docstring; ``seed`` is not used: the shop is fixed)."""
+    site = Site("shop", "http://shop.test/")
+    products = []
+    for n in range(count):
+        a = articles[n % len(articles)]
+        name = f"{ADJECTIVES[n % len(ADJECTIVES)]} {NOUNS[n % len(NOUNS)]} {n + 1}"
+        lines = [line for line in a.lines if len(line.split()) >= 12][:2] or a.lines[:2]
+        products.append((name, lines, f"{19 + 7 * n}.00", CATEGORIES[n % 3]))
+    for n, (name, lines, price, _cat) in enumerate(products):
+        base = f"/product/{slug(name, n)}"
+        colours = COLOURS[:3] if n % 2 == 0 else ()
+        also = " ".join(f'<a href="{base}-{c.lower()}/">{c}</a>' for c in colours)
+        for colour in (None, *colours):
+            title = name if colour is None else f"{name} in {colour}"
+            main = (f"<h1>{esc(title)}</h1><p class=\"price\">${price}</p>"
+                    + "".join(f"<p>{esc(line)}</p>" for line in lines)
+                    + (f"<p>Also available in: {also}</p>" if also else "")
+                    + "<button>Add to basket</button>")
+            url = base + ("/" if colour is None else f"-{colour.lower()}/")
+            site.add("http://shop.test" + url, shop_page(title, main), f"product-{n}",
+                     "product" if colour is None else "variant")
+    for cat in CATEGORIES:
+        items = [n for n, p in enumerate(products) if p[3] == cat]
+        chunks = [items[i:i + 4] for i in range(0, len(items), 4)]
+        for k, chunk in enumerate(chunks, 1):
+            cards = "".join(
+                f'<div class="card"><a href="/product/{slug(products[n][0], n)}/">'
+                f"{esc(products[n][0])}</a><span>${products[n][2]}</span>"
+                f"<p>{esc(products[n][1][0].split('. ')[0])}.</p></div>" for n in chunk)
+            nav = (f'<a href="/category/{cat}/page/{k + 1}/">Next page</a>'
+                   if k < len(chunks) else "")
+            site.add(f"http://shop.test/category/{cat}/page/{k}/",
+                     shop_page(f"{cat.title()}, page {k}", f"<h1>{cat.title()}</h1>{cards}{nav}"),
+                     "items:" + ",".join(map(str, chunk)), "listing")
+    home = "".join(f'<a href="/category/{c}/page/1/">Shop {c}</a> ' for c in CATEGORIES)
+    site.add("http://shop.test/", shop_page("Welcome", f"<h1>Tidewater Goods</h1>"
+                                            f"<p>Useful things for house and trail.</p>{home}"),
+             "home", "page")
+    about = " ".join(sentences(articles[80:], 12, 40)[:6])
+    site.add("http://shop.test/about/", shop_page("About us", f"<h1>About us</h1>"
+                                                  f"<p>{esc(about)}</p>"), "about", "page")
+    for s in SEARCHES:
+        site.add(f"http://shop.test/search/{s.replace(' ', '-')}/",
+                 shop_page(f"Search results for {s}",
+                           "<h1>Search</h1><p>No products match your search. Check the "
+                           "spelling, use fewer words, or browse our categories.</p>"),
+                 "empty-search", "empty search")
+    for m, month in enumerate(MONTHS, 1):
+        prev = f'<a href="/events/2026/{m - 1:02d}/">Previous month</a> ' if m > 1 else ""
+        nxt = f'<a href="/events/2026/{m + 1:02d}/">Next month</a>' if m < 12 else ""
+        site.add(f"http://shop.test/events/2026/{m:02d}/",
+                 shop_page(f"Events in {month} 2026",
+                           f"<h1>Events calendar</h1><p>There are no events scheduled for "
+                           f"this month. Sign up to our newsletter to hear about workshops "
+                           f"and store openings first.</p>{prev}{nxt}"),
+                 "empty-calendar", "empty calendar")
+    return site

@@ -1,0 +1,132 @@
+"""Whether a page is a listing: a page made of repeated items.
+
+A listing (a home page, a section, tag or archive page, search results, quote or product
+cards, a table of entries) shows items that are each something else's: a post's summary
+or its whole text, a quote, a product. Its text is the items' texts side by side, so by
+its text a listing holds other pages whole, and another listing under another layout or
+another URL holds the same items. The decision treats it accordingly
+(:func:`dedup.decide.text_check`): where either page is a listing, the two are copies only
+when they show the same items (each text is in the other), so a listing is not the copy of
+one of its items, nor an item the copy of a listing that shows it beside others
+(docs/fingerprints.md, "Listings").
+
+What makes a listing, read from the page's HTML (the same parse as the main text) and its
+main text: at least :data:`LISTING_ITEMS` sibling block elements of one kind (the same tag
+and class, made of the same kinds of elements), each with a link and of some size, whose
+text holds at least :data:`LISTING_SHARE` of the page's main text. An article's
+paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
+and sidebars are not looked into; its "related posts" list is not its main text.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from .overlap import shingles
+
+#: The fewest repeated items that make a listing: two could be a pair of sections of an
+#: article; a listing page shows three and more (a last page of a pagination may show
+#: fewer and is then judged as a page).
+LISTING_ITEMS = 3
+
+#: The share of the page's main text (its three-word shingles) that its repeated items
+#: hold in a listing. Measured on the development articles (docs/fingerprints.md,
+#: "Listings"): an article's largest runs of linked items (navigation, related posts,
+#: comment threads) are not its main text, while a listing's main text is its items,
+#: whatever its extractor kept of them.
+LISTING_SHARE = 0.75
+
+#: Block elements that can be a listing's items (paragraphs, spans and links cannot).
+ITEM_TAGS = frozenset({"li", "article", "div", "section", "tr", "dd", "figure"})
+
+#: An item of a listing holds at least this many words and this share of its largest
+#: item's: a page's main column beside its small header and footer blocks is a layout,
+#: not a listing, while a home page may show its latest post whole beside summaries
+#: a fiftieth of its length.
+ITEM_WORDS = 10
+SMALLEST_ITEM = 0.02
+
+_SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
+_FURNITURE = frozenset({"nav", "header", "footer", "aside"})
+
+
+def _shape(element: Any) -> frozenset[str]:
+    """The tags of an element's children: items of a listing are made alike (a title, a
+    date, a summary), where a page's header, main part and footer are not."""
+    return frozenset(c.tag for c in element if isinstance(c.tag, str))
+
+
+def _tally(body: Any) -> tuple[dict[Any, int], set[Any]]:
+    """Each element's words (its visible text and its descendants', scripts and styles
+    left out) and the elements that hold a link, in one pass from the leaves up."""
+    words: dict[Any, int] = {}
+    linked: set[Any] = set()
+    for el in reversed(list(body.iter())):
+        if not isinstance(el.tag, str) or el.tag in _SKIP:
+            words[el] = 0
+            continue
+        n = len(el.text.split()) if el.text else 0
+        link = el.tag == "a" and el.get("href") is not None
+        for child in el:
+            n += words.get(child, 0) + (len(child.tail.split()) if child.tail else 0)
+            link = link or child in linked
+        words[el] = n
+        if link:
+            linked.add(el)
+    return words, linked
+
+
+def item_groups(tree: Any) -> list[list[Any]]:
+    """The runs of repeated linked items of a parsed page (each a list of sibling
+    elements), most words first; empty without a body."""
+    if tree is None:
+        return []
+    body = tree.find(".//body") if tree.tag != "body" else tree
+    if body is None:
+        return []
+    words, linked = _tally(body)
+    found: list[tuple[int, list[Any]]] = []
+    stack = [body]
+    while stack:  # top down, leaving out the page's navigation, header, footer and sidebars
+        parent = stack.pop()
+        groups: dict[tuple[str, str, frozenset[str]], list[Any]] = defaultdict(list)
+        for child in parent:
+            if not isinstance(child.tag, str) or child.tag in _SKIP \
+                    or child.tag in _FURNITURE:
+                continue
+            stack.append(child)
+            if child.tag in ITEM_TAGS and child in linked:
+                groups[(child.tag, child.get("class") or "", _shape(child))].append(child)
+        for items in groups.values():
+            if len(items) < LISTING_ITEMS:
+                continue
+            sizes = [words[c] for c in items]
+            largest = max(sizes)
+            if sum(1 for n in sizes if n >= max(ITEM_WORDS, SMALLEST_ITEM * largest)) \
+                    < LISTING_ITEMS:  # one block and its small neighbours: a layout
+                continue
+            found.append((sum(sizes), items))
+    found.sort(key=lambda f: -f[0])
+    return [items for _, items in found]
+
+
+def items_share(tree: Any, text: str) -> float:
+    """The share of a page's main text (``text``, its three-word shingles) that the
+    largest run of repeated linked items of its HTML holds (0.0: none)."""
+    groups = item_groups(tree)
+    if not groups or not text:
+        return 0.0
+    main = shingles(text)
+    if not len(main):
+        return 0.0
+    held = shingles("\n".join(" ".join(c.itertext()) for c in groups[0]))
+    return float(np.isin(main, held, assume_unique=True).mean())
+
+
+def is_listing(tree: Any, text: str) -> bool:
+    """Whether a parsed page whose main text is ``text`` is a listing (see the module
+    docstring)."""
+    return items_share(tree, text) >= LISTING_SHARE

@@ -1,0 +1,147 @@
+"""Listings: pages made of repeated items, read as such and decided as such.
+
+The pages are written as real sites write them: a Jekyll blog with the minima theme (its
+post list and its post layout), a quotes site in cards and in a table, and the bundled
+example article."""
+
+from __future__ import annotations
+
+import html
+import sys
+from pathlib import Path
+
+from dedup.config import DedupConfig
+from dedup.pages import decide_pages, fingerprint_params, read_html
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from decision_cases import article
+
+HEAD = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title} | '
+        'Field Notes</title></head><body><header class="site-header"><div class="wrapper">'
+        '<a class="site-title" href="/">Field Notes</a><nav class="site-nav"><div '
+        'class="trigger"><a class="page-link" href="/latest/">Latest</a><a class="page-link" '
+        'href="/archive/">Archive</a><a class="page-link" href="/about/">About</a></div></nav>'
+        '</div></header><main class="page-content"><div class="wrapper">')
+FOOT = ('</div></main><footer class="site-footer"><div class="wrapper"><p>Field Notes. '
+        'Articles, short notes and reposts from the field.</p></div></footer></body></html>')
+
+
+def paragraphs(text: str) -> str:
+    return "".join(f"<p>{html.escape(line)}</p>" for line in text.split("\n"))
+
+
+def post_page(title: str, text: str) -> str:
+    """minima's post layout."""
+    return (HEAD.format(title=title) + '<article class="post h-entry"><header '
+            f'class="post-header"><h1 class="post-title">{title}</h1><p class="post-meta">'
+            '<time>Jan 3, 2026</time></p></header><div class="post-content e-content">'
+            + paragraphs(text) + "</div></article>" + FOOT)
+
+
+def home_page(posts: list[tuple[str, str]], full: bool) -> str:
+    """A home page listing posts: their first paragraph (minima's excerpts), or whole."""
+    items = "".join(
+        f'<li><span class="post-meta">Jan {n + 1}, 2026</span><h3><a class="post-link" '
+        f'href="/posts/{n}/">{title}</a></h3>'
+        + (paragraphs(text) if full else paragraphs(text.split("\n")[0]))
+        + f'<p class="tags">Tags: <a href="/tag/t{n % 3}/">t{n % 3}</a></p></li>'
+        for n, (title, text) in enumerate(posts))
+    return HEAD.format(title="Home") + f'<div class="home"><ul class="post-list">{items}</ul>' \
+        '<nav class="pager"><a href="/page/2/">Older posts</a></nav></div>' + FOOT
+
+
+def quotes_page(quotes: list[str], table: bool) -> str:
+    if table:
+        rows = "".join(f'<tr><td>{html.escape(q)}</td><td><a href="/author/{n}/">Author {n}'
+                       f"</a></td><td>life</td></tr>" for n, q in enumerate(quotes))
+        main = f"<table>{rows}</table>"
+    else:
+        main = "".join(f'<div class="quote"><span class="text">{html.escape(q)}</span><span>'
+                       f'by <small class="author">Author {n}</small> <a href="/author/{n}/">'
+                       '(about)</a></span><div class="tags">Tags: <a class="tag" '
+                       'href="/tag/life/">life</a></div></div>' for n, q in enumerate(quotes))
+    return ("<!DOCTYPE html><html><head><title>Quotes</title></head><body><header><a "
+            'href="/">Quotes to Keep</a></header>' + main + "<footer>Quotes to Keep</footer>"
+            "</body></html>")
+
+
+def is_listing(html_text: str) -> bool:
+    """Whether the crawl reads a page as a listing."""
+    return read_html(html_text, "http://site.test/", fingerprint_params(DedupConfig())).listing
+
+
+def test_listings_are_read_as_listings_and_articles_are_not() -> None:
+    posts = [(f"Story {n}", article(40 + n, 120)) for n in range(6)]
+    assert is_listing(home_page(posts, full=False))
+    assert is_listing(home_page(posts[:3], full=True))
+    quotes = [" ".join(article(60 + n, 24).split()) for n in range(10)]
+    assert is_listing(quotes_page(quotes, table=False))
+    assert is_listing(quotes_page(quotes, table=True))
+    # an article: its paragraphs are not items, its navigation is furniture
+    assert not is_listing(post_page("Story", article(1, 600)))
+    example = (ROOT / "examples" / "harbour-original.html").read_text(encoding="utf-8")
+    assert not is_listing(example)
+    # a page's header, main part and footer are not items of a listing
+    layout = ('<html><body><div class="b"><a href="/">Home</a> news</div><div class="b"><p>'
+              + article(2, 400) + '</p><a href="/x">more</a></div><div class="b"><a href="/c">'
+              "Contact</a></div></body></html>")
+    assert not is_listing(layout)
+
+
+def kinds(pages: list[tuple[str, str]]) -> list[str]:
+    return [v.kind for v in decide_pages(pages, DedupConfig())]
+
+
+def test_a_home_page_showing_a_post_whole_and_the_post_are_not_copies_of_each_other() -> None:
+    """The latest post shown whole on a home page beside five summaries (here an
+    aggregator's, on another site, so that no title tells them apart): the post is most
+    of the home page's text, yet neither is the other's copy, whichever the crawl meets
+    first; a post's print version is still the post's copy."""
+    long_post = ("The harbour story", article(1, 900))
+    others = [(f"Story {n}", article(50 + n, 60)) for n in range(5)]
+    home = home_page([long_post, *others], full=True)
+    post = post_page(*long_post)
+    assert kinds([("http://aggregator.test/", home), ("http://blog.test/posts/0/", post)]) \
+        == ["new", "new"]
+    assert kinds([("http://blog.test/posts/0/", post), ("http://aggregator.test/", home)]) \
+        == ["new", "new"]
+    printed = (f"<html><head><title>{long_post[0]} (print)</title></head><body><h1>"
+               f"{long_post[0]}</h1>{paragraphs(long_post[1])}<p>Printed from Field Notes."
+               "</p></body></html>")
+    got = decide_pages([("http://blog.test/", home), ("http://blog.test/posts/0/", post),
+                        ("http://blog.test/print/0/", printed)], DedupConfig())
+    assert [v.kind for v in got] == ["new", "new", "simhash"]
+    assert got[2].original_url == "http://blog.test/posts/0/"
+
+
+def test_one_listing_in_two_layouts_is_one_listing_and_other_items_are_not() -> None:
+    """The same ten quotes in cards and in a table are one listing; a listing of other
+    quotes is not its copy, nor is a tag page showing four of them and a long quote of its
+    own (mostly that quote), in either order."""
+    quotes = [" ".join(article(60 + n, 30).split()) for n in range(10)]
+    others = [" ".join(article(80 + n, 30).split()) for n in range(10)]
+    cards = quotes_page(quotes, table=False)
+    tag = quotes_page(quotes[:4] + [" ".join(article(99, 200).split())], table=False)
+    got = kinds([("http://quotes.test/page/1/", cards),
+                 ("http://mirror.test/table/page/1/", quotes_page(quotes, table=True)),
+                 ("http://quotes.test/page/2/", quotes_page(others, table=False)),
+                 ("http://quotes.test/tag/life/", tag)])
+    assert got == ["new", "simhash", "new", "new"]
+    assert kinds([("http://a.test/tag/life/", tag), ("http://b.test/page/1/", cards)]) \
+        == ["new", "new"]
+
+
+def test_the_text_sketch_says_whether_its_page_is_a_listing() -> None:
+    """Every process reads the candidate's kind with its sketch: a bit of the sketch,
+    which costs no byte; sketches written before the bit read as pages."""
+    from dedup.sketch import TextSketch
+
+    text = article(3, 600)
+    listing = TextSketch.of_text(text, host="q.test", title="Quotes", listing=True)
+    page = TextSketch.of_text(text, host="q.test", title="Quotes")
+    assert len(listing.to_bytes()) == len(page.to_bytes()) == 240
+    assert TextSketch.from_bytes(listing.to_bytes()).listing
+    back = TextSketch.from_bytes(page.to_bytes())
+    assert not back.listing and back.anchors == listing.anchors
