@@ -22,7 +22,9 @@ pairs (development figures; the data is read from ``../shared``, never copied):
   template: always a copy;
 * **boilerplate + edit**: the article with three lines of another site's template added and
   2% of its words edited (spans of 1-2): always a copy; and the same on the article's
-  site with neither page described (the pairs the own-passage rule asks about).
+  site with neither page described (the pairs the own-passage rule asks about);
+* **a title of its own**: the article's text on its site under the heading and title
+  "Article N", the same or with 3 words in 250 edited: always a copy.
 
 Each pair is decided alone by the crawl's decision on memory stores
 (:func:`dedup.deduplicator.in_memory`): the first page admitted, then the second
@@ -168,6 +170,7 @@ def grow(articles: dict[str, Page], sites: dict[str, list[str]], per: int, seed:
                     decide_pair(stub(0, titles[0], False), stub(1, titles[0], False), lines))
     sites_of_stubs(sites, words, seed, params, add)
     undescribed_copies(articles, sites, per, seed, params, add)
+    retitled_copies(articles, per, seed, params, add)
     return kinds
 
 
@@ -191,6 +194,26 @@ def undescribed_copies(articles: dict[str, Page], sites: dict[str, list[str]], p
                 add(f"copy on its site, neither described: {label}", decide_pair(
                     make(page.text, url, title, params),
                     make(text, f"{url}-{k}", title, params)))
+
+
+def retitled_copies(articles: dict[str, Page], per: int, seed: int,
+                    params: tuple,  # type: ignore[type-arg]
+                    add: Callable[[str, bool], None]) -> None:
+    """Copies on their original's site under titles of their own, as a site's reposts,
+    doorway pages and "Article N" pages are: the article's text under the heading "Article
+    N" (its title), the same or with 3 words in 250 edited (its own random stream)."""
+    rng = random.Random(seed + 3)
+    for n, (_, page) in enumerate(sorted(articles.items())):
+        body = "\n".join(line for line in page.text.splitlines()
+                         if line.strip() != (page.title or "").split(" | ")[0].strip())
+        url = f"https://{page.host}/article-{2 * n}"
+        first = make(f"Article {2 * n}\n{body}", url, f"Article {2 * n}", params)
+        for k in range(per):
+            other = f"Article {2 * n + 1 + 2 * k}"
+            for label, text in (("the same text", body),
+                                ("3 words in 250 edited", edit(body, 3 / 250, (1, 1), rng))):
+                add(f"copy on its site under a title of its own: {label}", decide_pair(
+                    first, make(f"{other}\n{text}", f"{url}-{k}", other, params)))
 
 
 #: Stubs of one site decided in crawl order by :func:`sites_of_stubs`.

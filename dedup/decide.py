@@ -36,7 +36,7 @@ import numpy as np
 
 from .ids import url_key
 from .index import Match
-from .overlap import SHINGLE_TOKENS, shared_text, token_pattern
+from .overlap import SHINGLE_TOKENS, THIN_TOKENS, shared_text, token_pattern
 from .page import Page
 from .pinyin import PinyinScore
 from .simhash import (
@@ -59,12 +59,6 @@ DEFAULT_MAIN_CONTENT = 0.5
 #: original.
 EXCERPT_CHARS = 30
 
-#: A text with fewer tokens than this is *thin*: read with its page's title as its first
-#: line (:func:`dedup.pages.fingerprint_text`). Derived from the development sets: every
-#: article of near-dup-dev has at least 144 tokens, and all but 11 extraction failures of
-#: near-dup-dev-2's 612 at least 100, while most template-only stub pages have fewer
-#: (28 of 44 and 94 of 136).
-THIN_TOKENS = 100
 
 #: A text of fewer distinct shingles than this is thin (:data:`THIN_TOKENS` tokens).
 THIN_SHINGLES = THIN_TOKENS - SHINGLE_TOKENS + 1
@@ -96,6 +90,18 @@ PASSAGE_TOKENS = 8
 #: of the page's line, sampled and none in the candidate; of the candidate's sample, not
 #: in the page. One shingle alone can be an edit or a chance match of 16 bits.
 PASSAGE_EVIDENCE = 2
+
+#: Lines of a page found in part in a candidate of its site (:func:`one_text`) that show
+#: one text with edits: one such line can be a line that differs on every page of a site
+#: (a byline with its date, a "Tags:" line).
+EDITED_LINES = 2
+
+#: ... and the share of the page's text in the candidate's that shows one text with a few
+#: edits, which the site's titles and descriptions do not overrule: a rewrite of a
+#: site's page whose furniture lifts its containment over the text check's 0.8 (0.83 on
+#: near-dup-dev-2, told apart by its description) is not one; "Article N" pages that
+#: repeat a body with 3 of its 250 words changed (0.96) are.
+ONE_TEXT = 0.9
 
 #: A candidate within this distance whose second opinion agrees is a copy by its
 #: fingerprints (``DEDUP_TRUST_DISTANCE``); the others need the text check.
@@ -423,6 +429,30 @@ def resemblance(inside: float, count: int, other: int) -> float:
     return shared / max(1.0, count + other - shared)
 
 
+def one_text(lines: Sequence[np.ndarray], sketch: TextSketch, share: float) -> bool:
+    """Whether a page and a candidate of its site show one text with a few edits,
+    whatever their titles: at least :data:`ONE_TEXT` of the page's text is in the
+    candidate's (``share``, the text check's), the page has no passage of its own (no
+    line of at least :data:`PASSAGE_TOKENS` tokens with :data:`PASSAGE_EVIDENCE` of its
+    shingles sampled and none found in the candidate), and at least
+    :data:`EDITED_LINES` of its lines are found in part. Two documents of a site differ
+    by whole passages (their own lines beside the same furniture); one text differs from
+    itself by words changed here and there. (The same own text under another title is
+    an exact copy: the checksum leaves the title line out,
+    :func:`dedup.pages.fingerprint_text`.)
+
+    ``lines``: the page's own text's :func:`passage_lines`."""
+    if sketch.shift or not len(sketch.low) or share < ONE_TEXT:  # version 1: not asked
+        return False
+    edited = 0
+    for line in lines:
+        found, sampled = sketch.sample_found(line)
+        if not found and sampled >= PASSAGE_EVIDENCE:
+            return False
+        edited += 0 < found < sampled
+    return edited >= EDITED_LINES
+
+
 def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],
                     sketches: Mapping[str | bytes, TextSketch], rules: Rules,
                     values: np.ndarray | None = None
@@ -431,12 +461,6 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     fingerprints), or ``None``: no candidate passes and the page is new. Candidates are
     asked in turn, in the order given (closest first):
 
-    * a candidate on the page's site under another title, or under its title with
-      another description, is another document, never the original
-      (:meth:`dedup.sketch.TextSketch.other_document`); so is one on the page's site
-      whose title does not tell it apart, when neither is described and each text
-      holds a passage of its own that the other lacks altogether
-      (:func:`own_passages`);
     * when both pages have a text (``sketches``: the candidates' text sketches, which the
       index keeps with their fingerprints, by the match's sketch bytes, else by page id;
       a candidate may come with the sketch of a copy dropped for it, and is the original
@@ -444,35 +468,47 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
       at every distance: the candidate is the original when the page's own text's
       shingles are ``verify_containment`` in its text, and its own text is not mostly
       other text (:func:`text_check`);
+    * on the page's site, the texts decide what they show: one text (:func:`one_text`)
+      is a copy whatever the titles; what they leave open the site's titles and
+      descriptions settle: a candidate under another title, or under its title with
+      another description, is another document
+      (:meth:`dedup.sketch.TextSketch.other_document`), and so is one whose title does
+      not tell it apart, when neither is described and each text holds a passage of its
+      own that the other lacks altogether (:func:`own_passages`);
     * otherwise (a page without text, an original registered by its fingerprint alone,
       the text check off) the fingerprints decide: within ``trust_distance``, with the
-      second opinion agreeing (:func:`trusted`).
+      second opinion agreeing (:func:`trusted`), unless the site's titles or
+      descriptions say another document.
 
     ``values``: the page's own text's :func:`dedup.sketch.shingle_values` (computed here
     when not given).
     """
-    passages: tuple[list[np.ndarray], np.ndarray] | None = None  # for own_passages
+    lines: list[np.ndarray] | None = None  # the page's passage lines, when asked
     for m in found:
         sketch = sketches.get(m.sketch) if m.sketch else None
         if sketch is None:
             sketch = sketches.get(m.page_id or "")
-        if sketch is not None and sketch.other_document(page.host, page.title,
-                                                        page.description):
-            continue
         if sketch is None or not page.text or rules.verify_containment is None:
+            if sketch is not None and sketch.other_document(page.host, page.title,
+                                                            page.description):
+                continue
             if trusted(page, m, verifiers, rules):
                 return m, None
             continue
-        if sketch.undescribed_on_site(page.host, page.description):
-            if passages is None:
-                passages = passage_lines(page.own_text), shingle_values(page.text)
-            if own_passages(*passages, sketch):
-                continue
         if values is None:
             values = shingle_values(page.own_text)
         share = text_check(values, sketch, rules, page.listing)
-        if share is not None:
-            return m, share
+        if share is None:
+            continue
+        if sketch.on_site(page.host):
+            if lines is None:
+                lines = passage_lines(page.own_text)
+            if not one_text(lines, sketch, share) and (
+                    sketch.other_document(page.host, page.title, page.description)
+                    or (sketch.undescribed_on_site(page.host, page.description)
+                        and own_passages(lines, shingle_values(page.text), sketch))):
+                continue
+        return m, share
     return None
 
 

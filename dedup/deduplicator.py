@@ -183,7 +183,8 @@ class Deduplicator:
                     excerpts[i] = quoted
             near_rows = [i for i in near_rows if decisions[i] is None]
         # Every page that may be admitted leaves its text sketch with its fingerprint.
-        values = {i: batch[i].shingles if batch[i].rest is None and batch[i].shingles is not None
+        values = {i: batch[i].shingles if batch[i].shingles is not None
+                  and batch[i].own_text is batch[i].text
                   else shingle_values(batch[i].own_text) for i in near_rows if batch[i].text}
         sketches = {i: TextSketch.of_values(v, host=batch[i].host, title=batch[i].title,
                                             description=batch[i].description,

@@ -26,6 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 from .decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
 from .listing import is_listing
+from .overlap import without_title
 from .page import Page
 from .pinyin import PinyinFingerprinter
 from .simhash import fingerprint
@@ -120,8 +121,8 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     same on every such page of the site, and the site's name and summary of the page are
     what tell two of them apart (docs/fingerprints.md)."""
     _fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
-    options = {"shingle": shingle, "drop_numbers": drop_numbers, "min_tokens": min_tokens,
-               "cjk_ngram": cjk_ngram}
+    options: dict[str, Any] = {"shingle": shingle, "drop_numbers": drop_numbers,
+                               "min_tokens": min_tokens, "cjk_ngram": cjk_ngram}
     fp = fingerprint(read.text, **options)
     if read.text and fp.tokens < THIN_TOKENS:
         head = [line for line in (found.get("title"), found.get("description"))
@@ -129,12 +130,16 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
         if head:
             read = ExtractedText("\n".join([*head, read.text]), read.method, read.reason)
             fp = fingerprint(read.text, **options)
+    checksum = fp.checksum_hex
+    if fp.tokens >= THIN_TOKENS and (own := without_title(read.text, found.get("title"))) \
+            is not read.text:  # its title line is the title's, not its text's
+        checksum = fingerprint(own, **options).checksum_hex
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
     blocks = block_keys(read.text) if templates and not fp.short else None
     values = shingle_values(read.text) if read.text and not fp.short else None
-    return Page(url, urlsplit(url).netloc, fp.checksum_hex, fp.simhash, fp.short, py, second,
+    return Page(url, urlsplit(url).netloc, checksum, fp.simhash, fp.short, py, second,
                 text=read.text, method=read.method, tokens=fp.tokens, blocks=blocks,
                 shingles=values, **found)
 

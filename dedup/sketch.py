@@ -202,6 +202,10 @@ class TextSketch:
         return (bool(self.title and title_theirs) and _other_words(self.title, title_theirs)) \
             or (bool(self.about and about_theirs) and _other_words(self.about, about_theirs))
 
+    def on_site(self, host: str | None) -> bool:
+        """Whether a page on ``host`` is on this sketch's site."""
+        return bool(self.host) and self.host == host_key(host)
+
     def undescribed_on_site(self, host: str | None, description: str | None) -> bool:
         """Whether a page on ``host`` described by ``description`` is on this sketch's
         site and neither of the two is described: what the site says of them (after

@@ -27,6 +27,7 @@ they show the same items.
 from __future__ import annotations
 
 import html
+import os
 import random
 import re
 import shutil
@@ -89,11 +90,12 @@ def jekyll() -> str:
     found = shutil.which("jekyll")
     if found:
         return found
-    if shutil.which("apt-get") and hasattr(__import__("os"), "geteuid") \
-            and __import__("os").geteuid() == 0:
-        subprocess.run(["apt-get", "install", "-y", "-qq", *JEKYLL_PACKAGES], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for step in (["apt-get", "update", "-qq"],
+                     ["apt-get", "install", "-y", "-qq", *JEKYLL_PACKAGES]):
+            subprocess.run(step, check=False, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
         found = shutil.which("jekyll")
         if found:
             return found

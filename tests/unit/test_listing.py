@@ -7,16 +7,14 @@ example article."""
 from __future__ import annotations
 
 import html
-import sys
 from pathlib import Path
+
+from decision_cases import article
 
 from dedup.config import DedupConfig
 from dedup.pages import decide_pages, fingerprint_params, read_html
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from decision_cases import article
 
 HEAD = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title} | '
         'Field Notes</title></head><body><header class="site-header"><div class="wrapper">'

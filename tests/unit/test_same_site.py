@@ -1,0 +1,68 @@
+"""Same-site copies under titles of their own, and different documents under one title,
+on pages as a Jekyll blog with the minima theme writes them (tests/unit/test_listing.py
+has the markup)."""
+
+from __future__ import annotations
+
+import random
+
+from decision_cases import article
+from test_listing import home_page, kinds, post_page
+
+from dedup.config import DedupConfig
+from dedup.pages import decide_pages
+
+
+def edited(text: str, words: int, seed: int) -> str:
+    """``text`` with ``words`` of its words changed, one at a time, on separate lines."""
+    lines = text.split("\n")
+    rng = random.Random(seed)
+    for n in rng.sample(range(len(lines)), words):
+        line = lines[n].split()
+        line[rng.randrange(len(line))] = "changed"
+        lines[n] = " ".join(line)
+    return "\n".join(lines)
+
+
+def test_a_repost_under_a_title_of_its_own_is_a_copy() -> None:
+    """The same post again under a title of its own (a repost, a doorway page): the
+    heading that repeats the title is the title's, not the text's, so the two have one
+    text and the repost is an exact copy, whatever the titles say."""
+    body = article(1, 480)
+    got = decide_pages([("http://blog.test/posts/harbour/", post_page("The harbour wall", body)),
+                        ("http://blog.test/posts/repost-1/",
+                         post_page("From the archive, number 1", body))], DedupConfig())
+    assert [v.kind for v in got] == ["new", "exact"]
+    assert got[1].original_url == "http://blog.test/posts/harbour/"
+
+
+def test_pages_of_a_site_titled_article_n_that_repeat_a_body_with_edits_are_copies() -> None:
+    """"Article 17" and "Article 342" with one body, 3 of its 240 words changed: one text
+    with edits here and there, a copy whatever the titles; a page of the site with a body
+    of its own under the same kind of title is not."""
+    body = article(2, 240)
+    got = kinds([("http://site.test/a/17", post_page("Article 17", body)),
+                 ("http://site.test/a/342", post_page("Article 342", edited(body, 3, 7))),
+                 ("http://site.test/a/343", post_page("Article 343", article(3, 240)))])
+    assert got == ["new", "simhash", "new"]
+
+
+def test_stubs_of_a_site_under_titles_of_their_own_stay_apart() -> None:
+    """Two stubs of a site: its long furniture with a sentence of their own each. Where
+    the texts leave it open (the sentences may not be in the candidate's sample), the
+    titles settle it: other titles, other documents."""
+    furniture = article(5, 360)
+    pages = [(f"http://site.test/stub/{n}",
+              post_page(f"Stub number {n} about {topic}", furniture + "\n" + article(20 + n, 12)))
+             for n, topic in enumerate(("gardens", "bridges", "ferries", "kites"))]
+    assert kinds(pages) == ["new"] * 4
+
+
+def test_different_items_under_one_title_are_not_copies() -> None:
+    """A site whose listing pages all carry one title (page 1, page 2 of its home): they
+    show different posts, so neither is the other's copy; the same page again under
+    another URL is."""
+    posts = [(f"Story {n}", article(40 + n, 90)) for n in range(12)]
+    first, second = home_page(posts[:6], full=False), home_page(posts[6:], full=False)
+    assert kinds([("http://site.test/", first), ("http://site.test/page/2/", second),
+                  ("http://site.test/index.html?ref=nav", first)]) == ["new", "new", "exact"]
