@@ -59,24 +59,26 @@ def _shape(element: Any) -> frozenset[str]:
     return frozenset(c.tag for c in element if isinstance(c.tag, str))
 
 
-def _tally(body: Any) -> tuple[dict[Any, int], set[Any]]:
-    """Each element's words (its visible text and its descendants', scripts and styles
-    left out) and the elements that hold a link, in one pass from the leaves up."""
-    words: dict[Any, int] = {}
-    linked: set[Any] = set()
-    for el in reversed(list(body.iter())):
-        if not isinstance(el.tag, str) or el.tag in _SKIP:
-            words[el] = 0
-            continue
-        n = len(el.text.split()) if el.text else 0
-        link = el.tag == "a" and el.get("href") is not None
-        for child in el:
-            n += words.get(child, 0) + (len(child.tail.split()) if child.tail else 0)
-            link = link or child in linked
-        words[el] = n
-        if link:
-            linked.add(el)
-    return words, linked
+def _words(element: Any, memo: dict[Any, int]) -> int:
+    """An element's words: its visible text and its descendants' (scripts and styles left
+    out), each element counted once however many runs ask (``memo``)."""
+    if element in memo:
+        return memo[element]
+    if not isinstance(element.tag, str) or element.tag in _SKIP:
+        n = 0
+    else:
+        n = len(element.text.split()) if element.text else 0
+        for child in element:
+            n += _words(child, memo) + (len(child.tail.split()) if child.tail else 0)
+    memo[element] = n
+    return n
+
+
+#: The parents of three and more elements outside a page's navigation, header, footer,
+#: sidebars and scripts: where a run of items can be (lxml finds them in C).
+_PARENTS = ("//body//*[count(*) >= 3][not(ancestor-or-self::nav or ancestor-or-self::header"
+            " or ancestor-or-self::footer or ancestor-or-self::aside"
+            " or ancestor::noscript or ancestor::template or ancestor::svg)]")
 
 
 def item_groups(tree: Any) -> list[list[Any]]:
@@ -87,23 +89,20 @@ def item_groups(tree: Any) -> list[list[Any]]:
     body = tree.find(".//body") if tree.tag != "body" else tree
     if body is None:
         return []
-    words, linked = _tally(body)
+    memo: dict[Any, int] = {}
     found: list[tuple[int, list[Any]]] = []
-    stack = [body]
-    while stack:  # top down, leaving out the page's navigation, header, footer and sidebars
-        parent = stack.pop()
+    for parent in [body, *body.xpath(_PARENTS)]:
         groups: dict[tuple[str, str, frozenset[str]], list[Any]] = defaultdict(list)
         for child in parent:
-            if not isinstance(child.tag, str) or child.tag in _SKIP \
-                    or child.tag in _FURNITURE:
-                continue
-            stack.append(child)
-            if child.tag in ITEM_TAGS and child in linked:
+            if isinstance(child.tag, str) and child.tag in ITEM_TAGS:
                 groups[(child.tag, child.get("class") or "", _shape(child))].append(child)
         for items in groups.values():
             if len(items) < LISTING_ITEMS:
                 continue
-            sizes = [words[c] for c in items]
+            items = [c for c in items if c.find(".//a[@href]") is not None]
+            if len(items) < LISTING_ITEMS:
+                continue
+            sizes = [_words(c, memo) for c in items]
             largest = max(sizes)
             if sum(1 for n in sizes if n >= max(ITEM_WORDS, SMALLEST_ITEM * largest)) \
                     < LISTING_ITEMS:  # one block and its small neighbours: a layout
