@@ -15,13 +15,15 @@ Order of the checks (docs/fingerprints.md):
    original's; a smaller overlap is an excerpt and the page is kept (:func:`registered`).
 5. **Near copy**: a candidate within the index's k is the original when the page's own
    text is ``verify_containment`` in the candidate's and the candidate's is not mostly
-   other text (one way: :func:`text_check`), measured on the candidate's
-   text sketch, which every process reads from the index with the candidate
-   (:mod:`dedup.sketch`); only where a page has no text do the fingerprints decide
-   (within ``trust_distance`` and the second opinion agrees). A candidate on the page's
-   site is another document when its title or description says so, or, where neither
-   tells, when each text holds a passage of its own (:func:`own_passages`). Candidates
-   are asked closest first, the page's declared canonical first of all
+   other text (one way: :func:`text_check`; where either is a listing, the same items
+   both ways), measured on the candidate's text sketch, which every process reads from
+   the index with the candidate (:mod:`dedup.sketch`); only where a page has no text do
+   the fingerprints decide (within ``trust_distance`` and the second opinion agrees). On
+   the page's site, one text with a few edits is a copy whatever the titles
+   (:func:`one_text`); what the texts leave open the site settles: a candidate under
+   another title or description is another document, and where neither tells, so is one
+   whose text and the page's each hold a passage of their own (:func:`own_passages`).
+   Candidates are asked closest first, the page's declared canonical first of all
    (:func:`choose_original`).
 6. Otherwise the page is **new** and admitted.
 """
@@ -484,6 +486,7 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     when not given).
     """
     lines: list[np.ndarray] | None = None  # the page's passage lines, when asked
+    whole: np.ndarray | None = None  # the shingles of its whole text, when asked
     for m in found:
         sketch = sketches.get(m.sketch) if m.sketch else None
         if sketch is None:
@@ -503,11 +506,15 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         if sketch.on_site(page.host):
             if lines is None:
                 lines = passage_lines(page.own_text)
-            if not one_text(lines, sketch, share) and (
-                    sketch.other_document(page.host, page.title, page.description)
-                    or (sketch.undescribed_on_site(page.host, page.description)
-                        and own_passages(lines, shingle_values(page.text), sketch))):
+            if one_text(lines, sketch, share):
+                return m, share
+            if sketch.other_document(page.host, page.title, page.description):
                 continue
+            if sketch.undescribed_on_site(page.host, page.description):
+                if whole is None:  # the candidate's sketch may hold its template lines
+                    whole = shingle_values(page.text)
+                if own_passages(lines, whole, sketch):
+                    continue
         return m, share
     return None
 
