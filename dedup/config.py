@@ -45,9 +45,10 @@ class DedupConfig:
         max_distance: k, the largest Hamming distance of a near duplicate: the index is
             planned for it, and candidates within k are judged by their texts
             [DEDUP_MAX_DISTANCE, 3].
-        verify_containment: the text check: a candidate is a copy when this share of the
-            shorter own text's three-token shingles is in the other (:mod:`dedup.overlap`,
-            measured on the candidate's text sketch, :mod:`dedup.sketch`); -1 = off, only
+        verify_containment: the text check, one way: a candidate is the original when
+            this share of the page's own text's three-token shingles is in the
+            candidate's (:func:`dedup.decide.text_check`, measured on the candidate's text
+            sketch, :mod:`dedup.sketch`); -1 = off, only
             ``trust_distance`` matches count [DEDUP_VERIFY_CONTAINMENT, 0.8].
         trust_distance: where a page has no text (or the text check is off), a candidate
             within this distance whose second opinion agrees is a copy by its

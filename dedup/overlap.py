@@ -4,8 +4,9 @@ A simhash within k bits says two texts have much the same words; it cannot say w
 page repeats an article under other boilerplate (a copy) or rewrites it with the same
 vocabulary (not a copy), and on a short article a few sentences of comments or teasers
 move it several bits. The words in order can: a copy keeps the article's sentences, so
-most of the *shorter* text's three-token shingles appear in the longer one, whatever the
-longer one added around them; a rewrite keeps the words but not the phrasing.
+most of its three-token shingles appear in the original, whatever furniture each page
+has around them; a rewrite keeps the words but not the phrasing. (Which way the
+decision measures, and what else it asks: :func:`dedup.decide.text_check`.)
 
 Measured on the development pairs (``docs/fingerprints.md``): every labelled copy has a
 containment of at least 0.84, every heavy rewrite at most 0.76.
@@ -35,8 +36,8 @@ SHINGLE_TOKENS = 3
 #: (28 of 44 and 94 of 136).
 THIN_TOKENS = 100
 
-#: A near match within k stands when this share of the shorter text's shingles is in the
-#: longer one (``DEDUP_VERIFY_CONTAINMENT``).
+#: A near match within k stands when this share of the page's own text's shingles is in
+#: the candidate's (``DEDUP_VERIFY_CONTAINMENT``; :func:`dedup.decide.text_check`).
 DEFAULT_CONTAINMENT = 0.8
 
 #: An odd 64-bit constant (the golden ratio's fraction) mixing token hashes into shingles.

@@ -7,8 +7,9 @@ return.
 
 **Which pairs are misses.** Every pair of admitted pages within k is judged again by the
 crawl's own rule (:func:`dedup.decide.choose_original`): the later page (by crawl time) is
-a copy of the earlier one when the shorter own text is contained in the other, measured
-on the earlier page's stored text sketch, or, for a page without text, by the fingerprints
+a copy of the earlier one when its own text is in the earlier one's (one way, the
+earlier not mostly other text; listings only of the same items), measured on the
+earlier page's stored text sketch, or, for a page without text, by the fingerprints
 (the trust distance, the second opinion agreeing). A pair within k that the rule keeps
 apart (two stubs of one template, a rewrite, another document of the same site) was kept
 on purpose and is not a miss; the summary counts such pairs. The misses are what the
@@ -38,9 +39,11 @@ from itertools import combinations
 from .decide import Rules, choose_original
 from .index import Match
 from .index.core import ANCHOR_MATCHES, ANCHOR_READ
+from .overlap import token_pattern
 from .page import Page
 from .sketch import TextSketch
 from .templates import block_keys, strip
+from .text import normalize
 
 #: Crawl time of a page that has none (a registered original): before every crawl.
 _NEVER = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
@@ -79,6 +82,14 @@ class Copy:
     containment: float | None
 
 
+def _listing(sketch: bytes | None) -> bool:
+    """Whether a stored page's text sketch says it is a listing (``False``: no sketch)."""
+    try:
+        return bool(sketch) and TextSketch.from_bytes(sketch).listing  # type: ignore[arg-type]
+    except ValueError:
+        return False
+
+
 def judge(a: StoredPage, b: StoredPage, distance: int, rules: Rules,
           template: frozenset[int] | set[int] = frozenset()) -> Copy | None:
     """Judge one pair within k by the crawl's rule: the later page against the earlier
@@ -88,7 +99,8 @@ def judge(a: StoredPage, b: StoredPage, distance: int, rules: Rules,
     text = later.text or ""
     page = Page(url=later.url, host=later.host, text=text, title=later.title,
                 description=later.description, verify=later.verify,
-                page_id=later.page_id)
+                page_id=later.page_id, listing=_listing(later.sketch),
+                tokens=len(token_pattern().findall(normalize(text))))
     if text and template:
         rest, removed = strip(text, block_keys(text), template)
         if removed:

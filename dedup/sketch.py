@@ -1,7 +1,7 @@
 """A page's text evidence in a few hundred bytes: a bottom-k sketch of its shingles.
 
-The text check (:mod:`dedup.overlap`) asks how much of the shorter of two texts is in the
-other. The decision has the page at hand in full, but a candidate was admitted earlier,
+The text check (:func:`dedup.decide.text_check`) asks how much of a page's own text is in a
+candidate's, and how much of the candidate's is the page's. The decision has the page at hand in full, but a candidate was admitted earlier,
 maybe by another crawl process, and its text may not be stored yet. So every admitted
 page leaves, beside its fingerprint in the index and in the same atomic step, a sketch
 of its own text (template lines left out), and every process reads a candidate's sketch
@@ -9,13 +9,16 @@ with the candidate (:class:`dedup.index.NearDuplicateIndex`).
 
 The sketch keeps the :data:`SKETCH_SIZE` smallest of the text's shingle hashes (64 bits,
 mixed so that they are uniform; a text with fewer shingles keeps them all: its sketch is
-exact) and the number of distinct shingles. Against a page at hand in full, containment
-is estimated on a uniform sample, with no sketch-to-sketch error:
+exact) and the number of distinct shingles. Against a page at hand in full, each way is
+estimated on a uniform sample, with no sketch-to-sketch error (:meth:`TextSketch.shares`):
 
-* the page is the shorter text: its shingles up to the sketch's largest value (the
-  others' membership is unknown) are the sample; the share of them in the sketch;
-* the candidate is the shorter text: the sketch's values are the sample; the share of
+* the page's text in the candidate's: the page's shingles up to the sketch's largest value
+  (the others' membership is unknown) are the sample; the share of them in the sketch;
+* the candidate's text in the page's: the sketch's values are the sample; the share of
   them among the page's shingles.
+
+(:meth:`TextSketch.containment` gives the shorter text's share in the other, the rule
+before 2026-11-26, still used to measure the sketch's error.)
 
 Each value is stored as its low 16 bits (their order is the 64-bit values', which the
 sketch's largest value, stored whole, bounds); a value of the page matches one of the
