@@ -146,9 +146,9 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
 
 def read_html(html: str | bytes, url: str, params: Params) -> Page:
     """Read a page as the crawl does: parse it once, extract its main text, its title, the
-    URL it declares canonical and whether it is a listing, and fingerprint the text. Bytes are decoded as a crawl without a
-    ``Content-Type`` charset would (w3lib: a byte-order mark, else ``<meta charset>``,
-    else UTF-8)."""
+    URL it declares canonical and whether it is a listing, and fingerprint the text. Bytes
+    are decoded as a crawl without a ``Content-Type`` charset would (w3lib: a byte-order
+    mark, else ``<meta charset>``, else UTF-8)."""
     if isinstance(html, bytes):
         from w3lib.encoding import html_to_unicode
 

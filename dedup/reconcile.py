@@ -84,8 +84,10 @@ class Copy:
 
 def _listing(sketch: bytes | None) -> bool:
     """Whether a stored page's text sketch says it is a listing (``False``: no sketch)."""
+    if not sketch:
+        return False
     try:
-        return bool(sketch) and TextSketch.from_bytes(sketch).listing  # type: ignore[arg-type]
+        return TextSketch.from_bytes(sketch).listing
     except ValueError:
         return False
 

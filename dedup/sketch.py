@@ -1,11 +1,12 @@
 """A page's text evidence in a few hundred bytes: a bottom-k sketch of its shingles.
 
 The text check (:func:`dedup.decide.text_check`) asks how much of a page's own text is in a
-candidate's, and how much of the candidate's is the page's. The decision has the page at hand in full, but a candidate was admitted earlier,
-maybe by another crawl process, and its text may not be stored yet. So every admitted
-page leaves, beside its fingerprint in the index and in the same atomic step, a sketch
-of its own text (template lines left out), and every process reads a candidate's sketch
-with the candidate (:class:`dedup.index.NearDuplicateIndex`).
+candidate's, and how much of the candidate's is the page's. The decision has the page at
+hand in full, but a candidate was admitted earlier, maybe by another crawl process, and its
+text may not be stored yet. So every admitted page leaves, beside its fingerprint in the
+index and in the same atomic step, a sketch of its own text (template lines left out), and
+every process reads a candidate's sketch with the candidate
+(:class:`dedup.index.NearDuplicateIndex`).
 
 The sketch keeps the :data:`SKETCH_SIZE` smallest of the text's shingle hashes (64 bits,
 mixed so that they are uniform; a text with fewer shingles keeps them all: its sketch is
@@ -298,15 +299,13 @@ class TextSketch:
 
     def containment(self, values: np.ndarray) -> tuple[float, int]:
         """How much of the shorter text is in the other: this sketch's text and a text
-        at hand in full (``values``: its :func:`shingle_values`). Returns the share and the
-        size of the sample it was measured on (0: nothing to measure, share 0.0)."""
-        if not len(values) or not self.count:
+        at hand in full (``values``: its :func:`shingle_values`), read off
+        :meth:`shares`. Returns the share and the size of the sample it was measured on
+        (0: nothing to measure, share 0.0)."""
+        inside, held, sample = self.shares(values)
+        n = len(np.unique(values >> np.uint64(self.shift))) if self.shift else len(values)
+        if not n or not self.count:
             return 0.0, 0
-        if self.shift:
-            values = np.unique(values >> np.uint64(self.shift))
-        if len(values) <= self.count:  # the page at hand is the shorter text
-            found, sample = self.sample_found(values)
-            if not sample:
-                return 0.0, 0
-            return found / sample, sample
-        return (len(self.low) - self.missing_from(values)) / len(self.low), len(self.low)
+        if n <= self.count:  # the page at hand is the shorter text
+            return (inside, sample) if sample else (0.0, 0)
+        return held, len(self.low)
