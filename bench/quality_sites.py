@@ -158,6 +158,8 @@ def measure(site: Site) -> dict[str, Any]:
                 cases.append(f"wrong  {url} ({kind}) as a copy of {original}")
             elif klass:
                 found[klass] += 1
+        elif what == "skipped":
+            cases.append(f"skipped {url} ({kind}{', a true copy' if true_copy else ''})")
         elif what == "stored":
             if true_copy:
                 missed += 1
@@ -187,7 +189,8 @@ def main() -> int:
     parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA,
                         help="development sets whose articles the sites are built from")
     parser.add_argument("--show", action="store_true",
-                        help="list the wrong drops, missed copies and pages never requested")
+                        help="list the wrong drops, missed copies, skipped pages and pages never "
+                             "requested")
     parser.add_argument("--keep", type=Path, help="build the sites here and keep them")
     args = parser.parse_args()
     started = time.perf_counter()

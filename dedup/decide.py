@@ -431,28 +431,39 @@ def resemblance(inside: float, count: int, other: int) -> float:
     return shared / max(1.0, count + other - shared)
 
 
-def one_text(lines: Sequence[np.ndarray], sketch: TextSketch, share: float) -> bool:
-    """Whether a page and a candidate of its site show one text with a few edits,
-    whatever their titles: at least :data:`ONE_TEXT` of the page's text is in the
-    candidate's (``share``, the text check's), the page has no passage of its own (no
-    line of at least :data:`PASSAGE_TOKENS` tokens with :data:`PASSAGE_EVIDENCE` of its
-    shingles sampled and none found in the candidate), and at least
-    :data:`EDITED_LINES` of its lines are found in part. Two documents of a site differ
-    by whole passages (their own lines beside the same furniture); one text differs from
-    itself by words changed here and there. (The same own text under another title is
-    an exact copy: the checksum leaves the title line out,
-    :func:`dedup.pages.fingerprint_text`.)
+def one_text(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch,
+             share: float, described_alike: bool = False) -> bool:
+    """Whether a page and a candidate of its site show one text, whatever their titles:
+    at least :data:`ONE_TEXT` of the page's text is in the candidate's (``share``, the
+    text check's), the page has no passage of its own (no line of at least
+    :data:`PASSAGE_TOKENS` tokens with :data:`PASSAGE_EVIDENCE` of its shingles sampled
+    and none found in the candidate), and either at least :data:`EDITED_LINES` of its
+    lines are found in part (one text with words changed here and there), or at least
+    :data:`ONE_TEXT` of the candidate's text is the page's too (one text both ways: a
+    repost whose heading is another title, with the post's own heading below it) and the
+    site describes both in the same words (``described_alike``,
+    :meth:`dedup.sketch.TextSketch.described_alike`). Two documents of a site differ by
+    whole passages (their own lines beside the same furniture). Both ways, the sample
+    may miss a short passage of the page's own (a stub's sentence beside long furniture),
+    so that way needs what the site says too: a description is drawn from a page's
+    content, where a title is chosen (a repost, a variant or a doorway page has its own),
+    and two stubs whose extraction found only the furniture (the site's list of recent
+    posts) are described apart. (The same own text under another title is an exact copy:
+    the checksum leaves the title line out, :func:`dedup.pages.fingerprint_text`.)
 
-    ``lines``: the page's own text's :func:`passage_lines`."""
+    ``lines``: the page's own text's :func:`passage_lines`; ``values``: its own text's
+    :func:`dedup.sketch.shingle_values`."""
     if sketch.shift or not len(sketch.low) or share < ONE_TEXT:  # version 1: not asked
         return False
-    edited = 0
+    edited, seen = 0, bool(lines)
     for line in lines:
         found, sampled = sketch.sample_found(line)
         if not found and sampled >= PASSAGE_EVIDENCE:
             return False
         edited += 0 < found < sampled
-    return edited >= EDITED_LINES
+        seen = seen and sampled >= PASSAGE_EVIDENCE
+    return edited >= EDITED_LINES or (seen or described_alike) \
+        and sketch.missing_from(values) <= (1 - ONE_TEXT) * len(sketch.low)
 
 
 def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],
@@ -506,7 +517,8 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         if sketch.on_site(page.host):
             if lines is None:
                 lines = passage_lines(page.own_text)
-            if one_text(lines, sketch, share):
+            alike = sketch.described_alike(page.host, page.description)
+            if one_text(lines, values, sketch, share, alike):
                 return m, share
             if sketch.other_document(page.host, page.title, page.description):
                 continue

@@ -29,7 +29,7 @@ from .text import CJK_RANGES, normalize
 #: Tokens per shingle.
 SHINGLE_TOKENS = 3
 
-#: A text with fewer tokens than this is *thin*: read with its page's title as its first
+#: A text with fewer tokens than this is *thin*: read with its page's description as its first
 #: line (:func:`dedup.pages.fingerprint_text`). Derived from the development sets: every
 #: article of near-dup-dev has at least 144 tokens, and all but 11 extraction failures of
 #: near-dup-dev-2's 612 at least 100, while most template-only stub pages have fewer
@@ -126,7 +126,7 @@ def without_title(text: str, title: str | None) -> str:
     """``text`` without its title line: the first of its first :data:`TITLE_LINES`
     lines whose words are all words of ``title`` and at least half of them (the heading
     that repeats a page's ``<title>``, which names the page and is compared as a title,
-    not as its text). ``text`` itself when it has none."""
+    not as its text). ``text`` itself when it has none, or nothing else."""
     find = token_pattern().findall
     words = set(find(normalize(title or "")))
     if not words:
@@ -135,5 +135,6 @@ def without_title(text: str, title: str | None) -> str:
     for n, line in enumerate(lines[:TITLE_LINES]):
         tokens = set(find(normalize(line)))
         if len(tokens) >= 2 and tokens <= words and 2 * len(tokens) >= len(words):
-            return "\n".join(lines[:n] + lines[n + 1:])
+            rest = "\n".join(lines[:n] + lines[n + 1:])
+            return rest if find(normalize(rest)) else text
     return text

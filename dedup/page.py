@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .ids import new_page_id
-from .overlap import THIN_TOKENS, without_title
+from .overlap import without_title
 
 
 def _now() -> dt.datetime:
@@ -92,11 +92,9 @@ class Page:
     @property
     def own_text(self) -> str:
         """The text the decision compares: without the host's template lines, once they
-        are left out, and without its title lines (the heading that repeats its title,
-        :func:`dedup.overlap.without_title`) unless the text is thin (a thin text is read
-        with its title, :func:`dedup.pages.fingerprint_text`)."""
-        text = self.text if self.rest is None else self.rest
-        return without_title(text, self.title) if self.tokens >= THIN_TOKENS else text
+        are left out, and without its title line (the heading that repeats its title,
+        :func:`dedup.overlap.without_title`: a title is compared as a title)."""
+        return without_title(self.text if self.rest is None else self.rest, self.title)
 
     def take_reading(self, read: Page) -> None:
         """Take what a reader of the page's HTML found (an extraction worker's

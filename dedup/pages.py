@@ -115,24 +115,25 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     extracted text and its fingerprints (``found``: the page's ``canonical``, ``links``,
     ``title``, ``description``, ``language``, ``listing``, as its reader found them).
 
-    A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's title and
-    description as its first lines: what the extractor finds on a page with little text
+    A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's
+    description as its first line: what the extractor finds on a page with little text
     of its own is often the site's furniture ("related articles", an author box), the
-    same on every such page of the site, and the site's name and summary of the page are
-    what tell two of them apart (docs/fingerprints.md)."""
+    same on every such page of the site, and the page's summary of itself is its own text
+    (docs/fingerprints.md, "Thin pages"). The title is not read as text: the heading that
+    repeats it is left out of the checksum (:func:`dedup.overlap.without_title`), so the
+    same text under another title is an exact copy; titles are compared as titles
+    (:meth:`dedup.sketch.TextSketch.other_document`)."""
     _fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
     options: dict[str, Any] = {"shingle": shingle, "drop_numbers": drop_numbers,
                                "min_tokens": min_tokens, "cjk_ngram": cjk_ngram}
     fp = fingerprint(read.text, **options)
-    if read.text and fp.tokens < THIN_TOKENS:
-        head = [line for line in (found.get("title"), found.get("description"))
-                if line and line not in read.text]
-        if head:
-            read = ExtractedText("\n".join([*head, read.text]), read.method, read.reason)
-            fp = fingerprint(read.text, **options)
+    description = found.get("description")
+    if read.text and fp.tokens < THIN_TOKENS and description \
+            and description not in read.text:
+        read = ExtractedText(f"{description}\n{read.text}", read.method, read.reason)
+        fp = fingerprint(read.text, **options)
     checksum = fp.checksum_hex
-    if fp.tokens >= THIN_TOKENS and (own := without_title(read.text, found.get("title"))) \
-            is not read.text:  # its title line is the title's, not its text's
+    if (own := without_title(read.text, found.get("title"))) is not read.text:
         checksum = fingerprint(own, **options).checksum_hex
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \

@@ -206,6 +206,14 @@ class TextSketch:
         return (bool(self.title and title_theirs) and _other_words(self.title, title_theirs)) \
             or (bool(self.about and about_theirs) and _other_words(self.about, about_theirs))
 
+    def described_alike(self, host: str | None, description: str | None) -> bool:
+        """Whether a page on ``host`` described by ``description`` is on this sketch's
+        site and both are described in the same words (at least :data:`TITLE_OVERLAP`
+        of them shared): the site says they are about one thing."""
+        theirs = word_bits(description)
+        return self.on_site(host) and bool(self.about and theirs) \
+            and not _other_words(self.about, theirs)
+
     def on_site(self, host: str | None) -> bool:
         """Whether a page on ``host`` is on this sketch's site."""
         return bool(self.host) and self.host == host_key(host)

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BLOG_SOURCE = Path(__file__).resolve().parent / "blog"
+#: The links of a blog listing's summaries (bench/sites/blog/_includes/summaries.html).
+POST_LINK = re.compile(r'<a class="post-link" href="([^"]+)"')
 JEKYLL_PACKAGES = ("jekyll", "jekyll-theme-minima", "ruby-jekyll-paginate-v2",
                    "ruby-jekyll-seo-tag")
 
@@ -162,9 +164,12 @@ def build_blog(articles: list[Article], work: Path, seed: int = 7) -> Site:
         url = rel[:-len("index.html")] if rel.endswith("/index.html") else rel
         group, kind = truth.get(url, (f"listing:{url}", "page" if url == "/about/"
                                       else "listing"))
+        body = path.read_text(encoding="utf-8")
         if url.startswith("/blog/"):  # the home page's listing again, under /blog/
             group, kind = f"listing:{url[len('/blog'):]}", "listing alias"
-        site.add("http://blog.test" + url, path.read_text(encoding="utf-8"), group, kind)
+        if kind != "page" and (shown := POST_LINK.findall(body)):  # a list of summaries
+            group = "items:" + ",".join(sorted(shown))
+        site.add("http://blog.test" + url, body, group, kind)
     return site
 
 
@@ -277,6 +282,13 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
 SEARCHES = ("gift card", "refurbished", "clearance", "bundle", "wholesale", "engraving")
 
 
+def blurb(line: str, words: int = 24) -> str:
+    """A product card's blurb: the first sentence of its description, cut at ``words``
+    words as a shop's card cuts it."""
+    first = line.split(". ")[0].split()
+    return " ".join(first[:words]) + ("…" if len(first) > words else ".")
+
+
 def shop_page(title: str, main: str) -> str:
     searches = " ".join(f'<a href="/search/{s.replace(" ", "-")}/">{s}</a>' for s in SEARCHES)
     cats = " ".join(f'<a href="/category/{c}/page/1/">{c.title()}</a>' for c in CATEGORIES)
@@ -319,7 +331,7 @@ def build_shop(articles: list[Article], seed: int = 7, count: int = 30) -> Site:
             cards = "".join(
                 f'<div class="card"><a href="/product/{slug(products[n][0], n)}/">'
                 f"{esc(products[n][0])}</a><span>${products[n][2]}</span>"
-                f"<p>{esc(products[n][1][0].split('. ')[0])}.</p></div>" for n in chunk)
+                f"<p>{esc(blurb(products[n][1][0]))}</p></div>" for n in chunk)
             nav = (f'<a href="/category/{cat}/page/{k + 1}/">Next page</a>'
                    if k < len(chunks) else "")
             site.add(f"http://shop.test/category/{cat}/page/{k}/",

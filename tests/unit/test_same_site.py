@@ -4,6 +4,7 @@ has the markup)."""
 
 from __future__ import annotations
 
+import html
 import random
 
 from decision_cases import article
@@ -66,3 +67,73 @@ def test_different_items_under_one_title_are_not_copies() -> None:
     first, second = home_page(posts[:6], full=False), home_page(posts[6:], full=False)
     assert kinds([("http://site.test/", first), ("http://site.test/page/2/", second),
                   ("http://site.test/index.html?ref=nav", first)]) == ["new", "new", "exact"]
+
+
+def described(page: str, description: str) -> str:
+    """``page`` with a ``<meta name="description">``."""
+    meta = f'<meta name="description" content="{html.escape(description)}">'
+    return page.replace("</head>", meta + "</head>", 1)
+
+
+def shop_page(title: str, main: str) -> str:
+    """A shop's page: its header, its categories and its footer around ``main``."""
+    return (f"<!DOCTYPE html><html><head><title>{html.escape(title)} | Tidewater Goods</title>"
+            '</head><body><header><a href="/">Tidewater Goods</a><nav><a href="/c/home/">Home'
+            '</a> <a href="/c/trail/">Trail</a></nav></header><main>' + main + "</main><footer>"
+            "<p>Free returns within 30 days. Tidewater Goods, est. 2009.</p></footer></body>"
+            "</html>")
+
+
+def test_thin_pages_of_a_site_with_one_text_under_titles_of_their_own_are_copies() -> None:
+    """Empty search pages ("Search results for clearance", "... for bundle") and a
+    product's colour variants ("Field Lamp in Red"): a few lines each, the same text under
+    titles of their own. A thin text is read with its description, not its title, so
+    each is an exact copy of the first; another product is not."""
+    empty = ("<h1>Search</h1><p>No products match your search. Check the spelling, use "
+             "fewer words, or browse our categories.</p>")
+    lamp = article(7, 30).replace("\n", " ")
+
+    def product(name: str, text: str) -> str:
+        return shop_page(name, f"<h1>{name}</h1><p>$19.00</p><p>{text}</p>"
+                               "<p>Also available in: Red Blue</p>")
+
+    got = kinds([("http://shop.test/search/clearance/", shop_page("Search results for clearance",
+                                                                   empty)),
+                 ("http://shop.test/search/bundle/", shop_page("Search results for bundle", empty)),
+                 ("http://shop.test/p/lamp/", product("Field Lamp", lamp)),
+                 ("http://shop.test/p/lamp-red/", product("Field Lamp in Red", lamp)),
+                 ("http://shop.test/p/lamp-blue/", product("Field Lamp in Blue", lamp)),
+                 ("http://shop.test/p/mug/", product("Trail Mug", article(8, 30).replace("\n",
+                                                                                        " ")))])
+    assert got == ["new", "exact", "new", "exact", "exact", "new"]
+
+
+def test_stubs_whose_text_is_only_the_sites_furniture_are_told_apart_by_descriptions(
+        ) -> None:
+    """Stub pages where the extractor finds only the site's furniture (an author box, the
+    site's list of recent posts) and a line too short to be a passage: one text both
+    ways. What each page says it is about, its description, tells them apart, thin or
+    long; the same stub again is a copy."""
+    for furniture in (article(9, 40), article(10, 600)):
+        pages = [(f"http://site.test/stub/{n}",
+                  described(post_page(title, f"{furniture}\nFiled under {topic}"),
+                            " ".join(article(30 + n, 25).split())))
+                 for n, (title, topic) in enumerate((("Tips for selecting motors", "robots"),
+                                                     ("Ten nutrition myths", "health")))]
+        assert kinds(pages + [("http://site.test/stub/0?ref=feed", pages[0][1])]) \
+            == ["new", "new", "exact"]
+
+
+def test_a_repost_with_the_posts_own_heading_under_its_title_is_a_copy() -> None:
+    """A repost titled "From the archive, number 5" whose text starts with the post's own
+    heading, described as the post is (a blog draws the description from the post's
+    first paragraph): one text both ways (the heading is a line too short to be a passage
+    of its own), so a copy whatever the titles."""
+    body = article(11, 480)
+    about = " ".join(body.split("\n")[0].split()[:30])
+    got = kinds([("http://blog.test/posts/repost-5/",
+                  described(post_page("From the archive, number 5",
+                                      "Hibernating astronauts\n" + body), about)),
+                 ("http://blog.test/posts/hibernating/",
+                  described(post_page("Hibernating astronauts", body), about))])
+    assert got == ["new", "simhash"]
