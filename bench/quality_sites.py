@@ -27,14 +27,23 @@ stored before it. Figures per site:
 
 Development figures: the articles are read from ``../shared`` (never copied).
 
+With ``--crawl 1 3`` each site is crawled again over HTTP by the real crawler (``scrapy
+crawl site`` through :func:`crawler.run.crawl`, the processes sharing the frontier in
+Redis), its pages served on 127.0.0.1's loopback addresses, and the same figures are read
+from the store and the server's log (pages in the order requested); ``--redis-cluster``
+puts the index on a real three-node Redis Cluster.
+
     python bench/quality_sites.py [--data PATH ...] [--show] [--keep DIR]
+                                  [--crawl PROCESSES ...] [--redis-cluster]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
+import os
 import sys
 import tempfile
 import time
@@ -133,9 +142,68 @@ def crawl(site: Site, decide: bool = True) -> dict[str, Any]:
     return {"outcome": outcome, "listings": listings}
 
 
-def measure(site: Site) -> dict[str, Any]:
+def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | None = None
+               ) -> dict[str, Any]:
+    """The real crawl of the site over HTTP: its pages served on a loopback address of
+    their own, ``scrapy crawl site`` from its start URL with ``processes`` processes (on
+    the embedded Redis, or the Redis Cluster at ``cluster_url``, and SecantusDB), then the
+    store and the server's log read back: what happened to each page requested, in the
+    order requested (stored, a copy of its recorded original, or neither: skipped)."""
+    from simcrawl_examples.pageserver import serve
+
+    from crawler.run import crawl as run_crawl
+    from dedup.services import EmbeddedServices, connect_mongo, free_port
+
+    port, origin = free_port(), site.start.rstrip("/")
+    served = f"http://127.0.0.2:{port}"
+    pages = {url.replace(origin, served, 1): body for url, body in site.pages.items()}
+    server, asked = serve({u: b.encode() if isinstance(b, str) else b
+                           for u, b in pages.items()}, port)
+    database = f"sites_{site.name}_{processes}"
+    params = fingerprint_params(DedupConfig())
+    try:
+        with EmbeddedServices(workdir / database) as services:
+            namespace = f"{{{database}}}" if cluster_url else database
+            summary = run_crawl([served + "/"], cluster_url or services.redis_url or "",
+                                services.mongo_uri or "",
+                                ["-s", f"DEDUP_DATABASE={database}",
+                                 "-s", f"DEDUP_NAMESPACE={namespace}",
+                                 "-s", "AUTOTHROTTLE_ENABLED=0", "-s", "ROBOTSTXT_OBEY=0",
+                                 "-s", "DEPTH_LIMIT=0", "-s", "LOG_LEVEL=INFO"],
+                                workdir / f"{database}.log", processes)
+            db = connect_mongo(services.mongo_uri)[database]
+            stored = {key(d["url"]) for d in db.pages.find({}, {"url": 1})}
+            copies = {key(d["url"]): key(d.get("original_url") or "")
+                      for d in db.matches.find({}, {"url": 1, "original_url": 1})}
+    finally:
+        server.shutdown()
+    back = {served + key(u)[len(served):]: origin + key(u)[len(served):] for u in asked}
+    outcome: dict[str, tuple[str, str | None]] = {}
+    listings: dict[str, bool] = {}
+    for url in asked:
+        url = key(url)
+        if urlsplit(url).path == "/robots.txt" or back[url] in outcome:
+            continue
+        mine = back[url]
+        if mine not in site.pages:
+            outcome[mine] = ("not a page", None)
+            continue
+        listings[mine] = read_page(site.pages[mine], mine, "utf-8", params).listing
+        if url in copies:
+            original = copies[url]
+            outcome[mine] = ("copy", origin + original[len(served):]
+                             if original.startswith(served) else None)
+        else:
+            outcome[mine] = ("stored" if url in stored else "skipped", None)
+    return {"outcome": outcome, "listings": listings,
+            "lost": len(summary.get("lost_urls", []))}
+
+
+def measure(site: Site, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The figures of one site: of ``run`` (:func:`crawl_http`'s), else of the model
+    crawl (:func:`crawl`), against the ideal crawl."""
     ideal = crawl(site, decide=False)["outcome"]
-    run = crawl(site)
+    run = run or crawl(site)
     got, listings = run["outcome"], run["listings"]
     is_listing = {u: "listing" in site.kind[u] for u in listings}
     ideal_pages = {u for u, (what, _) in ideal.items() if what != "not a page"}
@@ -192,30 +260,51 @@ def main() -> int:
                         help="list the wrong drops, missed copies, skipped pages and pages never "
                              "requested")
     parser.add_argument("--keep", type=Path, help="build the sites here and keep them")
+    parser.add_argument("--crawl", type=int, nargs="+", metavar="PROCESSES",
+                        help="also crawl each site over HTTP with the real crawler, at each "
+                        "of these numbers of processes (sharing one frontier), on the "
+                        "embedded services")
+    parser.add_argument("--redis-cluster", action="store_true",
+                        help="with --crawl: on a real Redis Cluster of three primaries "
+                        "(started here), the index sharded over its nodes")
     args = parser.parse_args()
+    if args.redis_cluster and not args.crawl:
+        parser.error("--redis-cluster needs --crawl")
     started = time.perf_counter()
     texts = articles(args.data)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
+        cluster_url = None
+        if args.redis_cluster:
+            from dedup.services import LocalRedisCluster
+
+            cluster = LocalRedisCluster(Path(tmp) / "cluster").start()
+            stack.callback(cluster.stop)
+            cluster_url = cluster.url
         sites = [build_blog(texts, work), build_quotes(texts), build_shop(texts)]
-        results = [(site, measure(site)) for site in sites]
-    print(f"{len(texts)} articles; the crawl's settings; "
+        results = [(site, "model", measure(site)) for site in sites]
+        for processes in args.crawl or []:
+            results += [(site, f"crawl, {processes} process{'es' * (processes > 1)}"
+                         + (", Redis Cluster" if cluster_url else ""),
+                         measure(site, crawl_http(site, processes, Path(tmp), cluster_url)))
+                        for site in sites]
+    print(f"{len(texts)} articles; the crawl's settings; {os.cpu_count()} cores; "
           f"{time.perf_counter() - started:.0f} s (development figures)\n")
-    print("| site | pages | ideal crawl | coverage | stored | skipped | wrong drops | "
+    print("| site | run | pages | ideal crawl | coverage | stored | skipped | wrong drops | "
           "missed copies | copies found: other layout | other title | listings read as "
           "such | other pages read as listings |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
-    for site, r in results:
-        print(f"| {site.name} | {r['pages']} | {r['ideal']} | "
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
+    for site, how, r in results:
+        print(f"| {site.name} | {how} | {r['pages']} | {r['ideal']} | "
               f"{r['covered']} ({r['covered'] / r['ideal']:.1%}) | {r['stored']} | "
               f"{r['skipped']} | {r['wrong']} | {r['missed']} | "
               f"{share(r['found']['layout'], r['met']['layout'])} | "
               f"{share(r['found']['title'], r['met']['title'])} | "
               f"{r['listings'][0]} of {r['listings'][1]} | {r['listings'][2]} |")
     if args.show:
-        for site, r in results:
-            print(f"\n{site.name}:")
+        for site, how, r in results:
+            print(f"\n{site.name} ({how}):")
             print("\n".join(r["cases"]) or "nothing to show")
     return 0
 
