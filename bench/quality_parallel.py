@@ -34,6 +34,7 @@ import contextlib
 import gzip
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -107,9 +108,13 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
 
 
 def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False,
-            cluster_url: str | None = None, sketches: str = "auto") -> dict:
+            cluster_url: str | None = None, sketches: str = "auto",
+            shuffle: int | None = None) -> dict:
     port = free_port()
     pages, names = site(data, port)
+    starts = list(pages)
+    if shuffle is not None:  # another crawl order: the start URLs shuffled
+        random.Random(shuffle * 1000 + run).shuffle(starts)
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     article = articles(list(names.values()), pairs)
     server, asked = serve(pages, port, outlink)
@@ -119,7 +124,7 @@ def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool 
         with EmbeddedServices(workdir / database) as services:
             # on a Redis Cluster: a hash-tag namespace; the index spreads over the nodes
             namespace = f"{{{database}}}" if cluster_url else database
-            summary = crawl(list(pages), cluster_url or services.redis_url or "",
+            summary = crawl(starts, cluster_url or services.redis_url or "",
                             services.mongo_uri or "",
                             ["-s", f"DEDUP_DATABASE={database}", "-s",
                              f"DEDUP_NAMESPACE={namespace}", "-s", "AUTOTHROTTLE_ENABLED=0",
@@ -167,6 +172,10 @@ def main() -> int:
                         default="auto",
                         help="where the index keeps stored pages' text sketches "
                         "(DEDUP_SKETCHES; until-stored: as past one Redis node)")
+    parser.add_argument("--shuffle", type=int, metavar="SEED",
+                        help="start from the pages in a shuffled order (seeded by SEED and "
+                        "the run), not in the set's: how much the figures owe to the crawl "
+                        "order rather than to the number of processes")
     args = parser.parse_args()
     if args.redis_cluster and args.clusters:
         parser.error("--clusters reads the index of the embedded Redis: not with "
@@ -178,7 +187,8 @@ def main() -> int:
           "(development figures)" + ("; on a Redis Cluster of three nodes, the index "
                                      "sharded" if args.redis_cluster else "")
           + ("; text sketches out of Redis once stored" if args.sketches == "until-stored"
-             else ""))
+             else "") + (f"; start URLs shuffled (seed {args.shuffle})"
+                         if args.shuffle is not None else ""))
     results = []
     with tempfile.TemporaryDirectory(prefix="simcrawl-parallel-") as tmp, \
             contextlib.ExitStack() as stack:
@@ -195,7 +205,7 @@ def main() -> int:
             for processes in args.processes:
                 for run in range(1, args.repeat + 1):
                     r = measure(data, processes, run, Path(tmp), args.clusters, cluster_url,
-                                args.sketches)
+                                args.sketches, args.shuffle)
                     results.append({"data": data.name, **r})
                     print(f"| {processes} | {run} | {r['decided']} / {r['pages']} | "
                           f"{r['stored']} | {r['drops']} | {r['copies_admitted']} | "

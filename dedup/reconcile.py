@@ -10,12 +10,16 @@ crawl's own rule (:func:`dedup.decide.choose_original`): the later page (by craw
 a copy of the earlier one when its own text is in the earlier one's (one way, the
 earlier not mostly other text; listings only of the same items), measured on the
 earlier page's stored text sketch, or, for a page without text, by the fingerprints
-(the trust distance, the second opinion agreeing). A pair within k that the rule keeps
-apart (two stubs of one template, a rewrite, another document of the same site) was kept
-on purpose and is not a miss; the summary counts such pairs. The misses are what the
-inline decision could not see when it decided: a candidate admitted at the same moment
-by another process, a group whose members are not all within k of each other, a copy
-found only after its site's template was learned.
+(the trust distance, the second opinion agreeing); else the earlier page is the later
+one's copy by the same rule (the crawl could not drop it: it came first), and the pair is
+one document all the same, named by the page crawled first (:attr:`Copy.held`). A pair
+within k that the rule keeps apart both ways (two stubs of one template, a rewrite,
+another document of the same site, a listing and one of its items) was kept on purpose
+and is not a miss; the summary counts such pairs. The misses are what the inline
+decision could not see when it decided: a candidate admitted at the same moment by
+another process, a group whose members are not all within k of each other, a copy found
+only after its site's template was learned, a copy whose extra text is its site's
+furniture not yet learned met after the page it holds.
 
 **Candidates.** The pairs within k (the batch search) and the pairs the crawl's text
 anchors join (:func:`anchor_pairs`): the crawl finds a copy under another template by its
@@ -74,12 +78,17 @@ class StoredPage:
 
 @dataclass(frozen=True)
 class Copy:
-    """A pair judged a copy: ``copy`` (crawled later) copies ``original``."""
+    """A pair judged one document: ``copy`` (crawled later) copies ``original``, or, with
+    ``held``, ``original`` (crawled first, so the crawl could not drop it) copies the
+    text of ``copy``, which holds it with furniture the crawl had not learned when it
+    decided; the page crawled first stays the original either way. ``containment``: the
+    share of the copying page's own text found in the other's."""
 
     original: str
     copy: str
     distance: int
     containment: float | None
+    held: bool = False
 
 
 def _listing(sketch: bytes | None) -> bool:
@@ -93,33 +102,53 @@ def _listing(sketch: bytes | None) -> bool:
 
 
 def judge(a: StoredPage, b: StoredPage, distance: int, rules: Rules,
-          template: frozenset[int] | set[int] = frozenset()) -> Copy | None:
-    """Judge one pair within k by the crawl's rule: the later page against the earlier
-    page's stored sketch (``template``: the later page's host's learned template lines,
-    left out of its text as the crawl leaves them out). ``None``: kept apart."""
+          template: frozenset[int] | set[int] = frozenset(),
+          earlier_template: frozenset[int] | set[int] | None = None) -> Copy | None:
+    """Judge one pair within k by the crawl's rule, both ways: the later page against the
+    earlier page's stored sketch (``template``: the later page's host's learned template
+    lines, left out of its text as the crawl leaves them out), else the earlier page
+    against the later's (``earlier_template``: the earlier page's host's lines; its
+    host's are ``template`` when not given and both are on one host). The second way is
+    what the crawl could not ask: a page admitted first whose own text is in a page
+    crawled after it, which holds it with its site's furniture not yet learned when it
+    was decided (one way, the later page's own text is then not in the earlier's). Which
+    of the two the crawl met first then does not change the record: either way the pair
+    is one document, named by the page crawled first. ``None``: kept apart."""
     earlier, later = sorted((a, b), key=lambda p: p.crawled)
-    text = later.text or ""
-    page = Page(url=later.url, host=later.host, text=text, title=later.title,
-                description=later.description, verify=later.verify,
-                page_id=later.page_id, listing=_listing(later.sketch),
+    chosen = _copies(later, earlier, distance, rules, template)
+    if chosen is not None:
+        return Copy(earlier.page_id, later.page_id, distance, chosen[1])
+    if earlier_template is None:
+        earlier_template = template if earlier.host == later.host else frozenset()
+    chosen = _copies(earlier, later, distance, rules, earlier_template)
+    if chosen is not None:
+        return Copy(earlier.page_id, later.page_id, distance, chosen[1], held=True)
+    return None
+
+
+def _copies(page_of: StoredPage, candidate: StoredPage, distance: int, rules: Rules,
+            template: frozenset[int] | set[int]) -> tuple[Match, float | None] | None:
+    """:func:`dedup.decide.choose_original` of one stored page against another's stored
+    sketch (``template``: the first page's host's learned template lines)."""
+    text = page_of.text or ""
+    page = Page(url=page_of.url, host=page_of.host, text=text, title=page_of.title,
+                description=page_of.description, verify=page_of.verify,
+                page_id=page_of.page_id, listing=_listing(page_of.sketch),
                 tokens=len(token_pattern().findall(normalize(text))))
     if text and template:
         rest, removed = strip(text, block_keys(text), template)
         if removed:
             page.rest = rest
     sketches: dict[str | bytes, TextSketch] = {}
-    if earlier.sketch:
+    if candidate.sketch:
         try:
-            sketches[earlier.sketch] = TextSketch.from_bytes(earlier.sketch)
+            sketches[candidate.sketch] = TextSketch.from_bytes(candidate.sketch)
         except ValueError:
             pass  # an unreadable sketch: judged as a page without text
-    verifiers = {earlier.page_id: earlier.verify} if earlier.verify is not None else {}
-    found = [Match(0, earlier.page_id, distance,
-                   earlier.sketch if earlier.sketch in sketches else None)]
-    chosen = choose_original(page, found, verifiers, sketches, rules)
-    if chosen is None:
-        return None
-    return Copy(earlier.page_id, later.page_id, distance, chosen[1])
+    verifiers = {candidate.page_id: candidate.verify} if candidate.verify is not None else {}
+    found = [Match(0, candidate.page_id, distance,
+                   candidate.sketch if candidate.sketch in sketches else None)]
+    return choose_original(page, found, verifiers, sketches, rules)
 
 
 @dataclass

@@ -45,7 +45,7 @@ from typing import Any
 
 import pymongo
 from bson import Int64, ObjectId
-from pymongo import UpdateOne
+from pymongo import UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
 from .config import DEFAULT_DATABASE
@@ -658,15 +658,17 @@ class PageStore:
                     ops[start:start + DEFAULT_WRITE_BATCH * 10], ordered=False).modified_count
             counts["pages_changed"] += self.pages.update_many(
                 {"cluster": {"$exists": False}}, [{"$set": {"cluster": "$_id"}}]).modified_count
-            # crawl match records: their original's cluster
-            ops = [UpdateOne({"original_id": m, "kind": {"$ne": "batch"},
-                              "cluster": {"$ne": cid}}, {"$set": {"cluster": cid}})
-                   for m, cid in member_of.items()]
-            ops += [UpdateOne({"original_id": m, "kind": {"$ne": "batch"},
-                               "cluster": {"$ne": m}}, {"$set": {"cluster": m}}) for m in gone]
-            for start in range(0, len(ops), DEFAULT_WRITE_BATCH * 10):
+            # crawl match records: their original's cluster (every record of an original)
+            records = [UpdateMany({"original_id": m, "kind": {"$ne": "batch"},
+                                   "cluster": {"$ne": cid}}, {"$set": {"cluster": cid}})
+                       for m, cid in member_of.items()]
+            records += [UpdateMany({"original_id": m, "kind": {"$ne": "batch"},
+                                    "cluster": {"$ne": m}}, {"$set": {"cluster": m}})
+                        for m in gone]
+            for start in range(0, len(records), DEFAULT_WRITE_BATCH * 10):
                 counts["matches_changed"] += self.matches.bulk_write(
-                    ops[start:start + DEFAULT_WRITE_BATCH * 10], ordered=False).modified_count
+                    records[start:start + DEFAULT_WRITE_BATCH * 10],
+                    ordered=False).modified_count
             counts["matches_changed"] += self.matches.update_many(
                 {"cluster": {"$exists": False}, "kind": {"$ne": "batch"}},
                 [{"$set": {"cluster": "$original_id"}}]).modified_count
@@ -715,6 +717,8 @@ class PageStore:
                                 distance=c.distance, kind="batch", detected_at=now,
                                 page_id=object_id(c.copy), cluster=cluster,
                                 containment=c.containment)
+                if c.held:  # the original copies the copy's text: crawled first, it stays
+                    doc["held"] = True
                 ops.append(pymongo.ReplaceOne({"url": url}, doc, upsert=True))
             if ops:
                 self.matches.bulk_write(ops, ordered=False)

@@ -72,6 +72,12 @@ def crawled(pages):  # type: ignore[no-untyped-def]
                                        original_url="http://a.example/other",
                                        original_host="a.example", distance=1,
                                        kind="simhash"))
+    for n in (1, 2):  # two copies the crawl dropped for the page the batch finds a copy
+        pages.matches.insert_one(match_doc(url=f"http://c.example/second-{n}", host="c.example",
+                                           original_id=ids["second"],
+                                           original_url="http://b.example/second",
+                                           original_host="b.example", distance=0,
+                                           kind="exact"))
     return ids
 
 
@@ -96,6 +102,9 @@ def test_clusters_records_the_copy_and_changes_nothing_twice(services, pages, cr
     assert db.pages.count_documents({}) == 5  # nothing deleted
     record = db.matches.find_one({"kind": "simhash"})
     assert record["cluster"] == ObjectId(crawled["other"])
+    # every crawl record of a page in a cluster gets that cluster, not only one of them
+    assert [d["cluster"] for d in db.matches.find({"original_id": ObjectId(crawled["second"]),
+                                                   "kind": "exact"})] == [cluster["_id"]] * 2
 
     again = run_clusters(services, pages.db.name, namespace)
     assert again.returncode == 0, again.stderr
@@ -145,7 +154,7 @@ def test_report_and_console_show_clusters_and_batch_copies(services, pages, craw
     assert run_clusters(services, pages.db.name, namespace).returncode == 0
     found = write_report(pages.db, tmp_path / "report")
     assert (found.clusters, found.pages_in_clusters, found.batch_copies) == (1, 2, 1)
-    assert found.matches == 1  # the crawl's own record; the batch one is not a drop
+    assert found.matches == 3  # the crawl's own records; the batch one is not a drop
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>Clusters</h2>" in html and "1 copy the crawl admitted" in html
     app = create_app(pages.db, figures_folder=tmp_path / "figures", refresh=3600)
@@ -167,7 +176,8 @@ def test_the_documented_cluster_queries(services, pages, crawled, namespace: str
     got = run_query("Every page and copy of an article", pages.db,
                     url="http://b.example/second")
     assert got == {"pages": ["http://a.example/first", "http://b.example/second"],
-                   "copies": ["http://b.example/second"]}
+                   "copies": ["http://b.example/second", "http://c.example/second-1",
+                              "http://c.example/second-2"]}
     got = run_query("Every page and copy of an article", pages.db, url="http://a.example/other")
     assert got == {"pages": ["http://a.example/other"], "copies": ["http://c.example/copy"]}
     got = run_query("Copies the crawl let through", pages.db)
