@@ -209,6 +209,14 @@ class Rules:
             candidates are never copies).
         original_share: ... and when at least this share of the candidate's own text is
             the page's (:data:`ORIGINAL_SHARE`).
+        thin_resemblance: where either text is thin, the resemblance the two need
+            (:data:`THIN_RESEMBLANCE`).
+        one_text, edited_lines: on one site, the share of the page's text in the
+            candidate's and the lines found in part that show one text with edits
+            (:data:`ONE_TEXT`, :data:`EDITED_LINES`; :func:`one_text`).
+        passage_tokens, passage_evidence: a line that can be a passage of a page's own,
+            and the shingles that show one (:data:`PASSAGE_TOKENS`,
+            :data:`PASSAGE_EVIDENCE`; :func:`own_passages`).
         main_content: a Chinese page copies a registered original its pinyin windows
             found when this share of its text is the original's; less is an excerpt.
         pinyin_min_share, pinyin_min_run: the same by windows alone (share of the page's
@@ -222,6 +230,11 @@ class Rules:
     verify_distance: int | None = 10
     verify_containment: float | None = 0.8
     original_share: float = ORIGINAL_SHARE
+    thin_resemblance: float = THIN_RESEMBLANCE
+    one_text: float = ONE_TEXT
+    edited_lines: int = EDITED_LINES
+    passage_tokens: int = PASSAGE_TOKENS
+    passage_evidence: int = PASSAGE_EVIDENCE
     main_content: float = DEFAULT_MAIN_CONTENT
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
@@ -384,21 +397,21 @@ def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules, listing: bo
             or inside < threshold or held < least:
         return None
     if min(len(values), sketch.count) < THIN_SHINGLES \
-            and resemblance(inside, len(values), sketch.count) < THIN_RESEMBLANCE:
+            and resemblance(inside, len(values), sketch.count) < rules.thin_resemblance:
         return None
     return round(inside, 4)
 
 
-def passage_lines(text: str) -> list[np.ndarray]:
+def passage_lines(text: str, tokens: int = PASSAGE_TOKENS) -> list[np.ndarray]:
     """The :func:`dedup.sketch.shingle_values` of each line of ``text`` of at least
-    :data:`PASSAGE_TOKENS` tokens (the lines :func:`own_passages` reads)."""
+    ``tokens`` tokens (``Rules.passage_tokens``: the lines :func:`own_passages` reads)."""
     find = token_pattern().findall
     return [shingle_values(line) for line in text.split("\n")
-            if len(find(normalize(line))) >= PASSAGE_TOKENS]
+            if len(find(normalize(line))) >= tokens]
 
 
-def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch
-                 ) -> bool:
+def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch,
+                 evidence: int = PASSAGE_EVIDENCE) -> bool:
     """Whether a page and a candidate each hold a passage the other lacks altogether,
     and share every other line whole: two documents under one template (two stubs of a
     site, a sentence of their own each beside the same furniture), where a copy differs
@@ -408,20 +421,21 @@ def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSk
     ``lines``: the page's own text's :func:`passage_lines`; ``values``: the shingles of
     its whole text (with its template lines: the candidate's sketch may hold them). On
     the candidate's sample (its sketch keeps every value up to its largest): a line of
-    the page is its own when at least :data:`PASSAGE_EVIDENCE` of its shingles are
+    the page is its own when at least ``evidence`` (:data:`PASSAGE_EVIDENCE`) of its
+    shingles are
     sampled and none is the candidate's; a line with some but not all found is edited,
     and then the texts are not told apart; the candidate has a passage of its own when
-    :data:`PASSAGE_EVIDENCE` of its sample are not the page's."""
+    ``evidence`` of its sample are not the page's."""
     if sketch.shift or not len(sketch.low):  # a version-1 sketch: not asked
         return False
     own = False
     for line in lines:
         found, sampled = sketch.sample_found(line)
         if not found:
-            own = own or sampled >= PASSAGE_EVIDENCE
+            own = own or sampled >= evidence
         elif found < sampled:
             return False
-    return own and sketch.missing_from(values) >= PASSAGE_EVIDENCE
+    return own and sketch.missing_from(values) >= evidence
 
 
 def resemblance(inside: float, count: int, other: int) -> float:
@@ -432,7 +446,8 @@ def resemblance(inside: float, count: int, other: int) -> float:
 
 
 def one_text(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch,
-             share: float, described_alike: bool = False) -> bool:
+             share: float, described_alike: bool = False, rules: Rules | None = None
+             ) -> bool:
     """Whether a page and a candidate of its site show one text, whatever their titles:
     at least :data:`ONE_TEXT` of the page's text is in the candidate's (``share``, the
     text check's), the page has no passage of its own (no line of at least
@@ -452,18 +467,20 @@ def one_text(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch
     the checksum leaves the title line out, :func:`dedup.pages.fingerprint_text`.)
 
     ``lines``: the page's own text's :func:`passage_lines`; ``values``: its own text's
-    :func:`dedup.sketch.shingle_values`."""
-    if sketch.shift or not len(sketch.low) or share < ONE_TEXT:  # version 1: not asked
+    :func:`dedup.sketch.shingle_values`; ``rules``: the thresholds (``Rules.one_text``,
+    ``edited_lines``, ``passage_evidence``; the crawl's when not given)."""
+    rules = rules or Rules()
+    if sketch.shift or not len(sketch.low) or share < rules.one_text:  # version 1: not asked
         return False
     edited, seen = 0, bool(lines)
     for line in lines:
         found, sampled = sketch.sample_found(line)
-        if not found and sampled >= PASSAGE_EVIDENCE:
+        if not found and sampled >= rules.passage_evidence:
             return False
         edited += 0 < found < sampled
-        seen = seen and sampled >= PASSAGE_EVIDENCE
-    return edited >= EDITED_LINES or (seen or described_alike) \
-        and sketch.missing_from(values) <= (1 - ONE_TEXT) * len(sketch.low)
+        seen = seen and sampled >= rules.passage_evidence
+    return edited >= rules.edited_lines or (seen or described_alike) \
+        and sketch.missing_from(values) <= (1 - rules.one_text) * len(sketch.low)
 
 
 def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, int],
@@ -516,16 +533,16 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
             continue
         if sketch.on_site(page.host):
             if lines is None:
-                lines = passage_lines(page.own_text)
+                lines = passage_lines(page.own_text, rules.passage_tokens)
             alike = sketch.described_alike(page.host, page.description)
-            if one_text(lines, values, sketch, share, alike):
+            if one_text(lines, values, sketch, share, alike, rules):
                 return m, share
             if sketch.other_document(page.host, page.title, page.description):
                 continue
             if sketch.undescribed_on_site(page.host, page.description):
                 if whole is None:  # the candidate's sketch may hold its template lines
                     whole = shingle_values(page.text)
-                if own_passages(lines, whole, sketch):
+                if own_passages(lines, whole, sketch, rules.passage_evidence):
                     continue
         return m, share
     return None
