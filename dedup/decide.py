@@ -455,15 +455,17 @@ def one_text(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch
     and none found in the candidate), and either at least :data:`EDITED_LINES` of its
     lines are found in part (one text with words changed here and there), or at least
     :data:`ONE_TEXT` of the candidate's text is the page's too (one text both ways: a
-    repost whose heading is another title, with the post's own heading below it) and the
-    site describes both in the same words (``described_alike``,
-    :meth:`dedup.sketch.TextSketch.described_alike`). Two documents of a site differ by
-    whole passages (their own lines beside the same furniture). Both ways, the sample
-    may miss a short passage of the page's own (a stub's sentence beside long furniture),
-    so that way needs what the site says too: a description is drawn from a page's
-    content, where a title is chosen (a repost, a variant or a doorway page has its own),
-    and two stubs whose extraction found only the furniture (the site's list of recent
-    posts) are described apart. (The same own text under another title is an exact copy:
+    repost whose heading is another title, with the post's own heading below it) and
+    either the sample saw every passage line of the page (:data:`PASSAGE_EVIDENCE` of
+    the shingles of each) or the site describes both in the same words
+    (``described_alike``, :meth:`dedup.sketch.TextSketch.described_alike`). Two
+    documents of a site differ by whole passages (their own lines beside the same
+    furniture). A sample that has not seen every line may have missed a short passage of
+    the page's own (a stub's sentence beside long furniture), so then that way needs
+    what the site says: a description is drawn from a page's content, where a title is
+    chosen (a repost, a variant or a doorway page has its own), and two stubs whose
+    extraction found only the furniture (the site's list of recent posts) are described
+    apart. (The same own text under another title is an exact copy:
     the checksum leaves the title line out, :func:`dedup.pages.fingerprint_text`.)
 
     ``lines``: the page's own text's :func:`passage_lines`; ``values``: its own text's
