@@ -177,14 +177,13 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
                       for d in db.matches.find({}, {"url": 1, "original_url": 1})}
     finally:
         server.shutdown()
-    back = {served + key(u)[len(served):]: origin + key(u)[len(served):] for u in asked}
     outcome: dict[str, tuple[str, str | None]] = {}
     listings: dict[str, bool] = {}
     for url in asked:
         url = key(url)
-        if urlsplit(url).path == "/robots.txt" or back[url] in outcome:
+        mine = origin + url[len(served):]  # the site's own URL of the page served
+        if urlsplit(url).path == "/robots.txt" or mine in outcome:
             continue
-        mine = back[url]
         if mine not in site.pages:
             outcome[mine] = ("not a page", None)
             continue

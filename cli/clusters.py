@@ -69,9 +69,7 @@ def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, r
             if a not in facts or b not in facts:
                 counts["pairs_without_page"] += 1
                 continue
-            earlier, later = sorted((facts[a], facts[b]), key=lambda p: p.crawled)
-            found = judge(facts[a], facts[b], d, rules, known.get(later.host, frozenset()),
-                          known.get(earlier.host, frozenset()))
+            found = judge(facts[a], facts[b], d, rules, known)
             counts["pairs"] += 1
             if found is None:
                 counts["kept_apart"] += 1

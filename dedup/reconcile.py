@@ -102,27 +102,23 @@ def _listing(sketch: bytes | None) -> bool:
 
 
 def judge(a: StoredPage, b: StoredPage, distance: int, rules: Rules,
-          template: frozenset[int] | set[int] = frozenset(),
-          earlier_template: frozenset[int] | set[int] | None = None) -> Copy | None:
+          templates: Mapping[str, frozenset[int] | set[int]] | None = None) -> Copy | None:
     """Judge one pair within k by the crawl's rule, both ways: the later page against the
-    earlier page's stored sketch (``template``: the later page's host's learned template
-    lines, left out of its text as the crawl leaves them out), else the earlier page
-    against the later's (``earlier_template``: the earlier page's host's lines; its
-    host's are ``template`` when not given and both are on one host). The second way is
-    what the crawl could not ask: a page admitted first whose own text is in a page
-    crawled after it, which holds it with its site's furniture not yet learned when it
-    was decided (one way, the later page's own text is then not in the earlier's). Which
-    of the two the crawl met first then does not change the record: either way the pair
-    is one document, named by the page crawled first. ``None``: kept apart."""
+    earlier page's stored sketch, else the earlier page against the later's; each page's
+    text without its host's learned template lines (``templates``: by host), as the
+    crawl leaves them out. The second way is what the crawl could not ask: a page
+    admitted first whose own text is in a page crawled after it, which holds it with its
+    site's furniture not yet learned when it was decided (one way, the later page's own
+    text is then not in the earlier's). Which of the two the crawl met first then does
+    not change the record: either way the pair is one document, named by the page
+    crawled first. ``None``: kept apart."""
     earlier, later = sorted((a, b), key=lambda p: p.crawled)
-    chosen = _copies(later, earlier, distance, rules, template)
-    if chosen is not None:
-        return Copy(earlier.page_id, later.page_id, distance, chosen[1])
-    if earlier_template is None:
-        earlier_template = template if earlier.host == later.host else frozenset()
-    chosen = _copies(earlier, later, distance, rules, earlier_template)
-    if chosen is not None:
-        return Copy(earlier.page_id, later.page_id, distance, chosen[1], held=True)
+    lines = templates or {}
+    for page_of, candidate, held in ((later, earlier, False), (earlier, later, True)):
+        chosen = _copies(page_of, candidate, distance, rules,
+                         lines.get(page_of.host, frozenset()))
+        if chosen is not None:
+            return Copy(earlier.page_id, later.page_id, distance, chosen[1], held=held)
     return None
 
 
