@@ -91,12 +91,22 @@ def log(text: str) -> None:
     print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
+#: The words of a page's title and description (their median lengths on the development
+#: pages, distinct words: 9 and 23), drawn from this many words.
+TITLE_WORDS, DESCRIPTION_WORDS, VOCABULARY = 9, 23, 20_000
+
+
 def sketch_of(page: int) -> bytes:
-    """The text sketch of page number ``page``: a text of 150 random shingle values, the
-    same for the same number (so a planted copy carries its original's text and anchors)."""
-    values = np.unique(np.random.default_rng([SEED, page]).integers(0, 2**64, 150,
-                                                                      dtype=np.uint64))
-    return TextSketch.of_values(values).to_bytes()
+    """The text sketch of page number ``page``: a text of 150 random shingle values, a
+    title of :data:`TITLE_WORDS` words and a description of :data:`DESCRIPTION_WORDS`,
+    the same for the same number (so a planted copy carries its original's text and
+    anchors)."""
+    rng = np.random.default_rng([SEED, page])
+    values = np.unique(rng.integers(0, 2**64, 150, dtype=np.uint64))
+    words = [f"w{n}" for n in rng.choice(VOCABULARY, TITLE_WORDS + DESCRIPTION_WORDS,
+                                         replace=False)]
+    return TextSketch.of_values(values, title=" ".join(words[:TITLE_WORDS]),
+                                description=" ".join(words[TITLE_WORDS:])).to_bytes()
 
 
 def sketches_for(pages: Iterable[int], on: bool) -> Iterator[bytes | None]:

@@ -29,10 +29,14 @@ about 0.0014. Measured against exact containment on the development pairs
 538 and 3 of 1,634 pair decisions at the threshold 0.8 flipped.
 
 The sketch also says which site the page is on and how the site names and sums it up (a
-hash of the host, and 64-bit sets of the words of its title and of its description, the
-``<meta name="description">``), for the rule that two pages of one site under different
-titles, or under one title with different descriptions, are different documents
-(:meth:`TextSketch.other_document`).
+hash of the host, and the words of its title and of its description, the ``<meta
+name="description">``, each word as a 16-bit code, at most :data:`WORD_CODES` of each),
+for the rule that two pages of one site under different titles, or under one title with
+different descriptions, are different documents where their texts leave it open
+(:meth:`TextSketch.other_document`). Words are compared word by word: two different
+words share a code with probability 1 / 65,536. (Until version 4, each title was a
+64-bit set, one bit a word: "Article 12" and "Article 345" were one title whenever "12"
+and "345" set the same bit, one pair in 64.)
 
 Its :data:`ANCHORS` smallest values are kept whole as well: they are the page's *text
 anchors*, under which the index files the page so that a page sharing its text is found
@@ -41,9 +45,12 @@ because they are the smallest of a text's values: with 32 bits, the anchors of a
 pages of 500 shingles would crowd into the lowest 2^25 values, a hundred unrelated pages
 under each; with 64 bits two texts share one only by sharing the shingle.
 
-With a 32-byte header, the anchors' high 48 bits and 86 values a sketch takes 240 bytes;
-with the page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`)
-a page's record fits one 256-byte allocation of Redis.
+With an 18-byte header, the anchors' high 48 bits, 86 values and at most 16 codes of each
+of the title's and the description's words a sketch takes at most 290 bytes; with the
+page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`) a page's
+record with Redis's own string header fits one 320-byte allocation of Redis, as version
+3's 240 bytes did (``bench/bench_index.py --sketches`` at 1M, a 9-word title and a
+23-word description: 376 bytes a page for the sketch's hash field with either version).
 """
 
 from __future__ import annotations
@@ -70,15 +77,20 @@ SKETCH_SIZE = 86
 ANCHORS = 6
 
 #: Version byte of the encoding, so a future format can tell old sketches apart (version
-#: 1 had 108 32-bit values and no anchors, version 2 no description; both are still
-#: read).
-_VERSION = 3
+#: 1 had 108 32-bit values and no anchors, version 2 no description, versions 1-3 their
+#: title's and description's words as 64-bit sets; all are still read, without the
+#: words, which those sets cannot give back).
+_VERSION = 4
 # version, distinct shingles (at most 65,535), largest kept value, host hash, title words
 _HEADER_V1 = struct.Struct("<BHIIQ")
 # ... (the largest value 64-bit) and the number of anchors whose high 48 bits follow
 _HEADER_V2 = struct.Struct("<BHQIQB")
 # ... and the description's words before the number of anchors
-_HEADER = struct.Struct("<BHQIQQB")
+_HEADER_V3 = struct.Struct("<BHQIQQB")
+# version, distinct shingles, largest kept value, host hash, the number of title word
+# codes, of description word codes, and of anchors; the codes (16-bit) follow, then the
+# anchors' high 48 bits and the values' low 16
+_HEADER = struct.Struct("<BHQIBBB")
 _ANCHOR_HIGH = 6
 _LISTING = 0x80  # the number of anchors' high bit: the page is a listing
 _MAX_COUNT = 0xFFFF
@@ -106,10 +118,15 @@ def values_of(hashes: np.ndarray) -> np.ndarray:
 
 
 #: Two titles (or two descriptions) name the same document when at least this share of
-#: the words of both (as bits of :func:`word_bits`: shared over all) are in each: a site's
-#: name in every title (" – pv magazine International") does not make two articles'
-#: titles one.
+#: the words of both (shared words over all words) are in each: a site's name in every
+#: title (" – pv magazine International") does not make two articles' titles one.
 TITLE_OVERLAP = 0.5
+
+#: Word codes a sketch keeps of a title, and of a description: the smallest codes of its
+#: distinct words (a uniform sample of a longer one, as the shingle values are). 90% of
+#: the development pages' titles have at most 13 distinct words; their descriptions a
+#: median 23 (sampled).
+WORD_CODES = 16
 
 _WORD = re.compile(r"\w+")
 
@@ -119,19 +136,25 @@ def host_key(host: str | None) -> int:
     return xxhash.xxh32_intdigest(host.lower().encode()) if host else 0
 
 
-def word_bits(words: str | None) -> int:
-    """A title's (or a description's) words as a 64-bit set: each lowercased word sets one
-    bit (0: none)."""
-    bits = 0
-    for word in _WORD.findall((words or "").lower()):
-        bits |= 1 << (xxhash.xxh32_intdigest(word.encode()) & 63)
-    return bits
+def word_codes(words: str | None) -> tuple[int, ...]:
+    """The distinct lowercased words of a title (or a description) as sorted 16-bit codes
+    (none: no words)."""
+    return tuple(sorted({xxhash.xxh32_intdigest(word.encode()) & 0xFFFF
+                         for word in _WORD.findall((words or "").lower())}))
 
 
-def _other_words(ours: int, theirs: int) -> bool:
-    """Whether two word sets (both known) share less than :data:`TITLE_OVERLAP` of their
-    words."""
-    return (ours & theirs).bit_count() < TITLE_OVERLAP * (ours | theirs).bit_count()
+def _other_words(kept: tuple[int, ...], words: str | None) -> bool | None:
+    """Whether ``words`` (at hand in full) and the words a sketch ``kept`` of its own
+    (:data:`WORD_CODES` at most, the smallest) share less than :data:`TITLE_OVERLAP` of
+    their words, word by word: on the sample the sketch knows, the codes up to its
+    largest when it kept a full set. ``None``: either has no words (unknown)."""
+    theirs = word_codes(words)
+    if not kept or not theirs:
+        return None
+    if len(kept) >= WORD_CODES:
+        theirs = tuple(c for c in theirs if c <= kept[-1])
+    ours, mine = set(kept), set(theirs)
+    return len(ours & mine) < TITLE_OVERLAP * len(ours | mine)
 
 
 @dataclass(frozen=True)
@@ -144,7 +167,8 @@ class TextSketch:
         top: the largest value kept (every value of the text up to it is kept).
         low: the low 16 bits of each kept value, in the values' order (``uint16``).
         host: the page's :func:`host_key` (0: unknown).
-        title: the page's title as :func:`word_bits` (0: no title).
+        title: the page's title's :func:`word_codes`, the :data:`WORD_CODES` smallest
+            (none: no title, or a sketch before version 4).
         high: the high 48 bits of the first kept values, the anchors (``uint64``; empty
             in a version-1 sketch).
     """
@@ -153,13 +177,14 @@ class TextSketch:
     top: int
     low: np.ndarray
     host: int = 0
-    title: int = 0
+    title: tuple[int, ...] = ()
     high: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     #: how far a text's values are shifted right before they are compared (32 for a
     #: version-1 sketch, whose values were the top halves)
     shift: int = 0
-    #: the page's description as :func:`word_bits` (0: none, or a sketch before version 3)
-    about: int = 0
+    #: the page's description's :func:`word_codes`, the :data:`WORD_CODES` smallest (none:
+    #: no description, or a sketch before version 4)
+    about: tuple[int, ...] = ()
     #: the page is a listing, made of repeated items (:mod:`dedup.listing`; stored in the
     #: high bit of the number of anchors, ``False`` in sketches written before)
     listing: bool = False
@@ -180,9 +205,9 @@ class TextSketch:
         """The sketch of a text's :func:`shingle_values`."""
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
-                   (kept & 0xFFFF).astype(np.uint16), host_key(host), word_bits(title),
-                   kept[:ANCHORS] >> np.uint64(16), about=word_bits(description),
-                   listing=listing)
+                   (kept & 0xFFFF).astype(np.uint16), host_key(host),
+                   word_codes(title)[:WORD_CODES], kept[:ANCHORS] >> np.uint64(16),
+                   about=word_codes(description)[:WORD_CODES], listing=listing)
 
     @property
     def anchors(self) -> list[int]:
@@ -196,23 +221,19 @@ class TextSketch:
         """Whether a page on ``host`` titled ``title`` and described by ``description`` is
         another document of this sketch's site: on one site a title names a document and
         a description sums it up, so two pages under titles, or under one title with
-        descriptions, that share less than :data:`TITLE_OVERLAP` of their words are
-        different documents, whatever template text they share. ``False`` when the host
-        is unknown or another, or when neither the titles nor the descriptions of both
-        are known."""
-        if not self.host or self.host != host_key(host):
+        descriptions, that share less than :data:`TITLE_OVERLAP` of their words (word by
+        word) are different documents, whatever template text they share. ``False`` when
+        the host is unknown or another, or when neither the titles nor the descriptions
+        of both are known."""
+        if not self.on_site(host):
             return False
-        title_theirs, about_theirs = word_bits(title), word_bits(description)
-        return (bool(self.title and title_theirs) and _other_words(self.title, title_theirs)) \
-            or (bool(self.about and about_theirs) and _other_words(self.about, about_theirs))
+        return bool(_other_words(self.title, title) or _other_words(self.about, description))
 
     def described_alike(self, host: str | None, description: str | None) -> bool:
         """Whether a page on ``host`` described by ``description`` is on this sketch's
         site and both are described in the same words (at least :data:`TITLE_OVERLAP`
         of them shared): the site says they are about one thing."""
-        theirs = word_bits(description)
-        return self.on_site(host) and bool(self.about and theirs) \
-            and not _other_words(self.about, theirs)
+        return self.on_site(host) and _other_words(self.about, description) is False
 
     def on_site(self, host: str | None) -> bool:
         """Whether a page on ``host`` is on this sketch's site."""
@@ -225,7 +246,7 @@ class TextSketch:
         only, the other may be its print version or a URL variant without the
         description.)"""
         return bool(self.host) and self.host == host_key(host) \
-            and not self.about and not word_bits(description)
+            and not self.about and not word_codes(description)
 
     @property
     def complete(self) -> bool:
@@ -233,12 +254,13 @@ class TextSketch:
         return len(self.low) >= self.count
 
     def to_bytes(self) -> bytes:
-        """The stored form: a 32-byte header, six bytes per anchor and two bytes per kept
-        value."""
+        """The stored form: an 18-byte header, two bytes per word code, six bytes per
+        anchor and two bytes per kept value."""
         high = self.high.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :_ANCHOR_HIGH]
-        return _HEADER.pack(_VERSION, self.count, self.top, self.host, self.title,
-                            self.about, len(self.high) | (_LISTING if self.listing else 0)) \
-            + high.tobytes() + self.low.astype("<u2").tobytes()
+        words = np.array(self.title + self.about, "<u2")
+        return _HEADER.pack(_VERSION, self.count, self.top, self.host, len(self.title),
+                            len(self.about), len(self.high) | (_LISTING if self.listing else 0)) \
+            + words.tobytes() + high.tobytes() + self.low.astype("<u2").tobytes()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TextSketch:
@@ -249,27 +271,32 @@ class TextSketch:
         """
         if raw[:1] == b"\x01" and len(raw) >= _HEADER_V1.size \
                 and not (len(raw) - _HEADER_V1.size) % 2:
-            _, count, top, host, title = _HEADER_V1.unpack_from(raw)
+            _, count, top, host, _bits = _HEADER_V1.unpack_from(raw)
             return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER_V1.size),
-                       host, title, shift=32)
-        header = {_VERSION: _HEADER, 2: _HEADER_V2}.get(raw[0]) if raw else None
+                       host, shift=32)
+        header = {_VERSION: _HEADER, 3: _HEADER_V3, 2: _HEADER_V2}.get(raw[0]) if raw else None
         if header is None or len(raw) < header.size \
                 or raw[header.size - 1] & ~_LISTING > ANCHORS:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
+        titles = abouts = 0
         if header is _HEADER:
-            _, count, top, host, title, about, n = header.unpack_from(raw)
-        else:
-            (_, count, top, host, title, n), about = header.unpack_from(raw), 0
+            _, count, top, host, titles, abouts, n = header.unpack_from(raw)
+            if max(titles, abouts) > WORD_CODES:
+                raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
+        else:  # the words were 64-bit sets then: not words any more
+            _, count, top, host, *_, n = header.unpack_from(raw)
         listing, n = bool(n & _LISTING), n & ~_LISTING
-        at = header.size + n * _ANCHOR_HIGH
+        start = header.size + 2 * (titles + abouts)
+        at = start + n * _ANCHOR_HIGH
         if len(raw) < at or (len(raw) - at) % 2:
             raise ValueError(f"a text sketch cut short: {raw[:16]!r}")
+        words = np.frombuffer(raw, "<u2", titles + abouts, header.size).tolist()
         high = np.zeros((n, 8), np.uint8)
         high[:, :_ANCHOR_HIGH] = np.frombuffer(raw, np.uint8, n * _ANCHOR_HIGH,
-                                               header.size).reshape(n, _ANCHOR_HIGH)
-        return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host, title,
-                   high.view("<u8").reshape(n).astype(np.uint64), about=about,
-                   listing=listing)
+                                               start).reshape(n, _ANCHOR_HIGH)
+        return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host,
+                   tuple(words[:titles]), high.view("<u8").reshape(n).astype(np.uint64),
+                   about=tuple(words[titles:]), listing=listing)
 
     def _sampled(self, values: np.ndarray) -> np.ndarray:
         """The low 16 bits of a text's sorted values up to this sketch's largest (those

@@ -1,6 +1,6 @@
 """Whole sites built from the development articles, with the truth they imply.
 
-Three sites, each a mapping of URL -> HTML and, per URL, its *group* (the pages of a
+Four sites, each a mapping of URL -> HTML and, per URL, its *group* (the pages of a
 group are one document: the first met is the original, every other a true copy) and its
 *kind*:
 
@@ -15,6 +15,9 @@ group are one document: the first met is the original, every other a true copy) 
 * **quotes** (``http://quotes.test``): listings of ten quotes (sentences of the
   articles, with their authors and tags) under pages and tags, author pages, and the same
   page listings in a table layout (copies: the same items in other markup).
+* **news** (``http://news.test``): 1,500 pages titled "Article N", a fifth of them the
+  body of another with 3 of its 250 words changed (copies under titles of their own), an
+  archive of summaries in pages of 25 and a home page with the ten newest.
 * **shop** (``http://shop.test``): products (two paragraphs of an article each) and
   their colour variants under titles of their own (copies), category listings of product
   cards with pagination, empty search pages and empty event-calendar months (copies of
@@ -359,4 +362,89 @@ def build_shop(articles: list[Article], seed: int = 7, count: int = 30) -> Site:
                            f"this month. Sign up to our newsletter to hear about workshops "
                            f"and store openings first.</p>{prev}{nxt}"),
                  "empty-calendar", "empty calendar")
+    return site
+
+
+# ------------------------------------------------------------------------------ news
+
+#: A news site's body: about this many words, in paragraphs of three sentences.
+NEWS_WORDS = 250
+
+
+def news_page(title: str, main: str, popular: str) -> str:
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)} - The Harbour Post</title></head><body>"
+            f"<header><a href=\"/\">The Harbour Post</a><nav><a href=\"/archive/page/1/\">"
+            f"Archive</a> <a href=\"/about/\">About</a></nav></header>"
+            f"<main>{main}</main><aside><h3>Most read</h3>{popular}</aside>"
+            f"<footer><p>The Harbour Post. Local news since 1998. All rights reserved.</p>"
+            f"</footer></body></html>")
+
+
+def build_news(articles: list[Article], seed: int = 7, count: int = 1500,
+               copies: float = 0.2, per_page: int = 25) -> Site:
+    """The news site: ``count`` pages titled "Article N" (their title and their heading),
+    each a body of about :data:`NEWS_WORDS` words drawn from the articles' sentences;
+    ``copies`` of them repeat another page's body with 3 of its words changed, under
+    their own "Article N" (copies of it: a site's re-titled reposts); an archive of them
+    in pages of ``per_page`` summaries (title and first words), newest first, and a home
+    page with the ten newest."""
+    rng = random.Random(seed)
+    pool = sentences(articles, 8, 40)
+    bodies: list[list[str]] = []
+    order: list[str] = []
+    originals = count - int(count * copies)
+    while len(bodies) < originals:
+        if not order:
+            order = pool[:]
+            rng.shuffle(order)
+        body: list[str] = []
+        while sum(len(s.split()) for s in body) < NEWS_WORDS and order:
+            body.append(order.pop())
+        bodies.append(body)
+    source = list(range(originals)) + [rng.randrange(originals)
+                                       for _ in range(count - originals)]
+    rng.shuffle(source)
+    site = Site("news", "http://news.test/")
+    popular = " ".join(f'<a href="/article/{n}/">Article {n}</a>'
+                       for n in rng.sample(range(1, count + 1), 5))
+    first_words: dict[int, str] = {}
+    used: set[int] = set()
+    for n, body_of in enumerate(source, 1):
+        words = " ".join(bodies[body_of]).split()
+        copy = body_of in used  # the first page with the body is its own
+        used.add(body_of)
+        if copy:
+            for at in rng.sample(range(len(words)), 3):
+                other = rng.choice(words)
+                words[at] = other if other != words[at] else other + "s"
+        text = " ".join(words)
+        parts = re.split(r"(?<=[.!?])\s+", text)
+        paras = [" ".join(parts[i:i + 3]) for i in range(0, len(parts), 3)]
+        first_words[n] = " ".join(words[:20]) + "…"
+        main = (f"<article><h1>Article {n}</h1><p class=\"byline\">By the news desk</p>"
+                + paragraphs(paras) + "</article>")
+        site.add(f"http://news.test/article/{n}/", news_page(f"Article {n}", main, popular),
+                 f"body-{body_of}", "retitled edit" if copy else "article")
+    newest = list(range(count, 0, -1))
+    pages = [newest[i:i + per_page] for i in range(0, count, per_page)]
+
+    def summaries(items: list[int]) -> str:
+        return "".join(f'<div class="summary"><h2><a href="/article/{n}/">Article {n}</a>'
+                       f"</h2><p>{esc(first_words[n])}</p></div>" for n in items)
+
+    for k, items in enumerate(pages, 1):
+        near = [j for j in (1, k - 2, k - 1, k + 1, k + 2, len(pages)) if 1 <= j <= len(pages)]
+        nav = " ".join(f'<a href="/archive/page/{j}/">{j}</a>' for j in sorted(set(near)))
+        site.add(f"http://news.test/archive/page/{k}/",
+                 news_page(f"Archive, page {k}", f"<h1>Archive</h1>{summaries(items)}"
+                           f"<nav class=\"pages\">{nav}</nav>", popular),
+                 "items:" + ",".join(map(str, items)), "listing")
+    site.add("http://news.test/", news_page("The Harbour Post", "<h1>Latest</h1>"
+                                            + summaries(newest[:10]), popular),
+             "items:" + ",".join(map(str, newest[:10])), "listing")
+    about = " ".join(sentences(articles[40:], 12, 40)[:5])
+    site.add("http://news.test/about/", news_page("About the Post", f"<h1>About</h1>"
+                                                  f"<p>{esc(about)}</p>", popular),
+             "about", "page")
     return site

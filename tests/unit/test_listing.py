@@ -139,7 +139,7 @@ def test_the_text_sketch_says_whether_its_page_is_a_listing() -> None:
     text = article(3, 600)
     listing = TextSketch.of_text(text, host="q.test", title="Quotes", listing=True)
     page = TextSketch.of_text(text, host="q.test", title="Quotes")
-    assert len(listing.to_bytes()) == len(page.to_bytes()) == 240
+    assert len(listing.to_bytes()) == len(page.to_bytes()) == 228
     assert TextSketch.from_bytes(listing.to_bytes()).listing
     back = TextSketch.from_bytes(page.to_bytes())
     assert not back.listing and back.anchors == listing.anchors
