@@ -48,3 +48,32 @@ def test_a_benchmark_without_its_data_says_where_it_comes_from(tmp_path: Path) -
     assert done.returncode != 0
     assert "development data" in done.stderr and "kept outside the repository" in done.stderr
     assert "--data PATH" in done.stderr
+
+
+def test_the_docs_give_the_crawls_own_k() -> None:
+    """The crawl's k is written once, in dedup/config.py; the docs that name it must say
+    that one (docs/commands.md said 6 after the default became 3)."""
+    from dedup.config import DEFAULT_MAX_DISTANCE
+
+    commands = (ROOT / "docs" / "commands.md").read_text("utf-8")
+    said = re.findall(r"The crawl's k \((\d+)", commands)
+    assert said == [str(DEFAULT_MAX_DISTANCE)]
+    assert re.findall(r"`scan \[PATH\.\.\.\] \[-k (\d+)\]`", commands) == [str(DEFAULT_MAX_DISTANCE)]
+
+
+def test_every_table_row_is_inside_its_table() -> None:
+    """A Markdown table ends at the first line that is not a row: a row after a paragraph
+    shows as raw text (docs/batch.md's ``--engine spark`` row did)."""
+    for doc in DOCS:
+        lines = doc.read_text("utf-8").splitlines()
+        fenced = False
+        for n, line in enumerate(lines):
+            if line.startswith("```"):
+                fenced = not fenced
+            if fenced or not line.startswith("|"):
+                continue
+            before = lines[n - 1] if n else ""
+            after = lines[n + 1] if n + 1 < len(lines) else ""
+            header = re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", after.strip())
+            assert before.startswith("|") or header, \
+                f"{doc.name}:{n + 1}: a table row outside a table: {line[:60]}"
