@@ -48,7 +48,7 @@ from .simhash import (
     fingerprint,
     hamming,
 )
-from .sketch import TextSketch, shingle_values
+from .sketch import TITLE_OVERLAP, TextSketch, shingle_values
 from .templates import block_keys, strip
 from .text import normalize
 
@@ -104,6 +104,10 @@ EDITED_LINES = 2
 #: near-dup-dev-2, told apart by its description) is not one; "Article N" pages that
 #: repeat a body with 3 of its 250 words changed (0.96) are.
 ONE_TEXT = 0.9
+
+#: The fewest shingles the text check judges on (unless either text has fewer, all
+#: of them then): below it a sketch's estimate errs by more than 0.1 too often.
+MIN_SAMPLE = 20
 
 #: A candidate within this distance whose second opinion agrees is a copy by its
 #: fingerprints (``DEDUP_TRUST_DISTANCE``); the others need the text check.
@@ -217,6 +221,11 @@ class Rules:
         passage_tokens, passage_evidence: a line that can be a passage of a page's own,
             and the shingles that show one (:data:`PASSAGE_TOKENS`,
             :data:`PASSAGE_EVIDENCE`; :func:`own_passages`).
+        min_sample: the fewest of the page's shingles the text check judges on
+            (:data:`MIN_SAMPLE`).
+        title_overlap: on one site, the share of their words (shared over all, word by
+            word) two titles or two descriptions need to name one document
+            (:data:`dedup.sketch.TITLE_OVERLAP`).
         main_content: a Chinese page copies a registered original its pinyin windows
             found when this share of its text is the original's; less is an excerpt.
         pinyin_min_share, pinyin_min_run: the same by windows alone (share of the page's
@@ -235,6 +244,8 @@ class Rules:
     edited_lines: int = EDITED_LINES
     passage_tokens: int = PASSAGE_TOKENS
     passage_evidence: int = PASSAGE_EVIDENCE
+    min_sample: int = MIN_SAMPLE
+    title_overlap: float = TITLE_OVERLAP
     main_content: float = DEFAULT_MAIN_CONTENT
     pinyin_min_share: float = 0.5
     pinyin_min_run: int = 4
@@ -364,16 +375,11 @@ def trusted(page: Page, m: Match, verifiers: Mapping[str, int], rules: Rules) ->
         or hamming(verifiers[m.page_id], page.verify) <= rules.verify_distance
 
 
-#: The fewest shingles the text check judges on (unless either text has fewer, all
-#: of them then): below it a sketch's estimate errs by more than 0.1 too often.
-MIN_SAMPLE = 20
-
-
 def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules, listing: bool = False
                ) -> float | None:
     """The text check of a candidate, one way: the share of the page's own text
     (``values``, its shingles in full) that is in the candidate, measured on a sample of
-    at least :data:`MIN_SAMPLE` of the page's shingles against the candidate's sketch,
+    at least ``min_sample`` (:data:`MIN_SAMPLE`) of the page's shingles against the candidate's sketch,
     when it reaches ``verify_containment`` and the candidate is not mostly other text
     (at least ``original_share`` of its sketch is the page's); else ``None``.
 
@@ -393,7 +399,7 @@ def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules, listing: bo
         return None
     inside, held, sample = sketch.shares(values)
     least = threshold if listing or sketch.listing else rules.original_share
-    if not sample or sample < min(MIN_SAMPLE, len(values), sketch.count) \
+    if not sample or sample < min(rules.min_sample, len(values), sketch.count) \
             or inside < threshold or held < least:
         return None
     if min(len(values), sketch.count) < THIN_SHINGLES \
@@ -522,8 +528,8 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         if sketch is None:
             sketch = sketches.get(m.page_id or "")
         if sketch is None or not page.text or rules.verify_containment is None:
-            if sketch is not None and sketch.other_document(page.host, page.title,
-                                                            page.description):
+            if sketch is not None and sketch.other_document(
+                    page.host, page.title, page.description, rules.title_overlap):
                 continue
             if trusted(page, m, verifiers, rules):
                 return m, None
@@ -536,10 +542,11 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         if sketch.on_site(page.host):
             if lines is None:
                 lines = passage_lines(page.own_text, rules.passage_tokens)
-            alike = sketch.described_alike(page.host, page.description)
+            alike = sketch.described_alike(page.host, page.description, rules.title_overlap)
             if one_text(lines, values, sketch, share, alike, rules):
                 return m, share
-            if sketch.other_document(page.host, page.title, page.description):
+            if sketch.other_document(page.host, page.title, page.description,
+                                     rules.title_overlap):
                 continue
             if sketch.undescribed_on_site(page.host, page.description):
                 if whole is None:  # the candidate's sketch may hold its template lines

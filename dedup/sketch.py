@@ -143,18 +143,20 @@ def word_codes(words: str | None) -> tuple[int, ...]:
                          for word in _WORD.findall((words or "").lower())}))
 
 
-def _other_words(kept: tuple[int, ...], words: str | None) -> bool | None:
+def _other_words(kept: tuple[int, ...], words: str | None, overlap: float = TITLE_OVERLAP
+                 ) -> bool | None:
     """Whether ``words`` (at hand in full) and the words a sketch ``kept`` of its own
-    (:data:`WORD_CODES` at most, the smallest) share less than :data:`TITLE_OVERLAP` of
-    their words, word by word: on the sample the sketch knows, the codes up to its
-    largest when it kept a full set. ``None``: either has no words (unknown)."""
+    (:data:`WORD_CODES` at most, the smallest) share less than ``overlap``
+    (:data:`TITLE_OVERLAP`) of their words, word by word: on the sample the sketch knows,
+    the codes up to its largest when it kept a full set. ``None``: either has no words
+    (unknown)."""
     theirs = word_codes(words)
     if not kept or not theirs:
         return None
     if len(kept) >= WORD_CODES:
         theirs = tuple(c for c in theirs if c <= kept[-1])
     ours, mine = set(kept), set(theirs)
-    return len(ours & mine) < TITLE_OVERLAP * len(ours | mine)
+    return len(ours & mine) < overlap * len(ours | mine)
 
 
 @dataclass(frozen=True)
@@ -217,23 +219,26 @@ class TextSketch:
         return ((self.high << np.uint64(16)) | self.low[:n].astype(np.uint64)).tolist()
 
     def other_document(self, host: str | None, title: str | None,
-                       description: str | None = None) -> bool:
+                       description: str | None = None, overlap: float = TITLE_OVERLAP
+                       ) -> bool:
         """Whether a page on ``host`` titled ``title`` and described by ``description`` is
         another document of this sketch's site: on one site a title names a document and
         a description sums it up, so two pages under titles, or under one title with
-        descriptions, that share less than :data:`TITLE_OVERLAP` of their words (word by
-        word) are different documents, whatever template text they share. ``False`` when
+        descriptions, that share less than ``overlap`` (:data:`TITLE_OVERLAP`) of their
+        words (word by word) are different documents, whatever template text they share. ``False`` when
         the host is unknown or another, or when neither the titles nor the descriptions
         of both are known."""
         if not self.on_site(host):
             return False
-        return bool(_other_words(self.title, title) or _other_words(self.about, description))
+        return bool(_other_words(self.title, title, overlap)
+                    or _other_words(self.about, description, overlap))
 
-    def described_alike(self, host: str | None, description: str | None) -> bool:
+    def described_alike(self, host: str | None, description: str | None,
+                        overlap: float = TITLE_OVERLAP) -> bool:
         """Whether a page on ``host`` described by ``description`` is on this sketch's
-        site and both are described in the same words (at least :data:`TITLE_OVERLAP`
+        site and both are described in the same words (at least ``overlap``, :data:`TITLE_OVERLAP`,
         of them shared): the site says they are about one thing."""
-        return self.on_site(host) and _other_words(self.about, description) is False
+        return self.on_site(host) and _other_words(self.about, description, overlap) is False
 
     def on_site(self, host: str | None) -> bool:
         """Whether a page on ``host`` is on this sketch's site."""

@@ -196,6 +196,9 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
                    zip(numbered, (f"Article {n}" for n in range(2000)), strict=True))
     assert all(s.other_document("a.test", f"Article {n + 1}")
                for n, s in enumerate(numbered))
+    # the share of words that makes one title is the rules' (Rules.title_overlap): one
+    # word of three shared is one title at a third
+    assert not numbered[12].other_document("a.test", "Article 345", overlap=0.3)
     # a long title is sampled: its smallest word codes, compared on what they can tell
     long_title = " ".join(f"w{i}" for i in range(40))
     sampled = TextSketch.from_bytes(TextSketch.of_text(long_text, host="a.test",
