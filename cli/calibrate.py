@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from cli.common import parser as common_parser
 from cli.common import store_errors, store_failure
 from console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
 from console.store import add_service_options, open_database
@@ -16,8 +17,8 @@ HELP = "the share of page pairs that are copies at each distance, to choose k"
 
 def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
     """The command's options (``simcrawl calibrate --help``)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Estimate, for each Hamming distance, the share of page "
+    parser = common_parser(
+        prog, "Estimate, for each Hamming distance, the share of page "
         "pairs at that distance that are copies, from the crawl's own store, to choose k "
         "with evidence.")
     parser.add_argument("-o", "--output", type=Path, default=None, help="also write "

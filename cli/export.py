@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from cli.common import parser as common_parser
 from cli.common import store_errors, store_failure
 from console.export import FIELDS, query, rows, write
 from console.store import add_options, open_database
@@ -15,8 +16,8 @@ HELP = "stream the store's match records or pages to CSV or JSON lines"
 
 def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
     """The command's options (``simcrawl export --help``)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Stream the store's match records or pages to CSV or JSON "
+    parser = common_parser(
+        prog, "Stream the store's match records or pages to CSV or JSON "
         "lines (one cursor in _id order: constant memory on any store size).")
     parser.add_argument("what", choices=sorted(FIELDS), help="which records")
     parser.add_argument("--format", choices=["csv", "jsonl"], default="csv",

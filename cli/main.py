@@ -3,6 +3,7 @@
     simcrawl [crawl] [URL ...]      crawl (no URL: the bundled demo site)
     simcrawl VERB [OPTIONS]         any other verb; simcrawl VERB --help for its options
     simcrawl help                   the verbs and the exit statuses
+    simcrawl --version              the installed version
 
 It runs from any folder: the crawl uses the settings module inside the package
 (:mod:`crawler.settings`), and ``scrapy crawl site`` does too with
@@ -43,6 +44,7 @@ def usage() -> str:
     lines = ["usage: simcrawl crawl [URL ...]    (or simcrawl URL ...; no argument: the demo)",
              "       simcrawl VERB [OPTIONS]      (simcrawl VERB --help: its options)",
              "       simcrawl --debug VERB ...    (an error's traceback too)",
+             "       simcrawl --version",
              "",
              "A web crawler that drops near-duplicate pages while it crawls.",
              "",
@@ -55,6 +57,24 @@ def usage() -> str:
     return "\n".join(lines) + "\n"
 
 
+def version() -> str:
+    """simcrawl's version: the installed package's, else (a checkout never installed) the
+    one ``pyproject.toml`` beside the package names."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    from pathlib import Path
+
+    try:
+        return installed("simcrawl")
+    except PackageNotFoundError:
+        import re
+
+        project = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        found = re.search(r'^version = "([^"]+)"', project.read_text("utf-8"), re.MULTILINE) \
+            if project.is_file() else None
+        return found.group(1) if found else "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``simcrawl``; returns the exit status."""
     args = sys.argv[1:] if argv is None else list(argv)
@@ -63,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         args = args[1:]
     if args and args[0] in ("-h", "--help", "help"):
         print(usage(), end="")
+        return EXIT_OK
+    if args[:1] in (["--version"], ["-V"]):
+        print(f"simcrawl {version()}")
         return EXIT_OK
     verb = "crawl"
     if args and not args[0].startswith("-") and not any(c in args[0] for c in "./:"):

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cli.common import parser as common_parser
 from cli.common import store_errors, store_failure
 from console.report import write_report
 from console.store import add_options, open_database
@@ -16,8 +17,8 @@ HELP = "one self-contained HTML report with plots of the store"
 
 def build_parser(prog: str = "simcrawl report") -> argparse.ArgumentParser:
     """The command's options (``simcrawl report --help``)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Write what the crawls found as one self-contained HTML "
+    parser = common_parser(
+        prog, "Write what the crawls found as one self-contained HTML "
         "file (report.html, opens offline), the figures as PNG files and their numbers as "
         "report.json.")
     parser.add_argument("-o", "--output", default="simcrawl-report",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from flask import Flask
 
+from cli.common import exit_table
 from console.web import MIN_TOKEN, TOKEN_ENV, create_app, is_loopback
 
 HELP = "the web console: dashboard, search, a copy beside its original, sources"
@@ -25,7 +26,7 @@ def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
         "registered sources and a form to register originals.",
         epilog=f"Binding to an address other than loopback requires ${TOKEN_ENV} (at least "
         f"{MIN_TOKEN} characters); requests must then carry it (Authorization: Bearer, or "
-        "the login form).")
+        f"the login form). {exit_table()}")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default "
                         "127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")

@@ -89,6 +89,27 @@ def test_help_lists_every_verb_and_the_exit_statuses():
     assert "  2  bad usage" in out.stdout and "  3  Redis or MongoDB cannot be reached" in out.stdout
 
 
+def test_version_is_the_projects_own():
+    import re
+    from pathlib import Path
+
+    project = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text("utf-8")
+    expected = re.search(r'^version = "([^"]+)"', project, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    for flag in ("--version", "-V"):
+        out = run(flag)
+        assert (out.returncode, out.stdout) == (0, f"simcrawl {expected}\n")
+
+
+def test_every_verbs_help_lists_the_exit_statuses():
+    from cli.main import VERBS
+
+    for verb in VERBS:
+        out = run(verb, "--help")
+        assert out.returncode == 0, verb
+        text = " ".join(out.stdout.split())
+        assert "exit status" in text.lower() and "3 Redis or MongoDB" in text, verb
+
+
 def test_an_unknown_verb_is_named_with_a_hint():
     out = run("scna", "examples")
     assert out.returncode == 2 and out.stdout == ""
