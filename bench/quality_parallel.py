@@ -93,8 +93,10 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
                                 "--namespace", database])
     db = connect_mongo(services.mongo_uri)[database]
     cluster_of = {d["_id"]: d.get("cluster") for d in db.pages.find({}, {"cluster": 1})}
-    batch = {names.get(d["url"], "?"): names.get(d.get("original_url") or "", "?")
-             for d in db.matches.find({"kind": "batch"}, {"url": 1, "original_url": 1})}
+    records = [(names.get(d["url"], "?"), names.get(d.get("original_url") or "", "?"))
+               for d in db.matches.find({"kind": "batch"}, {"url": 1, "original_url": 1})]
+    # a record between two pages outside the set (the /out/NAME pages) says nothing of it
+    batch = {n: o for n, o in records if (n, o) != ("?", "?")}
     crawl_records = list(db.matches.find({"kind": {"$ne": "batch"}},
                                          {"original_id": 1, "cluster": 1}))
     return {"status": status,
@@ -104,7 +106,8 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
             "pages_without_cluster": sum(1 for c in cluster_of.values() if c is None),
             "records_disagreeing": sum(1 for d in crawl_records
                                        if d.get("cluster") != cluster_of.get(d["original_id"])),
-            "batch_names": sorted(batch), "said": said.getvalue().splitlines()}
+            "batch_names": sorted(batch), "batch_outside": len(records) - len(batch),
+            "said": said.getvalue().splitlines()}
 
 
 def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False,
