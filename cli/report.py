@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
     except OSError as exc:
         print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(f"report of {counted(found.pages, 'page')} and "
+    registered = f", {counted(found.registered, 'registered original')}" \
+        if found.registered else ""
+    print(f"report of {counted(found.pages, 'page')} stored{registered} and "
           f"{counted(found.matches, 'copy', 'copies')}: "
           f"{out / 'report.html'} (figures beside it)", file=sys.stderr)
     return 0

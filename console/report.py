@@ -46,7 +46,9 @@ STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}
 class Findings:
     """The numbers behind the report's figures (all JSON-serialisable)."""
 
+    #: pages the crawls stored (registered originals apart: :attr:`registered`)
     pages: int = 0
+    registered: int = 0
     matches: int = 0
     distances: dict[int, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
@@ -81,8 +83,10 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
     hosts: dict[str, Counter[str]] = {}
     for doc in db.pages.find(query("pages", crawl_id, since, until),
                              {"host": 1, "fetched_at": 1, "source": 1}, batch_size=5000):
-        found.pages += 1
-        if not doc.get("source"):  # registered originals are not crawled pages
+        if doc.get("source"):  # registered originals are not crawled pages
+            found.registered += 1
+        else:
+            found.pages += 1
             found.pages_per_host[doc.get("host", "")] = \
                 found.pages_per_host.get(doc.get("host", ""), 0) + 1
             minute = _minute(doc.get("fetched_at"))
@@ -200,8 +204,9 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
     if found.copies_per_original:
         top = found.copies_per_original[:TOP]
         fig, ax = plt.subplots(figsize=(7, 0.6 + 0.28 * len(top)))
-        labels = [_short(r["original_url"]) for r in top][::-1]
-        ax.barh(labels, [r["copies"] for r in top][::-1], color="#5a9e5a")
+        labels = unique_labels([r["original_url"] for r in top])[::-1]
+        ax.barh(range(len(top)), [r["copies"] for r in top][::-1], color="#5a9e5a")
+        ax.set_yticks(range(len(top)), labels)  # one bar a row, whatever the labels
         ax.set_xlabel("copies dropped")
         save(fig, "originals", "Copies per original",
              f"the {len(top)} originals with the most copies (table below)")
@@ -249,6 +254,25 @@ def _short(url: str, width: int = 60) -> str:
     return url if len(url) <= width else url[: width - 1] + "…"
 
 
+def unique_labels(urls: list[str], width: int = 48) -> list[str]:
+    """Axis labels for ``urls``, at most ``width`` characters, one per URL and never two
+    alike: a long URL keeps its start (the site) and its end (the page's own name), cut in
+    the middle, and labels still alike get their rank. (Cut at the end, three
+    ``file:///…/chapter-N.txt`` originals were one label, and their bars one bar.)"""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for url in urls:
+        label = url
+        if len(url) > width:
+            head = (width - 1) // 2
+            label = url[:head] + "…" + url[len(url) - (width - 1 - head):]
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label = f"{label} ({seen[label]})"
+        out.append(label)
+    return out
+
+
 # --------------------------------------------------------------------------------- HTML
 def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str:
     """The self-contained HTML report."""
@@ -256,7 +280,9 @@ def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str
     head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>")
     parts = [head, f"<h1>{esc(title)}</h1>",
-             f"<p>{counted(found.pages, 'page')} stored, "
+             f"<p>{counted(found.pages, 'page')} stored"
+             + (f" (and {counted(found.registered, 'registered original')})"
+                if found.registered else "") + ", "
              f"{counted(found.matches, 'copy', 'copies')} dropped (" +
              ", ".join(f"{esc(k)} {n:,}" for k, n in sorted(found.kinds.items())) +
              f"), {counted(sum(found.skip_reasons.values()), 'page')} skipped; "

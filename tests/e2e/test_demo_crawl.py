@@ -207,6 +207,13 @@ def test_the_report_draws_what_the_store_holds(demo_run, tmp_path: Path) -> None
     per_host = db.matches.aggregate([{"$group": {"_id": "$host", "n": {"$sum": 1}}}])
     assert found["copies_per_host"] == {d["_id"]: d["n"] for d in per_host}
     assert found["matches"] == db.matches.count_documents({})
+    # the pages the crawl stored and the registered originals are told apart (the demo
+    # registers three chapters): the headline's pages are the crawl's
+    registered = db.pages.count_documents({"source": {"$exists": True, "$ne": None}})
+    assert registered and found["registered"] == registered
+    assert found["pages"] == db.pages.count_documents({}) - registered
+    assert f"{found['pages']} pages stored (and {registered} registered originals)" \
+        in (out / "report.html").read_text(encoding="utf-8")
     top = found["copies_per_original"][0]
     assert top["copies"] == db.matches.count_documents({"original_url": top["original_url"]})
     assert sum(found["dropped_per_minute"].values()) == found["matches"]

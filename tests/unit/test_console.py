@@ -105,3 +105,35 @@ def test_the_reports_time_axes_span_the_crawl_not_years(tmp_path, monkeypatch) -
     figures(found, 6, tmp_path)
     assert spans["minutes"] <= 3 / (24 * 60)  # three minutes at most
     assert spans["sources"] <= 3  # three days at most
+
+
+def test_the_copies_per_original_chart_has_one_bar_and_one_label_per_original(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # three registered chapters in one long folder: cut at the end, their labels were one,
+    # and matplotlib drew their three bars as one
+    import matplotlib.figure
+
+    from console.report import Findings, figures, unique_labels
+
+    folder = "file:///home/someone/Documents/novels/the-long-road-home/"
+    urls = [f"{folder}chapter-{n}.txt" for n in (1, 2, 3)]
+    labels = unique_labels(urls)
+    assert len(set(labels)) == 3 and all(len(x) <= 48 for x in labels)
+    assert all(x.endswith(f"chapter-{n}.txt") for x, n in zip(labels, (1, 2, 3), strict=True))
+    assert len(set(unique_labels(["a" * 60, "a" * 60]))) == 2  # alike even whole
+
+    drawn: dict[str, tuple[int, list[str]]] = {}
+    save = matplotlib.figure.Figure.savefig
+
+    def capture(fig, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        ax = fig.axes[0]
+        drawn[str(path).rsplit("/", 1)[-1].split(".")[0]] = (
+            len(ax.patches), [t.get_text() for t in ax.get_yticklabels()])
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", capture)
+    found = Findings(copies_per_original=[{"original_url": u, "copies": 4 - n}
+                                          for n, u in enumerate(urls)])
+    figures(found, 3, tmp_path)
+    bars, ticks = drawn["originals"]
+    assert bars == 3 and len(set(ticks)) == 3
