@@ -21,10 +21,25 @@ HELP = "decide text and HTML files as the crawl would and report their copies"
 
 
 def samples() -> list[Path]:
-    """The sample documents shipped with simcrawl (examples/)."""
-    from simcrawl_examples import DOCUMENTS
+    """The sample documents shipped with simcrawl (examples/), each original before its
+    copies (``SAMPLE_ORDER``; any other sample after them, by name)."""
+    from simcrawl_examples import DOCUMENTS, SAMPLE_ORDER
 
-    return sorted(p for p in DOCUMENTS.iterdir() if p.suffix in (".html", ".txt"))
+    found = sorted(p for p in DOCUMENTS.iterdir() if p.suffix in (".html", ".txt"))
+    rank = {name: n for n, name in enumerate(SAMPLE_ORDER)}
+    return sorted(found, key=lambda p: (rank.get(p.name, len(rank)), p.name))
+
+
+#: How ``--order`` sorts the files (the first met of two copies is the original).
+ORDERS = {"given": "as given, a folder's files by name",
+          "mtime": "by modification time, oldest first"}
+
+
+def ordered(files: list[Path], order: str) -> list[Path]:
+    """``files`` in the ``order`` asked (:data:`ORDERS`)."""
+    if order == "mtime":
+        return sorted(files, key=lambda p: (p.stat().st_mtime, str(p)))
+    return files
 
 
 def scan(args: argparse.Namespace) -> int:
@@ -34,7 +49,7 @@ def scan(args: argparse.Namespace) -> int:
     from dedup.simhash import KERNEL
     from dedup.text import ExtractedText
 
-    files = list(iter_files(args.paths or samples()))
+    files = ordered(list(iter_files(args.paths or samples())), args.order)
     if not files:
         raise InputError("no files to scan")
     config = DedupConfig(max_distance=args.k, shingle=args.shingle,
@@ -50,7 +65,9 @@ def scan(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     out = sys.stdout
     print(f"{len(read)} documents fingerprinted and decided in {elapsed:.2f} s (kernel: "
-          f"{KERNEL}; k = {config.max_distance}, the crawl's rules)"
+          f"{KERNEL}; k = {config.max_distance}, the crawl's rules), in this order: "
+          + (ORDERS[args.order] if args.paths or args.order != "given"
+             else "the samples' originals first")
           + (f"; {len(skipped)} files skipped" if skipped else "") + "\n", file=out)
     for path, reason in skipped:
         print(f"skipped ({reason}): {path}", file=out)
@@ -85,7 +102,8 @@ def scan(args: argparse.Namespace) -> int:
 def main(argv: list[str], prog: str = "simcrawl scan") -> int:
     from dedup.config import DEFAULT_MAX_DISTANCE
 
-    p = parser(prog, "Decide text and HTML files (folders recursively), in order, as the "
+    p = parser(prog, "Decide text and HTML files (folders recursively), in order (the "
+               "first of two copies is the original), as the "
                "crawl decides pages (its k, second opinion, text check and template lines; "
                "in memory, no server), and report each exact and near copy with the file "
                "it copies. With no paths, scans the bundled examples.")
@@ -93,6 +111,10 @@ def main(argv: list[str], prog: str = "simcrawl scan") -> int:
     p.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
                    help=f"largest Hamming distance of a candidate (default "
                    f"{DEFAULT_MAX_DISTANCE}, the crawl's)")
+    p.add_argument("--order", choices=sorted(ORDERS), default="given",
+                   help="the order the files are decided in, the first of two copies "
+                   "being the original: " + "; ".join(f"{k}: {v}" for k, v in ORDERS.items())
+                   + " (default given)")
     fingerprint_options(p)
     args = p.parse_args(argv)
     check_k(p, args.k)

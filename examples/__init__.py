@@ -8,3 +8,9 @@ from pathlib import Path
 
 #: The folder of the sample documents.
 DOCUMENTS = Path(__file__).resolve().parent
+
+#: The order ``simcrawl scan`` decides the sample documents in with no paths given: each
+#: original before the pages that copy it (as a crawl meets a site before its mirrors).
+SAMPLE_ORDER = ("harbour-original.html", "harbour-mirror.html", "harbour-syndicated.txt",
+                "spring-town.zh.txt", "spring-town-copy.gbk.html", "library-hours.html",
+                "not-found.html")

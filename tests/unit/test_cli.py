@@ -65,12 +65,32 @@ def test_find_all_missing_file():
 def test_scan_examples_reports_the_mirror():
     out = run("scan")
     assert out.returncode == 0, out.stderr
-    assert "exact duplicate" in out.stdout and "harbour-mirror.html" in out.stdout
+    # the samples' originals come first: the mirror is the copy, not the original
+    exact = [line for line in out.stdout.splitlines() if line.startswith("exact duplicate")]
+    assert len(exact) == 1 and exact[0].split("  =  ")[0].endswith("harbour-mirror.html")
+    assert exact[0].endswith("harbour-original.html")
+    assert "in this order: the samples' originals first" in out.stdout
     assert "not-found.html  (short: checksum only)" in out.stdout
     near = [line for line in out.stdout.splitlines() if line.startswith("near duplicate")]
     assert any("harbour-syndicated.txt" in line for line in near)
     assert any("spring-town" in line and "gbk" in line for line in near)  # GBK copy, 2 edits
     assert not any("library-hours" in line for line in near)
+
+
+def test_scan_says_its_order_and_decides_by_modification_time_when_asked(tmp_path):
+    import os
+
+    text = " ".join(f"word{i} of the original story about the harbour" for i in range(60))
+    (tmp_path / "a-copy.txt").write_text(text)
+    (tmp_path / "b-original.txt").write_text(text)
+    os.utime(tmp_path / "b-original.txt", (1_000_000_000, 1_000_000_000))  # older
+    by_name = run("scan", str(tmp_path))
+    assert "in this order: as given, a folder's files by name" in by_name.stdout
+    assert "b-original.txt  =  " in by_name.stdout  # the first by name is the original
+    by_time = run("scan", "--order", "mtime", str(tmp_path))
+    assert by_time.returncode == 0, by_time.stderr
+    assert "in this order: by modification time, oldest first" in by_time.stdout
+    assert "a-copy.txt  =  " in by_time.stdout and str(tmp_path / "b-original.txt") in by_time.stdout
 
 
 def test_fingerprint_json():

@@ -58,7 +58,7 @@ def test_the_docs_give_the_crawls_own_k() -> None:
     commands = (ROOT / "docs" / "commands.md").read_text("utf-8")
     said = re.findall(r"The crawl's k \((\d+)", commands)
     assert said == [str(DEFAULT_MAX_DISTANCE)]
-    assert re.findall(r"`scan \[PATH\.\.\.\] \[-k (\d+)\]`", commands) == [str(DEFAULT_MAX_DISTANCE)]
+    assert re.findall(r"`scan \[PATH\.\.\.\] \[-k (\d+)\]", commands) == [str(DEFAULT_MAX_DISTANCE)]
 
 
 def test_every_table_row_is_inside_its_table() -> None:
