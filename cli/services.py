@@ -38,11 +38,31 @@ def services_(args: argparse.Namespace) -> int:
                   f"data in {services.data_dir}; they stay up while this runs and other "
                   "processes use them; Ctrl-C leaves", file=sys.stderr, flush=True)
             while True:
-                time.sleep(3600)
+                time.sleep(WATCH_SECONDS)
+                gone = stopped_servers(services)
+                if gone:
+                    print(f"embedded services stopped ({', '.join(gone)} no longer "
+                          "running: 'simcrawl services stop', or the server exited); "
+                          "leaving", file=sys.stderr, flush=True)
+                    return 0
         except KeyboardInterrupt:
             return 0
         finally:
             services.stop()
+
+
+#: How often ``services run`` checks that its servers still run.
+WATCH_SECONDS = 1.0
+
+
+def stopped_servers(services: object) -> list[str]:
+    """The servers of ``services`` (a started :class:`dedup.services.EmbeddedServices`)
+    whose process no longer runs: stopped by ``simcrawl services stop`` from another
+    shell, or exited."""
+    from dedup.services import process_alive
+
+    return [name for name, server in getattr(services, "servers", {}).items()
+            if server.pid is not None and not process_alive(server.pid)]
 
 
 
