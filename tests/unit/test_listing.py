@@ -143,3 +143,30 @@ def test_the_text_sketch_says_whether_its_page_is_a_listing() -> None:
     assert TextSketch.from_bytes(listing.to_bytes()).listing
     back = TextSketch.from_bytes(page.to_bytes())
     assert not back.listing and back.anchors == listing.anchors
+
+
+def test_the_principles_on_a_real_article() -> None:
+    """The bundled harbour article's own text (examples/harbour-original.html, a real
+    news page's): a home page showing it whole beside summaries of other posts and the
+    article are not copies of each other, in either order; the article under a title of
+    its own on its site is a copy; its site's tag listing showing it and a listing of
+    other items are not copies of each other."""
+    source = (ROOT / "examples" / "harbour-original.html").read_bytes()
+    real = read_html(source, "http://news.test/harbour", fingerprint_params(DedupConfig()))
+    body = "\n".join(line for line in real.text.split("\n") if len(line.split()) >= 8)
+    assert len(body.split()) >= 150, "the example's text is the test's article"
+    story = ("Harbour wall to be rebuilt", body)
+    others = [(f"Story {n}", article(70 + n, 60)) for n in range(4)]
+    post = post_page(*story)
+    home = home_page([story, *others], full=True)
+    assert kinds([("http://blog.test/", home), ("http://blog.test/posts/harbour/", post)]) \
+        == ["new", "new"]
+    assert kinds([("http://blog.test/posts/harbour/", post), ("http://blog.test/", home)]) \
+        == ["new", "new"]
+    assert kinds([("http://blog.test/posts/harbour/", post),
+                  ("http://blog.test/posts/from-the-archive-7/",
+                   post_page("From the archive, number 7", body))]) == ["new", "exact"]
+    tag = home_page([story, *others[:2]], full=False)
+    other_tag = home_page(others[2:] + [("Story 9", article(90, 60))], full=False)
+    assert kinds([("http://blog.test/tag/harbour/", tag),
+                  ("http://blog.test/tag/ferries/", other_tag)]) == ["new", "new"]
