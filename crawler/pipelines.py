@@ -336,7 +336,8 @@ class StoragePipeline:
         self._save_crawl(summary)
         path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
         if path:
-            keep = ("dedup/", "downloader/response_count", "item_scraped_count", "start_time")
+            keep = ("dedup/", "downloader/response_count", "robotstxt/response_count",
+                    "item_scraped_count", "start_time")
             data = {k: v for k, v in stats.get_stats().items() if k.startswith(keep)}
             data["lost_urls"] = lost
             with open(path, "w", encoding="utf-8") as fh:  # noqa: ASYNC230 - once, at close

@@ -274,7 +274,12 @@ def outcomes(stats: dict) -> tuple[int, int, int]:
 
 def print_summary(stats: dict) -> None:
     """The crawl's dedup figures as a short table."""
-    rows = [("pages fetched", stats.get("downloader/response_count", 0)),
+    responses = int(stats.get("downloader/response_count", 0))
+    robots = int(stats.get("robotstxt/response_count", 0))
+    # responses are not requests: robots.txt files are fetched beside the crawl's own
+    # requests, and a request refused by robots.txt or cut at the size cap has none
+    rows = [("responses downloaded", f"{responses} ({robots} of them robots.txt files; the "
+             "requests below are the crawl's own)" if robots else responses),
             ("admitted (unique)", stats.get("dedup/unique", 0)),
             ("near duplicates dropped", stats.get("dedup/near_duplicate", 0)),
             ("exact duplicates dropped", stats.get("dedup/exact_duplicate", 0)),

@@ -126,6 +126,13 @@ def test_bad_input_is_counted_not_crashed(demo_run) -> None:  # type: ignore[no-
     assert line, proc.stdout
     taken, decided, skipped, lost = map(int, line.groups())
     assert taken == decided + skipped + lost and decided > 0 and skipped > 0
+    # the responses are told apart from the requests: the robots.txt files are named
+    # (the demo's four hosts), so "59" beside "57" needs no guessing
+    got = re.search(r"responses downloaded\s+(\d+) \((\d+) of them robots\.txt files",
+                    proc.stdout)
+    assert got, proc.stdout
+    responses, robots = map(int, got.groups())
+    assert robots == 4 and responses <= taken + robots
 
 
 def test_the_crawl_log_is_readable_and_private(demo_run) -> None:  # type: ignore[no-untyped-def]

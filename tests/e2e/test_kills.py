@@ -119,7 +119,8 @@ def test_a_killed_process_of_a_shared_crawl_does_not_hide_the_others(tmp_path: P
     assert wrapper.returncode == 1, err
     assert "process 2" in out and "ended without a summary (exit status -9)" in out
     assert "finished" in out and "pages handled" in out
-    fetched = int(next(line.split()[-1] for line in out.splitlines()
-                       if line.strip().startswith("pages fetched")))
+    fetched = int(next(line.split("responses downloaded", 1)[1].split()[0]
+                       for line in out.splitlines()
+                       if line.strip().startswith("responses downloaded")))
     assert fetched > 0  # the finished process's totals, not discarded
     assert "crawl processes ended without a summary" in err
