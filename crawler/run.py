@@ -316,17 +316,30 @@ QUERY = '''db.matches.find({{}}, {{url: 1, original_url: 1, distance: 1, kind: 1
            .sort({{detected_at: -1}}).limit(10)        // in mongosh, database "{db}"'''
 
 
+def command_name() -> str:
+    """How the user runs simcrawl here, for the hints it prints: the ``./simcrawl`` of a
+    checkout (its launcher says so in ``SIMCRAWL_COMMAND``), else ``simcrawl`` when it is
+    on the PATH, else this Python's ``-m cli``."""
+    named = os.environ.get("SIMCRAWL_COMMAND")
+    if named:
+        return named
+    return "simcrawl" if shutil.which("simcrawl") else f"{sys.executable} -m cli"
+
+
 def query_hint(database: str) -> str:
     """How to look at the match records yourself, naming only commands this machine has:
-    mongosh when it is installed, else simcrawl's own export and console."""
+    mongosh when it is installed, else simcrawl's own export and console, as the user runs
+    simcrawl (:func:`command_name`)."""
+    me = command_name()
     if shutil.which("mongosh"):
         return ("Query them yourself:\n  " + QUERY.format(db=database) +
-                "\n  (simcrawl services prints the MongoDB URI while the servers run; "
+                f"\n  ({me} services prints the MongoDB URI while the servers run; "
                 "see docs/queries.md)")
-    rows = [("simcrawl export matches --format jsonl | head", "JSON lines, one per copy"),
-            ("simcrawl web", "the console: each copy beside its original")]
-    return "See them all:\n" + "\n".join(f"  {c:<47}# {what}" for c, what in rows) + \
-        "\n  (in Python: the queries of docs/queries.md, with the URI simcrawl services prints)"
+    rows = [(f"{me} export matches --format jsonl | head", "JSON lines, one per copy"),
+            (f"{me} web", "the console: each copy beside its original")]
+    width = max(47, *(len(c) + 1 for c, _ in rows))
+    return "See them all:\n" + "\n".join(f"  {c:<{width}}# {what}" for c, what in rows) + \
+        f"\n  (in Python: the queries of docs/queries.md, with the URI {me} services prints)"
 
 
 DEMO_SOURCE = "demo-novels"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,14 @@ def test_the_demos_hints_name_commands_this_machine_has(demo_run) -> None:  # ty
     from cli.main import VERBS
 
     proc, _ = demo_run
-    named = re.findall(r"^\s+simcrawl ([a-z-]+)", proc.stdout, re.MULTILINE)
+    # the hints name simcrawl as it runs here (./simcrawl in a checkout, simcrawl on the
+    # PATH, else this Python's -m cli), and that command answers
+    hint = next(line for line in proc.stdout.splitlines() if " export matches" in line)
+    me = hint.strip().split(" export matches")[0]
+    ran = subprocess.run([*shlex.split(me), "--version"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert ran.returncode == 0 and ran.stdout.startswith("simcrawl "), (me, ran.stderr)
+    named = re.findall(rf"^\s+{re.escape(me)} ([a-z-]+)", proc.stdout, re.MULTILINE)
     assert named and all(verb in VERBS for verb in named), named
     assert "python -m dedup" not in proc.stdout
     if shutil.which("mongosh") is None:

@@ -130,6 +130,21 @@ def test_every_verbs_help_lists_the_exit_statuses():
         assert "exit status" in text.lower() and "3 Redis or MongoDB" in text, verb
 
 
+def test_the_demos_hints_name_simcrawl_as_the_user_runs_it(monkeypatch):
+    import shutil
+
+    from crawler import run as crawl_run
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # no mongosh, no simcrawl
+    monkeypatch.setenv("SIMCRAWL_COMMAND", "./simcrawl")  # what ./simcrawl exports
+    hint = crawl_run.query_hint("simcrawl_demo")
+    assert "  ./simcrawl export matches" in hint and "  ./simcrawl web" in hint
+    monkeypatch.delenv("SIMCRAWL_COMMAND")
+    hint = crawl_run.query_hint("simcrawl_demo")
+    assert f"  {sys.executable} -m cli export matches" in hint  # nothing on the PATH
+    assert "\n  simcrawl " not in hint
+
+
 def test_an_unknown_verb_is_named_with_a_hint():
     out = run("scna", "examples")
     assert out.returncode == 2 and out.stdout == ""
