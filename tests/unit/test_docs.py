@@ -77,3 +77,11 @@ def test_every_table_row_is_inside_its_table() -> None:
             header = re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", after.strip())
             assert before.startswith("|") or header, \
                 f"{doc.name}:{n + 1}: a table row outside a table: {line[:60]}"
+
+
+def test_the_readme_names_no_issue_numbers() -> None:
+    """A user has no access to the project's issue tracker: "(22)" and "issue 41" say
+    nothing to them (the README said "Open: ... (22)")."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    found = re.findall(r"\(\d{1,3}\)(?=[;.,])|\bissues? \d+\b", text)
+    assert not found, f"the README names issue numbers: {found[:5]}"
