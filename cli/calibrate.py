@@ -29,9 +29,9 @@ def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
                         help="pairs judged per distance (default 30)")
     parser.add_argument("--examples", type=int, default=2,
                         help="pairs per distance shown side by side in the HTML (default 2)")
-    parser.add_argument("--overlap", type=float, default=0.6,
-                        help="share of the shorter text's shingles in the other for a copy "
-                        "(default 0.6)")
+    parser.add_argument("--containment", type=float, default=None,
+                        help="the text check's share of one page's three-word shingles in "
+                        "the other's for a copy (default the crawl's, 0.8)")
     parser.add_argument("--verify", type=int, default=10, help="second-opinion distance "
                         "for pairs without stored texts (default 10)")
     parser.add_argument("--target", type=float, default=0.9,
@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
     args = parser.parse_args(argv)
     if not 0 <= args.max_distance <= 24:
         parser.error(f"--max-distance must be 0-24, got {args.max_distance}")
-    if not 0 < args.overlap <= 1 or not 0 < args.target <= 1 or args.sample < 1:
-        parser.error("--overlap and --target must be in (0, 1], --sample at least 1")
+    if args.containment is None:
+        from dedup.config import DedupConfig
+
+        args.containment = DedupConfig().verify_containment
+    if not 0 < args.containment <= 1 or not 0 < args.target <= 1 or args.sample < 1:
+        parser.error("--containment and --target must be in (0, 1], --sample at least 1")
     try:
         with open_database(args) as db:
             if sys.stderr.isatty():
@@ -63,11 +67,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
                     task = bar.add_task("reading fingerprints",
                                         total=db.fingerprints.estimated_document_count())
                     result = calibrate(db, args.max_distance, args.sample, args.examples,
-                                       args.overlap, args.verify, args.target, args.seed,
+                                       args.containment, args.verify, args.target, args.seed,
                                        progress=lambda n: bar.advance(task, n))
             else:
                 result = calibrate(db, args.max_distance, args.sample, args.examples,
-                                   args.overlap, args.verify, args.target, args.seed)
+                                   args.containment, args.verify, args.target, args.seed)
             if args.k is None:
                 from dedup.store import index_k
 
@@ -85,11 +89,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
             png = args.output / "calibrate.png"
             figure(result, args.k, png)
             (args.output / "calibrate.html").write_text(
-                page(result, args.k, png, args.overlap), encoding="utf-8")
+                page(result, args.k, png, args.containment), encoding="utf-8")
             (args.output / "calibrate.json").write_text(json.dumps({
                 "found": result.found, "judged": result.judged, "copies": result.copies,
                 "suggested_k": suggestion, "k": args.k, "fingerprints": result.fingerprints,
-                "overlap": args.overlap, "target": args.target}, indent=1), encoding="utf-8")
+                "containment": args.containment, "target": args.target}, indent=1), encoding="utf-8")
         except OSError as exc:
             print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
             return 2

@@ -9,9 +9,10 @@ For each Hamming distance 0-12 it gathers pairs of pages at that distance from t
   distances up to k), compared through the copy's text kept in the record.
 
 It samples up to ``--sample`` pairs per distance, compares their texts, and counts a pair
-as a copy when most of one text is in the other: the share of the shorter text's
-four-word shingles (single Han characters count as words) found in the other is at least
-``--overlap`` (default 0.6). Pairs without both texts are judged by the second opinion
+as a copy by the crawl's own text check (:func:`dedup.decide.shares_pass`) on the two whole
+texts: at least ``--containment`` (default the crawl's 0.8) of one page's three-word
+shingles are in the other's, and at least half of the other's are its (a dropped copy
+against its original; two stored pages either way). Pairs without both texts are judged by the second opinion
 instead (the two-word-shingle simhashes within ``--verify`` bits, default 10). Per distance
 it prints the pairs found, those judged, the share that are copies and its 95% interval
 (Wilson), and suggests the largest k up to which the share stays at least
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from console.diff import side_by_side, tokens
+from console.diff import side_by_side
 from dedup.simhash import hamming
 
 #: Distances examined by default (the issue's 0-12: k = 3 and well beyond).
@@ -72,21 +73,24 @@ class Calibration:
         return self.copies.get(d, 0) / n if n else None
 
 
-def shingles(text: str, n: int = 4) -> set[int]:
-    """Hashes of the text's ``n``-word shingles (Han characters are words)."""
-    words = [t.casefold() for t in tokens(text) if t.strip() and (t[0].isalnum())]
-    if len(words) < n:
-        return {hash(tuple(words))} if words else set()
-    return {hash(tuple(words[i:i + n])) for i in range(len(words) - n + 1)}
+def judge_texts(copy: str, original: str, rules: Any = None, both_ways: bool = False
+                ) -> float | None:
+    """Whether ``copy`` copies ``original`` by the crawl's text check on the two whole
+    texts (:func:`dedup.decide.shares_pass`; ``rules``: its thresholds, the crawl's when
+    not given): the share of the copy's three-word shingles found in the original's when
+    it is a copy, else ``None``. ``both_ways``: two stored pages, either may be the copy."""
+    from dedup.decide import Rules, shares_pass
+    from dedup.sketch import shingle_values
 
-
-def containment(a: str, b: str) -> float:
-    """The share of the shorter text's 4-word shingles that are in the other text."""
-    sa, sb = shingles(a), shingles(b)
-    if not sa or not sb:
-        return 0.0
-    small, large = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
-    return len(small & large) / len(small)
+    rules = rules or Rules()
+    a, b = shingle_values(copy), shingle_values(original)
+    if not len(a) or not len(b):
+        return None
+    shared = len(np.intersect1d(a, b, assume_unique=True))
+    found = shares_pass(shared / len(a), shared / len(b), len(a), len(b), rules)
+    if found is None and both_ways:
+        found = shares_pass(shared / len(b), shared / len(a), len(b), len(a), rules)
+    return found
 
 
 def wilson(copies: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -100,11 +104,15 @@ def wilson(copies: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
-              examples: int = 2, overlap: float = 0.6, verify: int = 10,
+              examples: int = 2, containment: float | None = None, verify: int = 10,
               target: float = 0.9, seed: int = 1, progress: Any = None) -> Calibration:
-    """Gather, sample and judge the pairs (see the module docstring)."""
+    """Gather, sample and judge the pairs (see the module docstring; ``containment``: the
+    text check's threshold, the crawl's when not given)."""
     from dedup.batch import find_all
+    from dedup.decide import Rules
     from dedup.store import from_int64
+
+    rules = Rules() if containment is None else Rules(verify_containment=containment)
 
     rng = random.Random(seed)
     result = Calibration()
@@ -132,7 +140,7 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
         candidates = by_distance.get(d, [])
         result.found[d] = len(candidates)
         chosen = rng.sample(candidates, min(sample, len(candidates)))
-        judged = [_judge(db, d, kind, a, b, overlap, verify, verifiers)
+        judged = [_judge(db, d, kind, a, b, rules, verify, verifiers)
                   for kind, a, b in chosen]
         judged = [p for p in judged if p.copy is not None]
         result.judged[d] = len(judged)
@@ -150,7 +158,7 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
     return result
 
 
-def _judge(db: Any, d: int, kind: str, a: Any, b: Any, overlap: float, verify: int,
+def _judge(db: Any, d: int, kind: str, a: Any, b: Any, rules: Any, verify: int,
            verifiers: dict[Any, int]) -> Pair:
     first = (db.matches if kind == "dropped" else db.pages).find_one(
         {"_id": a}, {"url": 1, "text": 1}) or {}
@@ -159,8 +167,9 @@ def _judge(db: Any, d: int, kind: str, a: Any, b: Any, overlap: float, verify: i
     pair = Pair(d, left_url, original.get("url", ""), kind, left_text=left_text,
                 right_text=original.get("text") or "")
     if pair.left_text and pair.right_text:
-        pair.overlap = containment(pair.left_text, pair.right_text)
-        pair.copy = pair.overlap >= overlap
+        pair.overlap = judge_texts(pair.left_text, pair.right_text, rules,
+                                   both_ways=kind == "stored")
+        pair.copy = pair.overlap is not None
     elif kind == "stored" and a in verifiers and b in verifiers:
         pair.copy = hamming(verifiers[a], verifiers[b]) <= verify
     return pair
@@ -214,7 +223,7 @@ def figure(result: Calibration, k: int, path: Path) -> None:
     plt.close(fig)
 
 
-def page(result: Calibration, k: int, png: Path, overlap: float) -> str:
+def page(result: Calibration, k: int, png: Path, containment: float) -> str:
     """``calibrate.html``: one self-contained file."""
     esc = html.escape
     data = base64.b64encode(png.read_bytes()).decode()
@@ -227,9 +236,10 @@ def page(result: Calibration, k: int, png: Path, overlap: float) -> str:
              "overflow:auto;border:1px solid #ddd;padding:.5em}mark.gone{background:#f8c9c9}"
              "mark.added{background:#c9ecc9}</style></head><body>"),
              "<h1>Choosing k: which distances are copies on these sites</h1>",
-             (f"<p>{result.fingerprints:,} stored fingerprints. A pair counts as a copy when "
-             f"at least {overlap:.0%} of the shorter text's four-word shingles are in the "
-             "other. Suggested k: <strong>"
+             (f"<p>{result.fingerprints:,} stored fingerprints. A pair counts as a copy by "
+             f"the crawl's own text check: at least {containment:.0%} of one page's "
+             "three-word shingles are in the other's, and at least half of the other's are "
+             "its. Suggested k: <strong>"
              f"{result.suggested_k if result.suggested_k is not None else 'none'}"
              f"</strong> (the crawl's k: {k}).</p>"),
              f"<img alt='share of copies per distance' src='data:image/png;base64,{data}'>",

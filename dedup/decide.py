@@ -394,16 +394,33 @@ def text_check(values: np.ndarray, sketch: TextSketch, rules: Rules, listing: bo
     candidate's text is then ``verify_containment`` in the page's too. So a listing is
     not the copy of one of its items, nor an item the copy of a listing that shows it
     beside others (docs/fingerprints.md, "Listings")."""
-    threshold = rules.verify_containment
-    if threshold is None:  # the text check is off
+    if rules.verify_containment is None:  # the text check is off
         return None
     inside, held, sample = sketch.shares(values)
-    least = threshold if listing or sketch.listing else rules.original_share
-    if not sample or sample < min(rules.min_sample, len(values), sketch.count) \
-            or inside < threshold or held < least:
+    if not sample or sample < min(rules.min_sample, len(values), sketch.count):
         return None
-    if min(len(values), sketch.count) < THIN_SHINGLES \
-            and resemblance(inside, len(values), sketch.count) < rules.thin_resemblance:
+    return shares_pass(inside, held, len(values), sketch.count, rules,
+                       listing or sketch.listing)
+
+
+def shares_pass(inside: float, held: float, count: int, other: int, rules: Rules,
+                listing: bool = False) -> float | None:
+    """The text check's rule on the two shares, however they were measured (on a
+    candidate's sketch in the crawl, on both whole texts in ``simcrawl calibrate``): the
+    share ``inside`` of a page's ``count`` shingles that is in a candidate of ``other``,
+    and the share ``held`` of the candidate's that is the page's. The candidate is the
+    original when ``inside`` reaches ``verify_containment`` and ``held`` reaches
+    ``original_share`` (``verify_containment`` where either is a listing: the same
+    items), and, where either text is thin, their resemblance reaches
+    ``thin_resemblance``. Returns ``inside`` rounded, or ``None``."""
+    threshold = rules.verify_containment
+    if threshold is None:
+        return None
+    least = threshold if listing else rules.original_share
+    if inside < threshold or held < least:
+        return None
+    if min(count, other) < THIN_SHINGLES \
+            and resemblance(inside, count, other) < rules.thin_resemblance:
         return None
     return round(inside, 4)
 

@@ -64,14 +64,27 @@ def test_a_running_crawl_that_stopped_updating_is_shown_as_not_reporting() -> No
     assert crawl_state({"state": "finished"}, now) == "finished"
 
 
-def test_containment_is_the_share_of_the_shorter_text_found_in_the_other() -> None:
-    from console.calibrate import containment
+def test_calibration_judges_pairs_by_the_crawls_own_text_check() -> None:
+    # it counted a pair a copy when 60% of the shorter text's four-word shingles were in
+    # the other; the crawl drops a page when 0.8 of its three-word shingles are in the
+    # original's and half of the original's are its
+    from decision_cases import article
 
-    story = "the council approved the harbour wall repairs after months of delay " * 3
-    assert containment(story, story + " Share this story on social media today") == 1.0
-    assert containment(story, "a completely different text about railway timetables "
-                       "and the budget of the regional transport board") == 0.0
-    assert containment("第一章 天下大势分久必合合久必分", "天下大势分久必合合久必分") > 0.9
+    from console.calibrate import judge_texts
+
+    story = article(1, 480)
+    assert judge_texts(story + "\nShare this story on social media today", story) >= 0.8
+    assert judge_texts(story, article(2, 480)) is None
+    # a page that holds the story and three times more of its own is not its copy (one
+    # way), though the shorter text is all in it; two stored pages are asked both ways
+    listing = story + "\n" + article(3, 1500)
+    assert judge_texts(listing, story) is None and judge_texts(story, listing) is None
+    assert judge_texts(listing, story, both_ways=True) is None
+    # 70% of a story is in its copy: a copy by the old 60% rule, not by the crawl's 0.8
+    kept = "\n".join(story.split("\n")[:28]) + "\n" + article(4, 144)
+    assert judge_texts(kept, story) is None
+    chinese = "".join(chr(0x4E00 + i * 7919 % 20000) for i in range(400))  # Han characters
+    assert judge_texts("新闻：" + chinese + "（完）", chinese) is not None
 
 
 def test_the_wilson_interval_brackets_the_share_and_narrows_with_more_pairs() -> None:
