@@ -14,7 +14,7 @@ Pages:
   and run;
 * ``/page/<id>`` a stored page (or registered original) and the copies found of it;
 * ``/sources`` the registered sources, ``/sources/<name>`` one source's originals with
-  their copies;
+  their copies, and the pages kept that quote them;
 * ``/register`` a form that registers uploaded text or HTML files as originals of a
   source: the code ``simcrawl register`` runs (:func:`dedup.register.register_files`).
 
@@ -510,8 +510,12 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
             o["copies"] = counts.get(o["_id"], 0)
         latest, _ = newest(db.matches, [{"source": name}], PAGE_SIZE, projection={"text": 0},
                            field="detected_at")
+        # pages kept because they only quote the source's originals (excerpt records)
+        quoted, _ = newest(db.excerpts, [{"source": name}], PAGE_SIZE,
+                           projection={"text": 0}, field="detected_at")
         return render_template("source.html", name=name, originals=originals,
-                               next_after=next_after, after=after, latest=latest)
+                               next_after=next_after, after=after, latest=latest,
+                               quoted=quoted)
 
     @app.route("/register", methods=["GET", "POST"])
     def register_page() -> Any:

@@ -191,6 +191,13 @@ def test_a_chinese_copy_shows_its_pinyin_share_and_source(console, page, demo_ru
     assert page.locator("h1").inner_text() == f"Source {m['source']}"
     originals = page.locator("table.list").first.locator("a[href^='/page/']").count()
     assert originals == db.pages.count_documents({"source": m["source"]})
+    # the pages that only quote the source's originals are listed too (the demo keeps
+    # two quotations, each with an excerpt record)
+    quoted = list(db.excerpts.find({"source": m["source"]}))
+    assert len(quoted) == 2
+    text = page.inner_text("main") if page.locator("main").count() else page.inner_text("body")
+    assert "Latest quotations" in text
+    assert all(e["url"] in text for e in quoted), [e["url"] for e in quoted]
 
 
 class _Site:
