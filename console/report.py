@@ -8,7 +8,8 @@ draws them with matplotlib:
 * the duplicate share of the hosts with the most copies;
 * the originals with the most copies (a table with links too: the largest copy groups);
 * copies of registered originals per source and day;
-* pages admitted, dropped and skipped per minute of the crawl;
+* pages admitted, dropped and skipped over the crawl's time (by the second, 10 seconds or
+  minute, as long as the crawl lasted);
 * why pages were skipped.
 
 ``report.html`` embeds every figure (PNG as ``data:`` URIs), so it opens offline and can
@@ -58,6 +59,10 @@ class Findings:
     copies_per_source_day: dict[str, dict[str, int]] = field(default_factory=dict)
     admitted_per_minute: dict[str, int] = field(default_factory=dict)
     dropped_per_minute: dict[str, int] = field(default_factory=dict)
+    #: the same by the second (``YYYY-MM-DDTHH:MM:SS``), kept for crawls of a few minutes,
+    #: whose chart is then drawn in seconds (:data:`FINE_SPAN`)
+    admitted_per_second: dict[str, int] = field(default_factory=dict)
+    dropped_per_second: dict[str, int] = field(default_factory=dict)
     skipped_per_minute: dict[str, int] = field(default_factory=dict)
     skip_reasons: dict[str, int] = field(default_factory=dict)
     crawls: list[str] = field(default_factory=list)
@@ -71,6 +76,23 @@ class Findings:
 
 def _minute(value: Any) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M") if isinstance(value, dt.datetime) else None
+
+
+def _second(value: Any) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%S") if isinstance(value, dt.datetime) else None
+
+
+#: A crawl shorter than this is charted by the second (in bins of :func:`bin_seconds`),
+#: a longer one by the minute: a crawl of a minute or two per minute is one or two dots.
+FINE_SPAN = dt.timedelta(minutes=20)
+
+
+def bin_seconds(span: dt.timedelta) -> int:
+    """The width of a time bin for a crawl that lasted ``span``: 1 second up to two
+    minutes, then 10 seconds (up to :data:`FINE_SPAN`), then 60."""
+    if span <= dt.timedelta(minutes=2):
+        return 1
+    return 10 if span <= FINE_SPAN else 60
 
 
 def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = None,
@@ -92,6 +114,8 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
             minute = _minute(doc.get("fetched_at"))
             if minute:
                 found.admitted_per_minute[minute] = found.admitted_per_minute.get(minute, 0) + 1
+                second = _second(doc["fetched_at"]) or ""
+                found.admitted_per_second[second] = found.admitted_per_second.get(second, 0) + 1
         if progress:
             progress(1)
     fields = {"host": 1, "distance": 1, "kind": 1, "original_id": 1, "original_url": 1,
@@ -117,12 +141,18 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
         minute = _minute(when)
         if minute:
             found.dropped_per_minute[minute] = found.dropped_per_minute.get(minute, 0) + 1
+            second = _second(when) or ""
+            found.dropped_per_second[second] = found.dropped_per_second.get(second, 0) + 1
         if doc.get("source") and isinstance(when, dt.datetime):
             day = when.strftime("%Y-%m-%d")
             days = found.copies_per_source_day.setdefault(doc["source"], {})
             days[day] = days.get(day, 0) + 1
         if progress:
             progress(1)
+    seconds = sorted(set(found.admitted_per_second) | set(found.dropped_per_second))
+    if seconds and dt.datetime.fromisoformat(seconds[-1]) \
+            - dt.datetime.fromisoformat(seconds[0]) > FINE_SPAN:
+        found.admitted_per_second, found.dropped_per_second = {}, {}  # by the minute
     found.copies_per_original = [
         {"original_id": oid, "original_url": names[oid], "copies": n,
          "hosts": len(hosts[oid])} for oid, n in per_original.most_common(TOP)]
@@ -224,9 +254,32 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
         fig.autofmt_xdate()
         save(fig, "sources", "Copies of registered originals per source and day",
              "pages dropped as copies of a registered source's originals")
+    seconds = sorted(set(found.admitted_per_second) | set(found.dropped_per_second))
+    if seconds:  # a short crawl: its time axis in seconds, binned by its length
+        first = dt.datetime.fromisoformat(seconds[0])
+        width = bin_seconds(dt.datetime.fromisoformat(seconds[-1]) - first)
+        bins = int((dt.datetime.fromisoformat(seconds[-1]) - first).total_seconds()) \
+            // width + 1
+        times = [first + dt.timedelta(seconds=width * i) for i in range(bins)]
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for label, series, color in (("admitted", found.admitted_per_second, "#3b6ea8"),
+                                     ("dropped", found.dropped_per_second, "#e08e2b")):
+            counts = [0] * bins
+            for when, n in series.items():
+                at = int((dt.datetime.fromisoformat(when) - first).total_seconds()) // width
+                counts[at] += n
+            ax.plot(times, counts, marker=".", label=label, color=color)  # type: ignore[arg-type]
+        time_axis(ax, times, dt.timedelta(seconds=width))
+        unit = "second" if width == 1 else f"{width} seconds"
+        ax.set_ylabel(f"pages per {unit}")
+        ax.legend()
+        fig.autofmt_xdate()
+        save(fig, "minutes", f"Pages per {unit} of the crawl",
+             f"admitted and dropped, from the records (UTC); a crawl of "
+             f"{bins * width} seconds, drawn by the {unit} (skips: the chart below)")
     minutes = sorted(set(found.admitted_per_minute) | set(found.dropped_per_minute)
                      | set(found.skipped_per_minute))
-    if minutes:
+    if minutes and not seconds:
         fig, ax = plt.subplots(figsize=(7, 3.6))
         times = [dt.datetime.fromisoformat(m) for m in minutes]
         for label, series, color in (("admitted", found.admitted_per_minute, "#3b6ea8"),

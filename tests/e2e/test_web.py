@@ -132,7 +132,7 @@ def test_the_dashboard_shows_the_figures_and_the_crawls(console, page, demo_run,
         time.sleep(1)
     titles = page.locator("figcaption strong").all_inner_texts()
     assert {"Hamming distances of near matches", "Duplicate share per host",
-            "Copies per original", "Pages per minute of the crawl",
+            "Copies per original", "Pages per second of the crawl",  # a crawl of seconds
             "Why pages were skipped"} <= set(titles)
     assert _images_loaded(page)
     sizes = page.evaluate("Array.from(document.images).map(i => i.naturalWidth)")

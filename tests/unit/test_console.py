@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from console.diff import side_by_side, tokens
 from console.web import crawl_state, is_loopback, search_filter
 
@@ -150,3 +152,33 @@ def test_the_copies_per_original_chart_has_one_bar_and_one_label_per_original(
     figures(found, 3, tmp_path)
     bars, ticks = drawn["originals"]
     assert bars == 3 and len(set(ticks)) == 3
+
+
+def test_a_short_crawls_chart_is_drawn_in_seconds_not_one_dot_a_minute(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a 50-second crawl: per minute it was one or two dots; by the second, a line
+    import matplotlib.figure
+
+    from console.report import Findings, bin_seconds, figures
+
+    assert bin_seconds(dt.timedelta(seconds=50)) == 1
+    assert bin_seconds(dt.timedelta(minutes=10)) == 10
+    assert bin_seconds(dt.timedelta(hours=3)) == 60
+    drawn: dict[str, tuple[int, str]] = {}
+    save = matplotlib.figure.Figure.savefig
+
+    def capture(fig, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        ax = fig.axes[0]
+        drawn[str(path).rsplit("/", 1)[-1].split(".")[0]] = (
+            max(len(line.get_xdata()) for line in ax.get_lines()), ax.get_ylabel())
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", capture)
+    start = dt.datetime(2026, 11, 27, 10, 0, 30)
+    seconds = {(start + dt.timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S"): 3
+               for s in range(50)}
+    found = Findings(admitted_per_minute={"2026-11-27T10:00": 90, "2026-11-27T10:01": 60},
+                     admitted_per_second=seconds)
+    figures(found, 3, tmp_path)
+    points, label = drawn["minutes"]
+    assert points == 50 and label == "pages per second"
