@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -51,10 +52,26 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                         "(default 1); the services are started once for all")
     parser.add_argument("--data-dir", default=None,
                         help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
+    parser.add_argument("--database", default=None,
+                        help="the MongoDB database the crawl stores into (default simcrawl; "
+                        "the demo: simcrawl_demo); the same as -s DEDUP_DATABASE=NAME")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        dest="settings", help="a Scrapy setting, as scrapy crawl takes it "
+                        "(repeatable: -s DOWNLOAD_DELAY=1 -s DEDUP_MAX_DISTANCE=3)")
     args = parser.parse_args(argv)
     bad = [f"{u} ({why})" for u in args.urls if (why := bad_start_url(u))]
     if bad:
         parser.error(f"not a start URL: {', '.join(bad)}")
+    for setting in args.settings:
+        name, equals, _ = setting.partition("=")
+        if not equals or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            parser.error(f"-s takes NAME=VALUE, a Scrapy setting in capitals: got {setting!r}")
+        if not args.urls and name in ("DEDUP_DATABASE", "DEDUP_NAMESPACE"):
+            parser.error(f"the demo crawls into its own database and namespace: {name} is "
+                         "for a crawl of URLs")
+    if args.database is not None and not args.urls:
+        parser.error("the demo crawls into its own database (simcrawl_demo): --database is "
+                     "for a crawl of URLs")
 
     from dedup.errors import (
         EXIT_FAILED,
@@ -68,6 +85,13 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
 
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
     extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
+    for setting in args.settings:
+        extra += ["-s", setting]
+    database = args.database or next(
+        (v.split("=", 1)[1] for v in reversed(args.settings) if v.startswith("DEDUP_DATABASE=")),
+        None)
+    if args.database:
+        extra += ["-s", f"DEDUP_DATABASE={args.database}"]
     services = None
     with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
         try:
@@ -82,8 +106,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                 if why:
                     print(f"error: {why}", file=sys.stderr)
                     return EXIT_FAILED
-                print("\nmatch records (MongoDB, database \"simcrawl\"):\n  "
-                      + QUERY.format(db="simcrawl"))
+                stored_in = database or "simcrawl"
+                print(f"\nmatch records (MongoDB, database \"{stored_in}\"):\n  "
+                      + QUERY.format(db=stored_in))
                 if stats.get("failed_processes"):
                     print(f"error: {stats['failed_processes']} of {args.processes} crawl "
                           "processes ended without a summary (above); the totals are the "

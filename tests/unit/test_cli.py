@@ -181,7 +181,13 @@ def test_the_main_command_refuses_bad_arguments_in_one_line(tmp_path):
     main = [sys.executable, "-m", "cli", "crawl"]
     for args, message in ((["--depth", "-3", "https://example.org/"], "must be at least 1"),
                           (["--data-dir", "/dev/null/x", "https://example.org/"],
-                           "cannot use /dev/null/x as a data folder")):
+                           "cannot use /dev/null/x as a data folder"),
+                          (["-s", "DOWNLOAD_DELAY", "https://example.org/"],
+                           "-s takes NAME=VALUE"),
+                          (["-s", "download_delay=1", "https://example.org/"],
+                           "-s takes NAME=VALUE"),
+                          (["--database", "mine"], "--database is for a crawl of URLs"),
+                          (["-s", "DEDUP_DATABASE=mine"], "is for a crawl of URLs")):
         out = subprocess.run(main + args, capture_output=True, text=True, cwd=ROOT, timeout=60,
                              check=False)
         assert out.returncode == 2 and message in out.stderr, out.stderr

@@ -1,0 +1,39 @@
+"""``simcrawl crawl URL`` takes Scrapy settings (``-s NAME=VALUE``, as ``scrapy crawl``
+does) and the database to store into, and says which database it used."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from simcrawl_examples.demosite import DemoSite, build
+
+from dedup.services import EmbeddedServices, connect_mongo
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_crawl_of_urls_takes_scrapy_settings_and_a_database(tmp_path: Path) -> None:
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=12, zh_articles=0, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url or "",
+                   MONGO_URI=services.mongo_uri or "")
+        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
+                               "--database", "mine", "-s", "DEPTH_LIMIT=1",
+                               "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
+                               str(tmp_path / "cli")], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert 'database "mine"' in done.stdout
+        client = connect_mongo(services.mongo_uri or "")
+        assert client["mine"].pages.count_documents({}) > 0
+        assert client["simcrawl"].pages.count_documents({}) == 0
+        # DEPTH_LIMIT=1: the start page and the pages it links to, not the whole site
+        pages = [r for r in site.requests if not r.endswith("/robots.txt")]
+        links = site.content.pages["news"]["/"].body.count(b"href=")
+        assert 1 < len(pages) <= 1 + links
+        assert len(pages) < sum(len(p) for p in site.content.pages.values()) // 2
