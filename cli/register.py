@@ -34,7 +34,8 @@ def register(args: argparse.Namespace) -> int:
     finally:
         if services is not None:
             services.stop()
-    print(f"register {args.source!r}: {done.added:,} added, {done.unchanged:,} already "
+    print(f"register {args.source!r} into database {args.database!r}: {done.added:,} added, "
+          f"{done.unchanged:,} already "
           f"registered, {len(done.changed):,} changed since, {len(done.skipped):,} skipped")
     for path in done.changed:
         print(f"  changed (kept as first registered; remove its page to register the new "

@@ -34,7 +34,8 @@ def remove(args: argparse.Namespace) -> int:
             fp = pages.remove_page(page_id)
             done = fp is not None and index.remove(fp, page_id)
             where = f"fingerprint {fp:016x}" if fp is not None else "no fingerprint"
-            print(f"page {page_id}: {'removed' if done else 'not in the index'} ({where})")
+            print(f"page {page_id}: {'removed' if done else 'not in the index'} ({where}; "
+                  f"database {args.database!r})")
             status |= 0 if done else 1
     finally:
         if services is not None:

@@ -60,21 +60,32 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
                    f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
 
 
-def choose_database(client: Any, name: str | None) -> Any:
-    """The database named, or by default ``simcrawl``, or the demo's ``simcrawl_demo``
-    when ``simcrawl`` holds no pages and the demo's does (said on stderr). Whether a
-    database holds pages is read from its collection names: counting the pages of a
-    large store is not free on every server (SecantusDB counts them one by one)."""
+def holds_crawl(db: Any) -> bool:
+    """Whether ``db`` holds a crawl: a crawled page (not only registered originals) or a
+    match record. Read with one lookup each, never a count: counting the pages of a large
+    store is not free on every server (SecantusDB counts them one by one)."""
+    names = set(db.list_collection_names())
+    return ("matches" in names and db.matches.find_one({}, {"_id": 1}) is not None) or (
+        "pages" in names and db.pages.find_one({"source": None}, {"_id": 1}) is not None)
+
+
+def choose_database(client: Any, name: str | None, say: bool = True) -> Any:
+    """The database the store's verbs read, chosen one way for all of them: the one
+    named (``--database``), else ``simcrawl``, unless it holds no crawl
+    (:func:`holds_crawl`: registered originals alone are not one) and the demo's
+    ``simcrawl_demo`` does. With ``say``, one line on stderr names the database read and
+    why."""
     from dedup.store import DEFAULT_DATABASE
 
     if name:
-        return client[name]
-    db = client[DEFAULT_DATABASE]
-    if "pages" not in db.list_collection_names() and \
-            "pages" in client[DEMO_DATABASE].list_collection_names():
-        print(f"simcrawl: the database {DEFAULT_DATABASE!r} holds no pages; using the demo's "
-              f"{DEMO_DATABASE!r} (--database to choose)", file=sys.stderr)
-        return client[DEMO_DATABASE]
+        db, why = client[name], "--database"
+    else:
+        db, why = client[DEFAULT_DATABASE], "the default"
+        if not holds_crawl(db) and holds_crawl(client[DEMO_DATABASE]):
+            db, why = client[DEMO_DATABASE], (f"{DEFAULT_DATABASE!r} holds no crawl, the "
+                                              "demo's does; --database to choose")
+    if say:
+        print(f"simcrawl: database {db.name!r} ({why})", file=sys.stderr)
     return db
 
 

@@ -51,7 +51,8 @@ def test_a_database_without_a_crawl_is_named_not_reported_empty(services, tmp_pa
                            services.mongo_uri, "--database", "nosuchdb"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1, done.stderr
-    assert done.stderr.strip() == ("error: the database 'nosuchdb' holds no crawl (no pages "
-                                   "or match records): crawl first, or name the crawl's "
-                                   "database with --database")
+    assert done.stderr.strip().splitlines() == [
+        "simcrawl: database 'nosuchdb' (--database)",
+        ("error: the database 'nosuchdb' holds no crawl (no pages or match records): crawl "
+         "first, or name the crawl's database with --database")]
     assert done.stdout == "" and not (tmp_path / "out").exists()
