@@ -80,17 +80,32 @@ def judge_texts(copy: str, original: str, rules: Any = None, both_ways: bool = F
     not given): the share of the copy's three-word shingles found in the original's when
     it is a copy, else ``None``. ``both_ways``: two stored pages, either may be the copy."""
     from dedup.decide import Rules, shares_pass
-    from dedup.sketch import shingle_values
 
     rules = rules or Rules()
-    a, b = shingle_values(copy), shingle_values(original)
-    if not len(a) or not len(b):
+    shared, a, b = _shared(copy, original)
+    if not a or not b:
         return None
-    shared = len(np.intersect1d(a, b, assume_unique=True))
-    found = shares_pass(shared / len(a), shared / len(b), len(a), len(b), rules)
+    found = shares_pass(shared / a, shared / b, a, b, rules)
     if found is None and both_ways:
-        found = shares_pass(shared / len(b), shared / len(a), len(b), len(a), rules)
+        found = shares_pass(shared / b, shared / a, b, a, rules)
     return found
+
+
+def _shared(one: str, other: str) -> tuple[int, int, int]:
+    """The three-word shingles two texts share, and how many each has."""
+    from dedup.sketch import shingle_values
+
+    a, b = shingle_values(one), shingle_values(other)
+    return len(np.intersect1d(a, b, assume_unique=True)), len(a), len(b)
+
+
+def shown_share(pair: Pair) -> float:
+    """The share shown with a pair: the copying page's shingles found in the other's
+    (for two stored pages, the larger of the two ways)."""
+    shared, a, b = _shared(pair.left_text, pair.right_text)
+    if not a or not b:
+        return 0.0
+    return shared / a if pair.kind == "dropped" else shared / min(a, b)
 
 
 def wilson(copies: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -259,7 +274,8 @@ def page(result: Calibration, k: int, png: Path, containment: float) -> str:
                 continue
             shown = side_by_side(p.right_text, p.left_text)
             verdict = "copy" if p.copy else "not a copy"
-            parts.append(f"<h3>distance {d}: {verdict} (overlap {p.overlap:.2f}, "
+            share = p.overlap if p.overlap is not None else shown_share(p)
+            parts.append(f"<h3>distance {d}: {verdict} (containment {share:.2f}, "
                          f"{'dropped copy' if p.kind == 'dropped' else 'both stored'})</h3>"
                          f"<div class='side'><div><p>{esc(p.right_url)}</p><div class='text'>"
                          f"{shown.original}</div></div><div><p>{esc(p.left_url)}</p>"
