@@ -252,10 +252,14 @@ class LiveProgress:
             print(f"progress: {self.line()}", file=self.out, flush=True)
 
     def stop(self) -> None:
-        """Stop the display."""
+        """Stop the display; where it prints plain lines (not a terminal), a last one with
+        the final counters (each process writes its file once more as it ends), so that the
+        live lines end on the totals, not on a count some seconds old."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if not getattr(self.out, "isatty", lambda: False)():
+                print(f"progress: {self.line()}", file=self.out, flush=True)
 
 
 #: The stats that count a page handled (decided, or admitted with dedup off).
