@@ -55,6 +55,7 @@ record with Redis's own string header fits one 320-byte allocation of Redis, as 
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from dataclasses import dataclass, field
@@ -136,9 +137,10 @@ def host_key(host: str | None) -> int:
     return xxhash.xxh32_intdigest(host.lower().encode()) if host else 0
 
 
+@functools.lru_cache(maxsize=4096)
 def word_codes(words: str | None) -> tuple[int, ...]:
     """The distinct lowercased words of a title (or a description) as sorted 16-bit codes
-    (none: no words)."""
+    (none: no words). Cached: a page's title is compared with each of its candidates'."""
     return tuple(sorted({xxhash.xxh32_intdigest(word.encode()) & 0xFFFF
                          for word in _WORD.findall((words or "").lower())}))
 
