@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
     if not 0 < args.containment <= 1 or not 0 < args.target <= 1 or args.sample < 1:
         parser.error("--containment and --target must be in (0, 1], --sample at least 1")
     try:
-        with open_database(args) as db:
+        with open_database(args, ("fingerprints",), "simcrawl calibrate") as db:
             if sys.stderr.isatty():
                 from rich.progress import Progress
 

@@ -90,6 +90,7 @@ def reconcile(args: argparse.Namespace) -> int:
     from console.store import choose_database, require_crawl
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE, DedupConfig
     from dedup.decide import Rules
+    from dedup.embedded_limits import check_whole_read
     from dedup.reconcile import batch_copies, clusters_of, union_find
     from dedup.services import connect_mongo, connect_redis, resolve
     from dedup.store import PageStore, index_k
@@ -103,6 +104,7 @@ def reconcile(args: argparse.Namespace) -> int:
         if services is not None:
             stack.callback(services.stop)
         db = require_crawl(choose_database(connect_mongo(mongo_uri), args.database))
+        check_whole_read(db, ("fingerprints", "pages"), "simcrawl clusters")
         store = PageStore(db.client, db.name)
         namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
                                        else DedupConfig().namespace)

@@ -26,9 +26,10 @@ def store_errors() -> tuple[type[Exception], ...]:
     from pymongo.errors import PyMongoError
 
     from console.store import NoCrawl
+    from dedup.embedded_limits import StoreTooLarge
     from dedup.errors import ServiceUnavailable
 
-    return ServiceUnavailable, PyMongoError, NoCrawl
+    return ServiceUnavailable, PyMongoError, NoCrawl, StoreTooLarge
 
 
 #: Set by ``simcrawl --debug``: errors print their traceback too.
@@ -78,11 +79,13 @@ def _say(exc: BaseException) -> None:
 
 def store_failure(exc: Exception) -> int:
     """Say in one line why a verb could not read the crawl's store; its exit status (the
-    store has no crawl: 1; MongoDB failed or cannot be reached: 3)."""
+    store has no crawl, or is too large for the embedded MongoDB: 1; MongoDB failed or
+    cannot be reached: 3)."""
     from console.store import NoCrawl
+    from dedup.embedded_limits import StoreTooLarge
 
     print(f"error: {exc}", file=sys.stderr)
-    return EXIT_FAILED if isinstance(exc, NoCrawl) else EXIT_UNAVAILABLE
+    return EXIT_FAILED if isinstance(exc, (NoCrawl, StoreTooLarge)) else EXIT_UNAVAILABLE
 
 
 def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:

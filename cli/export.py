@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
 
     args = build_parser(prog).parse_args(argv)
     try:
-        with open_database(args) as db:
+        with open_database(args, (args.what,), "simcrawl export") as db:
             where = query(args.what, args.crawl_id, args.since, args.until)
             try:
                 out = sys.stdout if args.output == "-" else open(  # noqa: SIM115

@@ -94,7 +94,7 @@ def _chunks(args: argparse.Namespace, stack: ExitStack
         from dedup.store import PageStore, index_k
         from sparkjob.stage import store_chunks
 
-        db = stack.enter_context(open_database(args))
+        db = stack.enter_context(open_database(args, ("fingerprints",), "simcrawl find-all"))
         if args.k is None:  # the k the crawl's index was built with
             args.k = index_k(db)
         return store_chunks(PageStore(db.client, db.name))

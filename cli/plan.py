@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 from cli.common import check_k, parser, run
 
 HELP = "choose a table design for a corpus size"
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str) -> int:
     """Parse ``"64GB"``, ``"512 MiB"``, ``"1000000"`` into bytes."""
-    match = _SIZE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 512MB or 8GiB)")
-    number, unit = float(match.group(1)), (match.group(2) or "").lower()
-    base = 1024 if "i" in unit else 1000
-    power = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}[unit[:1] if unit[:1] != "b" else ""]
-    return int(number * base ** power)
+    from dedup.embedded_limits import parse_size as parse
+
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 #: Corpus sizes of the scale table (``simcrawl plan`` without ``--docs``).
@@ -30,6 +27,7 @@ def plan(args: argparse.Namespace) -> int:
     import json
 
     from dedup import tables
+    from dedup.embedded_limits import embedded_serves
 
     if args.docs is None:  # the crawl's index from 1M to 8B pages
         print(scale_table(args.k, args.max_tables))
@@ -41,7 +39,8 @@ def plan(args: argparse.Namespace) -> int:
                           "bytes_per_page": chosen.bytes_per_fp,
                           "candidates_per_probe": round(chosen.candidates, 3),
                           "anchor_reads_per_probe": anchor_reads(),
-                          "sketches": sketches_place(args.docs, args.k)}))
+                          "sketches": sketches_place(args.docs, args.k),
+                          "embedded_mongodb_serves_pages": embedded_serves()}))
         return 0
     released = tables.sketches_leave_redis(args.docs, args.k)
     extra = tables.crawl_extra_bytes(released) if args.crawl else 0
@@ -59,6 +58,7 @@ def plan(args: argparse.Namespace) -> int:
             print(f"the crawl's index uses {crawl.design.name} ({crawl.tables} tables, "
                   f"{tables.human_bytes(crawl.memory)}): past one node, the fewest tables "
                   f"whose probe expects at most {tables.MAX_CANDIDATES:,} candidates")
+        print(embedded_note())
     return 0
 
 
@@ -96,7 +96,29 @@ def scale_table(k: int, max_tables: int) -> str:
         lines.append(f"{docs:>14,} {p.design.name:<26} {p.tables:>6} "
                      f"{sketches_place(docs, k):>12} {p.bytes_per_fp:>10} "
                      f"{tables.human_bytes(p.memory):>10} {p.candidates:>16.3g}")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + embedded_note()
+
+
+def embedded_note() -> str:
+    """Where the embedded MongoDB stops serving on this machine
+    (:mod:`dedup.embedded_limits`)."""
+    import textwrap
+
+    from dedup.embedded_limits import (
+        READ_BYTES_PER_DOC,
+        WRITE_BYTES_PER_PAGE,
+        available_memory,
+        embedded_serves,
+    )
+
+    return textwrap.fill(
+        f"The store: the embedded MongoDB (SecantusDB, when MONGO_URI is unset) holds "
+            f"about {WRITE_BYTES_PER_PAGE / 1024:.0f} KiB a page a crawl writes until it "
+            f"restarts, and a whole read (export, report, clusters, rebuild-index) takes "
+            f"about {READ_BYTES_PER_DOC['pages'] / 1024:.0f} KiB a page; this machine's "
+            f"{available_memory() / 2**30:.1f} GiB available serve about "
+            f"{embedded_serves():,} pages with their text. Past that, a real MongoDB "
+            "(MONGO_URI; docker compose runs one).", width=100)
 
 
 def main(argv: list[str], prog: str = "simcrawl plan") -> int:

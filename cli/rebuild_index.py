@@ -33,12 +33,14 @@ def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int
 
 def rebuild(args: argparse.Namespace) -> int:
     from dedup.config import DEFAULT_MAX_DISTANCE
+    from dedup.embedded_limits import check_whole_read
     from dedup.index import IndexLayout, open_index, redis_store
     from dedup.progress import Progress
     from dedup.registry import register_checksums
 
     redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
     try:
+        check_whole_read(pages.db, ("fingerprints", "pages"), "simcrawl rebuild-index")
         store = redis_store(redis_client, args.namespace)
         total = pages.estimated_fingerprints()
         legacy = getattr(store, "legacy_layout", lambda: None)()  # one slot, on a cluster

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
         print(f"error: {out} exists and is not a folder", file=sys.stderr)
         return 2
     try:
-        with open_database(args) as db:
+        with open_database(args, ("pages", "matches"), "simcrawl report") as db:
             if sys.stderr.isatty():
                 from rich.progress import Progress
 

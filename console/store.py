@@ -62,9 +62,15 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
 
 def holds_crawl(db: Any) -> bool:
     """Whether ``db`` holds a crawl: a crawled page (not only registered originals) or a
-    match record. Read with one lookup each, never a count: counting the pages of a large
-    store is not free on every server (SecantusDB counts them one by one)."""
+    match record. Read from the store's sizes (one document) when it keeps them, else with
+    one lookup each (on SecantusDB a lookup without a filter an index serves reads the
+    whole collection; a count too)."""
+    from dedup.store import stored_sizes
+
     names = set(db.list_collection_names())
+    sizes = stored_sizes(db) if "meta" in names else None
+    if sizes is not None:
+        return sizes.get("pages", 0) > sizes.get("registered", 0) or sizes.get("matches", 0) > 0
     return ("matches" in names and db.matches.find_one({}, {"_id": 1}) is not None) or (
         "pages" in names and db.pages.find_one({"source": None}, {"_id": 1}) is not None)
 
@@ -99,7 +105,12 @@ def require_crawl(db: Any) -> Any:
     Raises:
         NoCrawl: it holds neither (a mistyped ``--database``, or nothing crawled yet).
     """
+    from dedup.store import stored_sizes
+
     names = set(db.list_collection_names())
+    sizes = stored_sizes(db) if "meta" in names else None
+    if sizes is not None and (sizes.get("pages", 0) or sizes.get("matches", 0)):
+        return db
     if not names & {"pages", "matches"} or not any(
             db[n].find_one({}, {"_id": 1}) for n in ("pages", "matches") if n in names):
         raise NoCrawl(f"the database {db.name!r} holds no crawl (no pages or match records): "
@@ -108,20 +119,27 @@ def require_crawl(db: Any) -> Any:
 
 
 @contextlib.contextmanager
-def open_database(args: argparse.Namespace) -> Iterator[Any]:
+def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
+                  verb: str = "simcrawl") -> Iterator[Any]:
     """The database the options name (see :func:`choose_database`), holding a crawl; the
     embedded MongoDB is started (and stopped after) when neither ``--mongo-uri`` nor
-    ``$MONGO_URI`` is given.
+    ``$MONGO_URI`` is given. ``whole``: the collections the verb reads whole, checked
+    first against what the embedded MongoDB can serve
+    (:func:`dedup.embedded_limits.check_whole_read`).
 
     Raises:
         ServiceUnavailable: MongoDB cannot be reached.
         NoCrawl: the database holds no crawl.
+        StoreTooLarge: the embedded MongoDB cannot read the collections whole here.
     """
+    from dedup.embedded_limits import check_whole_read
     from dedup.services import connect_mongo, resolve
 
     _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:
-        yield require_crawl(choose_database(connect_mongo(uri), args.database))
+        db = require_crawl(choose_database(connect_mongo(uri), args.database))
+        check_whole_read(db, whole, verb)
+        yield db
     finally:
         if services is not None:
             services.stop()

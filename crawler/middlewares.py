@@ -381,6 +381,16 @@ class RobotsTxt(RobotsTxtMiddleware):
         self._scheme.setdefault(parts.netloc, parts.scheme)
         await super().process_request(request)
 
+    async def robot_parser(self, request: scrapy.Request) -> Any:
+        """The host's parser, for every request that waited for it. Scrapy's hands it to
+        the first waiter only: each waits on a Future made from the one Deferred
+        (``asFuture``), whose callback returns None, so every later waiter got None,
+        "allow all", and a disallowed page among them was requested. Once the Deferred
+        has fired the parser is in ``_parsers``: read it from there."""
+        parser = await super().robot_parser(request)
+        settled = self._parsers.get(urlparse_cached(request).netloc, parser)
+        return parser if isinstance(settled, Deferred) else settled
+
     async def _parse_robots(self, response: Any, netloc: str, request: scrapy.Request
                             ) -> None:
         if response.status >= 500 or response.status == 429:
@@ -389,11 +399,14 @@ class RobotsTxt(RobotsTxtMiddleware):
         await super()._parse_robots(response, netloc, request)
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
-        if isinstance(exc, IgnoreRequest):  # refused before asking (a forbidden port)
-            super()._robots_error(exc, netloc)
-            return
+        # A robots.txt request refused before it was sent (IgnoreRequest: a forbidden
+        # port, another middleware's rule) is no answer either: Scrapy allows the whole
+        # host then, which let a disallowed page through; here it disallows it, at once
+        # (asking again would be refused again).
+        refused = isinstance(exc, IgnoreRequest)
         tries = self._tries[netloc] = self._tries.get(netloc, 0) + 1
-        if tries <= self.retries and self.crawler.engine and self.crawler.engine.spider:
+        if not refused and tries <= self.retries and self.crawler.engine \
+                and self.crawler.engine.spider:
             wait = self.delay * 2 ** (tries - 1)
             log.warning("robots.txt of %s could not be had (%s): its pages wait; asking "
                         "again in %.1f s (%d of %d)", netloc, exc, wait, tries, self.retries)
@@ -402,9 +415,13 @@ class RobotsTxt(RobotsTxtMiddleware):
 
             deferLater(reactor, wait, lambda: deferred_from_coro(self._again(netloc)))
             return
-        log.warning("robots.txt of %s could not be had after %d tries (%s): none of its "
-                    "pages is requested (RFC 9309: an unreachable robots.txt disallows all)",
-                    netloc, tries, exc)
+        if refused:
+            log.warning("robots.txt of %s was refused before it was asked for (%s): none "
+                        "of its pages is requested", netloc, exc)
+        else:
+            log.warning("robots.txt of %s could not be had after %d tries (%s): none of "
+                        "its pages is requested (RFC 9309: an unreachable robots.txt "
+                        "disallows all)", netloc, tries, exc)
         self._stats.inc_value("dedup/robots/unreachable")
         name = exc.name if isinstance(exc, RobotsUnavailable) else type(exc).__name__
         self._stats.inc_value(f"dedup/robots/error/{name}")

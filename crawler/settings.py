@@ -4,7 +4,7 @@ folder: ``scrapy.cfg`` names this module in the source tree, and elsewhere
 
 Service URLs come from the environment: ``REDIS_URL`` and ``MONGO_URI`` (unset: embedded
 servers with data under ``SIMCRAWL_DATA``, default ``./simcrawl-data``). Every ``DEDUP_*``
-setting is documented in :class:`dedup.config.DedupConfig` and in the README.
+setting is documented in :class:`dedup.config.DedupConfig` and in docs/settings.md.
 """
 
 import os

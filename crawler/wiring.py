@@ -210,7 +210,8 @@ def build(crawler: Crawler) -> Wiring:
     journal: AdmissionJournal | None = None
     try:
         client = connect_redis(redis_url)
-        pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri))
+        pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri),
+                          lazy_sizes=True)  # written with the crawl's record
         pages.ensure_indexes()
         index = open_index(redis_store(client, config.namespace, url=redis_url),
                            k=config.max_distance, capacity=config.capacity,

@@ -39,7 +39,7 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-#: The exit statuses of every simcrawl command (``simcrawl --help`` and the README print
+#: The exit statuses of every simcrawl command (``simcrawl --help`` and docs/commands.md print
 #: this table): ``(status, meaning)``.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_STATUSES = (

@@ -27,7 +27,7 @@ KERNEL: str = _kernel.KERNEL
 normalize = _kernel.normalize
 
 #: Default tokens per feature (shingle). Chosen on the near-duplicate development set:
-#: see README, "Fingerprint choices".
+#: see docs/fingerprints.md.
 DEFAULT_SHINGLE = 1
 #: Default characters per feature for Han, kana and Hangul text (character bigrams).
 DEFAULT_CJK_NGRAM = 2

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,9 @@ ALGORITHM = "simhash64-xxh3"
 
 #: Documents per write in the batched writers.
 DEFAULT_WRITE_BATCH = 500
+
+#: The ``meta`` document that holds the collections' sizes (:meth:`PageStore.sizes`).
+SIZES_ID = "sizes"
 
 _TWO64 = 1 << 64
 _TWO63 = 1 << 63
@@ -111,14 +115,21 @@ def object_id(page_id: str | ObjectId) -> ObjectId:
 class PageStore:
     """The ``pages``, ``fingerprints`` and ``matches`` collections of one database.
 
+    It keeps the collections' sizes in one ``meta`` document (``_id: "sizes"``), changed
+    with every write, so that how large the store is can be read at once: the embedded
+    SecantusDB counts a collection by reading it (:meth:`sizes`).
+
     Args:
         client: a ``pymongo.MongoClient`` (see :func:`dedup.services.connect_mongo`).
         database: the database name.
         url: the server's URI without credentials, for messages.
+        lazy_sizes: keep the size changes until :meth:`save_crawl` (which a crawl calls
+            every few seconds and at its end) instead of writing them with each write:
+            one write less per batch for the crawl.
     """
 
     def __init__(self, client: pymongo.MongoClient, database: str = DEFAULT_DATABASE,
-                 url: str = "MongoDB") -> None:
+                 url: str = "MongoDB", lazy_sizes: bool = False) -> None:
         self.client = client
         self.db = client[database]
         self.url = url
@@ -126,6 +137,52 @@ class PageStore:
         self.fingerprints = self.db["fingerprints"]
         self.matches = self.db["matches"]
         self.excerpts = self.db["excerpts"]
+        self.lazy_sizes = lazy_sizes
+        self._grown: dict[str, int] = {}
+        self._grown_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ sizes
+
+    def _grow(self, **deltas: int) -> None:
+        """Count documents written (or, negative, deleted) in the sizes document."""
+        with self._grown_lock:
+            for name, n in deltas.items():
+                if n:
+                    self._grown[name] = self._grown.get(name, 0) + int(n)
+        if not self.lazy_sizes:
+            self.flush_sizes()
+
+    def flush_sizes(self) -> None:
+        """Write the size changes kept so far (see ``lazy_sizes``)."""
+        with self._grown_lock:
+            grown, self._grown = self._grown, {}
+        if not grown:
+            return
+        try:
+            self.db["meta"].update_one({"_id": SIZES_ID}, {"$inc": grown}, upsert=True)
+        except PyMongoError as exc:
+            with self._grown_lock:  # kept for the next write
+                for name, n in grown.items():
+                    self._grown[name] = self._grown.get(name, 0) + n
+            raise self._unavailable(exc) from exc
+
+    def sizes(self) -> dict[str, int] | None:
+        """The documents of each collection, as the writes counted them: read at once
+        (see :func:`stored_sizes`)."""
+        try:
+            return stored_sizes(self.db)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def set_sizes(self, counts: Mapping[str, int]) -> None:
+        """Set the sizes document to ``counts`` (what a whole read of the store found)."""
+        with self._grown_lock:
+            self._grown = {}
+        try:
+            self.db["meta"].replace_one({"_id": SIZES_ID},
+                                        {"_id": SIZES_ID, "exact": True, **counts}, upsert=True)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
 
     def _unavailable(self, exc: Exception) -> ServiceUnavailable:
         return ServiceUnavailable(f"MongoDB at {self.url} failed ({type(exc).__name__}: "
@@ -136,6 +193,9 @@ class PageStore:
         """Create the indexes the crawler and the documented queries use (idempotent), and
         give pages stored without a ``url_key`` theirs (:meth:`add_url_keys`)."""
         try:
+            if "pages" not in self.db.list_collection_names():  # a new store: counted
+                self.db["meta"].update_one({"_id": SIZES_ID}, {"$setOnInsert": {"exact": True}},
+                                           upsert=True)  # from its first write on
             self.pages.create_index("url", unique=True)
             self.pages.create_index("host")
             self.pages.create_index([("host", 1), ("_id", -1)])  # a host's pages, newest first
@@ -202,6 +262,8 @@ class PageStore:
         docs = [_with_oid(p) for p in pages]
         fps = [_with_oid(f) for f in fingerprints]
         inserted, refused = self._insert(self.pages, docs)
+        registered = sum(1 for i, d in enumerate(docs) if d.get("source")) - sum(
+            1 for i in refused if docs[i].get("source"))
         if refused:  # their URL was stored already: by another page, or by an earlier try
             urls = [docs[i]["url"] for i in refused]
             try:
@@ -212,20 +274,24 @@ class PageStore:
             skip = {docs[i]["_id"] for i in refused if owner.get(docs[i]["url"]) !=
                     docs[i]["_id"]}
             fps = [f for f in fps if f["_id"] not in skip]
-        if fps:
-            self._insert(self.fingerprints, fps)
+        fingerprinted = self._insert(self.fingerprints, fps)[0] if fps else 0
+        self._grow(pages=inserted, registered=registered, fingerprints=fingerprinted)
         return inserted
 
     def save_matches(self, matches: Iterable[Mapping[str, Any]]) -> int:
         """Upsert match records (see :func:`match_doc`), one per URL: a URL seen again
         (a re-crawl, another process) updates its record, adds the crawl to
         ``crawl_ids`` and counts ``times_seen``. Returns how many were new."""
-        return self._upsert_by_url(self.matches, matches)
+        new = self._upsert_by_url(self.matches, matches)
+        self._grow(matches=new)
+        return new
 
     def save_excerpts(self, excerpts: Iterable[Mapping[str, Any]]) -> int:
         """Upsert excerpt records (:func:`match_doc` with ``kind`` ``excerpt``: a kept
         page quoting a registered original), one per URL, as :meth:`save_matches`."""
-        return self._upsert_by_url(self.excerpts, excerpts)
+        new = self._upsert_by_url(self.excerpts, excerpts)
+        self._grow(excerpts=new)
+        return new
 
     def _upsert_by_url(self, collection: Any, matches: Iterable[Mapping[str, Any]]) -> int:
         ops = []
@@ -285,12 +351,14 @@ class PageStore:
         if not oids:
             return []
         try:
-            self.fingerprints.delete_many({"_id": {"$in": oids}})
-            self.pages.delete_many({"_id": {"$in": oids}})
-            self.excerpts.delete_many({"page_id": {"$in": oids}})
+            fingerprints = self.fingerprints.delete_many({"_id": {"$in": oids}}).deleted_count
+            pages = self.pages.delete_many({"_id": {"$in": oids}}).deleted_count
+            excerpts = self.excerpts.delete_many({"page_id": {"$in": oids}}).deleted_count
             named = {"original_id": {"$in": oids}}
             urls = [str(d["url"]) for d in self.matches.find(named, {"url": 1})]
-            self.matches.delete_many(named)
+            matches = self.matches.delete_many(named).deleted_count
+            self._grow(pages=-pages, fingerprints=-fingerprints, excerpts=-excerpts,
+                       matches=-matches)
             return urls
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
@@ -301,7 +369,9 @@ class PageStore:
         oid = object_id(page_id)
         try:
             doc = self.fingerprints.find_one_and_delete({"_id": oid})
-            self.pages.delete_one({"_id": oid})
+            page = self.pages.find_one_and_delete({"_id": oid}, {"source": 1})
+            self._grow(fingerprints=-(doc is not None), pages=-(page is not None),
+                       registered=-(page is not None and bool(page.get("source"))))
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
         return None if doc is None else from_int64(doc["simhash"])
@@ -313,7 +383,9 @@ class PageStore:
         ``state: "running"``, rewritten every few seconds with ``updated_at``; when it
         closes, ``state: "finished"``, ``finished_at``, its ``dedup/*`` counters
         (``stats``, skip reasons included) and its skips per minute, for reports. The
-        fields given are set; a running update never overwrites a finished record."""
+        fields given are set; a running update never overwrites a finished record. The
+        size changes kept so far are written too (``lazy_sizes``)."""
+        self.flush_sizes()
         fields = dict(record, state="running" if running else "finished",
                       updated_at=dt.datetime.now(dt.timezone.utc))
         where: dict[str, Any] = {"_id": crawl_id}
@@ -429,9 +501,11 @@ class PageStore:
         if not wanted:
             return 0
         try:
-            return int(self.matches.delete_many(
+            deleted = int(self.matches.delete_many(
                 {"url": {"$in": wanted}, "kind": {"$in": ["exact", "simhash", "pinyin"]}}
             ).deleted_count)
+            self._grow(matches=-deleted)
+            return deleted
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
@@ -520,15 +594,23 @@ class PageStore:
     def audit(self) -> StoreAudit:
         """Check the store against itself: pages without a fingerprint, fingerprints
         without a page, match records naming a page that is not stored (reads every id
-        once; ``rebuild-index`` reports it)."""
+        once; ``rebuild-index`` reports it). The sizes document is set from what it read
+        (:meth:`sizes`)."""
         try:
-            page_ids = {d["_id"] for d in self.pages.find({}, {"_id": 1}, batch_size=10_000)}
+            page_ids, registered = set(), 0
+            for d in self.pages.find({}, {"_id": 1, "source": 1}, batch_size=10_000):
+                page_ids.add(d["_id"])
+                registered += bool(d.get("source"))
             fp_ids = {d["_id"] for d in self.fingerprints.find({}, {"_id": 1},
                                                                  batch_size=10_000)}
             originals = {d["_id"]: d["n"] for d in self.matches.aggregate(
                 [{"$group": {"_id": "$original_id", "n": {"$sum": 1}}}])}
+            excerpts = self.excerpts.count_documents({})
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
+        self.set_sizes({"pages": len(page_ids), "registered": registered,
+                        "fingerprints": len(fp_ids), "matches": sum(originals.values()),
+                        "excerpts": excerpts})
         return StoreAudit(
             pages=len(page_ids), fingerprints=len(fp_ids),
             pages_without_fingerprint={str(i) for i in page_ids - fp_ids},
@@ -720,11 +802,11 @@ class PageStore:
                 if c.held:  # the original copies the copy's text: crawled first, it stays
                     doc["held"] = True
                 ops.append(pymongo.ReplaceOne({"url": url}, doc, upsert=True))
-            if ops:
-                self.matches.bulk_write(ops, ordered=False)
+            new = self.matches.bulk_write(ops, ordered=False).upserted_count if ops else 0
             counts["written"] = len(ops)
             counts["deleted"] = self.matches.delete_many(
                 {"kind": "batch", "url": {"$nin": list(urls)}}).deleted_count
+            self._grow(matches=new - counts["deleted"])
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
         return counts
@@ -763,6 +845,22 @@ class StoreAudit:
             out.append(f"{self.matches_naming_missing:,} match records name a page that is "
                        "not stored")
         return out
+
+
+def stored_sizes(db: Any) -> dict[str, int] | None:
+    """The documents of each collection of database ``db`` (``pages``, ``registered`` (of
+    the pages, registered originals), ``fingerprints``, ``matches``, ``excerpts``) as
+    :class:`PageStore`'s writes counted them, read at once; ``None`` for a store not
+    counted from its start (written by an older simcrawl, or by other means), whose
+    collections must be counted (which SecantusDB does by reading them).
+
+    Raises:
+        PyMongoError: MongoDB failed.
+    """
+    doc = db["meta"].find_one({"_id": SIZES_ID})
+    if doc is None or not doc.get("exact"):
+        return None
+    return {k: max(int(v), 0) for k, v in doc.items() if k not in ("_id", "exact")}
 
 
 def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, short: bool,

@@ -113,13 +113,14 @@ _ZH_SEASONS = ["春天", "夏天", "秋天", "冬天"]
 @dataclass
 class Page:
     """One page of the site: body, content type, charset, status, redirect target, other
-    headers."""
+    headers, and seconds the server waits before it answers (a slow page)."""
 
     body: bytes
     content_type: str = "text/html; charset=utf-8"
     status: int = 200
     location: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
 
 
 @dataclass
@@ -623,6 +624,8 @@ class DemoSite:
                     self.wfile.write(body)
                     return
                 site._record(host, path, page.status)
+                if page.delay:
+                    time.sleep(page.delay)
                 self.send_response(page.status)
                 if page.location:
                     self.send_header("Location", page.location)

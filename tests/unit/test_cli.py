@@ -20,6 +20,27 @@ def test_plan_prints_the_trade_off():
     assert any(line.startswith("*") for line in out.stdout.splitlines())
 
 
+def test_plan_says_where_the_embedded_mongodb_stops_serving():
+    """The embedded SecantusDB holds a crawl's writes and builds a whole read in memory:
+    `plan` gives the pages it serves on this machine (or under SIMCRAWL_EMBEDDED_MEMORY)."""
+    import json
+    import os
+
+    from dedup.embedded_limits import READ_BYTES_PER_DOC, WRITE_BYTES_PER_PAGE
+
+    env = {**os.environ, "SIMCRAWL_EMBEDDED_MEMORY": "1GiB"}
+    out = subprocess.run([sys.executable, "-m", "cli", "plan"], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=120, check=False)
+    serves = 2**30 // (WRITE_BYTES_PER_PAGE + READ_BYTES_PER_DOC["pages"])
+    said = " ".join(out.stdout.split())
+    assert f"1.0 GiB available serve about {serves:,} pages" in said
+    assert "embedded MongoDB (SecantusDB" in said and "a real MongoDB (MONGO_URI" in said
+    out = subprocess.run([sys.executable, "-m", "cli", "plan", "--docs", "1000000", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+                         check=False)
+    assert json.loads(out.stdout)["embedded_mongodb_serves_pages"] == serves
+
+
 def test_plan_says_what_the_crawls_index_costs_at_scale():
     out = run("plan", "--docs", "1000000000", "--json")
     assert out.returncode == 0, out.stderr
@@ -249,13 +270,13 @@ def test_scan_decides_with_the_crawls_k_and_text_check(tmp_path):
     assert "c-other" not in out.stdout.split("near duplicate", 1)[1]
 
 
-def test_the_readme_documents_the_exit_statuses_the_commands_use():
+def test_the_docs_give_the_exit_statuses_the_commands_use():
     import re
 
     from dedup.errors import EXIT_STATUSES
 
-    readme = (ROOT / "README.md").read_text("utf-8")
-    table = readme.split("**Exit statuses**", 1)[1].split("\n\n", 2)[1]
+    reference = (ROOT / "docs" / "commands.md").read_text("utf-8")
+    table = reference.split("## Exit statuses", 1)[1].split("\n\n", 3)[2]
     documented = [int(code) for code in re.findall(r"^\|\s*(\d+)\s*\|", table, re.MULTILINE)]
     assert documented == [code for code, _ in EXIT_STATUSES]
 
