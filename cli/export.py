@@ -63,7 +63,11 @@ def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextI
         return write(out, args.what, args.format, records)
     from rich.progress import Progress
 
-    total = db[args.what].count_documents(where)
+    from dedup.store import stored_sizes
+
+    sizes = stored_sizes(db) if not where else None  # a count reads it all on SecantusDB
+    total = sizes[args.what] if sizes and args.what in sizes \
+        else db[args.what].count_documents(where)
     with Progress(transient=True) as progress:
         task = progress.add_task(f"export {args.what}", total=total)
         return write(out, args.what, args.format, records,

@@ -44,7 +44,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
             if sys.stderr.isatty():
                 from rich.progress import Progress
 
-                total = (db.pages.estimated_document_count()
+                from dedup.store import stored_sizes
+
+                sizes = stored_sizes(db)  # a count reads it all on SecantusDB
+                total = (sizes.get("pages", 0) + sizes.get("matches", 0) if sizes else
+                         db.pages.estimated_document_count()
                          + db.matches.estimated_document_count())
                 with Progress(transient=True) as bar:
                     task = bar.add_task("reading the store", total=total)
