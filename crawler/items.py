@@ -113,3 +113,19 @@ _INTERNAL = {"templated", "rest", "sketch", "shingles"}
 EXPORT_FIELDS = list(dict.fromkeys(
     [f.name for f in fields(PageItem) if f.name not in _INTERNAL]
     + [f.name for f in fields(MatchItem)]))
+
+
+def page_item_of(response: Any) -> PageItem:
+    """The :class:`PageItem` of a response, as the crawl reads pages: its URL, host,
+    status, depth, referer, body and (HTML) encoding."""
+    from urllib.parse import urlsplit
+
+    from scrapy.http import HtmlResponse
+
+    ref = response.request.headers.get("Referer") if response.request else None
+    item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
+                    status=response.status, depth=response.meta.get("depth", 0),
+                    referer=ref.decode("latin-1") if ref else None, body=response.body)
+    if isinstance(response, HtmlResponse):
+        item.encoding = response.encoding
+    return item

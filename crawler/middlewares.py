@@ -19,7 +19,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from crawler.frontier import INFLIGHT_ID
-from crawler.items import FrontierReceipt, MatchItem, PageItem
+from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
 from crawler.metrics import latency_observer
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Wiring, wiring_of
@@ -164,6 +164,8 @@ class NearDuplicateMiddleware:
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         outputs = [o async for o in result]
         page = next((o for o in outputs if isinstance(o, PageItem)), None)
+        if page is None and self._judges(response):  # a project's spider (the add-on)
+            page = page_item_of(response)
         inflight = response.request.meta.get(INFLIGHT_ID, "") if response.request else ""
         if page is None:
             for o in outputs:
@@ -251,6 +253,14 @@ class NearDuplicateMiddleware:
         for o in [*others, *self._follow(page, response, None), *requests]:
             yield o
         yield FrontierReceipt(inflight)
+
+    def _judges(self, response: scrapy.http.Response) -> bool:
+        """Whether a response of a spider that does not yield its pages as PageItems (a
+        project's own spider, under the add-on) is read and decided here: an HTML
+        response its request did not exempt (``meta={"dont_dedup": True}``)."""
+        return (isinstance(response, scrapy.http.HtmlResponse)
+                and not getattr(self.crawler.spider, "yields_pages", False)
+                and not response.meta.get("dont_dedup"))
 
     @staticmethod
     def _worker_links(spider: Any) -> bool:

@@ -160,6 +160,11 @@ class StoragePipeline:
                     **evidence))
         if len(self.pages) + len(self.matches) >= self.config.batch_size:
             await self._flush_or_wait()
+        if isinstance(item, (PageItem, MatchItem)) and \
+                not getattr(self.crawler.spider, "yields_pages", False):
+            # a project's spider under the add-on: simcrawl's records are kept in MongoDB,
+            # not handed on to the project's pipelines and feeds with its own items
+            raise DropItem("kept by simcrawl", log_level="DEBUG")
         return item
 
     async def _flush_or_wait(self) -> None:

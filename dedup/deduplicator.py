@@ -239,6 +239,13 @@ class Deduplicator:
         self._mark_reversed(batch, out)
         self._remember(batch, out)
         self._name_originals(out)
+        for i, d in enumerate(out):
+            # a page is never a copy of itself: its URL fetched again before its first
+            # fetch was stored (a project's start URL, which Scrapy does not filter, that
+            # a link leads back to) is a revisit of it
+            if d.dropped and d.original_url and url_key(d.original_url) == url_key(batch[i].url):
+                out[i] = revisit(batch[i], d.original_id or "",
+                                 batch[i].checksum if d.kind == EXACT else None)
         if again:  # their original did not stay: decided again, with the pages that follow them
             redo = sorted(set(again) | {i for i, first in followers.items() if first in again})
             if self._redo_depth >= REDO_DEPTH:

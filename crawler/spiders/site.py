@@ -14,7 +14,7 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from crawler.items import PageItem
+from crawler.items import page_item_of
 from crawler.wiring import Wiring
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
@@ -40,6 +40,9 @@ class SiteSpider(scrapy.Spider):
     """
 
     name = "site"
+    #: It yields each page as a PageItem, decided by the dedup middleware and exported in
+    #: the crawl's feed; the add-on's other spiders have their pages read for them.
+    yields_pages = True
 
     def __init__(self, start_urls: str | None = None, start_file: str | None = None,
                  allowed_domains: str | None = None, **kwargs: Any) -> None:
@@ -103,15 +106,11 @@ class SiteSpider(scrapy.Spider):
         :meth:`follow` for the requests, only when the page is not a copy. With dedup off
         the page is parsed here.
         """
-        ref = response.request.headers.get("Referer") if response.request else None
-        item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
-                        status=response.status, depth=response.meta.get("depth", 0),
-                        referer=ref.decode("latin-1") if ref else None, body=response.body)
+        item = page_item_of(response)
         # HTML only: JSON, plain text and other text types are counted as not_html by the
         # dedup middleware (a JSON response has no CSS selectors at all).
         html = isinstance(response, HtmlResponse)
         if html:
-            item.encoding = response.encoding  # type: ignore[attr-defined]
             if self.links_from_workers:
                 yield item
                 return

@@ -1,0 +1,65 @@
+"""simcrawl as a Scrapy add-on: one line in any project's settings,
+
+    ADDONS = {"crawler.Addon": 300}
+
+and each HTML response any of its spiders receives is decided on its main text, as
+simcrawl's own crawl decides pages (:class:`crawler.middlewares.NearDuplicateMiddleware`):
+
+- a copy's whole output (its items and its requests) is dropped, and a match record naming
+  its original is stored in MongoDB;
+- an original's output passes on unchanged, and the page, its fingerprints and the match
+  records of its copies are stored as a simcrawl crawl stores them;
+- a response the spider asked not to judge (``meta={"dont_dedup": True}``), a response
+  that is not HTML, and a page without text of its own (empty, or nothing but its site's
+  template) pass on unchanged and are not stored;
+- a response whose callback yields only requests (a listing) is judged like any page: a
+  copy of a listing is dropped with its requests.
+
+The services are ``REDIS_URL`` / ``MONGO_URI`` (settings or environment), else the
+embedded ones; every ``DEDUP_*`` / ``SIMCRAWL_*`` setting works as in docs/settings.md. The
+add-on sets its components at the add-on priority, below the project's: a setting the
+project sets itself is left alone. It adds, and does not replace, the project's
+middlewares, pipelines and extensions, except Scrapy's robots.txt middleware, which it
+replaces with simcrawl's (:class:`crawler.middlewares.RobotsTxt`: RFC 9309 on unreachable
+robots.txt files, and every waiting request checked). ``SIMCRAWL_FRONTIER=redis`` shares
+one crawl between processes as in simcrawl's own crawl (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Spider middlewares, downloader middlewares, item pipelines and extensions the add-on
+#: adds, with their order (the storage pipeline first: the project's pipelines never see
+#: simcrawl's own records, which it takes out of the item stream once buffered).
+COMPONENTS: dict[str, dict[str, int | None]] = {
+    "SPIDER_MIDDLEWARES": {"crawler.middlewares.NearDuplicateMiddleware": 950},
+    "DOWNLOADER_MIDDLEWARES": {
+        "crawler.middlewares.ServiceGuard": 50,
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "crawler.middlewares.RobotsTxt": 100},
+    "ITEM_PIPELINES": {"crawler.pipelines.StoragePipeline": 0},
+    "EXTENSIONS": {"crawler.wiring.Wiring": -10, "crawler.extensions.JobGuard": 0,
+                   "crawler.frontier.SharedCrawlEnd": 10,
+                   "crawler.extensions.ProgressFile": 20,
+                   "crawler.metrics.PrometheusMetrics": 30},
+}
+
+#: Plain settings the add-on needs, at the add-on priority (the project's win).
+SETTINGS: dict[str, Any] = {
+    "SCHEDULER": "crawler.frontier.Scheduler",  # Scrapy's, or the shared one in Redis
+}
+
+
+class Addon:
+    """Scrapy add-on (``ADDONS = {"crawler.Addon": 300}``): see :mod:`crawler.addon`."""
+
+    def update_settings(self, settings: Any) -> None:
+        from scrapy.utils.misc import load_object
+
+        for name, components in COMPONENTS.items():
+            for component, order in components.items():  # a class the project names
+                settings.setdefault_in_component_priority_dict(  # (as a path or not) stays
+                    name, load_object(component), order)
+        for name, value in SETTINGS.items():
+            settings.set(name, value, priority="addon")

@@ -1,0 +1,149 @@
+"""simcrawl in any Scrapy project: ``ADDONS = {"crawler.Addon": 300}`` in a project made by
+``scrapy startproject``, with the project's own spiders (a plain one that yields dicts and
+follows links with ``response.follow``, and a ``CrawlSpider``), crawling the demo site with
+its mirrors, syndicated copies and trap pages linked only from copies."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from simcrawl_examples.demosite import DemoSite, build
+
+from dedup.services import EmbeddedServices, connect_mongo
+
+pytestmark = pytest.mark.e2e
+
+SPIDERS = '''
+import scrapy
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+
+class PagesSpider(scrapy.Spider):
+    name = "pages"
+
+    def __init__(self, start=None, **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [start]
+
+    def parse(self, response):
+        yield {"url": response.url, "title": response.css("title::text").get()}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, self.parse)
+
+
+class RulesSpider(CrawlSpider):
+    name = "rules"
+    rules = (Rule(LinkExtractor(), callback="parse_item", follow=True),)
+
+    def __init__(self, start=None, **kwargs):
+        self.start_urls = [start]
+        super().__init__(**kwargs)
+
+    def parse_item(self, response):
+        yield {"url": response.url, "heading": response.css("h1::text").get()}
+'''
+
+
+def project(tmp: Path) -> Path:
+    """A project as ``scrapy startproject`` makes it, with the add-on's one line."""
+    subprocess.run([sys.executable, "-m", "scrapy", "startproject", "shop", str(tmp / "shop")],
+                   check=True, capture_output=True, timeout=120)
+    folder = tmp / "shop"
+    (folder / "shop" / "spiders" / "mine.py").write_text(SPIDERS)
+    with (folder / "shop" / "settings.py").open("a") as fh:
+        fh.write('\nADDONS = {"crawler.Addon": 300}\n')
+    return folder
+
+
+def crawl(folder: Path, env: dict[str, str], spider: str, start: str, name: str,
+          *extra: str) -> list[dict]:
+    out = folder / f"{name}.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", spider, "-a", f"start={start}", "-O",
+         str(out), "-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8",
+         "-s", f"DEDUP_DATABASE={name}", "-s", f"DEDUP_NAMESPACE={name}",
+         "-s", f"LOG_FILE={folder / (name + '.log')}", *extra],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, (folder / f"{name}.log").read_text()[-3000:]
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_the_add_on_drops_copies_and_their_links_in_any_projects_spiders(tmp_path: Path
+                                                                          ) -> None:
+    folder = project(tmp_path)
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite(build(novel_chapters=0)) as site:  # no originals registered
+        env = {**os.environ, "REDIS_URL": services.redis_url or "",
+               "MONGO_URI": services.mongo_uri or ""}
+        start = site.start_urls()[0]
+        plain = crawl(folder, env, "pages", start, "plain", "-s", "ADDONS={}")
+        before = len(site.requests)
+        items = crawl(folder, env, "pages", start, "added")
+        requested = site.requests[before:]
+        db = connect_mongo(services.mongo_uri or "")["added"]
+        copies = {m["url"]: m for m in db.matches.find({})}
+        stored = {p["url"] for p in db.pages.find({}, {"url": 1})}
+        # match records name their originals, which are stored; copies emit nothing
+        assert len(copies) >= 20
+        assert all(m["original_url"] in stored for m in copies.values())
+        assert not {i["url"] for i in items} & set(copies)
+        # an original's items are those of the same project without the add-on
+        by_url = {i["url"]: i for i in plain}
+        assert items and all(by_url[i["url"]] == i for i in items)
+        assert stored <= set(by_url) and {i["url"] for i in items} >= stored
+        # a copy's links were never followed: no trap page requested (the run without the
+        # add-on requests them all)
+        traps = site.content.expected.traps
+        assert [t for t in traps if t in site.requests[:before]], "the site has no traps"
+        assert not [t for t in traps if t in requested and not t.endswith("secret.html")]
+        # simcrawl's own records stay out of the project's feed
+        assert all(set(i) == {"url", "title"} for i in items)
+
+        before = len(site.requests)
+        ruled = crawl(folder, env, "rules", start, "ruled")
+        requested = site.requests[before:]
+        db = connect_mongo(services.mongo_uri or "")["ruled"]
+        copies = {m["url"] for m in db.matches.find({})}
+        assert len(copies) >= 20 and not {i["url"] for i in ruled} & copies
+        assert not [t for t in traps if t in requested and not t.endswith("secret.html")]
+
+
+def test_the_add_on_leaves_a_projects_own_settings_alone() -> None:
+    from scrapy.settings import Settings
+
+    from crawler import Addon
+
+    settings = Settings({
+        "SPIDER_MIDDLEWARES": {"scrapy.spidermiddlewares.referer.RefererMiddleware": 543},
+        "ITEM_PIPELINES": {"scrapy.pipelines.files.FilesPipeline": 300},
+        "DOWNLOADER_MIDDLEWARES": {
+            "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 120},
+        "SCHEDULER": "shop.scheduler.Mine", "CONCURRENT_ITEMS": 50}, priority="project")
+    Addon().update_settings(settings)
+
+    def named(setting: str, of: Settings) -> dict[str, int | None]:
+        from scrapy.utils.misc import load_object
+
+        classes = {load_object(k): v for k, v in of.getdict(setting).items()}
+        return {f"{c.__module__}.{c.__qualname__}": v for c, v in classes.items()}
+
+    assert named("SPIDER_MIDDLEWARES", settings) == {
+        "scrapy.spidermiddlewares.referer.RefererMiddleware": 543,
+        "crawler.middlewares.NearDuplicateMiddleware": 950}
+    assert named("ITEM_PIPELINES", settings) == {
+        "scrapy.pipelines.files.FilesPipeline": 300, "crawler.pipelines.StoragePipeline": 0}
+    downloader = named("DOWNLOADER_MIDDLEWARES", settings)
+    assert downloader["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] == 120
+    assert downloader["crawler.middlewares.RobotsTxt"] == 100
+    assert settings["SCHEDULER"] == "shop.scheduler.Mine"
+    assert settings.getint("CONCURRENT_ITEMS") == 50
+    fresh = Settings()
+    Addon().update_settings(fresh)
+    assert fresh["SCHEDULER"] == "crawler.frontier.Scheduler"
+    assert named("DOWNLOADER_MIDDLEWARES", fresh)[
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] is None
