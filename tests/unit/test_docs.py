@@ -46,7 +46,8 @@ def test_the_readme_is_a_short_guide_that_links_the_rest() -> None:
     assert "docs/commands.md#exit-statuses" in readme
     sections = re.findall(r"^## (.+)$", readme, re.MULTILINE)
     assert sections[0] == "The two commands" and "![" in readme.split("## ", 1)[0]
-    for task in ("Crawl your sites", "Scale out", "Query the record", "See what a crawl found",
+    for task in ("Crawl your sites", "Add it to your Scrapy project", "Scale out",
+                 "Query the record", "See what a crawl found",
                  "Batch: all pairs, clusters, what the crawl let through"):
         assert task in sections
     rows = [len(table.splitlines()) for table in re.findall(r"(?:^\|.*\n)+", readme, re.MULTILINE)]
