@@ -112,13 +112,13 @@ def embedded_note() -> str:
     )
 
     return textwrap.fill(
-        f"The store: the embedded MongoDB (SecantusDB, when MONGO_URI is unset) holds "
-            f"about {WRITE_BYTES_PER_PAGE / 1024:.0f} KiB a page a crawl writes until it "
-            f"restarts, and a whole read (export, report, clusters, rebuild-index) takes "
-            f"about {READ_BYTES_PER_DOC['pages'] / 1024:.0f} KiB a page; this machine's "
-            f"{available_memory() / 2**30:.1f} GiB available serve about "
-            f"{embedded_serves():,} pages with their text. Past that, a real MongoDB "
-            "(MONGO_URI; docker compose runs one).", width=100)
+        f"The store: the embedded MongoDB (SecantusDB, when MONGO_URI is unset) holds about "
+        f"{WRITE_BYTES_PER_PAGE / 1024:.0f} KiB a page a crawl writes until it restarts, and "
+        f"a whole read (export, report, clusters, rebuild-index) takes about "
+        f"{READ_BYTES_PER_DOC['pages'] / 1024:.0f} KiB a page; this machine's "
+        f"{available_memory() / 2**30:.1f} GiB available serve about {embedded_serves():,} "
+        "pages with their text. Past that, a real MongoDB (MONGO_URI; docker compose runs "
+        "one).", width=100)
 
 
 def main(argv: list[str], prog: str = "simcrawl plan") -> int:

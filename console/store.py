@@ -60,15 +60,21 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
                    f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
 
 
+def _counted(db: Any) -> tuple[set[str], dict[str, int] | None]:
+    """``db``'s collection names, and its sizes when the store keeps them (one read each;
+    :func:`dedup.store.stored_sizes`)."""
+    from dedup.store import stored_sizes
+
+    names = set(db.list_collection_names())
+    return names, stored_sizes(db) if "meta" in names else None
+
+
 def holds_crawl(db: Any) -> bool:
     """Whether ``db`` holds a crawl: a crawled page (not only registered originals) or a
     match record. Read from the store's sizes (one document) when it keeps them, else with
     one lookup each (on SecantusDB a lookup without a filter an index serves reads the
     whole collection; a count too)."""
-    from dedup.store import stored_sizes
-
-    names = set(db.list_collection_names())
-    sizes = stored_sizes(db) if "meta" in names else None
+    names, sizes = _counted(db)
     if sizes is not None:
         return sizes.get("pages", 0) > sizes.get("registered", 0) or sizes.get("matches", 0) > 0
     return ("matches" in names and db.matches.find_one({}, {"_id": 1}) is not None) or (
@@ -105,10 +111,7 @@ def require_crawl(db: Any) -> Any:
     Raises:
         NoCrawl: it holds neither (a mistyped ``--database``, or nothing crawled yet).
     """
-    from dedup.store import stored_sizes
-
-    names = set(db.list_collection_names())
-    sizes = stored_sizes(db) if "meta" in names else None
+    names, sizes = _counted(db)
     if sizes is not None and (sizes.get("pages", 0) or sizes.get("matches", 0)):
         return db
     if not names & {"pages", "matches"} or not any(

@@ -13,6 +13,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy.http import HtmlResponse
 
 from dedup.page import Page
 
@@ -118,10 +121,6 @@ EXPORT_FIELDS = list(dict.fromkeys(
 def page_item_of(response: Any) -> PageItem:
     """The :class:`PageItem` of a response, as the crawl reads pages: its URL, host,
     status, depth, referer, body and (HTML) encoding."""
-    from urllib.parse import urlsplit
-
-    from scrapy.http import HtmlResponse
-
     ref = response.request.headers.get("Referer") if response.request else None
     item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
                     status=response.status, depth=response.meta.get("depth", 0),

@@ -262,8 +262,8 @@ class PageStore:
         docs = [_with_oid(p) for p in pages]
         fps = [_with_oid(f) for f in fingerprints]
         inserted, refused = self._insert(self.pages, docs)
-        registered = sum(1 for i, d in enumerate(docs) if d.get("source")) - sum(
-            1 for i in refused if docs[i].get("source"))
+        skipped = set(refused)
+        registered = sum(1 for i, d in enumerate(docs) if d.get("source") and i not in skipped)
         if refused:  # their URL was stored already: by another page, or by an earlier try
             urls = [docs[i]["url"] for i in refused]
             try:
