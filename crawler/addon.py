@@ -31,7 +31,9 @@ from typing import Any
 
 #: Spider middlewares, downloader middlewares, item pipelines and extensions the add-on
 #: adds, with their order (the storage pipeline first: the project's pipelines never see
-#: simcrawl's own records, which it takes out of the item stream once buffered).
+#: simcrawl's own records, which it takes out of the item stream once buffered). The
+#: crawl's objects are built once, by the first component that asks
+#: (:func:`crawler.wiring.parts_of`).
 COMPONENTS: dict[str, dict[str, int | None]] = {
     "SPIDER_MIDDLEWARES": {"crawler.middlewares.NearDuplicateMiddleware": 950},
     "DOWNLOADER_MIDDLEWARES": {
@@ -39,15 +41,15 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "crawler.middlewares.RobotsTxt": 100},
     "ITEM_PIPELINES": {"crawler.pipelines.StoragePipeline": 0},
-    "EXTENSIONS": {"crawler.wiring.Wiring": -10, "crawler.extensions.JobGuard": 0,
-                   "crawler.frontier.SharedCrawlEnd": 10,
+    "EXTENSIONS": {"crawler.extensions.JobGuard": 0,
+                   "crawler.scheduler.SharedCrawlEnd": 10,
                    "crawler.extensions.ProgressFile": 20,
                    "crawler.metrics.PrometheusMetrics": 30},
 }
 
 #: Plain settings the add-on needs, at the add-on priority (the project's win).
 SETTINGS: dict[str, Any] = {
-    "SCHEDULER": "crawler.frontier.Scheduler",  # Scrapy's, or the shared one in Redis
+    "SCHEDULER": "crawler.scheduler.Scheduler",  # Scrapy's, or the shared one in Redis
 }
 
 

@@ -45,23 +45,21 @@ import hashlib
 import json
 import logging
 import threading
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, signals
-from scrapy.core.scheduler import Scheduler as MemoryScheduler
-from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy import Request
 from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
 from crawler.steps import Outage, stop_crawl
-from crawler.wiring import frontier_of, wiring_of
 from dedup.services import redis_outage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from crawler.wiring import Parts
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +73,23 @@ POLL_SECONDS = 0.25
 #: The meta key of a request taken from the shared queue by the idle poll and handed to
 #: the engine (``engine.crawl``): the scheduler serves it, never queues it again.
 READY = "simcrawl_ready"
+
+
+#: ``SIMCRAWL_FRONTIER``: Scrapy's own queue, or one in Redis shared by the namespace's
+#: processes.
+FRONTIERS = ("memory", "redis")
+
+
+def frontier_of(settings: Any) -> str:
+    """``SIMCRAWL_FRONTIER``, checked.
+
+    Raises:
+        ValueError: not ``memory`` or ``redis``.
+    """
+    kind = str(settings.get("SIMCRAWL_FRONTIER") or "memory").strip().lower()
+    if kind not in FRONTIERS:
+        raise ValueError(f"SIMCRAWL_FRONTIER must be memory or redis, got {kind!r}")
+    return kind
 
 
 # ------------------------------------------------------------------- serialization
@@ -181,26 +196,6 @@ class FrontierWaits(Exception):
     filtered = False
 
 
-# ------------------------------------------------------------------------ scheduler
-class Scheduler(MemoryScheduler):
-    """``SCHEDULER`` of simcrawl: Scrapy's scheduler (``SIMCRAWL_FRONTIER=memory``), or
-    the shared frontier in Redis (``redis``), which :meth:`from_crawler` builds instead.
-
-    Settings: SIMCRAWL_FRONTIER, REDIS_URL, DEDUP_NAMESPACE.
-    """
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Any:
-        if frontier_of(crawler.settings) == "redis":
-            return SharedFrontier.from_crawler(crawler)
-        return super().from_crawler(crawler)
-
-    def next_request(self) -> Request | None:
-        request = super().next_request()
-        count_request(self.stats, request)
-        return request
-
-
 class SharedFrontier(RedisScheduler):
     """scrapy-redis's scheduler on the crawl's namespace (see the module docstring)."""
 
@@ -213,29 +208,32 @@ class SharedFrontier(RedisScheduler):
     unsettled: list[str]
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SharedFrontier:
-        runtime = wiring_of(crawler)  # the services (embedded ones included)
-        server = runtime.client  # the index's server and client
-        keys = frontier_keys(runtime.config.namespace)
+    def build(cls, crawler: Crawler, parts: Parts) -> SharedFrontier:
+        """The shared frontier of a crawl, on its Redis client and namespace, built by the
+        crawl's factory (:func:`crawler.wiring.build`) with the parts it uses: the store
+        and the index (recovery), and the crawl's shared state (lost links, what
+        recovery at start found)."""
+        server = parts.client  # the index's server and client
+        keys = frontier_keys(parts.config.namespace)
         dupefilter = RFPDupeFilter(server, keys["seen"],
                                    debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         scheduler = cls(server=server, persist=True, queue_key=keys["queue"],
                         queue_cls="scrapy_redis.queue.PriorityQueue", dupefilter=dupefilter,
                         dupefilter_key=keys["seen"], serializer=JsonSerializer)
         scheduler.stats = crawler.stats
-        scheduler.owner = runtime.journal.owner if runtime.journal else uuid.uuid4().hex[:16]
-        scheduler.lease = runtime.journal.lease if runtime.journal else 30.0
-        scheduler.namespace = runtime.config.namespace
+        scheduler.owner = parts.journal.owner if parts.journal else uuid.uuid4().hex[:16]
+        scheduler.lease = parts.journal.lease if parts.journal else 30.0
+        scheduler.namespace = parts.config.namespace
         scheduler.inflight_prefix = keys["inflight"]
         scheduler.inflight_key = f"{keys['inflight']}:{scheduler.owner}"
         scheduler.ready = []
         scheduler.crawler = crawler
-        scheduler.outage = Outage("the shared frontier", runtime.config.retry_seconds, log)
+        scheduler.outage = Outage("the shared frontier", parts.config.retry_seconds, log)
         scheduler.waiting = []  # (request, passed the dupefilter) not yet in Redis
         scheduler.unsettled = []  # in-flight ids to settle when Redis answers
         scheduler._buffer_lock = threading.Lock()  # settle runs in the storage thread too
-        runtime.attach_frontier(scheduler)  # the middleware and the pipeline settle requests
-        scheduler.runtime = runtime
+        scheduler.pages, scheduler.index = parts.pages, parts.index
+        scheduler.state = parts.state
         return scheduler
 
     def open(self, spider: Any) -> Any:
@@ -342,23 +340,23 @@ class SharedFrontier(RedisScheduler):
         requests they had in flight. Returns how many requests were queued again."""
         from dedup.journal import recover
 
-        runtime = self.runtime
-        done = recover(self.server, self.namespace, runtime.pages, runtime.index,
+        state = self.state
+        done = recover(self.server, self.namespace, self.pages, self.index,
                        exclude=self.owner)
-        copies = list(dict.fromkeys([*runtime.recovered_copies, *done.copies]))
-        runtime.recovered_copies = []
+        copies = list(dict.fromkeys([*state.recovered_copies, *done.copies]))
+        state.recovered_copies = []
         for url in copies:  # their records named a page that was never stored
             try:
                 self._offer(Request(url, callback=self.spider.parse,
                                     errback=self.spider.failed, dont_filter=True))
             except FrontierWaits:
                 pass  # it waits in this process, and is queued when Redis answers
-        dead = [*runtime.recovered_owners, *done.dead]
-        runtime.recovered_owners = []
+        dead = [*state.recovered_owners, *done.dead]
+        state.recovered_owners = []
         try:
             moved = len(copies) + self.requeue_dead(dead, sweep)
         except FrontierWaits:  # tried again at the next look
-            runtime.recovered_owners.extend(dead)
+            state.recovered_owners.extend(dead)
             raise
         if moved:
             self.stats.inc_value("frontier/requeued", moved)
@@ -510,106 +508,6 @@ class SharedFrontier(RedisScheduler):
         with self._buffer_lock:
             lost, self.waiting = [r.url for r, _ in self.waiting], []
         if lost:
-            self.runtime.lost.extend(lost)
+            self.state.lost.extend(lost)
             self.stats.inc_value("dedup/lost/requests", len(lost))
         return lost
-
-
-class SharedCrawlEnd:
-    """Shares the work of a shared crawl and ends it when there is none left anywhere
-    (see the module docstring); keeps a process waiting with ``SIMCRAWL_KEEP_WAITING``.
-
-    Settings: SIMCRAWL_FRONTIER, SIMCRAWL_IDLE_SECONDS, SIMCRAWL_KEEP_WAITING.
-    """
-
-    def __init__(self, crawler: Crawler, idle_seconds: float, keep_waiting: bool) -> None:
-        self.crawler = crawler
-        self.idle_seconds = idle_seconds
-        self.keep_waiting = keep_waiting
-        self.idle = False  # the engine said it has nothing to do
-        self._finished = False
-        self._quiet_since: float | None = None
-        self._poll: Any = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SharedCrawlEnd:
-        if frontier_of(crawler.settings) != "redis":
-            raise NotConfigured("SIMCRAWL_FRONTIER is memory")
-        idle = crawler.settings.getfloat("SIMCRAWL_IDLE_SECONDS", IDLE_SECONDS)
-        if idle < 0:
-            raise ValueError(f"SIMCRAWL_IDLE_SECONDS must be at least 0, got {idle}")
-        ext = cls(crawler, idle, crawler.settings.getbool("SIMCRAWL_KEEP_WAITING"))
-        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(ext.busy, signal=signals.response_received)
-        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
-        return ext
-
-    def _scheduler(self) -> SharedFrontier | None:
-        """The shared frontier, as it attached itself to the crawl's wiring."""
-        scheduler = wiring_of(self.crawler).frontier
-        return scheduler if isinstance(scheduler, SharedFrontier) else None
-
-    def spider_opened(self, spider: Any = None) -> None:
-        from twisted.internet import task
-
-        self._poll = task.LoopingCall(self.poll)
-        self._poll.start(POLL_SECONDS, now=False)
-
-    def busy(self, *args: Any, **kwargs: Any) -> None:
-        self.idle = False
-
-    def spider_idle(self, spider: Any = None) -> None:
-        scheduler = self._scheduler()
-        if scheduler is None:
-            return
-        self.idle = True
-        if self.keep_waiting or not self._complete(scheduler):
-            raise DontCloseSpider  # the poll takes work as soon as there is some
-
-    def poll(self) -> None:
-        """While the engine has nothing to do: take work from the shared queue as soon
-        as there is some (the engine then takes more itself), or end the crawl when
-        there is none left anywhere."""
-        scheduler = self._scheduler()
-        if not self.idle or scheduler is None or self._finished:
-            return
-        request = scheduler.next_request()
-        if request is not None:
-            request.meta[READY] = True
-            self.idle = False
-            engine = self.crawler.engine
-            if engine is not None:
-                engine.crawl(request)  # served by the scheduler, and wakes the engine
-            return
-        if not self.keep_waiting and self._complete(scheduler):
-            stop_crawl(self.crawler, "finished")
-
-    def _complete(self, scheduler: SharedFrontier) -> bool:
-        """Whether nothing has been queued or in flight anywhere for ``idle_seconds``."""
-        try:
-            left = scheduler.work_left()
-        except FrontierWaits:
-            left = True  # Redis is out: nobody can tell
-        now = time.monotonic()
-        if left:
-            self._quiet_since = None
-            return False
-        if self._quiet_since is None:
-            self._quiet_since = now
-        if now - self._quiet_since < self.idle_seconds:
-            return False
-        self._finished = True  # the whole shared crawl is done
-        log.info("the shared frontier is empty and no process has a request in flight: "
-                 "the crawl is complete")
-        return True
-
-    def spider_closed(self, spider: Any = None, reason: str = "") -> None:
-        if self._poll is not None and self._poll.running:
-            self._poll.stop()
-        scheduler = self._scheduler()
-        if scheduler is not None and reason == "finished" and self._finished:
-            try:
-                scheduler.clear_frontier()
-            except FrontierWaits:  # the next crawl finds a queue that is empty anyway
-                log.warning("Redis did not answer: the finished crawl's seen-set stays")

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Scrapy signal the dedup middleware sends once a page is decided, with ``seconds`` from
+#: its arrival (extraction, then the index, the checksum registry and the store).
+page_decided = object()
+
 #: Decision latency buckets, seconds.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -110,19 +114,13 @@ class PrometheusMetrics:
         ext = cls(crawler, port, crawler.settings.get("SIMCRAWL_METRICS_ADDRESS")
                   or "127.0.0.1")
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
-        set_latency_observer(crawler, ext.latency.observe)
+        crawler.signals.connect(ext.decided, signal=page_decided)
         return ext
+
+    def decided(self, seconds: float) -> None:
+        """A page was decided ``seconds`` after it arrived (:data:`page_decided`)."""
+        self.latency.observe(seconds)
 
     def spider_closed(self, spider: Any = None) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-def set_latency_observer(crawler: Crawler, observe: Any) -> None:
-    """Have the dedup middleware report each decision's latency to ``observe(seconds)``."""
-    crawler.simcrawl_observe_decision = observe
-
-
-def latency_observer(crawler: Crawler) -> Any:
-    """The function that records a decision's latency, or ``None``."""
-    return getattr(crawler, "simcrawl_observe_decision", None)

@@ -18,12 +18,16 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
+from crawler.extraction import Extractor
 from crawler.frontier import INFLIGHT_ID
 from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
-from crawler.metrics import latency_observer
+from crawler.metrics import page_decided
+from crawler.state import CrawlState
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
-from crawler.wiring import Wiring, wiring_of
+from crawler.wiring import parts_of
+from dedup.config import DedupConfig
 from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
+from dedup.deduplicator import Deduplicator
 from dedup.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
@@ -81,6 +85,21 @@ class Batcher:
         deferToThread(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
 
 
+def dedup_enabled(settings: Any) -> bool:
+    """Whether the crawl decides pages: ``DEDUP_ENABLED`` and the dedup middleware among
+    its spider middlewares (a spider that yields its pages, like the site spider, then
+    leaves their links to it)."""
+    if not settings.getbool("DEDUP_ENABLED", True):
+        return False
+    from scrapy.utils.misc import load_object
+
+    for name, order in settings.getwithbase("SPIDER_MIDDLEWARES").items():
+        cls = load_object(name) if isinstance(name, str) else name
+        if cls is NearDuplicateMiddleware:
+            return order is not None
+    return False
+
+
 class NearDuplicateMiddleware:
     """Drop near-duplicate pages and their outlinks (a spider middleware).
 
@@ -93,35 +112,36 @@ class NearDuplicateMiddleware:
     of :class:`dedup.config.DedupConfig`; REDIS_URL, MONGO_URI.
     """
 
-    def __init__(self, crawler: Crawler, runtime: Wiring) -> None:
+    def __init__(self, crawler: Crawler, config: DedupConfig, deduplicator: Deduplicator,
+                 extractor: Extractor, state: CrawlState) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.runtime = runtime
-        self.config = runtime.config
+        self.config = config
+        self.extractor = extractor
+        self.state = state
         self._first_drop_logged = False
-        self.outage = Outage("deciding pages", runtime.config.retry_seconds, log)
-        self.batcher = Batcher(runtime.deduplicator.decide, runtime.config.batch_size,
-                               BATCH_WAIT)
-        runtime.worker_links = True  # the site spider leaves each page's links to us
+        self.outage = Outage("deciding pages", config.retry_seconds, log)
+        self.batcher = Batcher(deduplicator.decide, config.batch_size, BATCH_WAIT)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicateMiddleware:
-        if not crawler.settings.getbool("DEDUP_ENABLED", True):
+        if not dedup_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is off")
-        return cls(crawler, wiring_of(crawler))
+        parts = parts_of(crawler)
+        return cls(crawler, parts.config, parts.deduplicator, parts.extractor, parts.state)
 
     async def _decide(self, item: PageItem) -> Decision | str:
         """Extract and fingerprint off the reactor thread, then decide together with the
         other pages in flight (one batch: one MongoDB query and one Redis script)."""
         started = time.monotonic()
         outcome = await self._extract_and_decide(item)
-        observe = latency_observer(self.crawler)
-        if observe is not None and isinstance(outcome, Decision):
-            observe(time.monotonic() - started)
+        if isinstance(outcome, Decision):
+            self.crawler.signals.send_catch_log(page_decided,
+                                                seconds=time.monotonic() - started)
         return outcome
 
     async def _extract_and_decide(self, item: PageItem) -> Decision | str:
-        reason = await fingerprint_item(item, self.runtime.extractor)
+        reason = await fingerprint_item(item, self.extractor)
         if reason is not None:
             return reason
         delay = 0.25
@@ -182,11 +202,11 @@ class NearDuplicateMiddleware:
         page.body = b""
         if reason == LOST:  # not decided: neither stored nor followed; it stays in flight
             self.stats.inc_value("dedup/lost/undecided")
-            self.runtime.lost.append(page.url)
+            self.state.lost.append(page.url)
             return
         if reason is not None:
             self.stats.inc_value(f"dedup/skipped/{reason}")
-            self.runtime.count_skip()
+            self.state.count_skip()
             log.debug("skipped %s: %s", page.url, reason)
             requests += self._follow(page, response, reason)
             for o in [*others, *requests]:
@@ -196,7 +216,7 @@ class NearDuplicateMiddleware:
             return
         assert isinstance(outcome, Decision)
         if inflight and outcome.dropped:
-            self.runtime.pending[page.url] = inflight  # settled once its record is stored
+            self.state.pending[page.url] = inflight  # settled once its record is stored
         page.page_id, page.decision = outcome.page_id, outcome.kind
         if outcome.dropped:
             spider = self.crawler.spider
@@ -246,7 +266,7 @@ class NearDuplicateMiddleware:
         # again, perhaps as a copy, whose links must never have been queued), and
         # settles its request only after that (the receipt comes after the links; a kill
         # in between puts the request back, and the page, now a revisit, queues them).
-        stored = self.runtime.when_stored(page.url) if outcome.kind == NEW else None
+        stored = self.state.when_stored(page.url) if outcome.kind == NEW else None
         yield page
         if stored is not None and not await maybe_deferred_to_future(stored):
             return  # the record is lost: neither followed nor settled (recovery redoes it)
@@ -309,8 +329,8 @@ class ServiceGuard:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ServiceGuard:
-        runtime = wiring_of(crawler)
-        forbidden = {(name, port) for url in (runtime.redis_url, runtime.mongo_uri)
+        parts = parts_of(crawler)
+        forbidden = {(name, port) for url in (parts.redis_url, parts.mongo_uri)
                      for host, port in _addresses(url) for name in _names_of(host)}
         raw = crawler.settings.get("SIMCRAWL_ALLOWED_PORTS") or ""
         try:

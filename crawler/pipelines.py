@@ -18,7 +18,7 @@ from twisted.internet.threads import deferToThread
 from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
-from crawler.wiring import Wiring, wiring_of
+from crawler.wiring import Parts, parts_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.journal import lost_pages
@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 RECORD_SECONDS = 5.0
 
 
-def failed_services(services: set[str], wiring: Wiring) -> str:
+def failed_services(services: set[str], parts: Parts) -> str:
     """``Redis at URL``, ``MongoDB at URL`` or both, for the services in ``services``."""
-    where = {"Redis": wiring.redis_url, "MongoDB": wiring.mongo_uri}
+    where = {"Redis": parts.redis_url, "MongoDB": parts.mongo_uri}
     return " and ".join(f"{name} at {where.get(name, '?')}" for name in sorted(services))
 
 
@@ -55,10 +55,11 @@ class StoragePipeline:
     the spider closes, and the summary is written after that.
     """
 
-    def __init__(self, crawler: Crawler, runtime: Wiring) -> None:
+    def __init__(self, crawler: Crawler, parts: Parts) -> None:
         self.crawler = crawler
-        self.runtime = runtime
-        self.config = runtime.config
+        self.parts = parts  # nearly all of them: the store, the index, the journal, ...
+        self.state = parts.state
+        self.config = parts.config
         self.pages: list[dict[str, Any]] = []
         self.fingerprints: list[dict[str, Any]] = []
         self.matches: list[dict[str, Any]] = []
@@ -67,15 +68,15 @@ class StoragePipeline:
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
         self._unconfirmed: list[str] = []
-        self.outage = Outage("writing pages", runtime.config.retry_seconds, log)
+        self.outage = Outage("writing pages", parts.config.retry_seconds, log)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, wiring_of(crawler))
+        return cls(crawler, parts_of(crawler))
 
     def open_spider(self, spider: Any = None) -> None:
         try:  # an earlier crawl on this machine killed without its summary
-            for crawl_id in self.runtime.pages.mark_interrupted(socket.gethostname(),
+            for crawl_id in self.parts.pages.mark_interrupted(socket.gethostname(),
                                                                 process_alive):
                 log.warning("crawl %s ended without its summary (its process is gone): "
                             "marked interrupted", crawl_id)
@@ -102,7 +103,7 @@ class StoragePipeline:
 
         def write() -> None:
             try:
-                self.runtime.pages.save_crawl(self.runtime.crawl_id, record, running=True)
+                self.parts.pages.save_crawl(self.parts.crawl_id, record, running=True)
             except ServiceUnavailable as exc:
                 log.debug("could not update the crawl's live record: %s", exc)
 
@@ -110,14 +111,13 @@ class StoragePipeline:
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         if isinstance(item, FrontierReceipt):  # every request of its page is queued
-            if self.runtime.frontier is not None:
-                self.runtime.frontier.settle([item.inflight])
+            self.state.settle_ids([item.inflight])
             raise DropItem("frontier receipt (not a page)", log_level="DEBUG")
         if isinstance(item, PageItem) and not item.decision:
             # DEDUP_ENABLED is off: store every page, fingerprinted, without deciding.
             reason = skip_reason(item, item.encoding is not None)
             if reason is None:
-                reason = await fingerprint_item(item, self.runtime.extractor)
+                reason = await fingerprint_item(item, self.parts.extractor)
             if reason is not None:
                 self.crawler.stats.inc_value(f"dedup/skipped/{reason}")
                 return item
@@ -127,9 +127,9 @@ class StoragePipeline:
             with self._lock:
                 self.pages.append(page_document(
                     item, store_text=self.config.store_text, status=item.status,
-                    depth=item.depth, referer=item.referer, crawl_id=self.runtime.crawl_id,
+                    depth=item.depth, referer=item.referer, crawl_id=self.parts.crawl_id,
                     encoding=item.encoding))
-                self.fingerprints.append(fingerprint_document(item, self.runtime.pinyin_params))
+                self.fingerprints.append(fingerprint_document(item, self.parts.pinyin_params))
         elif isinstance(item, MatchItem):
             evidence: dict[str, Any] = {"title": item.title, "fetched_at": item.fetched_at}
             if item.source:
@@ -156,7 +156,7 @@ class StoragePipeline:
                     url=item.url, host=item.host, original_id=item.original_id,
                     original_url=item.original_url, original_host=item.original_host,
                     distance=item.distance, kind=item.kind,
-                    outlinks_dropped=item.outlinks_dropped, crawl_id=self.runtime.crawl_id,
+                    outlinks_dropped=item.outlinks_dropped, crawl_id=self.parts.crawl_id,
                     **evidence))
         if len(self.pages) + len(self.matches) >= self.config.batch_size:
             await self._flush_or_wait()
@@ -185,11 +185,11 @@ class StoragePipeline:
             pages, matches = self.pages, self.matches
             self.pages, self.fingerprints, self.matches = [], [], []
         if pages or matches:
-            self.runtime.lost.extend(str(d["url"]) for d in [*pages, *matches])
-            self.runtime.abandon(str(d["url"]) for d in pages)  # their links stay unqueued
+            self.state.lost.extend(str(d["url"]) for d in [*pages, *matches])
+            self.state.abandon(str(d["url"]) for d in pages)  # their links stay unqueued
             self.crawler.stats.inc_value("dedup/lost/pages", len(pages))
             self.crawler.stats.inc_value("dedup/lost/matches", len(matches))
-            failed = failed_services(outage.failing, self.runtime)
+            failed = failed_services(outage.failing, self.parts)
             log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages and %d match "
                       "records are lost; stopping the crawl", failed,
                       "have" if " and " in failed else "has", outage.lasted,
@@ -218,12 +218,12 @@ class StoragePipeline:
                 return False
             self._confirm([str(p["_id"]) for p in pages])
             self._release(fps)
-            self.runtime.settle([str(d["url"]) for d in [*pages, *matches]])
+            self.state.settle([str(d["url"]) for d in [*pages, *matches]])
             return True
 
     def _write(self, pages: list[dict[str, Any]], fps: list[dict[str, Any]],
                matches: list[dict[str, Any]]) -> bool:
-        store = self.runtime.pages
+        store = self.parts.pages
         try:
             store.save_pages(pages, fps)
             # a page an earlier crawl recorded as a copy, admitted now that it changed,
@@ -263,22 +263,22 @@ class StoragePipeline:
 
         record = dict(self._crawl_record(), finished_at=dt.datetime.now(dt.timezone.utc),
                       stats={k.replace(".", "_"): v for k, v in summary.items()},
-                      skipped_per_minute=dict(sorted(self.runtime.skips_per_minute.items())))
+                      skipped_per_minute=dict(sorted(self.state.skips_per_minute.items())))
         try:
-            self.runtime.pages.save_crawl(self.runtime.crawl_id, record)
+            self.parts.pages.save_crawl(self.parts.crawl_id, record)
         except ServiceUnavailable as exc:
             log.warning("could not keep the crawl's summary in MongoDB: %s", exc)
 
     def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Match records naming a page a recovery removed (its process died before storing
         it) are not written: their copies are queued to be decided again."""
-        lost = lost_pages(self.runtime.client, self.config.namespace,
+        lost = lost_pages(self.parts.client, self.config.namespace,
                           [str(m["original_id"]) for m in matches])
         if not lost:
             return matches
         again = [m for m in matches if str(m["original_id"]) in lost]
-        self.runtime.recovered_copies.extend(str(m["url"]) for m in again)
-        self.runtime.settle(str(m["url"]) for m in again)
+        self.state.recovered_copies.extend(str(m["url"]) for m in again)
+        self.state.settle(str(m["url"]) for m in again)
         self.crawler.stats.inc_value("dedup/requeued/copies_of_lost_pages", len(again))
         return [m for m in matches if str(m["original_id"]) not in lost]
 
@@ -287,7 +287,7 @@ class StoragePipeline:
         (MongoDB holds them now, and a decision that meets one of these pages reads it
         there); kept in Redis if Redis does not answer (it costs memory, not a
         decision)."""
-        index = self.runtime.index
+        index = self.parts.index
         if not index.layout.release_sketches:
             return
         rows = [(from_int64(d["simhash"]), str(d["_id"])) for d in fps
@@ -298,7 +298,7 @@ class StoragePipeline:
             log.warning("%d stored pages' text sketches stay in Redis: %s", len(rows), exc)
 
     def _confirm(self, page_ids: list[str]) -> None:
-        journal = self.runtime.journal
+        journal = self.parts.journal
         if journal is None:
             return
         ids, self._unconfirmed = self._unconfirmed + page_ids, []
@@ -329,7 +329,7 @@ class StoragePipeline:
         if not await maybe_deferred_to_future(deferToThread(self._flush_before_close)):
             self._give_up_if_overdue()
         stats = self.crawler.stats
-        lost = self.runtime.lost
+        lost = self.state.lost
         if lost:
             shown = lost[:50]
             log.error("%d pages could not be decided or stored (they are crawled again by "
@@ -347,6 +347,6 @@ class StoragePipeline:
             data["lost_urls"] = lost
             with open(path, "w", encoding="utf-8") as fh:  # noqa: ASYNC230 - once, at close
                 json.dump(data, fh, default=str, indent=1)
-        self.runtime.closed_cleanly = True
-        self.runtime.close()
+        self.state.closed_cleanly = True
+        self.parts.close()
 

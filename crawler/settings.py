@@ -47,27 +47,17 @@ FEED_EXPORT_ENCODING = "utf-8"
 # -o items.csv: a column for every field of pages and match records (crawler/items.py)
 FEED_EXPORT_FIELDS = EXPORT_FIELDS
 
-# The dedup decision, before the links of a page are scheduled; then storage.
-SPIDER_MIDDLEWARES = {"crawler.middlewares.NearDuplicateMiddleware": 950}
-# Never request the crawl's own Redis / MongoDB (redirects included); SIMCRAWL_ALLOWED_PORTS
-# robots.txt read as RFC 9309 says: one that cannot be had (5xx, 429, network errors)
-# disallows the host, after SIMCRAWL_ROBOTS_RETRIES more tries, 1 s apart and doubling
-DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.ServiceGuard": 50,
-                          "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-                          "crawler.middlewares.RobotsTxt": 100}
+# simcrawl itself comes in as any project takes it (crawler/addon.py): the dedup
+# middleware, the storage pipeline, the guard of the crawl's own services, robots.txt as
+# RFC 9309 reads it, the JOBDIR guard, the shared crawl's end, the progress file, the
+# Prometheus metrics and the scheduler. The settings below tune them.
+ADDONS = {"crawler.Addon": 300}
+# robots.txt that cannot be had (5xx, 429, network errors) disallows the host, after
+# SIMCRAWL_ROBOTS_RETRIES more tries, 1 s apart and doubling
 SIMCRAWL_ROBOTS_RETRIES = int(os.environ.get("SIMCRAWL_ROBOTS_RETRIES") or 3)
 SIMCRAWL_ROBOTS_RETRY_SECONDS = float(os.environ.get("SIMCRAWL_ROBOTS_RETRY_SECONDS") or 1)
-ITEM_PIPELINES = {"crawler.pipelines.StoragePipeline": 300}
-# A JOBDIR left by a forced shutdown or a kill is re-seeded, not resumed empty.
-EXTENSIONS = {  # the crawl's objects, built once from these settings (crawler/wiring.py)
-              "crawler.wiring.Wiring": -10,
-              "crawler.extensions.JobGuard": 0, "crawler.frontier.SharedCrawlEnd": 10,
-              # counters for ./simcrawl's live display (SIMCRAWL_PROGRESS_FILE)
-              "crawler.extensions.ProgressFile": 20,
-              # /metrics for Prometheus (SIMCRAWL_METRICS_PORT; crawler/metrics.py)
-              "crawler.metrics.PrometheusMetrics": 30,
-              # AutoThrottle that lets fast 404s count (crawler/extensions.py: Throttle)
-              "scrapy.extensions.throttle.AutoThrottle": None,
+# AutoThrottle that lets fast 404s count (crawler/extensions.py: Throttle)
+EXTENSIONS = {"scrapy.extensions.throttle.AutoThrottle": None,
               "crawler.extensions.Throttle": 0}
 # Prometheus metrics: a port (0: off) and the address to listen on (loopback by default)
 SIMCRAWL_METRICS_PORT = int(os.environ.get("SIMCRAWL_METRICS_PORT") or 0)
@@ -77,7 +67,6 @@ SIMCRAWL_METRICS_ADDRESS = os.environ.get("SIMCRAWL_METRICS_ADDRESS", "127.0.0.1
 # the namespace ("redis": scrapy-redis; crawler/frontier.py). SIMCRAWL_IDLE_SECONDS: how
 # long a shared crawl waits with nothing queued or in flight anywhere before it ends;
 # SIMCRAWL_KEEP_WAITING: never end (a service waiting for URLs).
-SCHEDULER = "crawler.frontier.Scheduler"
 SIMCRAWL_FRONTIER = os.environ.get("SIMCRAWL_FRONTIER", "memory")
 SIMCRAWL_IDLE_SECONDS = float(os.environ.get("SIMCRAWL_IDLE_SECONDS", "1"))
 SIMCRAWL_KEEP_WAITING = False

@@ -1,26 +1,28 @@
-"""The one place that wires a crawl: a Scrapy extension (:class:`Wiring`, first in
-``EXTENSIONS``) builds, from the settings, the configuration, the services (external or
-embedded), the Redis index, the MongoDB store, the admission journal, the deduplicator
-and the extraction workers, and holds what the crawl's components share (requests in
-flight, pages waiting for their record, lost pages). The middlewares, the pipeline, the
-frontier and the spider get it with :func:`wiring_of` (Scrapy's
-``crawler.get_extension``): nothing is hung on Scrapy's crawler, and no component reads
-another's attributes.
+"""The crawl's factory: it builds, once per crawl and from its settings, the objects the
+crawl uses (:class:`Parts`): the configuration, the services (external or embedded), the
+Redis index, the MongoDB store, the admission journal, the deduplicator, the extraction
+workers, the shared frontier when ``SIMCRAWL_FRONTIER=redis``, and the crawl's shared
+state (:class:`crawler.state.CrawlState`).
 
-Scrapy builds the extensions before the engine (scheduler, middlewares, pipelines), so
-the wiring is complete before any of them asks for it."""
+Each component asks for them once, in its ``from_crawler`` (:func:`parts_of`), and keeps
+what it uses from its ``__init__`` on, as Scrapy's own components keep the stats and the
+settings. The first to ask builds them; they are kept for that crawler only (a weak
+mapping, so nothing is set on Scrapy's crawler) and stopped when its engine stops. No
+component reads or sets another's attributes: what they share is the
+:class:`~crawler.state.CrawlState`, and the frontier's ``settle`` is handed to it here."""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import uuid
-from collections.abc import Iterable
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler.extraction import Extractor
+from crawler.frontier import SharedFrontier, frontier_of
 from crawler.logs import quiet_third_party
+from crawler.state import CrawlState
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator, on_servers
@@ -44,26 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-#: ``SIMCRAWL_FRONTIER``: Scrapy's own queue, or one in Redis shared by the namespace's
-#: processes (crawler/frontier.py).
-FRONTIERS = ("memory", "redis")
-
-
-def frontier_of(settings: Any) -> str:
-    """``SIMCRAWL_FRONTIER``, checked.
-
-    Raises:
-        ValueError: not ``memory`` or ``redis``.
-    """
-    kind = str(settings.get("SIMCRAWL_FRONTIER") or "memory").strip().lower()
-    if kind not in FRONTIERS:
-        raise ValueError(f"SIMCRAWL_FRONTIER must be memory or redis, got {kind!r}")
-    return kind
-
-
 @dataclass
-class Wiring:
-    """The objects one crawl uses, built once (:meth:`from_crawler`)."""
+class Parts:
+    """The objects one crawl uses, built once (:func:`parts_of`)."""
 
     config: DedupConfig
     deduplicator: Deduplicator
@@ -79,85 +64,10 @@ class Wiring:
     windows: WindowIndex | None = None
     pinyin_params: dict[str, Any] = field(default_factory=dict)
     journal: AdmissionJournal | None = None
-    #: URLs of pages that could not be decided or stored (the crawl exits non-zero)
-    lost: list[str] = field(default_factory=list)
-    #: the shared frontier (crawler.frontier.SharedFrontier), when SIMCRAWL_FRONTIER=redis:
-    #: it attaches itself (:meth:`attach_frontier`)
+    #: what the components share while the crawl runs
+    state: CrawlState = field(default_factory=CrawlState)
+    #: the shared frontier (crawler.frontier.SharedFrontier) when SIMCRAWL_FRONTIER=redis
     frontier: Any = None
-    #: page URL -> the in-flight id of its request, settled once its record is stored
-    pending: dict[str, str] = field(default_factory=dict)
-    #: copies whose records named a page a killed crawl never stored: decided again
-    #: (the shared frontier queues them; a crawl from the start finds them anyway)
-    recovered_copies: list[str] = field(default_factory=list)
-    #: dead processes whose journals this process recovered at start (the shared frontier
-    #: puts back their requests in flight)
-    recovered_owners: list[str] = field(default_factory=list)
-    #: the dedup middleware reads each page's links in its extraction workers
-    worker_links: bool = False
-    #: page URL -> a Deferred fired when its record is stored (shared frontier: an
-    #: admitted page's links are queued only then, see NearDuplicateMiddleware)
-    stored_waiters: dict[str, Any] = field(default_factory=dict)
-    #: "YYYY-MM-DDTHH:MM" (UTC) -> pages skipped in that minute, for reports
-    skips_per_minute: dict[str, int] = field(default_factory=dict)
-    #: the storage pipeline closed: everything written, the summary too (a crawl
-    #: forced out, by a second signal, never gets here: it exits 130)
-    closed_cleanly: bool = False
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Wiring:
-        """Build the crawl's objects from its settings (see :func:`build`) and stop them
-        when the spider closes."""
-        from scrapy import signals
-
-        wiring = build(crawler)
-        crawler.signals.connect(wiring.close, signal=signals.engine_stopped)
-        return wiring
-
-    def attach_frontier(self, frontier: Any) -> None:
-        """The shared frontier of this crawl (the middleware and the pipeline settle its
-        requests through :meth:`settle` and :meth:`settle_request`)."""
-        self.frontier = frontier
-
-    def settle_request(self, request: Any) -> None:
-        """A request whose outcome needs nothing stored (a failure, a skip): settle it in
-        the shared frontier, if any."""
-        if self.frontier is not None and request is not None:
-            self.frontier.settle_request(request)
-
-    def count_skip(self) -> None:
-        """A page was skipped now (kept per minute in the crawl's summary)."""
-        minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
-        self.skips_per_minute[minute] = self.skips_per_minute.get(minute, 0) + 1
-
-    def settle(self, urls: Iterable[str]) -> None:
-        """The records of these pages are stored (called from the storage thread): the
-        requests of copies are no longer in flight in the shared frontier, and admitted
-        pages waiting for their record (:meth:`when_stored`) may now queue their links."""
-        ids = []
-        for url in urls:
-            waiter = self.stored_waiters.pop(url, None)
-            if waiter is not None:
-                _fire(waiter, True)
-            elif url in self.pending:
-                ids.append(self.pending.pop(url))
-        if ids and self.frontier is not None:
-            self.frontier.settle(ids)
-
-    def when_stored(self, url: str) -> Any:
-        """A Deferred that fires with ``True`` once the page's record is stored, or with
-        ``False`` if it is lost (MongoDB gave up: :meth:`abandon`)."""
-        from twisted.internet.defer import Deferred
-
-        waiter: Deferred = Deferred()
-        self.stored_waiters[url] = waiter
-        return waiter
-
-    def abandon(self, urls: Iterable[str]) -> None:
-        """These pages will not be stored: their waiters fire with ``False``."""
-        for url in urls:
-            waiter = self.stored_waiters.pop(url, None)
-            if waiter is not None:
-                _fire(waiter, False)
 
     def close(self) -> None:
         """Stop the extraction workers, give up the journal's lease, and stop the
@@ -171,28 +81,30 @@ class Wiring:
             self.services = None
 
 
-def _fire(waiter: Any, value: bool) -> None:
-    """Fire a Deferred in the reactor thread (the storage pipeline writes in another)."""
-    from twisted.internet import reactor
-
-    reactor.callFromThread(waiter.callback, value)  # type: ignore[attr-defined]
+#: crawler -> its parts (weak: a crawler that is gone takes its entry with it)
+_BUILT: weakref.WeakKeyDictionary[Any, Parts] = weakref.WeakKeyDictionary()
 
 
-def wiring_of(crawler: Crawler) -> Wiring:
-    """The crawl's :class:`Wiring` (Scrapy's ``crawler.get_extension``).
+def parts_of(crawler: Crawler) -> Parts:
+    """The crawl's :class:`Parts`, built at the first call (see :func:`build`) and
+    closed when the crawler's engine stops."""
+    parts = _BUILT.get(crawler)
+    if parts is None:
+        from scrapy import signals
 
-    Raises:
-        RuntimeError: ``crawler.wiring.Wiring`` is not among the ``EXTENSIONS``.
-    """
-    wiring = crawler.get_extension(Wiring)
-    if wiring is None:
-        raise RuntimeError("crawler.wiring.Wiring is not in EXTENSIONS: the crawl's "
-                           "components need it (see crawler/settings.py)")
-    return wiring
+        parts = build(crawler)
+        _BUILT[crawler] = parts
+        crawler.signals.connect(parts.close, signal=signals.engine_stopped)
+    return parts
 
 
-def build(crawler: Crawler) -> Wiring:
-    """The crawl's :class:`Wiring`, built from the crawler's settings.
+def built_parts(crawler: Crawler) -> Parts | None:
+    """The crawl's :class:`Parts` if any component has asked for them, else ``None``."""
+    return _BUILT.get(crawler)
+
+
+def build(crawler: Crawler) -> Parts:
+    """The crawl's :class:`Parts`, built from the crawler's settings.
 
     Before the first decision it recovers what crawls killed on this namespace left
     half-done (:func:`dedup.journal.recover`), and it refuses to run beside another live
@@ -251,17 +163,20 @@ def build(crawler: Crawler) -> Wiring:
         windows=windows,
         templates=HostTemplates(client, config.namespace, config.template_pages)
         if config.template_pages else None)
-    runtime = Wiring(config, deduplicator, pages, index, services,
-                      crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
-                      redact(redis_url), redact(mongo_uri), Extractor(config), client,
-                      windows, params, journal)
-    runtime.recovered_copies = list(recovered.copies)
-    runtime.recovered_owners = list(recovered.dead)
+    state = CrawlState(recovered_copies=list(recovered.copies),
+                       recovered_owners=list(recovered.dead))
+    parts = Parts(config, deduplicator, pages, index, services,
+                  crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
+                  redact(redis_url), redact(mongo_uri), Extractor(config), client,
+                  windows, params, journal, state)
+    if shared:  # the scheduler Scrapy asks for (crawler.scheduler.Scheduler) is this one
+        parts.frontier = SharedFrontier.build(crawler, parts)
+        state.settle_ids = parts.frontier.settle
     if recovered.journals:
         crawler.stats.set_value("dedup/recovered/pages_removed", len(recovered.removed))
         log.info("dedup: %s", recovered)
     log.info("dedup: crawl %s; index in %s (namespace %r, %s, k=%d), pages in %s database "
-             "%r, %d extraction workers", runtime.crawl_id, runtime.redis_url, config.namespace,
-             index.layout.design.name, index.k, runtime.mongo_uri, config.database,
-             runtime.extractor.workers)
-    return runtime
+             "%r, %d extraction workers", parts.crawl_id, parts.redis_url, config.namespace,
+             index.layout.design.name, index.k, parts.mongo_uri, config.database,
+             parts.extractor.workers)
+    return parts

@@ -85,15 +85,12 @@ def report_start_failure(exc: BaseException) -> int:
 def forced_out(crawler: Crawler) -> bool:
     """Whether the crawl opened but never closed cleanly (its storage pipeline did not
     finish: a forced shutdown)."""
-    from crawler.wiring import Wiring
+    from crawler.wiring import built_parts
 
     if crawler.stats is None or crawler.stats.get_value("start_time") is None:
         return False  # it never opened
-    try:
-        wiring = crawler.get_extension(Wiring)
-    except Exception:  # noqa: BLE001 - extensions not built: it never opened
-        return False
-    return wiring is not None and not wiring.closed_cleanly
+    parts = built_parts(crawler)
+    return parts is not None and not parts.state.closed_cleanly
 
 
 def lost_pages(crawler: Crawler) -> bool:

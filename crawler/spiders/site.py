@@ -15,7 +15,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from crawler.items import page_item_of
-from crawler.wiring import Wiring
+from crawler.state import CrawlState
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
 MAX_OUTLINKS = 10_000
@@ -69,6 +69,11 @@ class SiteSpider(scrapy.Spider):
         # Domains are matched on the host name (ports ignored), like Scrapy's offsite check.
         self.link_extractor = LinkExtractor()
         self._capped_logged = False
+        #: the crawl's shared state (crawler.state), handed over in from_crawler
+        self.state: CrawlState | None = None
+        #: whether the dedup middleware reads each page's links in its workers (else
+        #: the page is parsed here)
+        self.links_from_workers = False
         # link URL -> the shallowest depth this process requested it at (see follow)
         self._requested: dict[str, int] = {}
 
@@ -76,7 +81,18 @@ class SiteSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SiteSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider.dropped, signal=scrapy.signals.request_dropped)
+        crawler.signals.connect(spider.opened, signal=scrapy.signals.spider_opened)
         return spider  # type: ignore[no-any-return]
+
+    def opened(self, spider: Any = None) -> None:
+        """Once the crawl's components are built (Scrapy makes the spider before the
+        add-ons apply): the crawl's shared state, and whether the dedup middleware reads
+        each page's links in its extraction workers."""
+        from crawler.middlewares import dedup_enabled
+        from crawler.wiring import parts_of
+
+        self.state = parts_of(self.crawler).state
+        self.links_from_workers = dedup_enabled(self.crawler.settings)
 
     def dropped(self, request: scrapy.Request, spider: Any = None) -> None:
         """A redirect whose target the crawl requested already never reaches a callback
@@ -89,9 +105,8 @@ class SiteSpider(scrapy.Spider):
         reason = "redirect_loop" if request.url in chain else "redirect_to_known"
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(f"dedup/skipped/{reason}")
-        wiring = self.crawler.get_extension(Wiring)
-        if wiring is not None:
-            wiring.count_skip()
+        if self.state is not None:
+            self.state.count_skip()
         self.logger.info("skipped %s: %s (to %s)", chain[0], reason, request.url)
 
     async def start(self) -> AsyncIterator[Any]:
@@ -120,12 +135,6 @@ class SiteSpider(scrapy.Spider):
         if html:
             yield from self.follow(self.links_of(response), response.url,
                                    item.depth)
-
-    @property
-    def links_from_workers(self) -> bool:
-        """Whether the dedup middleware's workers read the links (it is active)."""
-        wiring = self.crawler.get_extension(Wiring)
-        return bool(wiring is not None and wiring.worker_links)
 
     def links_of(self, response: Response) -> list[str]:
         """The links of an HTML page, parsed here (dedup off, or its worker failed)."""
@@ -195,9 +204,8 @@ class SiteSpider(scrapy.Spider):
             reason = type(failure.value).__name__
         if stats is not None:
             stats.inc_value(f"dedup/skipped/{reason}")
-        wiring = self.crawler.get_extension(Wiring)  # None: run without simcrawl's settings
-        if wiring is not None:
-            wiring.count_skip()
-            wiring.settle_request(failure.request)  # type: ignore[attr-defined]
+        if self.state is not None:
+            self.state.count_skip()
+            self.state.settle_request(failure.request)  # type: ignore[attr-defined]
         self.logger.info("skipped %s: %s", failure.request.url,  # type: ignore[attr-defined]
                          reason)

@@ -144,6 +144,6 @@ def test_the_add_on_leaves_a_projects_own_settings_alone() -> None:
     assert settings.getint("CONCURRENT_ITEMS") == 50
     fresh = Settings()
     Addon().update_settings(fresh)
-    assert fresh["SCHEDULER"] == "crawler.frontier.Scheduler"
+    assert fresh["SCHEDULER"] == "crawler.scheduler.Scheduler"
     assert named("DOWNLOADER_MIDDLEWARES", fresh)[
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] is None

@@ -1,5 +1,7 @@
-"""An installed simcrawl crawls from any folder: a wheel built from the source tree,
-installed (not editable) into a fresh virtual environment, run from an empty folder."""
+"""An installed simcrawl crawls from any folder: an sdist built from the source tree, a
+wheel built from the sdist, installed (not editable) into a fresh virtual environment,
+run from an empty folder; and where no C compiler exists, the same package with its
+pure-Python kernels."""
 
 from __future__ import annotations
 
@@ -17,28 +19,75 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv holding the simcrawl wheel; its dependencies come from the test
-    environment (no network needed), the package itself only from the wheel."""
-    tmp = tmp_path_factory.mktemp("install")
-    wheels = tmp / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(wheels), str(ROOT)], check=True, timeout=600,
-                   capture_output=True)
-    env_dir = tmp / "venv"
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    python = env_dir / "bin" / "python"
+def sdist(where: Path) -> Path:
+    """The source distribution of the source tree, as ``python -m build --sdist`` makes
+    it."""
+    subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o",
+                    str(where), str(ROOT)], check=True, timeout=600, capture_output=True,
+                   cwd=where)
+    return next(where.glob("simcrawl-*.tar.gz"))
+
+
+def wheel_from(source: Path, where: Path, **env: str) -> tuple[Path, str]:
+    """A wheel built from the sdist ``source`` (``python -m build --wheel``), and the
+    build's output."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o",
+                           str(where), str(source)], timeout=600, capture_output=True,
+                          text=True, cwd=where, env=dict(os.environ, **env), check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return next(where.glob("simcrawl-*.whl")), done.stdout + done.stderr
+
+
+def fresh_venv(where: Path, wheel: Path) -> Path:
+    """A fresh venv holding ``wheel``; its dependencies come from the test environment (no
+    network needed), the package itself only from the wheel."""
+    venv.EnvBuilder(with_pip=False).create(where)
+    python = where / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", ("import sysconfig; print(sysconfig."
                                 "get_paths()['purelib'])")], capture_output=True, text=True,
                                check=True).stdout.strip())
     # the dependencies, after the venv's own site-packages (the editable simcrawl of the
     # test environment is not seen: .pth files of an added folder are not read)
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    wheel = next(wheels.glob("simcrawl-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
                     "--no-deps", str(wheel)], check=True, timeout=300, capture_output=True)
-    return env_dir
+    return where
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist, which must hold everything a build needs (the kernels' sources too)."""
+    return sdist(tmp_path_factory.mktemp("sdist"))
+
+
+@pytest.fixture(scope="module")
+def installed(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding the wheel built from the sdist, with the compiled kernels."""
+    tmp = tmp_path_factory.mktemp("install")
+    wheel, _ = wheel_from(source, tmp / "wheels", SIMCRAWL_REQUIRE_KERNELS="1")
+    return fresh_venv(tmp / "venv", wheel)
+
+
+def test_without_a_compiler_the_package_installs_with_the_pure_python_kernels(
+        source: Path, installed: Path, tmp_path: Path) -> None:
+    """No C compiler (``CC=false``): the build says so and the wheel still installs; its
+    twins give the compiled kernels' fingerprints."""
+    wheel, output = wheel_from(source, tmp_path / "wheels", CC="false")
+    assert "the pure-Python twin runs instead" in output
+    env_dir = fresh_venv(tmp_path / "venv", wheel)
+    code = ("import warnings; warnings.simplefilter('ignore'); import dedup, dedup.pinyin as p; "
+            "from dedup.simhash import simhash; "
+            "print(dedup.KERNEL, p.KERNEL, simhash('the harbour opened its new pier today'))")
+    pure = subprocess.run([str(env_dir / "bin" / "python"), "-c", code], cwd=tmp_path,
+                          capture_output=True, text=True, check=True).stdout.split()
+    compiled = subprocess.run([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout.split()
+    assert pure[:2] == ["python", "python"] and compiled[:2] == ["cython", "cython"]
+    assert pure[2] == compiled[2]
+    helped = subprocess.run([str(env_dir / "bin" / "simcrawl"), "--version"], cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    assert helped.returncode == 0 and "simcrawl 0.1.0" in helped.stdout + helped.stderr
 
 
 def test_the_installed_package_crawls_the_demo_from_an_empty_folder(installed: Path,

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 import scrapy
-from scrapy.extension import ExtensionManager
 from scrapy.utils.test import get_crawler
 
 from crawler.frontier import INFLIGHT_ID, SharedFrontier, frontier_keys
+from crawler.scheduler import Scheduler
 from crawler.spiders.site import SiteSpider
+from crawler.wiring import parts_of
 from dedup.services import EmbeddedServer, connect_redis
 
 pytestmark = pytest.mark.integration
@@ -34,10 +35,10 @@ def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers
     crawler = get_crawler(SiteSpider, settings_dict={
         "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": "fo",
         "DEDUP_DATABASE": "fo", "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
-        "EXTENSIONS_BASE": {}, "EXTENSIONS": {"crawler.wiring.Wiring": 0}})
-    crawler.extensions = ExtensionManager.from_crawler(crawler)  # the crawl's wiring
+        "EXTENSIONS_BASE": {}})
     spider = SiteSpider(start_urls="https://a.example/")
-    frontier = SharedFrontier.from_crawler(crawler)
+    frontier = Scheduler.from_crawler(crawler)  # the crawl's shared frontier
+    assert isinstance(frontier, SharedFrontier)
     frontier.open(spider)
     for loop in (frontier._recovery, frontier._catching_up):  # driven by hand here
         loop.stop()
@@ -67,4 +68,4 @@ def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers
         assert not frontier.enqueue_request(links[2])  # and seen once: a repeat is filtered
         assert crawler.stats.get_value("dedup/retries/frontier") >= 3
     finally:
-        frontier.runtime.close()
+        parts_of(crawler).close()

@@ -10,7 +10,7 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from crawler.pipelines import StoragePipeline
-from crawler.wiring import Wiring
+from crawler.wiring import parts_of
 from dedup.ids import new_page_id
 from dedup.store import fingerprint_doc
 
@@ -18,12 +18,12 @@ pytestmark = pytest.mark.integration
 
 
 def wired(services, namespace: str, database: str):  # type: ignore[no-untyped-def]
-    """A Scrapy crawler on the test's servers, and its wiring (the crawl's objects)."""
+    """A Scrapy crawler on the test's servers, and its parts (the crawl's objects)."""
     crawler = get_crawler(settings_dict={
         "REDIS_URL": services.redis_url, "MONGO_URI": services.mongo_uri,
         "DEDUP_NAMESPACE": namespace, "DEDUP_DATABASE": database,
         "DEDUP_EXTRACT_WORKERS": 0})
-    return crawler, Wiring.from_crawler(crawler)
+    return crawler, parts_of(crawler)
 
 
 def test_the_last_write_waits_for_one_already_running(services, mongo_client, namespace,

@@ -10,7 +10,7 @@ from scrapy.utils.request import request_from_dict
 
 from crawler.frontier import JsonSerializer
 from crawler.spiders.site import SiteSpider
-from crawler.wiring import frontier_of
+from crawler.frontier import frontier_of
 
 
 def test_requests_round_trip_through_json() -> None:
