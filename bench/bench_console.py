@@ -33,8 +33,8 @@ from typing import Any
 from bson import ObjectId
 
 from console.web import create_app
-from dedup.services import EmbeddedServices, connect_mongo, free_port
-from dedup.store import PageStore, fingerprint_doc, match_doc
+from dedup.adapters.mongo import PageStore, fingerprint_doc, match_doc
+from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

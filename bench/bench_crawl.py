@@ -24,7 +24,7 @@ from typing import Any
 
 from simcrawl_examples.demosite import DemoSite, build
 
-from dedup.services import EmbeddedServices
+from dedup.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ server's resident memory every 20 ms:
 It prints a table per size and collection (documents, time to the first batch, the
 server memory the read took, per document), the write side (memory per page written,
 held until a restart), how many pages this machine's memory serves, and one JSON line.
-The per-document figures are the ones ``dedup.embedded_limits`` uses to refuse a whole
+The per-document figures are the ones ``dedup.servers.embedded_limits`` uses to refuse a whole
 read that cannot fit before it starts.
 """
 
@@ -37,11 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dedup.adapters.mongo import PageStore, fingerprint_document, match_doc, page_document
 from dedup.config import DedupConfig
-from dedup.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
 from dedup.pages import fingerprint_params, read_html
-from dedup.services import EmbeddedServices, connect_mongo
-from dedup.store import PageStore, fingerprint_document, match_doc, page_document
+from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
+from dedup.servers.services import EmbeddedServices, connect_mongo
 
 #: One match record for this many pages stored (the development crawls drop about a
 #: third of what they meet on sites with mirrors).
@@ -135,7 +135,7 @@ def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     from console.store import holds_crawl, require_crawl
 
     out = {}
-    from dedup.store import stored_sizes
+    from dedup.adapters.mongo import stored_sizes
 
     for name, ask in (("sizes", lambda: stored_sizes(db)),
                       ("holds_crawl", lambda: holds_crawl(db)),

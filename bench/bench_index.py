@@ -19,7 +19,7 @@ not measured against the disk.
 
 ``--cluster 1,3``: the crawl's index also on real Redis Clusters of 1 and 3 primaries
 (``redis-server --cluster-enabled yes``, append-only file off), spread over their slots
-(:class:`dedup.index.ClusterStore`): keys and memory per node and their balance,
+(:class:`dedup.adapters.redis_cluster.ClusterStore`): keys and memory per node and their balance,
 decisions per second and p99, and each node's CPU time per decision (this machine's cores
 run every node and the client, so the per-node cost is the figure that scales; see
 docs/scaling.md).
@@ -56,9 +56,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dedup.adapters.index import ClusterStore, RedisStore, ShardedIndex
+from dedup.adapters.mongo import PageStore, fingerprint_doc, object_id
 from dedup.config import DEFAULT_MAX_DISTANCE
-from dedup.index import ClusterStore, NearDuplicateIndex, RedisStore, ShardedIndex
-from dedup.services import (
+from dedup.index import NearDuplicateIndex
+from dedup.servers.services import (
     EmbeddedServer,
     EmbeddedServices,
     LocalRedisCluster,
@@ -67,7 +69,6 @@ from dedup.services import (
     redis_server_binary,
 )
 from dedup.sketch import TextSketch
-from dedup.store import PageStore, fingerprint_doc, object_id
 from dedup.tables import Design, Table
 
 ROOT = Path(__file__).resolve().parents[1]

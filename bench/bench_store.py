@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from dedup.adapters.mongo import PageStore, fingerprint_doc, match_doc
 from dedup.ids import new_page_id
-from dedup.services import connect_mongo, free_port
-from dedup.store import PageStore, fingerprint_doc, match_doc
+from dedup.servers.services import connect_mongo, free_port
 
 TEXT = ("The harbour wall repairs will go ahead after months of delay, the council said. "
         * 40)
@@ -78,11 +78,12 @@ def run(uri: str, pages: int, batch: int) -> float:
 def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
     import random
 
-    from dedup.deduplicator import on_servers
-    from dedup.index import NearDuplicateIndex, RedisStore
-    from dedup.journal import AdmissionJournal
+    from dedup.adapters.deduplicator import on_servers
+    from dedup.adapters.index import RedisStore
+    from dedup.adapters.journal import AdmissionJournal
+    from dedup.index import NearDuplicateIndex
     from dedup.page import Page
-    from dedup.services import EmbeddedServer, connect_redis
+    from dedup.servers.services import EmbeddedServer, connect_redis
 
     server = EmbeddedServer("redis", folder)
     server.start()

@@ -26,11 +26,9 @@ from pathlib import Path
 from simcrawl_examples.pageserver import serve
 
 from crawler.run import crawl
-from dedup.services import EmbeddedServices, connect_mongo, free_port
+from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
-WORDS = ("harbour council budget school winter market bridge station library museum "
-         "festival election doctor hospital teacher farmer engine railway storm garden "
-         "village mayor report study price house road water energy forest").split()
+WORDS = ["harbour", "council", "budget", "school", "winter", "market", "bridge", "station", "library", "museum", "festival", "election", "doctor", "hospital", "teacher", "farmer", "engine", "railway", "storm", "garden", "village", "mayor", "report", "study", "price", "house", "road", "water", "energy", "forest"]
 
 
 def site(port: int, pages: int, missing: int) -> dict[str, bytes]:

@@ -41,17 +41,18 @@ from typing import Any
 
 from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import RedisStore
+from dedup.adapters.mongo import PageStore
+from dedup.adapters.redis_windows import open_window_index
+from dedup.adapters.register import register
 from dedup.config import DedupConfig
 from dedup.decide import Rules, second_opinion
-from dedup.deduplicator import on_servers
-from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.index.windows import open_window_index
+from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
-from dedup.register import register
-from dedup.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
 from dedup.simhash import fingerprint
-from dedup.store import PageStore
 
 DEFAULT_DATA = SHARED / "data" / "zh-dev"
 SEED = 20071

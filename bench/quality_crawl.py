@@ -41,15 +41,17 @@ from typing import Any
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import RedisStore
+from dedup.adapters.mongo import PageStore
+from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
 from dedup.decide import NEW, Rules
-from dedup.deduplicator import Deduplicator, on_servers
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.deduplicator import Deduplicator
+from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.pages import fingerprint_params, read_html
-from dedup.services import EmbeddedServices, connect_mongo, connect_redis
-from dedup.store import PageStore
-from dedup.templates import HostTemplates
+from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
 

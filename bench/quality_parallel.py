@@ -47,7 +47,7 @@ from quality_crawl import articles
 from simcrawl_examples.pageserver import serve
 
 from crawler.run import crawl
-from dedup.services import EmbeddedServices, LocalRedisCluster, connect_mongo, free_port
+from dedup.servers.services import EmbeddedServices, LocalRedisCluster, connect_mongo, free_port
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
@@ -170,7 +170,7 @@ def main() -> int:
                         "cluster is not their original's)")
     parser.add_argument("--redis-cluster", action="store_true",
                         help="crawl on a real Redis Cluster of three primaries (started "
-                        "here), the index spread over its nodes (dedup.index.ClusterStore)")
+                        "here), the index spread over its nodes (dedup.adapters.redis_cluster.ClusterStore)")
     parser.add_argument("--sketches", choices=("auto", "redis", "until-stored"),
                         default="auto",
                         help="where the index keeps stored pages' text sketches "

@@ -153,7 +153,7 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
     from simcrawl_examples.pageserver import serve
 
     from crawler.run import crawl as run_crawl
-    from dedup.services import EmbeddedServices, connect_mongo, free_port
+    from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
     port, origin = free_port(), site.start.rstrip("/")
     served = f"http://127.0.0.2:{port}"
@@ -283,7 +283,7 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         cluster_url = None
         if args.redis_cluster:
-            from dedup.services import LocalRedisCluster
+            from dedup.servers.services import LocalRedisCluster
 
             cluster = LocalRedisCluster(Path(tmp) / "cluster").start()
             stack.callback(cluster.stop)

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
                 result = calibrate(db, args.max_distance, args.sample, args.examples,
                                    args.containment, args.verify, args.target, args.seed)
             if args.k is None:
-                from dedup.store import index_k
+                from dedup.adapters.mongo import index_k
 
                 args.k = index_k(db)
     except store_errors() as exc:  # unreachable, or nothing to read: not an empty result

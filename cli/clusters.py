@@ -88,13 +88,13 @@ def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, r
 
 def reconcile(args: argparse.Namespace) -> int:
     from console.store import choose_database, require_crawl
+    from dedup.adapters.mongo import PageStore, index_k
+    from dedup.adapters.redis_templates import HostTemplates
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE, DedupConfig
     from dedup.decide import Rules
-    from dedup.embedded_limits import check_whole_read
     from dedup.reconcile import batch_copies, clusters_of, union_find
-    from dedup.services import connect_mongo, connect_redis, resolve
-    from dedup.store import PageStore, index_k
-    from dedup.templates import HostTemplates
+    from dedup.servers.embedded_limits import check_whole_read
+    from dedup.servers.services import connect_mongo, connect_redis, resolve
 
     started = time.perf_counter()
     counts = dict.fromkeys(("pairs", "kept_apart", "pairs_without_page", "within_k",

@@ -26,8 +26,8 @@ def store_errors() -> tuple[type[Exception], ...]:
     from pymongo.errors import PyMongoError
 
     from console.store import NoCrawl
-    from dedup.embedded_limits import StoreTooLarge
     from dedup.errors import ServiceUnavailable
+    from dedup.servers.embedded_limits import StoreTooLarge
 
     return ServiceUnavailable, PyMongoError, NoCrawl, StoreTooLarge
 
@@ -54,7 +54,7 @@ def parser(prog: str, description: str, **kwargs: Any) -> argparse.ArgumentParse
 def run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a verb: errors end it in one line on stderr with their exit status (the
     traceback too with ``--debug``)."""
-    from dedup.services import DataDirError
+    from dedup.servers.services import DataDirError
 
     try:
         return int(func(args))
@@ -82,7 +82,7 @@ def store_failure(exc: Exception) -> int:
     store has no crawl, or is too large for the embedded MongoDB: 1; MongoDB failed or
     cannot be reached: 3)."""
     from console.store import NoCrawl
-    from dedup.embedded_limits import StoreTooLarge
+    from dedup.servers.embedded_limits import StoreTooLarge
 
     print(f"error: {exc}", file=sys.stderr)
     return EXIT_FAILED if isinstance(exc, (NoCrawl, StoreTooLarge)) else EXIT_UNAVAILABLE
@@ -96,9 +96,9 @@ def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:
 
 def service_options(p: argparse.ArgumentParser) -> None:
     """``--redis-url``, ``--mongo-uri``, ``--database``, ``--namespace``, ``--data-dir``."""
-    from dedup.index import DEFAULT_NAMESPACE
-    from dedup.services import DEFAULT_DATA_DIR
-    from dedup.store import DEFAULT_DATABASE
+    from dedup.adapters.index import DEFAULT_NAMESPACE
+    from dedup.adapters.mongo import DEFAULT_DATABASE
+    from dedup.servers.services import DEFAULT_DATA_DIR
 
     g = p.add_argument_group("services (default: $REDIS_URL / $MONGO_URI, else embedded)")
     g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
@@ -116,9 +116,9 @@ def connect(args: argparse.Namespace, op_timeout: float | None = 60.0
             ) -> tuple[Any, Any, Any]:
     """Connect to Redis and MongoDB (or start the embedded servers): returns
     ``(redis client, page store, embedded services or None)``."""
+    from dedup.adapters.mongo import PageStore
     from dedup.errors import redact
-    from dedup.services import connect_mongo, connect_redis, resolve
-    from dedup.store import PageStore
+    from dedup.servers.services import connect_mongo, connect_redis, resolve
 
     redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
     try:

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         ServiceUnavailable,
         exit_status,
     )
-    from dedup.services import DataDirError, private_folder, resolve, stop_on_signals
+    from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
 
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
     extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]

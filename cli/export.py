@@ -63,7 +63,7 @@ def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextI
         return write(out, args.what, args.format, records)
     from rich.progress import Progress
 
-    from dedup.store import stored_sizes
+    from dedup.adapters.mongo import stored_sizes
 
     sizes = stored_sizes(db) if not where else None  # a count reads it all on SecantusDB
     total = sizes[args.what] if sizes and args.what in sizes \

@@ -91,7 +91,7 @@ def _chunks(args: argparse.Namespace, stack: ExitStack
     of the store's indexed fingerprints."""
     if args.store:
         from console.store import open_database
-        from dedup.store import PageStore, index_k
+        from dedup.adapters.mongo import PageStore, index_k
         from sparkjob.stage import store_chunks
 
         db = stack.enter_context(open_database(args, ("fingerprints",), "simcrawl find-all"))
@@ -198,11 +198,11 @@ def run_spark(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]]
     pairs = job.find_all(points, args.k)
     if args.clusters:
         table = job.cluster_records(points, pairs)
-        make = lambda r: _cluster_record(list(r.members), list(r.fingerprints),  # noqa: E731
+        make = lambda r: _cluster_record(list(r.members), list(r.fingerprints),
                                          out.id_name)
     else:
         table = job.pair_records(pairs)
-        make = lambda r: _pair_record(r.i, r.j, r.distance, r.a, r.b, out.id_name)  # noqa: E731
+        make = lambda r: _pair_record(r.i, r.j, r.distance, r.a, r.b, out.id_name)
     if out.parquet:
         table.write.mode("overwrite").parquet(out.target)
         out.count = spark.read.parquet(out.target).count()

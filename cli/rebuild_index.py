@@ -16,7 +16,8 @@ HELP = "reload the Redis index from MongoDB"
 def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int, int]:
     """Reload the registered originals' pinyin windows; ``(loaded, skipped)`` (skipped:
     computed with parameters other than the first original's)."""
-    from dedup.index.windows import RedisWindowStore, WindowIndex
+    from dedup.adapters.redis_windows import RedisWindowStore
+    from dedup.index.windows import WindowIndex
     from dedup.pinyin import PinyinFingerprint
 
     index: WindowIndex | None = None
@@ -32,11 +33,12 @@ def _rebuild_windows(redis_client: Any, namespace: str, pages: Any) -> tuple[int
 
 
 def rebuild(args: argparse.Namespace) -> int:
+    from dedup.adapters.index import open_index, redis_store
+    from dedup.adapters.redis_registry import register_checksums
     from dedup.config import DEFAULT_MAX_DISTANCE
-    from dedup.embedded_limits import check_whole_read
-    from dedup.index import IndexLayout, open_index, redis_store
+    from dedup.index import IndexLayout
     from dedup.progress import Progress
-    from dedup.registry import register_checksums
+    from dedup.servers.embedded_limits import check_whole_read
 
     redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
     try:

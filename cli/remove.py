@@ -11,7 +11,7 @@ HELP = "remove pages (or fingerprints) from the store and the index"
 
 
 def remove(args: argparse.Namespace) -> int:
-    from dedup.index import open_index, redis_store
+    from dedup.adapters.index import open_index, redis_store
 
     redis_client, pages, services = connect(args)
     try:

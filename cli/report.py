@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
             if sys.stderr.isatty():
                 from rich.progress import Progress
 
-                from dedup.store import stored_sizes
+                from dedup.adapters.mongo import stored_sizes
 
                 sizes = stored_sizes(db)  # a count reads it all on SecantusDB
                 total = (sizes.get("pages", 0) + sizes.get("matches", 0) if sizes else

@@ -15,7 +15,7 @@ HELP = "run (or stop) the embedded Redis and MongoDB servers"
 
 
 def services_(args: argparse.Namespace) -> int:
-    from dedup.services import DEFAULT_DATA_DIR, EmbeddedServices, stop_services
+    from dedup.servers.services import DEFAULT_DATA_DIR, EmbeddedServices, stop_services
 
     folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
     if args.action == "stop":
@@ -26,7 +26,7 @@ def services_(args: argparse.Namespace) -> int:
                                               if users else ""))
         return 0
     services = EmbeddedServices(folder)
-    from dedup.services import stop_on_signals
+    from dedup.servers.services import stop_on_signals
 
     with stop_on_signals():
         try:
@@ -56,10 +56,10 @@ WATCH_SECONDS = 1.0
 
 
 def stopped_servers(services: object) -> list[str]:
-    """The servers of ``services`` (a started :class:`dedup.services.EmbeddedServices`)
+    """The servers of ``services`` (a started :class:`dedup.servers.services.EmbeddedServices`)
     whose process no longer runs: stopped by ``simcrawl services stop`` from another
     shell, or exited."""
-    from dedup.services import process_alive
+    from dedup.servers.services import process_alive
 
     return [name for name, server in getattr(services, "servers", {}).items()
             if server.pid is not None and not process_alive(server.pid)]

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     from console.store import choose_database
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
     from dedup.errors import ServiceUnavailable
-    from dedup.services import (
+    from dedup.servers.services import (
         DEFAULT_DATA_DIR,
         connect_mongo,
         connect_redis,

@@ -123,9 +123,9 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
               target: float = 0.9, seed: int = 1, progress: Any = None) -> Calibration:
     """Gather, sample and judge the pairs (see the module docstring; ``containment``: the
     text check's threshold, the crawl's when not given)."""
+    from dedup.adapters.mongo import from_int64
     from dedup.batch import find_all
     from dedup.decide import Rules
-    from dedup.store import from_int64
 
     rules = Rules() if containment is None else Rules(verify_containment=containment)
 

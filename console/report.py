@@ -382,8 +382,8 @@ def write_report(db: Any, out: Path, k: int | None = None, crawl_id: str | None 
                  progress: Any = None, title: str = "simcrawl report") -> Findings:
     """Collect, draw and write ``report.html``, the PNG files and ``report.json`` to
     ``out`` (created if missing); ``k`` (marked on the distance histogram) defaults to the
-    k the crawl's index was built with (:func:`dedup.store.index_k`)."""
-    from dedup.store import index_k
+    k the crawl's index was built with (:func:`dedup.adapters.mongo.index_k`)."""
+    from dedup.adapters.mongo import index_k
 
     out.mkdir(parents=True, exist_ok=True)
     k = index_k(db) if k is None else k

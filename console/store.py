@@ -41,9 +41,9 @@ def add_options(parser: argparse.ArgumentParser, redis: bool = False) -> None:
 def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) -> None:
     """The store's options: ``--mongo-uri``, ``--database``, ``--data-dir`` (with
     ``redis``: ``--redis-url`` and ``--namespace`` too)."""
-    from dedup.index import DEFAULT_NAMESPACE
-    from dedup.services import DEFAULT_DATA_DIR
-    from dedup.store import DEFAULT_DATABASE
+    from dedup.adapters.index import DEFAULT_NAMESPACE
+    from dedup.adapters.mongo import DEFAULT_DATABASE
+    from dedup.servers.services import DEFAULT_DATA_DIR
 
     g = parser.add_argument_group("services (default: $MONGO_URI" +
                                   (" / $REDIS_URL" if redis else "") + ", else embedded)")
@@ -62,8 +62,8 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
 
 def _counted(db: Any) -> tuple[set[str], dict[str, int] | None]:
     """``db``'s collection names, and its sizes when the store keeps them (one read each;
-    :func:`dedup.store.stored_sizes`)."""
-    from dedup.store import stored_sizes
+    :func:`dedup.adapters.mongo.stored_sizes`)."""
+    from dedup.adapters.mongo import stored_sizes
 
     names = set(db.list_collection_names())
     return names, stored_sizes(db) if "meta" in names else None
@@ -87,7 +87,7 @@ def choose_database(client: Any, name: str | None, say: bool = True) -> Any:
     (:func:`holds_crawl`: registered originals alone are not one) and the demo's
     ``simcrawl_demo`` does. With ``say``, one line on stderr names the database read and
     why."""
-    from dedup.store import DEFAULT_DATABASE
+    from dedup.adapters.mongo import DEFAULT_DATABASE
 
     if name:
         db, why = client[name], "--database"
@@ -128,15 +128,15 @@ def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
     embedded MongoDB is started (and stopped after) when neither ``--mongo-uri`` nor
     ``$MONGO_URI`` is given. ``whole``: the collections the verb reads whole, checked
     first against what the embedded MongoDB can serve
-    (:func:`dedup.embedded_limits.check_whole_read`).
+    (:func:`dedup.servers.embedded_limits.check_whole_read`).
 
     Raises:
         ServiceUnavailable: MongoDB cannot be reached.
         NoCrawl: the database holds no crawl.
         StoreTooLarge: the embedded MongoDB cannot read the collections whole here.
     """
-    from dedup.embedded_limits import check_whole_read
-    from dedup.services import connect_mongo, resolve
+    from dedup.servers.embedded_limits import check_whole_read
+    from dedup.servers.services import connect_mongo, resolve
 
     _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:

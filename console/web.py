@@ -16,7 +16,7 @@ Pages:
 * ``/sources`` the registered sources, ``/sources/<name>`` one source's originals with
   their copies, and the pages kept that quote them;
 * ``/register`` a form that registers uploaded text or HTML files as originals of a
-  source: the code ``simcrawl register`` runs (:func:`dedup.register.register_files`).
+  source: the code ``simcrawl register`` runs (:func:`dedup.adapters.register.register_files`).
 
 Every list is one indexed query with a limit (keyset pagination: ``after=<url>``), so the
 pages stay fast on a store of millions of pages (``bench/bench_console.py``).
@@ -309,12 +309,12 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         secret_key: signs the session and CSRF tokens (default: random per start).
         uploads: where uploaded originals are kept (their ``file://`` URL names them).
         k: marked on the distance histogram (default: the k the crawl's index was
-            built with, :func:`dedup.store.index_k`).
+            built with, :func:`dedup.adapters.mongo.index_k`).
         refresh: seconds between two drawings of the dashboard's figures.
         figures_folder: where the figures are drawn (default: a temporary folder).
     """
-    from dedup.index import DEFAULT_NAMESPACE
-    from dedup.store import PageStore, index_k
+    from dedup.adapters.index import DEFAULT_NAMESPACE
+    from dedup.adapters.mongo import PageStore, index_k
 
     here = Path(__file__).resolve().parent
     app = Flask("console", template_folder=str(here / "templates"),
@@ -534,10 +534,10 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         return render_template("register.html", form=form)
 
     def _register_uploads(source_name: str, files: list[Any]) -> tuple[str, bool]:
+        from dedup.adapters.register import register_files
         from dedup.config import DedupConfig
         from dedup.errors import ServiceUnavailable
         from dedup.index import IndexMismatchError
-        from dedup.register import register_files
 
         folder = (uploads or Path(tempfile.gettempdir()) / "simcrawl-uploads") / (
             secure_filename(source_name) or hashlib.sha1(source_name.encode()).hexdigest())

@@ -54,7 +54,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
 from crawler.steps import Outage, stop_crawl
-from dedup.services import redis_outage
+from dedup.servers.services import redis_outage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -335,10 +335,10 @@ class SharedFrontier(RedisScheduler):
 
     def recover_dead_processes(self, sweep: bool = False) -> int:
         """Repair what processes that died left (their lease is gone), in this order: the
-        pages they admitted but never stored leave the index (:func:`dedup.journal.recover`),
+        pages they admitted but never stored leave the index (:func:`dedup.adapters.journal.recover`),
         the copies whose records named those pages are queued again, and so are the
         requests they had in flight. Returns how many requests were queued again."""
-        from dedup.journal import recover
+        from dedup.adapters.journal import recover
 
         state = self.state
         done = recover(self.server, self.namespace, self.pages, self.index,
@@ -435,7 +435,7 @@ class SharedFrontier(RedisScheduler):
         """Put the in-flight requests of dead processes (``dead`` owner tokens) back into
         the queue; with ``sweep``, also those of any process not alive (a key scan, done
         once when the frontier opens). Returns how many."""
-        from dedup.journal import owners
+        from dedup.adapters.journal import owners
 
         keys = {f"{self.inflight_prefix}:{token}" for token in dead}
         if sweep:
@@ -465,7 +465,7 @@ class SharedFrontier(RedisScheduler):
         Raises:
             FrontierWaits: Redis is out (then nobody can tell: wait).
         """
-        from dedup.journal import owners
+        from dedup.adapters.journal import owners
 
         if self.waiting or self.ready or self.unsettled:
             return True

@@ -19,11 +19,17 @@ from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Parts, parts_of
+from dedup.adapters.journal import lost_pages
+from dedup.adapters.mongo import (
+    fingerprint_document,
+    from_int64,
+    match_doc,
+    object_id,
+    page_document,
+)
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
-from dedup.journal import lost_pages
-from dedup.services import process_alive
-from dedup.store import fingerprint_document, from_int64, match_doc, object_id, page_document
+from dedup.servers.services import process_alive
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -48,7 +54,7 @@ class StoragePipeline:
     Documents are buffered and written by a worker thread every ``DEDUP_BATCH_SIZE``
     items or ``DEDUP_FLUSH_SECONDS``, so the crawl does not wait for MongoDB; one write
     runs at a time. Written pages are confirmed to the admission journal
-    (:mod:`dedup.journal`). When MongoDB does not answer, the buffer is kept and the
+    (:mod:`dedup.adapters.journal`). When MongoDB does not answer, the buffer is kept and the
     crawl waits (retrying with backoff) for up to ``DEDUP_RETRY_SECONDS``; past that the
     buffered pages count as lost (``dedup/lost/pages``, ``dedup/lost/matches``), the
     crawl stops, and it exits non-zero naming them. Everything buffered is written when

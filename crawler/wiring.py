@@ -23,22 +23,25 @@ from crawler.extraction import Extractor
 from crawler.frontier import SharedFrontier, frontier_of
 from crawler.logs import quiet_third_party
 from crawler.state import CrawlState
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import open_index, redis_store
+from dedup.adapters.journal import AdmissionJournal, live_owners, recover
+from dedup.adapters.mongo import PageStore
+from dedup.adapters.redis_templates import HostTemplates
+from dedup.adapters.redis_windows import open_window_index
 from dedup.config import DedupConfig
 from dedup.decide import Rules
-from dedup.deduplicator import Deduplicator, on_servers
+from dedup.deduplicator import Deduplicator
 from dedup.errors import redact
-from dedup.index import NearDuplicateIndex, open_index, redis_store
-from dedup.index.windows import WindowIndex, open_window_index
-from dedup.journal import AdmissionJournal, live_owners, recover
-from dedup.services import (
+from dedup.index import NearDuplicateIndex
+from dedup.index.windows import WindowIndex
+from dedup.servers.services import (
     EmbeddedServices,
     connect_mongo,
     connect_redis,
     durability_warning,
     resolve,
 )
-from dedup.store import PageStore
-from dedup.templates import HostTemplates
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -107,7 +110,7 @@ def build(crawler: Crawler) -> Parts:
     """The crawl's :class:`Parts`, built from the crawler's settings.
 
     Before the first decision it recovers what crawls killed on this namespace left
-    half-done (:func:`dedup.journal.recover`), and it refuses to run beside another live
+    half-done (:func:`dedup.adapters.journal.recover`), and it refuses to run beside another live
     crawl on the namespace unless ``DEDUP_CONCURRENT`` is set.
 
     Raises:

@@ -7,10 +7,10 @@ The fingerprint and index library of simcrawl; it does not import Scrapy.
     0
 """
 
-from .batch import MemoryIndex, clusters, find_all
-from .simhash import KERNEL, Fingerprint, fingerprint, hamming, normalize, simhash
-from .tables import Design, Table, block_design, plan, two_level_design
-from .text import ExtractedText, extract_text
+from dedup.batch import MemoryIndex, clusters, find_all
+from dedup.simhash import KERNEL, Fingerprint, fingerprint, hamming, normalize, simhash
+from dedup.tables import Design, Table, block_design, plan, two_level_design
+from dedup.text import ExtractedText, extract_text
 
 __all__ = [
     "KERNEL",

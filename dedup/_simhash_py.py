@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from .text import CJK, char_class, iter_tokens, normalize
+from dedup.text import CJK, char_class, iter_tokens, normalize
 
 __all__ = ["KERNEL", "fingerprint_text", "normalize", "probe", "scan_sorted"]
 

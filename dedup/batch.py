@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .config import DEFAULT_MAX_DISTANCE
-from .simhash import _kernel
-from .tables import Design, plan
+from dedup.config import DEFAULT_MAX_DISTANCE
+from dedup.simhash import _kernel
+from dedup.tables import Design, plan
 
 #: The in-memory planner weighs a table by the sort it costs; see :func:`batch_design`.
 _BATCH_BYTES_PER_ENTRY = 8

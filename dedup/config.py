@@ -13,7 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .simhash import DEFAULT_CJK_NGRAM, DEFAULT_DROP_NUMBERS, DEFAULT_MIN_TOKENS, DEFAULT_SHINGLE
+from dedup.simhash import (
+    DEFAULT_CJK_NGRAM,
+    DEFAULT_DROP_NUMBERS,
+    DEFAULT_MIN_TOKENS,
+    DEFAULT_SHINGLE,
+)
 
 #: The crawl's k: candidates within it are judged by their texts, and so are pages that
 #: share text anchors with the page at any distance (docs/fingerprints.md, "Text

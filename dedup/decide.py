@@ -36,21 +36,21 @@ from typing import Any
 
 import numpy as np
 
-from .ids import url_key
-from .index import Match
-from .overlap import SHINGLE_TOKENS, THIN_TOKENS, shared_text, token_pattern
-from .page import Page
-from .pinyin import PinyinScore
-from .simhash import (
+from dedup.ids import url_key
+from dedup.index import Match
+from dedup.overlap import SHINGLE_TOKENS, THIN_TOKENS, shared_text, token_pattern
+from dedup.page import Page
+from dedup.pinyin import PinyinScore
+from dedup.simhash import (
     DEFAULT_CJK_NGRAM,
     DEFAULT_DROP_NUMBERS,
     DEFAULT_MIN_TOKENS,
     fingerprint,
     hamming,
 )
-from .sketch import TITLE_OVERLAP, TextSketch, shingle_values
-from .templates import block_keys, strip
-from .text import normalize
+from dedup.sketch import TITLE_OVERLAP, TextSketch, shingle_values
+from dedup.templates import block_keys, strip
+from dedup.text import normalize
 
 #: A page is a copy of a registered original found by its pinyin windows when this share
 #: of its text is the original's (``DEDUP_MAIN_CONTENT``): the original is its main

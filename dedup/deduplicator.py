@@ -5,7 +5,7 @@
 each with an in-memory implementation and one on the servers:
 
 * the near-duplicate index (:class:`dedup.index.NearDuplicateIndex` over
-  :class:`~dedup.index.MemoryStore` or :class:`~dedup.index.RedisStore`): the atomic
+  :class:`~dedup.index.MemoryStore` or :class:`~dedup.adapters.redis_index.RedisStore`): the atomic
   check-and-add of the simhash tables;
 * the exact-copy registry (:mod:`dedup.registry`): who owns a text;
 * the page facts (:mod:`dedup.facts`): stored URLs, and the candidates' URLs, texts,
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .decide import (
+from dedup.decide import (
     EXACT,
     NEAR,
     NEW,
@@ -45,16 +45,16 @@ from .decide import (
     reversed_link,
     revisit,
 )
-from .errors import ServiceUnavailable
-from .facts import MemoryFacts, PageFacts, StoreFacts
-from .ids import url_key
-from .index import Match, MemoryStore, NearDuplicateIndex
-from .index.windows import WindowIndex
-from .overlap import shingles
-from .page import Page
-from .registry import ChecksumRegistry, Claim, MemoryRegistry, RedisRegistry
-from .sketch import TextSketch, shingle_values
-from .templates import MemoryTemplates, TemplateStore
+from dedup.errors import ServiceUnavailable
+from dedup.facts import MemoryFacts, PageFacts
+from dedup.ids import url_key
+from dedup.index import Match, MemoryStore, NearDuplicateIndex
+from dedup.index.windows import WindowIndex
+from dedup.overlap import shingles
+from dedup.page import Page
+from dedup.registry import ChecksumRegistry, Claim, MemoryRegistry
+from dedup.sketch import TextSketch, shingle_values
+from dedup.templates import MemoryTemplates, TemplateStore
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class Deduplicator:
         With a journal behind the registry, every page that may be admitted is journaled
         before any admission step runs, and pages that turn out to be copies leave it
         again; the caller confirms admitted pages once they are stored
-        (:mod:`dedup.journal`).
+        (:mod:`dedup.adapters.journal`).
 
         A text's checksum is registered only once its page is admitted, so an exact copy
         always names an admitted page. Pages of one batch with the same text follow the
@@ -462,7 +462,7 @@ def in_memory(config: Any = None, *, capacity: int = 100_000,
         capacity: pages the index is planned for.
         windows: registered originals' pinyin windows (``None``: none).
     """
-    from .config import DedupConfig
+    from dedup.config import DedupConfig
 
     config = config or DedupConfig()
     facts = MemoryFacts()
@@ -470,24 +470,3 @@ def in_memory(config: Any = None, *, capacity: int = 100_000,
     templates = MemoryTemplates(config.template_pages) if config.template_pages else None
     return Deduplicator(index, MemoryRegistry(), facts, Rules.from_config(config),
                         windows=windows, templates=templates), facts
-
-
-def on_servers(index: NearDuplicateIndex, client: Any, pages: Any, namespace: str,
-               rules: Rules | None = None, *, journal: Any = None,
-               windows: WindowIndex | None = None,
-               templates: TemplateStore | None = None) -> Deduplicator:
-    """A deduplicator on the crawl's servers: the checksum registry in Redis (with this
-    process's admission journal, if given), the facts from the MongoDB page store and the
-    shared crawl's journals.
-
-    Args:
-        index: the index (over a :class:`~dedup.index.RedisStore`).
-        client: the index's redis-py client.
-        pages: the :class:`~dedup.store.PageStore`.
-        namespace: the index's key prefix.
-        rules, windows, templates: as :class:`Deduplicator`'s.
-        journal: this process's :class:`~dedup.journal.AdmissionJournal`.
-    """
-    return Deduplicator(index, RedisRegistry(client, namespace, journal),
-                        StoreFacts(pages, client, namespace), rules, windows=windows,
-                        templates=templates)

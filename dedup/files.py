@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from .text import extract_text
+from dedup.text import extract_text
 
 HTML_SUFFIXES = {".html", ".htm", ".xhtml", ".shtml"}
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .overlap import shingles
+from dedup.overlap import shingles
 
 #: The fewest repeated items that make a listing: two could be a pair of sections of an
 #: article; a listing page shows three and more (a last page of a pagination may show

@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 import xxhash
 
-from .text import CJK_RANGES, normalize
+from dedup.text import CJK_RANGES, normalize
 
 #: Tokens per shingle.
 SHINGLE_TOKENS = 3

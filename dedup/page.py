@@ -3,7 +3,7 @@
 The crawl reads a page (:func:`dedup.pages.read_html`: its text, the URL it declares
 canonical, its fingerprints, and in the crawler its links, title and language), decides it
 (:class:`dedup.deduplicator.Deduplicator`) and stores it
-(:func:`dedup.store.page_document`, :func:`dedup.store.fingerprint_document`), all on
+(:func:`dedup.adapters.mongo.page_document`, :func:`dedup.adapters.mongo.fingerprint_document`), all on
 one :class:`Page`; the crawler's item (``crawler.items.PageItem``) is a :class:`Page`
 extended with what only a crawl knows (the HTTP status, depth, body, ...).
 """
@@ -14,8 +14,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ids import new_page_id
-from .overlap import without_title
+from dedup.ids import new_page_id
+from dedup.overlap import without_title
 
 
 def _now() -> dt.datetime:

@@ -24,15 +24,15 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from .decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
-from .listing import is_listing
-from .overlap import without_title
-from .page import Page
-from .pinyin import PinyinFingerprinter
-from .simhash import fingerprint
-from .sketch import shingle_values
-from .templates import block_keys
-from .text import ExtractedText, extract_text, parse_html
+from dedup.decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
+from dedup.listing import is_listing
+from dedup.overlap import without_title
+from dedup.page import Page
+from dedup.pinyin import PinyinFingerprinter
+from dedup.simhash import fingerprint
+from dedup.sketch import shingle_values
+from dedup.templates import block_keys
+from dedup.text import ExtractedText, extract_text, parse_html
 
 #: How a page is read and fingerprinted, as a small picklable tuple (the extraction
 #: workers get it): ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
@@ -202,7 +202,7 @@ def decide_pages(pages: Iterable[tuple[str, str | bytes]], config: Any = None,
     Returns:
         One :class:`Verdict` per page, in order.
     """
-    from .config import DedupConfig
+    from dedup.config import DedupConfig
 
     config = config or DedupConfig()
     params = fingerprint_params(config)
@@ -220,8 +220,8 @@ def decide_read(pages: Iterable[Page], config: Any = None, capacity: int = 100_0
     whole text: the template lines are left out of its fingerprints only), so later pages
     see it: a revisit of its URL, its text for the text check, its host's template lines.
     """
-    from .config import DedupConfig
-    from .deduplicator import in_memory
+    from dedup.config import DedupConfig
+    from dedup.deduplicator import in_memory
 
     decider, facts = in_memory(config or DedupConfig(), capacity=capacity)
     out = []

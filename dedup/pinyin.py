@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import load
+from dedup.kernels import load
 
 #: Characters that end a sentence (window starts align to what follows them).
 SENTENCE_ENDS = "。！？!?．.；;｡"

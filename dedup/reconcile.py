@@ -1,7 +1,7 @@
 """Reconciling a finished crawl with the batch search (``simcrawl clusters``): which pairs
 of admitted pages within k the inline decision missed, and the clusters of the store.
 
-No I/O here: the caller reads the stored pages (:meth:`dedup.store.PageStore.stored_pages`)
+No I/O here: the caller reads the stored pages (:meth:`dedup.adapters.mongo.PageStore.stored_pages`)
 and the hosts' template lines, and writes what :func:`judge` and :func:`clusters_of`
 return.
 
@@ -40,14 +40,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from .decide import Rules, choose_original
-from .index import Match
-from .index.core import ANCHOR_MATCHES, ANCHOR_READ
-from .overlap import token_pattern
-from .page import Page
-from .sketch import TextSketch
-from .templates import block_keys, strip
-from .text import normalize
+from dedup.decide import Rules, choose_original
+from dedup.index import Match
+from dedup.index.core import ANCHOR_MATCHES, ANCHOR_READ
+from dedup.overlap import token_pattern
+from dedup.page import Page
+from dedup.sketch import TextSketch
+from dedup.templates import block_keys, strip
+from dedup.text import normalize
 
 #: Crawl time of a page that has none (a registered original): before every crawl.
 _NEVER = dt.datetime.min.replace(tzinfo=dt.timezone.utc)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from . import _simhash_py
-from .kernels import load
+from dedup import _simhash_py
+from dedup.kernels import load
 
 log = logging.getLogger(__name__)
 

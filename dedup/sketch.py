@@ -47,7 +47,7 @@ under each; with 64 bits two texts share one only by sharing the shingle.
 
 With an 18-byte header, the anchors' high 48 bits, 86 values and at most 16 codes of each
 of the title's and the description's words a sketch takes at most 290 bytes; with the
-page's id and its length (16 bytes in the index, :mod:`dedup.index.redis_store`) a page's
+page's id and its length (16 bytes in the index, :mod:`dedup.adapters.redis_index`) a page's
 record with Redis's own string header fits one 320-byte allocation of Redis, as version
 3's 240 bytes did (``bench/bench_index.py --sketches`` at 1M, a 9-word title and a
 23-word description: 376 bytes a page for the sketch's hash field with either version).
@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from .overlap import shingles
+from dedup.overlap import shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).

@@ -22,7 +22,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .config import DEFAULT_MAX_DISTANCE
+from dedup.config import DEFAULT_MAX_DISTANCE
 
 F = 64
 MASK64 = (1 << 64) - 1

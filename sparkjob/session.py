@@ -101,7 +101,7 @@ def start(master: str = DEFAULT_MASTER, app: str = "simcrawl-find-all",
         builder = builder.config(key, value)
     try:
         session = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001  (py4j and JVM start-up errors: say which master)
+    except Exception as exc:
         raise SparkUnavailable(f"Spark did not start on {master}: "
                                f"{str(exc).strip().splitlines()[0]}") from exc
     session.sparkContext.setLogLevel("ERROR")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from dedup.services import LocalRedisCluster as RedisClusterNodes
+from dedup.servers.services import LocalRedisCluster as RedisClusterNodes
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=100, deadline=None)

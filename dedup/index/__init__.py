@@ -1,4 +1,5 @@
-"""The near-duplicate index: permuted tables over a store (in memory or in Redis).
+"""The near-duplicate index: permuted tables over a store (in memory here; in Redis,
+one node or a cluster, in :mod:`dedup.adapters`).
 
     >>> from dedup.index import MemoryStore, NearDuplicateIndex
     >>> index = NearDuplicateIndex(MemoryStore(), capacity=1000)
@@ -8,11 +9,9 @@
     [Match(fingerprint=18446462603027742720, page_id='a', distance=3)]
 """
 
-from typing import Any
 
-from ..config import check_namespace
-from .cluster_store import ClusterStore
-from .core import (
+from dedup.config import check_namespace
+from dedup.index.core import (
     DEFAULT_BATCH,
     DEFAULT_CAPACITY,
     IndexStore,
@@ -22,37 +21,12 @@ from .core import (
     check_fingerprint,
     check_page_id,
 )
-from .layout import IndexLayout, IndexMismatchError
-from .memory import MemoryStore
-from .redis_store import DEFAULT_NAMESPACE, RedisStore
-from .sharded import ShardedIndex
-
-
-def redis_store(client: Any, namespace: str = DEFAULT_NAMESPACE, url: str | None = None
-                ) -> RedisStore | ClusterStore:
-    """The index store for what ``client`` is connected to: one Redis node keeps the
-    whole index and decides in one script (:class:`RedisStore`); a Redis Cluster spreads
-    it over its slots (:class:`ClusterStore`)."""
-    from ..services import is_cluster
-
-    if is_cluster(client):
-        return ClusterStore(client, namespace, url=url)
-    return RedisStore(client, namespace, url=url)
-
-
-def open_index(store: Any, k: int | None = None, **kwargs: Any) -> NearDuplicateIndex:
-    """The index over ``store`` (:class:`NearDuplicateIndex`'s arguments): a
-    :class:`ShardedIndex` on a :class:`ClusterStore`."""
-    if isinstance(store, ClusterStore):
-        return ShardedIndex(store, k, **kwargs)
-    return NearDuplicateIndex(store, k, **kwargs)
-
+from dedup.index.layout import IndexLayout, IndexMismatchError
+from dedup.index.memory import MemoryStore
 
 __all__ = [
     "DEFAULT_BATCH",
     "DEFAULT_CAPACITY",
-    "DEFAULT_NAMESPACE",
-    "ClusterStore",
     "IndexLayout",
     "IndexMismatchError",
     "IndexStore",
@@ -60,11 +34,7 @@ __all__ = [
     "MemoryStore",
     "NearDuplicateIndex",
     "Probe",
-    "RedisStore",
-    "ShardedIndex",
     "check_fingerprint",
     "check_namespace",
     "check_page_id",
-    "open_index",
-    "redis_store",
 ]

@@ -5,12 +5,13 @@ every table (:class:`~dedup.index.layout.IndexLayout`), asks the store to probe,
 and insert, turns the store's raw hits back into fingerprints and page ids, and reports
 the closest match. A store (:class:`IndexStore`) holds the data and makes
 probe-decide-insert one atomic step: :class:`~dedup.index.memory.MemoryStore` for one
-process, :class:`~dedup.index.redis_store.RedisStore` shared by many.
+process, :class:`~dedup.adapters.redis_index.RedisStore` shared by many.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,9 +21,9 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ..config import DEFAULT_CAPACITY, DEFAULT_MAX_DISTANCE
-from ..tables import Design, F
-from .layout import IndexLayout, IndexMismatchError
+from dedup.config import DEFAULT_CAPACITY, DEFAULT_MAX_DISTANCE
+from dedup.index.layout import IndexLayout, IndexMismatchError
+from dedup.tables import Design, F
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def anchors_of(sketch: bytes | None) -> list[int]:
     """The text anchors a stored sketch carries (none for no sketch, or a bad one)."""
     if not sketch:
         return []
-    from ..sketch import TextSketch  # the index stores sketches; it reads only this
+    from dedup.sketch import TextSketch  # the index stores sketches; it reads only this
 
     try:
         return TextSketch.from_bytes(sketch).anchors
@@ -273,7 +274,7 @@ class NearDuplicateIndex:
 
     Args:
         store: where the tables live (:class:`~dedup.index.memory.MemoryStore`,
-            :class:`~dedup.index.redis_store.RedisStore`).
+            :class:`~dedup.adapters.redis_index.RedisStore`).
         k: the distance at which a fingerprint counts as a near duplicate (default: an
             existing index's k; for a new one the crawl's,
             :data:`dedup.config.DEFAULT_MAX_DISTANCE`). At most the design's k.
@@ -659,7 +660,7 @@ class NearDuplicateIndex:
     def withdraw(self, items: Iterable[tuple[int, str]]) -> int:
         """Withdraw pages judged copies after their candidates were read (``(fingerprint,
         page id)``). Nothing to do here: a page with candidates is inserted only when it is
-        admitted; a sharded index (:class:`~dedup.index.sharded.ShardedIndex`) writes pages
+        admitted; a sharded index (:class:`~dedup.adapters.sharded.ShardedIndex`) writes pages
         as pending first and removes them here."""
         return 0
 
@@ -684,3 +685,26 @@ class NearDuplicateIndex:
         """Whether the index holds more than twice its planned capacity (its buckets then
         outgrow Redis's compact encoding: rebuild it with a larger ``--capacity``)."""
         return len(self) > 2 * self.layout.capacity
+
+
+_HEX_ID = re.compile(r"^(?:[0-9a-f]{2})+$")
+
+
+def pack_page_id(page_id: str) -> bytes:
+    """Page id as stored in Redis: lowercase even-length hex as NUL + bytes, else UTF-8.
+
+    >>> pack_page_id("65f1a2b3c4d5e6f708192a3b")
+    b'\\x00e\\xf1\\xa2\\xb3\\xc4\\xd5\\xe6\\xf7\\x08\\x19*;'
+    >>> unpack_page_id(pack_page_id("page-7"))
+    'page-7'
+    """
+    if _HEX_ID.match(page_id):
+        return b"\x00" + bytes.fromhex(page_id)
+    return page_id.encode("utf-8", "surrogatepass")
+
+
+def unpack_page_id(raw: bytes) -> str:
+    """Invert :func:`pack_page_id`."""
+    if raw[:1] == b"\x00":
+        return raw[1:].hex()
+    return raw.decode("utf-8", "surrogatepass")

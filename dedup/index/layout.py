@@ -23,9 +23,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..config import DEFAULT_MAX_DISTANCE
-from ..simhash import _kernel
-from ..tables import Design, F, Table
+from dedup.config import DEFAULT_MAX_DISTANCE
+from dedup.simhash import _kernel
+from dedup.tables import Design, F, Table
 
 #: Bytes Redis spends per key beyond its entries (dict entry, key string, object header,
 #: allocation), measured with redis-server 6.2 (``bench/bench_index.py``). The layout
@@ -74,7 +74,7 @@ class IndexLayout:
             planned before they scaled).
         packed_anchors: the text anchors are packed records in strings (a record of
             :data:`ANCHOR_TAG_BYTES` more bits of the anchor and the page's fingerprint, see
-            :mod:`dedup.index.redis_store`); ``False`` for an index planned before, which
+            :mod:`dedup.adapters.redis_index`); ``False`` for an index planned before, which
             keeps them as members of sorted sets (16 bytes each) and works as it did.
         release_sketches: a page's text sketch stays in Redis only until MongoDB holds
             it (the crawl then releases it, :meth:`NearDuplicateIndex.release`, and a
@@ -138,7 +138,7 @@ class IndexLayout:
         Raises:
             ValueError: ``capacity < 1`` or a limit below 2.
         """
-        from ..tables import crawl_plan, sketches_leave_redis
+        from dedup.tables import crawl_plan, sketches_leave_redis
 
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")

@@ -8,8 +8,7 @@ import threading
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 
-from ..tables import F
-from .core import (
+from dedup.index.core import (
     ANCHOR,
     ANCHOR_MATCHES,
     ANCHOR_READ,
@@ -18,10 +17,11 @@ from .core import (
     RELEASED,
     Hit,
     Probe,
+    pack_page_id,  # records are as long as Redis's
     records_in_order,
 )
-from .layout import IndexLayout
-from .redis_store import pack_page_id  # records are as long as Redis's
+from dedup.index.layout import IndexLayout
+from dedup.tables import F
 
 
 class MemoryStore:

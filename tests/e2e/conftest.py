@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from simcrawl_examples.demosite import DemoSite
 
-from dedup.services import EmbeddedServices
+from dedup.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
     ``process.folder`` is the data folder (the crawl's log is there)."""
     import os
 
-    from dedup.services import connect_mongo
+    from dedup.servers.services import connect_mongo
 
     folder = tmp_path_factory.mktemp("demo")
     with EmbeddedServices(folder) as services:
@@ -74,7 +74,7 @@ def reference_crawl(site: DemoSite, env: dict[str, str], tmp: Path
                     "-s", "DEDUP_NAMESPACE=reference", "-s", "AUTOTHROTTLE_ENABLED=0",
                     "-s", f"LOG_FILE={tmp / 'reference.log'}"], cwd=ROOT, env=env,
                    check=True, timeout=600)
-    from dedup.services import connect_mongo
+    from dedup.servers.services import connect_mongo
 
     traps = {t for t in site.content.expected.traps if t in site.requests}
     return (*outcome(connect_mongo(env["MONGO_URI"])["reference"]), traps)
@@ -148,8 +148,8 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
     # is the index's promise, no two stored pages within k of each other
     import numpy as np
 
+    from dedup.adapters.mongo import from_int64
     from dedup.batch import find_all
-    from dedup.store import from_int64
 
     fps = [from_int64(d["simhash"]) for d in db.fingerprints.find({"short": False})]
     pairs = find_all(np.array(fps, dtype=np.uint64), 3)

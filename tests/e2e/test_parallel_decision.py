@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from simcrawl_examples.pageserver import serve
 
-from dedup.services import EmbeddedServices, connect_mongo, free_port
+from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

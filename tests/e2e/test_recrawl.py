@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from simcrawl_examples.demosite import DemoSite
 
-from dedup.services import EmbeddedServices, connect_mongo
+from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,7 @@ def test_a_recrawl_on_two_processes_keeps_every_verdict(tmp_path: Path) -> None:
     is requested."""
     from simcrawl_examples.demosite import build
 
-    from dedup.services import connect_mongo
+    from dedup.servers.services import connect_mongo
 
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=80, zh_articles=2, novel_chapters=0)) as site:

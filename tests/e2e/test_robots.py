@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from simcrawl_examples.demosite import DemoSite, Page, build
 
-from dedup.services import EmbeddedServices
+from dedup.servers.services import EmbeddedServices
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

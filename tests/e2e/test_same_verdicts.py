@@ -18,7 +18,7 @@ import pytest
 from simcrawl_examples.pageserver import serve
 
 from dedup.pages import decide_pages
-from dedup.services import EmbeddedServices, connect_mongo, free_port
+from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from simcrawl_examples.demosite import DemoSite, build, build_groups
 
-from dedup.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,8 +58,7 @@ def test_sketches_that_leave_redis_once_stored_give_the_same_record(
     one node): two processes crawl the demo with it and record what one process records
     with every sketch in Redis, each judging the other's stored pages on their sketches
     from MongoDB; at the end no stored page's sketch is left in Redis."""
-    from dedup.index.core import RELEASED
-    from dedup.index.redis_store import unpack_page_id
+    from dedup.index.core import RELEASED, unpack_page_id
 
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=40, zh_articles=2, novel_chapters=0)) as site:

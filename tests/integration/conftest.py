@@ -9,9 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from dedup.index import MemoryStore, RedisStore
-from dedup.services import EmbeddedServices, connect_mongo, connect_redis
-from dedup.store import PageStore
+from dedup.adapters.index import RedisStore
+from dedup.adapters.mongo import PageStore
+from dedup.index import MemoryStore
+from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
 
 
 @pytest.fixture(scope="session")

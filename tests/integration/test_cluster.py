@@ -1,9 +1,9 @@
 """The index on a real Redis Cluster (three ``redis-server --cluster-enabled yes`` nodes
 joined by ``redis-cli --cluster create``; the ``redis_cluster`` fixture): the client
 finds the cluster from one node; the index spreads over every node's slots
-(:class:`dedup.index.ClusterStore`) and its numbered pending entries keep "never two
+(:class:`dedup.adapters.redis_cluster.ClusterStore`) and its numbered pending entries keep "never two
 admitted near duplicates" for eight processes at once, and when one of them is killed
-mid-decision (:mod:`dedup.index.cluster_store`); a one-slot index (an earlier version's)
+mid-decision (:mod:`dedup.adapters.redis_cluster`); a one-slot index (an earlier version's)
 is refused with a clear message."""
 
 from __future__ import annotations
@@ -18,17 +18,9 @@ from collections import Counter
 
 import pytest
 
-from dedup.index import (
-    ClusterStore,
-    IndexMismatchError,
-    Match,
-    NearDuplicateIndex,
-    RedisStore,
-    ShardedIndex,
-    open_index,
-    redis_store,
-)
-from dedup.services import connect_redis, is_cluster
+from dedup.adapters.index import ClusterStore, RedisStore, ShardedIndex, open_index, redis_store
+from dedup.index import IndexMismatchError, Match, NearDuplicateIndex
+from dedup.servers.services import connect_redis, is_cluster
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 from werkzeug.serving import make_server
 
-from dedup.services import free_port
+from dedup.servers.services import free_port
 
 pytestmark = pytest.mark.integration
 

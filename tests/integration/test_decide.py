@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import RedisStore
+from dedup.adapters.mongo import page_document
 from dedup.decide import (
     CHANGED,
     EXACT,
@@ -12,10 +15,8 @@ from dedup.decide import (
     UNCHANGED,
     Rules,
 )
-from dedup.deduplicator import on_servers
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.index import NearDuplicateIndex
 from dedup.page import Page
-from dedup.store import page_document
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +90,7 @@ def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pa
     # an original whose second opinion is only in MongoDB (another process admitted it)
     other = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace,
                          Rules(verify_distance=10))
-    from dedup.store import fingerprint_doc, to_int64
+    from dedup.adapters.mongo import fingerprint_doc, to_int64
 
     pages.save_pages([page_document(original)],
                      [fingerprint_doc(original.page_id, A, checksum="1" * 32, tokens=99,

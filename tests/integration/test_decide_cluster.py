@@ -1,5 +1,5 @@
 """The decision's cases of tests/decision_cases.py on a real Redis Cluster: the index
-spread over its slots (:class:`dedup.index.ShardedIndex`, numbered pending entries), the
+spread over its slots (:class:`dedup.adapters.sharded.ShardedIndex`, numbered pending entries), the
 registry and journals in the slot of the namespace's hash tag, the facts from MongoDB:
 the same verdicts as on one Redis node and on memory stores."""
 
@@ -9,8 +9,8 @@ import pytest
 from decision_cases import *  # the shared cases, collected here
 from test_decide_servers import ServerWorld
 
-from dedup.index import ClusterStore
-from dedup.services import connect_redis
+from dedup.adapters.index import ClusterStore
+from dedup.servers.services import connect_redis
 
 pytestmark = pytest.mark.integration
 

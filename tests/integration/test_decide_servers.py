@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 from decision_cases import *  # the shared cases, collected here
 
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import open_index, redis_store
+from dedup.adapters.mongo import fingerprint_document, match_doc, page_document
+from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
 from dedup.decide import Rules
-from dedup.deduplicator import Deduplicator, on_servers
-from dedup.index import open_index, redis_store
-from dedup.store import fingerprint_document, match_doc, page_document
-from dedup.templates import HostTemplates
+from dedup.deduplicator import Deduplicator
 
 pytestmark = pytest.mark.integration
 

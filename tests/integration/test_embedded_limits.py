@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dedup.embedded_limits import READ_BYTES_PER_DOC, check_whole_read, is_embedded_kind
-from dedup.services import EmbeddedServices, connect_mongo
+from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, check_whole_read, is_embedded_kind
+from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> N
     (1 s a 100,000 pages), and so does a lookup no index serves."""
     from bson import ObjectId
 
-    from dedup.store import PageStore, fingerprint_doc, match_doc, stored_sizes
+    from dedup.adapters.mongo import PageStore, fingerprint_doc, match_doc, stored_sizes
 
     with EmbeddedServices(tmp_path / "data", redis=False) as services:
         client = connect_mongo(services.mongo_uri or "")

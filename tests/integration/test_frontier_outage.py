@@ -15,7 +15,7 @@ from crawler.frontier import INFLIGHT_ID, SharedFrontier, frontier_keys
 from crawler.scheduler import Scheduler
 from crawler.spiders.site import SiteSpider
 from crawler.wiring import parts_of
-from dedup.services import EmbeddedServer, connect_redis
+from dedup.servers.services import EmbeddedServer, connect_redis
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from dedup.index import IndexMismatchError, Match, MemoryStore, NearDuplicateIndex, RedisStore
+from dedup.adapters.index import RedisStore
+from dedup.index import IndexMismatchError, Match, MemoryStore, NearDuplicateIndex
 from dedup.tables import block_design, two_level_design
 
 pytestmark = pytest.mark.integration

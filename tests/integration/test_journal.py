@@ -9,12 +9,13 @@ import sys
 
 import pytest
 
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import RedisStore
+from dedup.adapters.journal import AdmissionJournal, live_owners, owners, recover
+from dedup.adapters.mongo import fingerprint_doc, match_doc, page_document
 from dedup.decide import EXACT, NEAR, NEW
-from dedup.deduplicator import on_servers
-from dedup.index import NearDuplicateIndex, RedisStore
-from dedup.journal import AdmissionJournal, live_owners, owners, recover
+from dedup.index import NearDuplicateIndex
 from dedup.page import Page
-from dedup.store import fingerprint_doc, match_doc, page_document
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +97,7 @@ def test_a_live_crawl_is_seen_and_its_journal_left_alone(redis_client, pages, na
 
 def test_a_lease_of_a_dead_process_on_this_host_is_dead_at_once(redis_client, namespace
                                                                 ) -> None:  # type: ignore[no-untyped-def]
-    code = ("import sys, redis; from dedup.journal import AdmissionJournal; "
+    code = ("import sys, redis; from dedup.adapters.journal import AdmissionJournal; "
             "AdmissionJournal(redis.Redis.from_url(sys.argv[1]), sys.argv[2], lease=3600).open()")
     url = redis_client.connection_pool.connection_kwargs
     subprocess.run([sys.executable, "-c", code, f"redis://127.0.0.1:{url['port']}/0",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from dedup.adapters.mongo import index_k, page_document
 from dedup.index import IndexLayout
 from dedup.page import Page
-from dedup.store import index_k, page_document
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from scrapy.utils.test import get_crawler
 
 from crawler.pipelines import StoragePipeline
 from crawler.wiring import parts_of
+from dedup.adapters.mongo import fingerprint_doc
 from dedup.ids import new_page_id
-from dedup.store import fingerprint_doc
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +75,7 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
     """One verdict per URL: an earlier crawl recorded the URL as a copy; its text changed
     and it is admitted now; once stored, its old copy record is gone (its excerpt and
     batch records are other collections' or kinds' and stay)."""
-    from dedup.store import match_doc
+    from dedup.adapters.mongo import match_doc
 
     database = namespace.replace("-", "_")
     crawler, runtime = wired(services, namespace, database)

@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from crawler.extraction import extract_and_fingerprint, fingerprint_params
+from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.index import RedisStore
+from dedup.adapters.mongo import page_document
 from dedup.config import DedupConfig
 from dedup.decide import NEAR, NEW, Rules
-from dedup.deduplicator import Deduplicator, on_servers
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.deduplicator import Deduplicator
+from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.simhash import hamming
-from dedup.store import page_document
 
 pytestmark = pytest.mark.integration
 
@@ -231,8 +233,9 @@ def test_a_copy_fetched_before_its_original_stays_the_original_and_the_record_sa
 
 def test_a_line_on_every_page_of_a_site_is_learned_and_left_out(  # type: ignore[no-untyped-def]
         dev_data, dev_pages, redis_client, pages, namespace) -> None:
+    from dedup.adapters.redis_templates import HostTemplates
     from dedup.simhash import fingerprint
-    from dedup.templates import HostTemplates, block_key
+    from dedup.templates import block_key
 
     templates = HostTemplates(redis_client, namespace, min_pages=3, refresh=0)
     crawl = crawl_deduplicator(redis_client, pages, namespace)
@@ -257,8 +260,9 @@ def test_a_line_on_every_page_of_a_site_is_learned_and_left_out(  # type: ignore
 
 def test_a_page_of_nothing_but_template_text_is_skipped_and_never_an_original(  # type: ignore[no-untyped-def]
         dev_data, dev_pages, redis_client, pages, namespace) -> None:
+    from dedup.adapters.redis_templates import HostTemplates
     from dedup.decide import TEMPLATE_ONLY
-    from dedup.templates import HostTemplates, block_keys
+    from dedup.templates import block_keys
 
     # nypost.com's "Trending Now" and "Popular Shopping" lists, as every page of the
     # site shows them (five admitted pages taught them)
@@ -286,8 +290,8 @@ def test_a_page_of_nothing_but_template_text_is_skipped_and_never_an_original(  
 def registered(dev_data: Path, redis_client, pages, namespace: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """Three zh-dev essays registered as originals (``simcrawl register``), and a
     crawl-like deduplicator with the pinyin window index."""
-    from dedup.index.windows import open_window_index
-    from dedup.register import register
+    from dedup.adapters.redis_windows import open_window_index
+    from dedup.adapters.register import register
 
     essays = sorted((dev_data / "zh-dev").glob("*.txt"))[:3]
     config = DedupConfig(namespace=namespace)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from bson import Int64
 
+from dedup.adapters.mongo import fingerprint_doc, from_int64, match_doc, to_int64
 from dedup.ids import new_page_id
-from dedup.store import fingerprint_doc, from_int64, match_doc, to_int64
 
 pytestmark = pytest.mark.integration
 
@@ -215,7 +215,7 @@ def test_a_url_has_one_match_record_however_often_it_is_seen(pages) -> None:
 
 
 def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> None:
-    from dedup.store import PageStore
+    from dedup.adapters.mongo import PageStore
 
     db = mongo_client["test_old_matches"]
     try:

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
+from dedup.adapters.index import RedisStore
+from dedup.adapters.mongo import fingerprint_doc
 from dedup.ids import new_page_id
-from dedup.index import NearDuplicateIndex, RedisStore
+from dedup.index import NearDuplicateIndex
 from dedup.sketch import TextSketch
-from dedup.store import fingerprint_doc
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +51,7 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
     after = NearDuplicateIndex(RedisStore(redis_client, namespace))
     assert sorted(after.entries()) == before
     assert store.read_layout() == layout
-    from dedup.registry import checksum_key
+    from dedup.adapters.redis_registry import checksum_key
     key, field = checksum_key(namespace, docs[5]["checksum"])
     assert redis_client.hget(key, field).decode() == docs[5]["_id"]
     probe = before[17][0] ^ 0b101
@@ -127,7 +128,7 @@ def test_an_index_that_releases_sketches_is_rebuilt_and_removed_from_released(
 
 
 def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
-    from dedup.services import free_port
+    from dedup.servers.services import free_port
 
     done = subprocess.run([sys.executable, "-m", "cli", "rebuild-index", "--redis-url",
                            f"redis://127.0.0.1:{free_port()}/0", "--mongo-uri", "mongodb://x",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup.services import EmbeddedServices, process_alive
+from dedup.servers.services import EmbeddedServices, process_alive
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_servers_of_a_killed_user_are_adopted_and_stopped(tmp_path: Path) -> Non
 
 _WRAPPER = """
 import subprocess, sys, time
-from dedup.services import EmbeddedServices, share_with
+from dedup.servers.services import EmbeddedServices, share_with
 EmbeddedServices(sys.argv[1]).start()
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
 share_with([child.pid])  # as `simcrawl crawl` does with its crawl processes
@@ -154,8 +154,8 @@ def test_a_bad_data_folder_is_one_line(tmp_path: Path) -> None:
 def test_a_port_taken_before_the_server_binds_it_is_retried(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import socket
 
-    import dedup.services as services_module
-    from dedup.services import EmbeddedServer
+    import dedup.servers.services as services_module
+    from dedup.servers.services import EmbeddedServer
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

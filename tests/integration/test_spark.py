@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dedup import batch
-from dedup.services import free_port
+from dedup.servers.services import free_port
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the extra simcrawl[spark] "
                     "(./run-tests installs it)")
@@ -84,7 +84,7 @@ def test_spark_pairs_and_clusters_equal_in_process(spark, tmp_path: Path, n: int
 def test_components_settle_on_a_long_chain(spark) -> None:  # type: ignore[no-untyped-def]
     from sparkjob import job
 
-    chain = [(i, i + 1) for i in range(0, 200)] + [(1000, 1001), (1001, 1002)]
+    chain = [(i, i + 1) for i in range(200)] + [(1000, 1001), (1001, 1002)]
     edges = spark.createDataFrame(chain, "i long, j long")
     labels = {r.id: r.cluster for r in job.components(edges).collect()}
     assert {labels[i] for i in range(201)} == {0}
@@ -118,7 +118,7 @@ def test_cli_without_java_says_how_to_install_it(tmp_path: Path) -> None:
 def test_store_input_on_both_engines(services, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from bson import ObjectId
 
-    from dedup.store import fingerprint_doc
+    from dedup.adapters.mongo import fingerprint_doc
 
     values = planted(3_000, 100, 3, seed=5)
     docs = [fingerprint_doc(str(ObjectId()), int(v), checksum="0" * 32, tokens=200,

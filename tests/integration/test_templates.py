@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dedup.templates import HostTemplates, block_keys, strip
+from dedup.adapters.redis_templates import HostTemplates
+from dedup.templates import block_keys, strip
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 from simcrawl_examples.demosite import _zh_article, homophone_groups, swap_homophones
 
+from dedup.adapters.index import RedisStore
+from dedup.adapters.redis_windows import RedisWindowStore, bucket_bits_for
+from dedup.adapters.register import register
 from dedup.config import DedupConfig
-from dedup.index import IndexMismatchError, NearDuplicateIndex, RedisStore
-from dedup.index.windows import MemoryWindowStore, RedisWindowStore, WindowIndex, bucket_bits_for
+from dedup.index import IndexMismatchError, NearDuplicateIndex
+from dedup.index.windows import MemoryWindowStore, WindowIndex
 from dedup.pinyin import PinyinFingerprinter, score
-from dedup.register import register
 
 ROOT = Path(__file__).resolve().parents[2]
 FPER = PinyinFingerprinter()

@@ -8,9 +8,8 @@ import scrapy
 from scrapy.settings import Settings
 from scrapy.utils.request import request_from_dict
 
-from crawler.frontier import JsonSerializer
+from crawler.frontier import JsonSerializer, frontier_of
 from crawler.spiders.site import SiteSpider
-from crawler.frontier import frontier_of
 
 
 def test_requests_round_trip_through_json() -> None:

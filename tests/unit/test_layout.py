@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dedup import _simhash_py
+from dedup.adapters.redis_index import anchor_records
 from dedup.errors import redact
 from dedup.index import IndexLayout, IndexMismatchError
+from dedup.index.core import pack_page_id, unpack_page_id
 from dedup.index.layout import anchor_bits
-from dedup.index.redis_store import anchor_records, pack_page_id, unpack_page_id
 from dedup.progress import Progress
 from dedup.simhash import KERNEL, _kernel
 from dedup.tables import block_design, two_level_design

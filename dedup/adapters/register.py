@@ -18,16 +18,16 @@ from pathlib import Path
 
 import redis
 
-from .config import DedupConfig
-from .decide import second_opinion
-from .files import SkipFile, read_document
-from .index import NearDuplicateIndex
-from .index.windows import WindowIndex
-from .page import Page
-from .pinyin import PinyinFingerprinter
-from .registry import register_checksums
-from .simhash import fingerprint
-from .store import PageStore, fingerprint_document, page_document
+from dedup.adapters.mongo import PageStore, fingerprint_document, page_document
+from dedup.adapters.redis_registry import register_checksums
+from dedup.config import DedupConfig
+from dedup.decide import second_opinion
+from dedup.files import SkipFile, read_document
+from dedup.index import NearDuplicateIndex
+from dedup.index.windows import WindowIndex
+from dedup.page import Page
+from dedup.pinyin import PinyinFingerprinter
+from dedup.simhash import fingerprint
 
 REGISTERED_HOST = "registered"
 
@@ -97,8 +97,8 @@ def register_files(files: Iterable[Path], source: str, pages: PageStore, client:
         IndexMismatchError: the existing index was built with other parameters.
         ServiceUnavailable: Redis or MongoDB failed.
     """
-    from .index import open_index, redis_store
-    from .index.windows import open_window_index
+    from dedup.adapters.index import open_index, redis_store
+    from dedup.adapters.redis_windows import open_window_index
 
     files = list(files)
     if not source.strip():

@@ -63,18 +63,20 @@ from typing import Any
 import numpy as np
 import redis
 
-from ..config import DEFAULT_NAMESPACE, check_namespace
-from ..errors import ServiceUnavailable, redact
-from ..tables import F
-from .core import (
+from dedup.config import DEFAULT_NAMESPACE, check_namespace
+from dedup.errors import ServiceUnavailable, redact
+from dedup.index.core import (
     ANCHOR_MATCHES,
     ANCHOR_READ,
     EVIDENCE_BYTES,
     Hit,
     Probe,
+    pack_page_id,
     records_in_order,
+    unpack_page_id,
 )
-from .layout import ANCHOR_RECORD_BYTES, IndexLayout
+from dedup.index.layout import ANCHOR_RECORD_BYTES, IndexLayout
+from dedup.tables import F
 
 #: Default key prefix.
 
@@ -517,26 +519,6 @@ def anchor_records(have: bytes | None, tag: bytes) -> list[int]:
     return found
 
 
-def pack_page_id(page_id: str) -> bytes:
-    """Page id as stored in Redis: lowercase even-length hex as NUL + bytes, else UTF-8.
-
-    >>> pack_page_id("65f1a2b3c4d5e6f708192a3b")
-    b'\\x00e\\xf1\\xa2\\xb3\\xc4\\xd5\\xe6\\xf7\\x08\\x19*;'
-    >>> unpack_page_id(pack_page_id("page-7"))
-    'page-7'
-    """
-    if _HEX_ID.match(page_id):
-        return b"\x00" + bytes.fromhex(page_id)
-    return page_id.encode("utf-8", "surrogatepass")
-
-
-def unpack_page_id(raw: bytes) -> str:
-    """Invert :func:`pack_page_id`."""
-    if raw[:1] == b"\x00":
-        return raw[1:].hex()
-    return raw.decode("utf-8", "surrogatepass")
-
-
 class LayoutKey:
     """An index's layout in one Redis key, written once (``SET NX``): the one-node and the
     cluster store each keep theirs in one.
@@ -567,7 +549,7 @@ class RedisStore:
     """Index data in Redis (see the module docstring for the keys).
 
     Args:
-        client: a ``redis.Redis`` (see :func:`dedup.services.connect_redis`, which pings
+        client: a ``redis.Redis`` (see :func:`dedup.servers.services.connect_redis`, which pings
             and gives a clear error for a wrong URL). Must not decode responses.
         namespace: the key prefix; explicit and stable, so a restart finds its index.
         url: the server's URL, for messages.
@@ -581,7 +563,7 @@ class RedisStore:
                  url: str | None = None) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("RedisStore needs a client with decode_responses=False")
-        from dedup.services import check_cluster_namespace
+        from dedup.servers.services import check_cluster_namespace
 
         self.client = client
         self.namespace = check_cluster_namespace(client, check_namespace(namespace))
@@ -598,7 +580,7 @@ class RedisStore:
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from redis.exceptions import RedisClusterException
 
-        from dedup.services import redis_outage
+        from dedup.servers.services import redis_outage
 
         try:
             return fn(*args, **kwargs)
@@ -705,7 +687,7 @@ class RedisStore:
         """The connection pool of the server that holds the namespace's keys (on a Redis
         Cluster, the node that serves the hash tag's slot; moving that slot while a crawl
         runs fails its decisions with a MOVED error, which a restart resolves)."""
-        from dedup.services import is_cluster
+        from dedup.servers.services import is_cluster
 
         if is_cluster(self.client):
             cluster: Any = self.client

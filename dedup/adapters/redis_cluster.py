@@ -1,7 +1,7 @@
 """The index sharded over a Redis Cluster's slots, admitted without one atomic script.
 
 One Redis node runs the probe, the decision and the insert as one Lua script
-(:class:`~dedup.index.redis_store.RedisStore`). A cluster runs a script only over keys of
+(:class:`~dedup.adapters.redis_index.RedisStore`). A cluster runs a script only over keys of
 one slot, and putting the whole index in one slot puts it on one node. This store spreads
 every key by its own name (no hash tag), so the tables' buckets, the text sketches and the
 text anchors fall on all the nodes' slots, and keeps the promise "never two admitted near
@@ -72,19 +72,22 @@ import numpy as np
 import redis
 from redis.exceptions import RedisClusterException
 
-from ..config import DEFAULT_NAMESPACE, check_namespace
-from ..errors import ServiceUnavailable, redact
-from ..tables import F
-from .core import ANCHOR, ANCHOR_MATCHES, ANCHOR_READ, EVIDENCE_BYTES, Hit, Probe, records_in_order
-from .layout import IndexLayout
-from .redis_store import (
-    LUA_ANCHOR_ADD,
-    LUA_ANCHOR_DROP,
-    LayoutKey,
-    anchor_records,
+from dedup.adapters.redis_index import LUA_ANCHOR_ADD, LUA_ANCHOR_DROP, LayoutKey, anchor_records
+from dedup.config import DEFAULT_NAMESPACE, check_namespace
+from dedup.errors import ServiceUnavailable, redact
+from dedup.index.core import (
+    ANCHOR,
+    ANCHOR_MATCHES,
+    ANCHOR_READ,
+    EVIDENCE_BYTES,
+    Hit,
+    Probe,
     pack_page_id,
+    records_in_order,
     unpack_page_id,
 )
+from dedup.index.layout import IndexLayout
+from dedup.tables import F
 
 #: How long a page's mark holds without being settled (ms, the node's clock): a process
 #: killed mid-decision blocks others' decisions at most this long.
@@ -398,7 +401,7 @@ class ClusterStore:
                  url: str | None = None, lease_ms: int = LEASE_MS) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("ClusterStore needs a client with decode_responses=False")
-        from dedup.services import check_cluster_namespace
+        from dedup.servers.services import check_cluster_namespace
 
         self.client = client
         # the crawl's other keys (journal, frontier) share the namespace's one slot
@@ -410,7 +413,7 @@ class ClusterStore:
 
     # ------------------------------------------------------------------ errors
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from dedup.services import redis_outage
+        from dedup.servers.services import redis_outage
 
         try:
             return fn(*args, **kwargs)
@@ -750,7 +753,7 @@ class ClusterStore:
     def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
                     ) -> Iterator[list[list[Hit]]]:
         """Queries only (``page_ids`` ``None``): the admitted fingerprints within ``k``
-        (admission goes through :class:`~dedup.index.sharded.ShardedIndex`)."""
+        (admission goes through :class:`~dedup.adapters.sharded.ShardedIndex`)."""
         for probe, page_ids in probes:
             if page_ids is not None:
                 raise TypeError("a sharded index admits through ShardedIndex, not in one call")

@@ -40,11 +40,12 @@ from typing import Any
 
 import redis
 
-from .errors import ServiceUnavailable
-from .index import NearDuplicateIndex
-from .registry import Claim, checksum_key
-from .services import process_alive
-from .store import PageStore
+from dedup.adapters.redis_registry import checksum_key
+from dedup.errors import ServiceUnavailable
+from dedup.index import NearDuplicateIndex
+from dedup.registry import Claim
+from dedup.servers.services import process_alive
+from dedup.store import PageRecords
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ class Recovery:
                 f"({self.matches_removed} match records naming them removed)")
 
 
-def recover(client: redis.Redis, namespace: str, pages: PageStore, index: NearDuplicateIndex,
+def recover(client: redis.Redis, namespace: str, pages: PageRecords, index: NearDuplicateIndex,
             exclude: str | None = None) -> Recovery:
     """Make the index agree with the store after crawls that stopped without storing
     what they admitted (see the module doc). Journals of live owners are left alone.
@@ -329,7 +330,7 @@ def recover(client: redis.Redis, namespace: str, pages: PageStore, index: NearDu
     return result
 
 
-def _recover_entries(client: redis.Redis, namespace: str, pages: PageStore,
+def _recover_entries(client: redis.Redis, namespace: str, pages: PageRecords,
                      index: NearDuplicateIndex, entries: dict[str, str],
                      result: Recovery) -> None:
     stored = pages.complete_pages(entries)

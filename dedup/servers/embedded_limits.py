@@ -119,7 +119,7 @@ def check_whole_read(db: Any, collections: Iterable[str], verb: str,
         StoreTooLarge: the message names the collection, the memory it would take, the
             memory there is, how many pages that serves, and what to do.
     """
-    from .store import stored_sizes
+    from dedup.adapters.mongo import stored_sizes
 
     if not is_embedded_kind(db.client):
         return

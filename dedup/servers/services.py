@@ -37,7 +37,7 @@ import pymongo
 import redis
 from pymongo.errors import OperationFailure, PyMongoError
 
-from .errors import ServiceUnavailable, redact
+from dedup.errors import ServiceUnavailable, redact
 
 log = logging.getLogger(__name__)
 

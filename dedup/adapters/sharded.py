@@ -1,7 +1,7 @@
 """The near-duplicate index over a sharded store: admission by numbered pending entries.
 
 :class:`ShardedIndex` is :class:`~dedup.index.core.NearDuplicateIndex` with the
-admission of :mod:`dedup.index.cluster_store`'s protocol instead of one atomic script:
+admission of :mod:`dedup.adapters.redis_cluster`'s protocol instead of one atomic script:
 a page is written as pending, numbered, probed, and then admitted or withdrawn. The
 decision sees the same candidates as on one node (every admitted page, and every page
 numbered before it that is not settled yet), so the crawl's rules run unchanged; what
@@ -15,10 +15,10 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..errors import ServiceUnavailable
-from .cluster_store import POLL_S, UNNUMBERED, ClusterStore
-from .core import Match, NearDuplicateIndex, anchors_of, check_fingerprint, check_page_id
-from .layout import IndexMismatchError
+from dedup.adapters.redis_cluster import POLL_S, UNNUMBERED, ClusterStore
+from dedup.errors import ServiceUnavailable
+from dedup.index.core import Match, NearDuplicateIndex, anchors_of, check_fingerprint, check_page_id
+from dedup.index.layout import IndexMismatchError
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,108 @@
+"""Learned template blocks per host in Redis (:class:`HostTemplates`; the rule, the
+interface and the memory one are :mod:`dedup.templates`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import redis
+
+from dedup.errors import ServiceUnavailable
+from dedup.templates import DEFAULT_MIN_PAGES, KEEP, TTL
+
+
+class HostTemplates:
+    """Learned template blocks per host, in Redis (see the module docstring).
+
+    Args:
+        client: Redis.
+        namespace: the index's key prefix.
+        min_pages: admitted pages a block must appear on to be template text.
+        keep, ttl: blocks kept per host, and seconds before an idle host's counts expire.
+        refresh: seconds a process may keep a host's learned blocks before reading again
+            (default 0: read for every batch, the same state for every process).
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str,
+                 min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP, ttl: int = TTL,
+                 refresh: float = 0.0) -> None:
+        if min_pages < 1:
+            raise ValueError(f"min_pages must be at least 1, got {min_pages}")
+        self.client, self.namespace = client, namespace
+        self.min_pages, self.keep, self.ttl, self.refresh = min_pages, keep, ttl, refresh
+        self._cache: dict[str, tuple[float, frozenset[int]]] = {}
+
+    def key(self, host: str) -> str:
+        """The host's sorted set."""
+        return f"{self.namespace}:tpl:{host}"
+
+    def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
+        """Each host's template blocks (read from Redis, or at most ``refresh`` s old).
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        now = time.monotonic()
+        out: dict[str, frozenset[int]] = {}
+        stale = []
+        for host in set(hosts):
+            cached = self._cache.get(host)
+            if self.refresh > 0 and cached is not None and now - cached[0] < self.refresh:
+                out[host] = cached[1]
+            else:
+                stale.append(host)
+        if stale:
+            try:
+                pipe = self.client.pipeline(transaction=False)
+                for host in stale:
+                    pipe.zrangebyscore(self.key(host), self.min_pages, "+inf")
+                replies = pipe.execute()
+            except redis.RedisError as exc:
+                raise ServiceUnavailable(f"Redis failed reading template blocks: {exc}",
+                                         service="Redis") from exc
+            for host, members in zip(stale, replies):
+                blocks = frozenset(int(m) for m in members)
+                if self.refresh > 0:
+                    self._cache[host] = (now, blocks)
+                out[host] = blocks
+            if len(self._cache) > 100_000:  # hosts seen long ago
+                self._cache = {h: v for h, v in self._cache.items()
+                               if now - v[0] < self.refresh}
+        return out
+
+    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
+        """Count the distinct blocks of admitted pages (``(host, block keys)``): one
+        pipeline of ``ZINCRBY`` and ``EXPIRE`` (plain commands, so a Redis Cluster routes
+        each host's key), then a trim of the hosts whose set outgrew ``2 * keep``.
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            sizes_at: list[tuple[str, int]] = []  # host, position of its ZCARD reply
+            at = 0
+            for host, keys in pages:
+                distinct = sorted({k for k in keys if k is not None})
+                if not distinct:
+                    continue
+                key = self.key(host)
+                for block in distinct:
+                    pipe.zincrby(key, 1, block)
+                pipe.expire(key, self.ttl)
+                pipe.zcard(key)
+                at += len(distinct) + 2
+                sizes_at.append((host, at - 1))
+            if not sizes_at:
+                return
+            replies = pipe.execute()
+            full = {h for h, i in sizes_at if int(replies[i]) > 2 * self.keep}
+            if full:
+                trim = self.client.pipeline(transaction=False)
+                for host in full:
+                    trim.zremrangebyrank(self.key(host), 0, -self.keep - 1)
+                trim.execute()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed counting template blocks: {exc}",
+                                     service="Redis") from exc
