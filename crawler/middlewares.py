@@ -284,7 +284,12 @@ class NearDuplicateMiddleware:
 
     @staticmethod
     def _worker_links(spider: Any) -> bool:
-        return bool(getattr(spider, "links_from_workers", False))
+        """Whether the spider leaves each page's links to this middleware: a spider that
+        yields its pages as PageItems (the site spider: ``yields_pages``, with ``follow``,
+        ``links_of`` and ``in_scope``) does so whenever the middleware runs; the links are
+        then read in the extraction workers and followed only for pages that are not
+        copies."""
+        return bool(getattr(spider, "yields_pages", False))
 
     def _links(self, page: PageItem, response: scrapy.http.Response,
                reason: str | None) -> list[str]:

@@ -117,7 +117,21 @@ class Deduplicator:
         self._redo_depth = 0
 
     def decide(self, batch: Sequence[Page]) -> list[Decision]:
-        """Decide each page of ``batch`` (in order; later pages see earlier admissions).
+        """Decide each page of ``batch`` (in order; later pages see earlier admissions),
+        in three steps:
+
+        1. **gather the evidence and judge it**, stage by stage, each stage for the pages
+           the one before left open: the pages known already (stored, or recorded as
+           copies), the hosts' template text, the checksum registry, the registered
+           originals' pinyin windows, the near-duplicate index. Each stage reads its
+           evidence and asks a pure rule of :mod:`dedup.decide` for the verdict. The
+           registry and the index answer in atomic steps that also reserve (a text's
+           claim, a fingerprint's check-and-add): that is how two processes never admit
+           the same page twice, so gathering there is also the first half of applying;
+        2. the verdicts of the batch's pages with the same text follow the first of them;
+        3. **apply**: copies are withdrawn from the index, admitted pages teach their
+           host's template and settle their checksums, and this process remembers them
+           for the next batches' evidence.
 
         With a journal behind the registry, every page that may be admitted is journaled
         before any admission step runs, and pages that turn out to be copies leave it
@@ -135,57 +149,96 @@ class Deduplicator:
         Raises:
             ServiceUnavailable: a store failed; the batch may be decided again.
         """
-        decisions: list[Decision | None] = [None] * len(batch)
+        work = _Batch(batch)
+        # 1. the evidence, stage by stage, each judged by the rules
+        self._known_pages(work)
+        self._template_text(work)
+        self._checksums(work)
+        self._registered_originals(work)
+        self._near_copies(work)
+        # 2. pages with the same text as an earlier one of the batch follow it
+        out = work.verdicts()
+        # 3. apply
+        self._apply(work, out)
+        return self._again(work, out)
+
+    # ------------------------------------------------------- 1. evidence, judged
+    def _known_pages(self, work: _Batch) -> None:
+        """A URL stored before is a revisit; one an earlier crawl recorded as a copy,
+        with the same text, keeps its verdict; a long text met earlier in the batch
+        follows that page. The rest go on."""
+        batch = work.batch
         stored = self.facts.stored_urls([c.url for c in batch])
-        # a copy an earlier crawl recorded keeps its verdict while its text is the same
         recorded = self.facts.recorded_copies([c.url for c in batch if c.url not in stored])
-        rest: list[int] = []
         leader: dict[str, int] = {}  # a long text's checksum -> its first row
-        followers: dict[int, int] = {}
         for i, c in enumerate(batch):
             if c.url in stored:
-                decisions[i] = revisit(c, *stored[c.url])
+                work.decisions[i] = revisit(c, *stored[c.url])
             elif c.url in recorded and recorded[c.url].checksum == c.checksum:
-                decisions[i] = kept_verdict(c, recorded[c.url])
+                work.decisions[i] = kept_verdict(c, recorded[c.url])
             elif not c.short and c.checksum in leader:
-                followers[i] = leader[c.checksum]
+                work.followers[i] = leader[c.checksum]
             else:
                 if not c.short:
                     leader[c.checksum] = i
-                rest.append(i)
-        if self.templates is not None:
-            todo = [i for i in rest if batch[i].text and not batch[i].short
-                    and not batch[i].templated]
-            known = self.templates.known(batch[i].host for i in todo) if todo else {}
-            for i in todo:
-                decisions[i] = leave_out_template(batch[i], known.get(batch[i].host, frozenset()),
-                                                  self.rules)
-            rest = [i for i in rest if decisions[i] is None]
+                work.rest.append(i)
+        work.open = list(work.rest)
+
+    def _template_text(self, work: _Batch) -> None:
+        """The hosts' learned template lines leave each page's fingerprints; a page that
+        is nothing else is skipped (``template_only``)."""
+        if self.templates is None:
+            return
+        batch = work.batch
+        todo = [i for i in work.open if batch[i].text and not batch[i].short
+                and not batch[i].templated]
+        known = self.templates.known(batch[i].host for i in todo) if todo else {}
+        for i in todo:
+            work.decisions[i] = leave_out_template(
+                batch[i], known.get(batch[i].host, frozenset()), self.rules)
+        work.close_decided()
+        work.rest = list(work.open)  # a page of nothing but template text settles nothing
+
+    def _checksums(self, work: _Batch) -> None:
+        """The checksum registry's owner of each text (claimed atomically): an exact copy
+        of it, or a short text's whole decision; long texts nobody owns go on."""
+        batch = work.batch
         owners = self.registry.claim([Claim(batch[i].page_id, batch[i].checksum,
-                                            batch[i].short, batch[i].simhash, batch[i].verify,
-                                            batch[i].url, batch[i].host) for i in rest])
-        near_rows = []
-        for i, owner in zip(rest, owners):
-            decisions[i] = exact_or_next(batch[i], owner)
-            if decisions[i] is None:
-                near_rows.append(i)
-        excerpts: dict[int, Excerpt] = {}
-        if self.windows is not None:
-            chinese = [i for i in near_rows if batch[i].pinyin is not None
-                       and batch[i].pinyin.codes]  # type: ignore[union-attr]
-            scored = self.windows.scored_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
-            texts = self._shingles_for(batch, {p for found in scored for p, _ in found})
-            for i, found in zip(chinese, scored):
-                copy, quoted = registered(batch[i], found, texts, self.rules)
-                if copy is not None:
-                    decisions[i] = copy
-                elif quoted is not None:
-                    excerpts[i] = quoted
-            near_rows = [i for i in near_rows if decisions[i] is None]
+                                            batch[i].short, batch[i].simhash,
+                                            batch[i].verify, batch[i].url, batch[i].host)
+                                      for i in work.open])
+        for i, owner in zip(work.open, owners):
+            work.decisions[i] = exact_or_next(batch[i], owner)
+        work.close_decided()
+
+    def _registered_originals(self, work: _Batch) -> None:
+        """A Chinese page's pinyin windows against the registered originals': a copy of
+        one, or an excerpt of one (kept with its page's verdict)."""
+        if self.windows is None:
+            return
+        batch = work.batch
+        chinese = [i for i in work.open if batch[i].pinyin is not None
+                   and batch[i].pinyin.codes]  # type: ignore[union-attr]
+        scored = self.windows.scored_many(batch[i].pinyin for i in chinese)  # type: ignore[misc]
+        texts = self._shingles_for(batch, {p for found in scored for p, _ in found})
+        for i, found in zip(chinese, scored):
+            copy, quoted = registered(batch[i], found, texts, self.rules)
+            if copy is not None:
+                work.decisions[i] = copy
+            elif quoted is not None:
+                work.excerpts[i] = quoted
+        work.close_decided()
+
+    def _near_copies(self, work: _Batch) -> None:
+        """The index's candidates within k bits (check-and-add, atomically), put in
+        order by what the page declares canonical, and judged by their text sketches and
+        second opinions (:func:`dedup.decide.choose_original`); a page none of whose
+        candidates is its original is admitted unless one appeared since."""
+        batch, rows = work.batch, work.open
         # Every page that may be admitted leaves its text sketch with its fingerprint.
         values = {i: batch[i].shingles if batch[i].shingles is not None
                   and batch[i].own_text is batch[i].text
-                  else shingle_values(batch[i].own_text) for i in near_rows if batch[i].text}
+                  else shingle_values(batch[i].own_text) for i in rows if batch[i].text}
         sketches = {i: TextSketch.of_values(v, host=batch[i].host, title=batch[i].title,
                                             description=batch[i].description,
                                             listing=batch[i].listing)
@@ -193,49 +246,51 @@ class Deduplicator:
         for i, sketch in sketches.items():
             batch[i].sketch = sketch
         candidates = self.index.check_and_add_all(
-            [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in near_rows])
-        declared = self._declared_ids(batch, near_rows, candidates)
-        candidates = [declared_first(batch[i], found, declared.get(i))
-                      for i, found in zip(near_rows, candidates)]
-        chosen = self._choose(batch, near_rows, candidates, values)
-        rejected = {i: found for i, found, m in zip(near_rows, candidates, chosen)
+            [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in rows])
+        work.declared = self._declared_ids(batch, rows, candidates)
+        candidates = [declared_first(batch[i], found, work.declared.get(i))
+                      for i, found in zip(rows, candidates)]
+        chosen = self._choose(batch, rows, candidates, values)
+        rejected = {i: found for i, found, m in zip(rows, candidates, chosen)
                     if found and m is None}
         if rejected:  # no candidate is the original: admitted, unless one appeared since
             copies = self._admit(batch, rejected, values, sketches)
-            chosen = [copies.get(i, m) for i, m in zip(near_rows, chosen)]
-        # A sharded index wrote every page with candidates as pending: the copies go, and
-        # a copy of a page that was pending itself waits for it; if that page did not stay
-        # (a copy too, or its process died), the copy is decided again below.
-        copy_rows = [(i, verdict[0]) for i, verdict in zip(near_rows, chosen)
+            chosen = [copies.get(i, m) for i, m in zip(rows, chosen)]
+        work.chosen = dict(zip(rows, chosen))
+        work.sketches = sketches
+        checksums = {c.page_id: c.checksum for c in batch}
+        for i in rows:
+            work.decisions[i] = near_or_new(batch[i], work.chosen[i], checksums,
+                                            work.declared.get(i), work.excerpts.get(i))
+
+    # --------------------------------------------------------------- 3. apply
+    def _apply(self, work: _Batch, out: list[Decision]) -> None:
+        """Withdraw the copies from the index (a sharded index wrote every page with
+        candidates as pending), keep a near copy's text with its original, let admitted
+        pages teach their host's template and settle their checksums, and remember what
+        this process admitted."""
+        batch = work.batch
+        # A copy of a page that was pending itself waits for it; if that page did not
+        # stay (a copy too, or its process died), the copy is decided again (_again).
+        copy_rows = [(i, verdict[0]) for i, verdict in work.chosen.items()
                      if verdict is not None]
         self.index.withdraw((batch[i].simhash, batch[i].page_id) for i, _ in copy_rows)
-        again = [i for (i, _), ok in zip(copy_rows, self.index.confirm([m for _, m in copy_rows]))
-                 if not ok]
+        work.again = [i for (i, _), ok in zip(copy_rows, self.index.confirm(
+            [m for _, m in copy_rows])) if not ok]
         # A near copy's text stays with its original: a later page that copies the copy
         # is then found and recorded against the original (docs/fingerprints.md). Not in
         # an index too large to keep sketches in Redis: a copy's would stay there for good
         # (only originals' are in MongoDB), and the batch job reconciles those groups.
         if not self.index.layout.release_sketches:
-            self.index.attach_copies([(m.fingerprint, m.page_id, sketches[i])
-                                      for i, verdict in zip(near_rows, chosen)
-                                      if verdict is not None and i in sketches
-                                      and i not in again
-                                      for m in [verdict[0]] if m.page_id is not None])
-        checksums = {c.page_id: c.checksum for c in batch}
-        for i, verdict in zip(near_rows, chosen):
-            decisions[i] = near_or_new(batch[i], verdict, checksums, declared.get(i),
-                                       excerpts.get(i))
-        for i, first in followers.items():
-            d = decisions[first]
-            assert d is not None
-            decisions[i] = follow(batch[i], batch[first], d)
-        out = [d for d in decisions if d is not None]
-        assert len(out) == len(batch)
-        admitted = [i for i in rest if out[i].kind == NEW and not batch[i].short]
+            self.index.attach_copies([(m.fingerprint, m.page_id, work.sketches[i])
+                                      for i, m in copy_rows
+                                      if i in work.sketches and i not in work.again
+                                      and m.page_id is not None])
+        admitted = [i for i in work.rest if out[i].kind == NEW and not batch[i].short]
         if self.templates is not None:  # admitted pages teach their host's template
             self.templates.learn((batch[i].host, batch[i].blocks or []) for i in admitted)
         self.registry.settle([(batch[i].checksum, batch[i].page_id) for i in admitted],
-                             [batch[i].page_id for i in rest if out[i].dropped])
+                             [batch[i].page_id for i in work.rest if out[i].dropped])
         self._mark_reversed(batch, out)
         self._remember(batch, out)
         self._name_originals(out)
@@ -246,18 +301,24 @@ class Deduplicator:
             if d.dropped and d.original_url and url_key(d.original_url) == url_key(batch[i].url):
                 out[i] = revisit(batch[i], d.original_id or "",
                                  batch[i].checksum if d.kind == EXACT else None)
-        if again:  # their original did not stay: decided again, with the pages that follow them
-            redo = sorted(set(again) | {i for i, first in followers.items() if first in again})
-            if self._redo_depth >= REDO_DEPTH:
-                raise ServiceUnavailable(
-                    f"{len(redo)} pages chose originals that did not stay, {REDO_DEPTH} times "
-                    "in a row: processes keep dying mid-decision", service="Redis")
-            self._redo_depth += 1
-            try:
-                for i, d in zip(redo, self.decide([batch[i] for i in redo])):
-                    out[i] = d
-            finally:
-                self._redo_depth -= 1
+
+    def _again(self, work: _Batch, out: list[Decision]) -> list[Decision]:
+        """The copies whose original did not stay are decided again, with the pages that
+        follow them."""
+        if not work.again:
+            return out
+        redo = sorted(set(work.again) | {i for i, first in work.followers.items()
+                                         if first in work.again})
+        if self._redo_depth >= REDO_DEPTH:
+            raise ServiceUnavailable(
+                f"{len(redo)} pages chose originals that did not stay, {REDO_DEPTH} times "
+                "in a row: processes keep dying mid-decision", service="Redis")
+        self._redo_depth += 1
+        try:
+            for i, d in zip(redo, self.decide([work.batch[i] for i in redo])):
+                out[i] = d
+        finally:
+            self._redo_depth -= 1
         return out
 
     # ------------------------------------------------------------------ evidence
@@ -440,6 +501,46 @@ class Deduplicator:
             if d.excerpt is not None and d.excerpt.original_id in self._known:
                 e = d.excerpt
                 e.original_url, e.original_host, e.source = self._known[e.original_id]
+
+
+class _Batch:
+    """One batch on its way through :meth:`Deduplicator.decide`: the verdicts so far, the
+    pages still open, and what the stages found that the later ones use."""
+
+    def __init__(self, batch: Sequence[Page]) -> None:
+        self.batch = batch
+        self.decisions: list[Decision | None] = [None] * len(batch)
+        #: rows decided by this batch's own evidence (not revisits, kept verdicts or
+        #: followers): they settle their checksums
+        self.rest: list[int] = []
+        #: rows still without a verdict
+        self.open: list[int] = []
+        #: row -> the earlier row with the same long text
+        self.followers: dict[int, int] = {}
+        #: row -> the registered original it quotes (kept with its verdict)
+        self.excerpts: dict[int, Excerpt] = {}
+        #: row -> the id of the stored page it declares canonical
+        self.declared: dict[int, str] = {}
+        #: row -> the candidate it copies and the text evidence (None: new)
+        self.chosen: dict[int, tuple[Match, float | None] | None] = {}
+        #: row -> its text sketch
+        self.sketches: dict[int, bytes] = {}
+        #: rows whose original did not stay (decided again)
+        self.again: list[int] = []
+
+    def close_decided(self) -> None:
+        """The rows a stage gave a verdict leave the open ones."""
+        self.open = [i for i in self.open if self.decisions[i] is None]
+
+    def verdicts(self) -> list[Decision]:
+        """Every row's verdict, the followers' from their first row's."""
+        for i, first in self.followers.items():
+            d = self.decisions[first]
+            assert d is not None
+            self.decisions[i] = follow(self.batch[i], self.batch[first], d)
+        out = [d for d in self.decisions if d is not None]
+        assert len(out) == len(self.batch)
+        return out
 
 
 def _records(found: Sequence[Match]) -> dict[int, set[tuple[str | None, bytes | None]]]:

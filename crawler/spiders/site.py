@@ -41,7 +41,10 @@ class SiteSpider(scrapy.Spider):
 
     name = "site"
     #: It yields each page as a PageItem, decided by the dedup middleware and exported in
-    #: the crawl's feed; the add-on's other spiders have their pages read for them.
+    #: the crawl's feed; the add-on's other spiders have their pages read for them. With
+    #: the middleware on, it yields a page alone and the middleware builds the requests
+    #: for its links (read in the extraction workers) with :meth:`follow`, only for pages
+    #: that are not copies.
     yields_pages = True
 
     def __init__(self, start_urls: str | None = None, start_file: str | None = None,
