@@ -10,8 +10,9 @@ simcrawl's own crawl decides pages (:class:`crawler.middlewares.NearDuplicateMid
 - an original's output passes on unchanged, and the page, its fingerprints and the match
   records of its copies are stored as a simcrawl crawl stores them;
 - a response the spider asked not to judge (``meta={"dont_dedup": True}``), a response
-  that is not HTML, and a page without text of its own (empty, or nothing but its site's
-  template) pass on unchanged and are not stored;
+  that is not HTML or larger than ``DEDUP_MAX_BODY`` (5 MiB), and a page without text of
+  its own (empty, or nothing but its site's template) pass on unchanged and are not
+  stored;
 - a response whose callback yields only requests (a listing) is judged like any page: a
   copy of a listing is dropped with its requests.
 
@@ -37,6 +38,7 @@ from typing import Any
 COMPONENTS: dict[str, dict[str, int | None]] = {
     "SPIDER_MIDDLEWARES": {"crawler.middlewares.NearDuplicateMiddleware": 950},
     "DOWNLOADER_MIDDLEWARES": {
+        "crawler.middlewares.SettleFailures": 10,
         "crawler.middlewares.ServiceGuard": 50,
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "crawler.middlewares.RobotsTxt": 100},

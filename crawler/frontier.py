@@ -347,8 +347,9 @@ class SharedFrontier(RedisScheduler):
         state.recovered_copies = []
         for url in copies:  # their records named a page that was never stored
             try:
-                self._offer(Request(url, callback=self.spider.parse,
-                                    errback=self.spider.failed, dont_filter=True))
+                self._offer(Request(url, callback=self.spider.parse,  # a project's
+                                    errback=getattr(self.spider, "failed", None),  # spider
+                                    dont_filter=True))  # has no errback of its own
             except FrontierWaits:
                 pass  # it waits in this process, and is queued when Redis answers
         dead = [*state.recovered_owners, *done.dead]

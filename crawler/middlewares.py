@@ -19,7 +19,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from crawler.extraction import Extractor
-from crawler.frontier import INFLIGHT_ID
+from crawler.frontier import INFLIGHT_ID, frontier_of
 from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
 from crawler.metrics import page_decided
 from crawler.state import CrawlState
@@ -195,7 +195,8 @@ class NearDuplicateMiddleware:
             return
         requests = [o for o in outputs if isinstance(o, scrapy.Request)]
         others = [o for o in outputs if o is not page and not isinstance(o, scrapy.Request)]
-        reason = skip_reason(page, isinstance(response, scrapy.http.HtmlResponse))
+        reason = skip_reason(page, isinstance(response, scrapy.http.HtmlResponse),
+                             self.config.max_body)
         if reason is None:
             outcome = await self._decide(page)
             reason = outcome if isinstance(outcome, str) else None
@@ -273,6 +274,14 @@ class NearDuplicateMiddleware:
         for o in [*others, *self._follow(page, response, None), *requests]:
             yield o
         yield FrontierReceipt(inflight)
+
+    def process_spider_exception(self, response: scrapy.http.Response, exception: Exception
+                                 ) -> None:
+        """A response whose callback failed, or that failed before it (an HTTP error status
+        of a request without an errback): it yields nothing more, so its request is settled
+        in the shared frontier now (the exception goes on as Scrapy handles it)."""
+        if response.request is not None:
+            self.state.settle_request(response.request)
 
     def _judges(self, response: scrapy.http.Response) -> bool:
         """Whether a response of a spider that does not yield its pages as PageItems (a
@@ -362,6 +371,28 @@ class ServiceGuard:
                             "not in SIMCRAWL_ALLOWED_PORTS (further ones counted in "
                             "dedup/skipped/forbidden_port)", request.url)
             raise IgnoreRequest(f"forbidden port: {request.url}")
+
+
+class SettleFailures:
+    """Settle in the shared frontier a request whose download failed for good (a network
+    error after the retries, a request refused by robots.txt or another middleware), for
+    any spider: the request then has no response to carry its receipt. A downloader
+    middleware, first in ``DOWNLOADER_MIDDLEWARES`` so its ``process_exception`` runs
+    last, after the retry middleware has given up; active with
+    ``SIMCRAWL_FRONTIER=redis``."""
+
+    def __init__(self, state: CrawlState) -> None:
+        self.state = state
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SettleFailures:
+        if frontier_of(crawler.settings) != "redis":
+            raise NotConfigured("SIMCRAWL_FRONTIER is memory: nothing is in flight")
+        return cls(parts_of(crawler).state)
+
+    def process_exception(self, request: scrapy.Request, exception: Exception,
+                          spider: Any = None) -> None:
+        self.state.settle_request(request)
 
 
 def _addresses(url: str) -> list[tuple[str, int]]:

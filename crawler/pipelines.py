@@ -121,7 +121,7 @@ class StoragePipeline:
             raise DropItem("frontier receipt (not a page)", log_level="DEBUG")
         if isinstance(item, PageItem) and not item.decision:
             # DEDUP_ENABLED is off: store every page, fingerprinted, without deciding.
-            reason = skip_reason(item, item.encoding is not None)
+            reason = skip_reason(item, item.encoding is not None, self.config.max_body)
             if reason is None:
                 reason = await fingerprint_item(item, self.parts.extractor)
             if reason is not None:

@@ -130,9 +130,13 @@ async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
     return None if page.tokens > 0 else "empty_text"
 
 
-def skip_reason(item: PageItem, text_response: bool) -> str | None:
+def skip_reason(item: PageItem, text_response: bool, max_body: int) -> str | None:
+    """Why a page is not read for its text: not HTML, a binary body, or a body larger
+    than ``max_body`` bytes (``DEDUP_MAX_BODY``); ``None``: it is read."""
     if not text_response:
         return "not_html"
+    if len(item.body) > max_body:
+        return "too_big"
     head = item.body[:_SNIFF]
     if b"\x00" in head or head.startswith((b"\x89PNG", b"%PDF", b"GIF8", b"\xff\xd8\xff")):
         return "binary"

@@ -115,6 +115,11 @@ class DedupConfig:
             Redis or MongoDB to answer again before the pages concerned count as lost
             (the crawl then stops and exits non-zero, naming them)
             [DEDUP_RETRY_SECONDS, 300].
+        max_body: a response body larger than this many bytes is not read for its text
+            (``dedup/skipped/too_big``): reading a text of megabytes holds a crawl
+            process for seconds. The crawl's own ``DOWNLOAD_MAXSIZE`` (``SIMCRAWL_MAX_BODY``)
+            keeps such bodies out already; a project under the add-on may fetch them
+            [DEDUP_MAX_BODY, 5 MiB].
         concurrent: let this crawl share its namespace with another live crawl process
             (without a shared frontier both would fetch every page; by default the second
             one refuses to start) [DEDUP_CONCURRENT, False].
@@ -153,6 +158,7 @@ class DedupConfig:
     main_content: float = 0.5
     template_pages: int = 5
     retry_seconds: float = 300.0
+    max_body: int = 5 * 1024 * 1024
     concurrent: bool = False
 
     def __post_init__(self) -> None:
@@ -184,6 +190,7 @@ class DedupConfig:
         need(0 <= self.template_pages <= 1_000_000, "DEDUP_TEMPLATE_PAGES", "in 0..1000000")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(0 <= self.retry_seconds <= 86_400, "DEDUP_RETRY_SECONDS", "in [0, 86400]")
+        need(self.max_body >= 1024, "DEDUP_MAX_BODY", "at least 1024 (bytes)")
         need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")

@@ -113,6 +113,51 @@ def test_the_add_on_drops_copies_and_their_links_in_any_projects_spiders(tmp_pat
         assert not [t for t in traps if t in requested and not t.endswith("secret.html")]
 
 
+def test_the_add_on_shares_one_crawl_of_a_projects_spider_between_processes(
+        tmp_path: Path) -> None:
+    """``SIMCRAWL_FRONTIER=redis`` under the add-on: two processes of a project's plain
+    spider (no errback) share one crawl of the demo site, whose 404s, robots.txt refusals
+    and failed downloads are settled too: each ends by itself, every URL is requested once
+    across them, and the copies and their links are dropped as in one process."""
+    import collections
+
+    folder = project(tmp_path)
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(novel_chapters=0)) as site:
+        env = {**os.environ, "REDIS_URL": services.redis_url or "",
+               "MONGO_URI": services.mongo_uri or ""}
+        start = site.start_urls()[0]
+        alone = {i["url"] for i in crawl(folder, env, "pages", start, "alone")}
+        before = len(site.requests)
+        shared = ["-s", "SIMCRAWL_FRONTIER=redis", "-s", "SIMCRAWL_IDLE_SECONDS=2",
+                  "-s", "DEDUP_NAMESPACE=shared"]
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"start={start}", "-O",
+             str(folder / f"shared-{n}.jsonl"), "-s", "DOWNLOAD_DELAY=0", "-s",
+             "DEDUP_DATABASE=shared", "-s", f"LOG_FILE={folder / f'shared-{n}.log'}",
+             *shared], cwd=folder, env=env) for n in range(2)]
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]  # each ended by itself
+        fetched = collections.Counter(r for r in site.requests[before:]
+                                      if not r.endswith("/robots.txt"))
+        # Scrapy's start requests are dont_filter: each process asks for its start URL
+        # (and a link back to it is one more request); every other URL once
+        home = "news/"  # the site's record of its start URL: the news home page
+        assert fetched[home] <= 3
+        assert not {u: n for u, n in fetched.items() if n > 1 and u != home}
+        items = [json.loads(line) for n in range(2)
+                 for line in (folder / f"shared-{n}.jsonl").read_text().splitlines()]
+        assert {i["url"] for i in items} == alone  # the same originals as one process
+        db = connect_mongo(services.mongo_uri or "")["shared"]
+        assert db.matches.count_documents({}) >= 20
+        # the demo's page of 7 MB (Scrapy's DOWNLOAD_MAXSIZE lets it in) passes unread
+        assert [i for i in items if i["url"].endswith("/big.html")]
+        assert not db.pages.count_documents({"url": {"$regex": "big[.]html$"}})
+        traps = site.content.expected.traps
+        assert not [t for t in traps if t in fetched and not t.endswith("secret.html")]
+        assert all("the crawl is complete" in (folder / f"shared-{n}.log").read_text()
+                   for n in range(2))
+
+
 def test_the_add_on_leaves_a_projects_own_settings_alone() -> None:
     from scrapy.settings import Settings
 
