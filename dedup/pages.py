@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from dedup.decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
 from dedup.listing import is_listing
-from dedup.overlap import without_title
+from dedup.overlap import token_pattern, without_title
 from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
 from dedup.simhash import fingerprint
@@ -95,14 +96,26 @@ def page_description(tree: Any) -> str | None:
     return description or None
 
 
+def thin(text: str) -> bool:
+    """Whether a text has fewer than :data:`THIN_TOKENS` tokens, counted as the
+    fingerprints count them (:func:`dedup.overlap.token_pattern`: each Han, kana or Hangul
+    character one token, runs of other letters and digits one each), and only as far as
+    the threshold. Words split at white space would make every Chinese text thin (its
+    sentences have no spaces), and so extracted twice.
+
+    >>> thin("a few words"), thin("word " * 100), thin("汉字" * 50), thin("汉字" * 49)
+    (True, False, False, True)
+    """
+    return sum(1 for _ in islice(token_pattern().finditer(text), THIN_TOKENS)) < THIN_TOKENS
+
+
 def extract_main(html: str, url: str, fast: bool, tree: Any = None) -> ExtractedText:
     """A page's main text as the crawl extracts it: trafilatura (``fast``: without its
-    fallback extractors); a fast result with fewer than :data:`THIN_TOKENS` words is
-    extracted again with the fallbacks, since it is often not the article but the page's
-    furniture (an author box), which the fallbacks read past (docs/fingerprints.md,
-    "Extraction")."""
+    fallback extractors); a fast result that is :func:`thin` is extracted again with the
+    fallbacks, since it is often not the article but the page's furniture (an author
+    box), which the fallbacks read past (docs/fingerprints.md, "Extraction")."""
     read = extract_text(html, url, fast=fast, tree=tree)
-    if fast and read.method == "trafilatura" and len(read.text.split()) < THIN_TOKENS:
+    if fast and read.method == "trafilatura" and thin(read.text):
         full = extract_text(html, url, fast=False, tree=tree)
         if full.method == "trafilatura" and len(full.text) > len(read.text):
             return full
