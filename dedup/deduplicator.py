@@ -321,7 +321,7 @@ class Deduplicator:
             self._redo_depth -= 1
         return out
 
-    # ------------------------------------------------------------------ evidence
+    # ------------------------------------------------------- the evidence, read
     def _remember(self, batch: Sequence[Page], decisions: list[Decision]) -> None:
         """Keep what this process admitted, for the next batches' evidence."""
         for c, d in zip(batch, decisions):
