@@ -1,12 +1,16 @@
 """The same crawl of a generated site of over 5,000 pages with dedup on and off, in one run:
 pages per second both ways and the ratio (extraction and storage are included in both).
+With ``--real``, the site is the development pages instead (``../shared/data``
+near-dup-dev and near-dup-dev-2: about 990 real news and blog pages of about 100 KiB,
+served as they were saved, behind one listing page), and the figure is what a crawl
+process and its extraction workers handle of real pages a second on this machine.
 
 With dedup off every page is fetched, extracted, fingerprinted and stored, and the copies'
 links are followed too (so it also fetches the trap pages); with dedup on, copies are
 dropped with their links. Pages per second is the fair comparison; the table also gives
 the wall times.
 
-    python bench/bench_crawl.py [--articles 1800]
+    python bench/bench_crawl.py [--articles 1800] [--real]
 """
 
 from __future__ import annotations
@@ -22,11 +26,40 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simcrawl_examples.demosite import DemoSite, build
+from simcrawl_examples.demosite import DemoSite, Expected, Page, SiteContent, build
 
 from dedup.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def real_content(sets: list[Path]) -> tuple[SiteContent, int]:
+    """The development pages as one site: ``/`` lists every page, each served at
+    ``/p/{set}/{page}.html`` as it was saved (no charset in the header: the crawler reads
+    the page's own). Their links lead to the sites they came from: not followed. Returns
+    the site and the number of pages labelled as copies of an earlier one (a cluster's
+    pages after its first)."""
+    import gzip
+
+    pages: dict[str, Page] = {}
+    links, copies = [], 0
+    for data in sets:
+        seen: set[str] = set()
+        for line in (data / "pages.jsonl").read_text().splitlines():
+            p = json.loads(line)
+            path = f"/p/{data.name}/{p['page']}.html"
+            body = gzip.decompress((data / "pages" / f"{p['page']}.html.gz").read_bytes())
+            pages[path] = Page(body, content_type="text/html")
+            links.append(f'<li><a href="{path}">{p["page"]}</a></li>')
+            copies += p["cluster"] in seen
+            seen.add(p["cluster"])
+    index = ("<!doctype html><html><head><title>Development pages</title></head><body>"
+             f"<h1>Development pages</h1><ul>{''.join(links)}</ul></body></html>")
+    pages["/"] = Page(index.encode("utf-8"))
+    pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", content_type="text/plain")
+    # one host, named as the demo's start host (DemoSite.start_urls)
+    return SiteContent(pages={"news": pages}, expected=Expected(), big_size=0), copies
 
 
 class CpuMeter:
@@ -153,12 +186,24 @@ def main() -> None:
                         "print copies)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a Scrapy setting for both crawls (e.g. DEDUP_EXTRACT_WORKERS=0)")
+    parser.add_argument("--real", action="store_true",
+                        help="crawl the development pages (../shared/data) instead of a "
+                        "generated site")
     parser.add_argument("--profile", action="store_true",
                         help="also sample the dedup-on crawl process with py-spy and print "
                         "where its CPU goes (py-spy slows that crawl down)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="simcrawl-crawl-bench-"))
-    content = build(articles=args.articles, zh_articles=60, novel_chapters=0)
+    labelled = 0
+    if args.real:
+        sets = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
+        missing = [str(d) for d in sets if not (d / "pages.jsonl").exists()]
+        if missing:
+            raise SystemExit(f"--real needs the development data: {', '.join(missing)} "
+                             "not found")
+        content, labelled = real_content(sets)
+    else:
+        content = build(articles=args.articles, zh_articles=60, novel_chapters=0)
     rows = []
     with EmbeddedServices(tmp / "data") as services, DemoSite(content) as site:
         for name, enabled in (("off", False), ("on", True)):
@@ -171,8 +216,11 @@ def main() -> None:
                          stats.get("dedup/near_duplicate", 0)
                          + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
                          sum(1 for r in site.requests if "/trap/" in r), stats["cpu"]))
-    print(f"\nGenerated site: {args.articles:,} articles; {os.cpu_count()} cores; embedded "
-          "Redis and SecantusDB; scrapy crawl as a subprocess (start-up included)\n")
+    what = (f"the development pages ({sum(len(p) for p in content.pages.values()) - 2:,} "
+            "real pages behind one listing)" if args.real
+            else f"Generated site: {args.articles:,} articles")
+    print(f"\n{what}; {os.cpu_count()} cores; embedded Redis and SecantusDB; scrapy crawl as "
+          "a subprocess (start-up included)\n")
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "
             f"{'seconds':>8} {'fetched/s':>9} {'handled/s':>9}")
     print(head + "\n" + "-" * len(head))
@@ -185,10 +233,15 @@ def main() -> None:
     print(f"handled/s with dedup on / off: "
           f"{(on[2] + on[3]) / on[4] / ((off[2] + off[3]) / off[4]):.2f}; "
           f"fetched/s: {on[1] / on[4] / (off[1] / off[4]):.2f}")
-    copies = sum(len(c) - 1 for c in content.expected.clusters)
-    print(f"copies on the site: {copies:,}; dedup on dropped {on[3]:,}; the "
-          f"{copies - on[3]:,} kept are farther than k from their original, and the trap "
-          "pages requested are theirs")
+    if args.real:
+        print(f"pages labelled as copies of an earlier page of their cluster: {labelled:,} "
+              f"(exact and near variants, rewrites and pages sharing only a template "
+              f"among them); dedup on dropped {on[3]:,}")
+    else:
+        copies = sum(len(c) - 1 for c in content.expected.clusters)
+        print(f"copies on the site: {copies:,}; dedup on dropped {on[3]:,}; the "
+              f"{copies - on[3]:,} kept are farther than k from their original, and the "
+              "trap pages requested are theirs")
     roles = list(on[6])
     print(f"\nCPU seconds by process ({os.cpu_count()} cores):")
     print(f"{'dedup':6} " + " ".join(f"{r:>8}" for r in roles) + f" {'total':>8}")
