@@ -44,6 +44,20 @@ page_decided = object()
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+def metrics_port(settings: Any) -> int:
+    """``SIMCRAWL_METRICS_PORT``, checked (0: no metrics).
+
+    Raises:
+        ValueError: not a port number.
+    """
+    raw = settings.get("SIMCRAWL_METRICS_PORT") or 0
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"SIMCRAWL_METRICS_PORT must be a port number, got {raw!r}"
+                         ) from None
+
+
 class StatsCollector:
     """A prometheus-client collector over a Scrapy stats collector."""
 
@@ -103,12 +117,7 @@ class PrometheusMetrics:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
-        raw = crawler.settings.get("SIMCRAWL_METRICS_PORT") or 0
-        try:
-            port = int(raw)
-        except (TypeError, ValueError):
-            raise ValueError(f"SIMCRAWL_METRICS_PORT must be a port number, got {raw!r}"
-                             ) from None
+        port = metrics_port(crawler.settings)
         if not port:
             raise NotConfigured("no SIMCRAWL_METRICS_PORT")
         ext = cls(crawler, port, crawler.settings.get("SIMCRAWL_METRICS_ADDRESS")

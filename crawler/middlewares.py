@@ -21,7 +21,7 @@ from twisted.internet.threads import deferToThread
 from crawler.extraction import Extractor
 from crawler.frontier import INFLIGHT_ID, frontier_of
 from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
-from crawler.metrics import page_decided
+from crawler.metrics import metrics_port, page_decided
 from crawler.state import CrawlState
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import parts_of
@@ -122,6 +122,8 @@ class NearDuplicateMiddleware:
         self._first_drop_logged = False
         self.outage = Outage("deciding pages", config.retry_seconds, log)
         self.batcher = Batcher(deduplicator.decide, config.batch_size, BATCH_WAIT)
+        # each decision's latency goes to the metrics (a signal), when they are served
+        self._timed = bool(metrics_port(crawler.settings))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicateMiddleware:
@@ -135,7 +137,7 @@ class NearDuplicateMiddleware:
         other pages in flight (one batch: one MongoDB query and one Redis script)."""
         started = time.monotonic()
         outcome = await self._extract_and_decide(item)
-        if isinstance(outcome, Decision):
+        if self._timed and isinstance(outcome, Decision):
             self.crawler.signals.send_catch_log(page_decided,
                                                 seconds=time.monotonic() - started)
         return outcome

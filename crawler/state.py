@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawler.frontier import INFLIGHT_ID
+
 
 def _settle_nothing(ids: list[str]) -> None:
     """Scrapy's own frontier keeps nothing in flight."""
@@ -61,8 +63,6 @@ class CrawlState:
     def settle_request(self, request: Any) -> None:
         """A request whose outcome needs nothing stored (a failure, a skip): settle it in
         the shared frontier, if any."""
-        from crawler.frontier import INFLIGHT_ID
-
         if request is not None:
             self.settle_ids([request.meta.get(INFLIGHT_ID, "")])
 

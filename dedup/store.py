@@ -37,6 +37,15 @@ class PageRecords(Protocol):
     def save_excerpts(self, excerpts: Iterable[Mapping[str, Any]]) -> int: ...
     def forget_copies(self, urls: Iterable[str]) -> int: ...
     def complete_pages(self, page_ids: Iterable[str]) -> set[str]: ...
+    def _drop(self, page_id: str) -> None:
+        """Forget a page and its fingerprint (the caller holds the lock)."""
+        page = self.pages.pop(page_id, None)
+        if page is not None:
+            url = str(page["url"])
+            self._by_url.pop(url, None)
+            self._by_key.pop(str(page.get("url_key") or url_key(url)), None)
+        self.fingerprints.pop(page_id, None)
+
     def forget_pages(self, page_ids: Sequence[str]) -> list[str]: ...
     def remove_page(self, page_id: str) -> int | None: ...
     def save_crawl(self, crawl_id: str, record: Mapping[str, Any],
@@ -78,6 +87,7 @@ class MemoryPageStore:
         self.crawls: dict[str, dict[str, Any]] = {}
         self.layouts: dict[str, dict[str, Any]] = {}
         self._by_url: dict[str, str] = {}
+        self._by_key: dict[str, str] = {}  # url_key -> page id (stored_urls)
         self._lock = threading.Lock()  # the crawl writes from its storage thread
 
     # ------------------------------------------------------------------ writes
@@ -97,6 +107,7 @@ class MemoryPageStore:
                     continue
                 self.pages[pid] = dict(doc, _id=pid)
                 self._by_url[url] = pid
+                self._by_key[str(doc.get("url_key") or url_key(url))] = pid
                 inserted += 1
             for doc in fingerprints:
                 pid = str(doc["_id"])
@@ -147,16 +158,22 @@ class MemoryPageStore:
         """The ids among ``page_ids`` kept with both their page and their fingerprint."""
         return {p for p in page_ids if p in self.pages and p in self.fingerprints}
 
+    def _drop(self, page_id: str) -> None:
+        """Forget a page and its fingerprint (the caller holds the lock)."""
+        page = self.pages.pop(page_id, None)
+        if page is not None:
+            url = str(page["url"])
+            self._by_url.pop(url, None)
+            self._by_key.pop(str(page.get("url_key") or url_key(url)), None)
+        self.fingerprints.pop(page_id, None)
+
     def forget_pages(self, page_ids: Sequence[str]) -> list[str]:
         """Delete what is kept of these pages, their excerpt records and the match
         records naming them; returns the URLs of those match records."""
         ids = set(page_ids)
         with self._lock:
             for pid in ids:
-                page = self.pages.pop(pid, None)
-                if page is not None:
-                    self._by_url.pop(str(page["url"]), None)
-                self.fingerprints.pop(pid, None)
+                self._drop(pid)
             for url in [u for u, e in self.excerpts.items() if e.get("page_id") in ids]:
                 del self.excerpts[url]
             urls = [u for u, m in self.matches.items() if m["original_id"] in ids]
@@ -167,10 +184,8 @@ class MemoryPageStore:
     def remove_page(self, page_id: str) -> int | None:
         """Delete a page and its fingerprint; its simhash, or ``None`` without one."""
         with self._lock:
-            page = self.pages.pop(page_id, None)
-            if page is not None:
-                self._by_url.pop(str(page["url"]), None)
-            fp = self.fingerprints.pop(page_id, None)
+            fp = self.fingerprints.get(page_id)
+            self._drop(page_id)
         return None if fp is None else unsigned(fp["simhash"])
 
     def save_crawl(self, crawl_id: str, record: Mapping[str, Any],
@@ -214,14 +229,11 @@ class MemoryPageStore:
     def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]:
         """``url -> (page id, checksum)`` for the URLs kept, in canonical form
         (:func:`dedup.ids.url_key`)."""
-        wanted: dict[str, list[str]] = {}
-        for url in urls:
-            wanted.setdefault(url_key(url), []).append(url)
         found = {}
-        for pid, page in self.pages.items():
-            key = page.get("url_key") or url_key(str(page["url"]))
-            for url in wanted.get(key, ()):
-                found[url] = (pid, page.get("checksum"))
+        for url in urls:
+            pid = self._by_key.get(url_key(url))
+            if pid is not None:
+                found[url] = (pid, self.pages[pid].get("checksum"))
         return found
 
     def recorded_copies(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
