@@ -137,7 +137,11 @@ def main() -> int:
                   f"{c['mb_s']:>12.2f} {c['docs_s']:>8.0f}", flush=True)
     finally:
         os.unlink(corpus_file)
-    print("\nTargets (issue 2): English >= 60 MB/s, Chinese >= 40 MB/s for simcrawl (Cython).")
+    print("\nTargets: English >= 60 MB/s, Chinese >= 40 MB/s for simcrawl (Cython).\n")
+    import c_loop
+    print("The kernel against a plain C loop over the same normalised texts (bench/c_loop.py, "
+          "median of interleaved rounds, this process):\n")
+    c_loop.print_rows(c_loop.compare(corpora))
     return 0
 
 
