@@ -110,6 +110,10 @@ def worker_count(setting: int) -> int:
     return (os.cpu_count() or 1) if setting < 0 else setting
 
 
+#: Times a page is given to a worker pool that breaks under it (a worker killed, out of
+#: memory) before it is skipped.
+ATTEMPTS = 3
+
 #: Seconds between a worker's checks that the crawl process still runs.
 WATCH_INTERVAL = 1.0
 
@@ -137,8 +141,10 @@ class Extractor:
     """Runs :func:`extract_and_fingerprint` in worker processes (or a thread) and hands
     the result back to the reactor as a Deferred.
 
-    A worker that dies (killed, out of memory) fails only the pages it had; the pool is
-    started again for the next page.
+    A worker that dies (killed, out of memory) breaks the pool, and every page the pool
+    had fails with it; the pool is started again and those pages are extracted again in
+    it. A page whose worker dies :data:`ATTEMPTS` times (a page that exhausts a worker's
+    memory each time) fails, and is skipped as ``extract_failed``.
     """
 
     def __init__(self, config: DedupConfig) -> None:
@@ -179,9 +185,34 @@ class Extractor:
     def submit_future(self, body: bytes, url: str, encoding: str | None = None) -> Future:
         """Run the extraction in a worker process; a :class:`concurrent.futures.Future`.
 
-        A future fails with ``BrokenProcessPool`` when its worker died; the pool is then
-        replaced, so later pages are extracted again.
+        When the pool breaks (a worker died) the page is extracted again in the new pool,
+        up to :data:`ATTEMPTS` times in all; past that the future fails with
+        ``BrokenProcessPool``.
         """
+        outer: Future = Future()
+
+        def attempt(left: int) -> None:
+            try:
+                inner = self._submit_once(body, url, encoding)
+            except Exception as exc:  # noqa: BLE001  (the pool could not take it: fail the page)
+                outer.set_exception(exc)
+                return
+
+            def done(f: Future) -> None:
+                exc = f.exception()
+                if exc is None:
+                    outer.set_result(f.result())
+                elif isinstance(exc, BrokenProcessPool) and left > 1:
+                    attempt(left - 1)
+                else:
+                    outer.set_exception(exc)
+
+            inner.add_done_callback(done)
+
+        attempt(ATTEMPTS)
+        return outer
+
+    def _submit_once(self, body: bytes, url: str, encoding: str | None) -> Future:
         pool = self._executor()
         try:
             future = pool.submit(extract_and_fingerprint, body, url, self.params, encoding)
@@ -202,8 +233,9 @@ class Extractor:
             if self._pool is not broken:
                 return
             self._pool = None
-        log.error("an extraction worker died; its pages are skipped and the worker pool "
-                  "starts again")
+        log.error("an extraction worker died; the worker pool starts again and extracts "
+                  "its pages again (a page is skipped when its worker dies %d times)",
+                  ATTEMPTS)
         broken.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:

@@ -709,18 +709,10 @@ class LocalRedisCluster:
         if cli is None:
             raise RuntimeError("redis-cli is missing: install Debian's redis-tools (./run-tests "
                                "installs redis-server, which brings it)")
-        server = redis_server_binary()
         ports = _cluster_ports(self.count)
         for port in ports:
-            node = self.folder / str(port)
-            node.mkdir(parents=True)
-            self.procs[port] = subprocess.Popen(
-                [server, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled",
-                 "yes", "--cluster-config-file", str(node / "nodes.conf"), "--dir",
-                 str(node), "--appendonly", "yes" if self.appendonly else "no",
-                 "--appendfsync", "always", "--save", "",
-                 "--cluster-node-timeout", str(self.node_timeout_ms)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            (self.folder / str(port)).mkdir(parents=True)
+            self._launch(port)
         for port in ports:
             _wait(lambda p=port: redis.Redis(host="127.0.0.1", port=p, socket_timeout=1).ping())
         if self.count == 1:  # redis-cli creates clusters of three or more primaries
@@ -758,10 +750,47 @@ class LocalRedisCluster:
         finally:
             node.close()
 
+    def _launch(self, port: int) -> None:
+        node = self.folder / str(port)
+        self.procs[port] = subprocess.Popen(
+            [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
+             "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
+             "--dir", str(node), "--appendonly", "yes" if self.appendonly else "no",
+             "--appendfsync", "always", "--save", "",
+             "--cluster-node-timeout", str(self.node_timeout_ms)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
     def kill(self, port: int) -> None:
         """SIGKILL one node."""
         self.procs[port].kill()
         self.procs[port].wait(timeout=30)
+
+    def restart(self, port: int) -> None:
+        """Start a killed node again on its port and folder: it rejoins the cluster from
+        its ``nodes.conf`` (a primary that was failed over comes back as a replica)."""
+        if self.procs[port].poll() is None:
+            return
+        self._launch(port)
+        _wait(lambda: redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping())
+
+    def primaries(self) -> list[int]:
+        """The ports of the nodes that serve slots now, as a live node sees them."""
+        for port, proc in self.procs.items():
+            if proc.poll() is not None:
+                continue
+            try:
+                nodes = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).execute_command(
+                    "CLUSTER", "NODES")
+            except redis.RedisError:
+                continue
+            text = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
+            found = []
+            for line in text.splitlines():
+                fields = line.split()
+                if "master" in fields[2] and "fail" not in fields[2] and len(fields) > 8:
+                    found.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
+            return sorted(found)
+        return []
 
     def stop(self) -> None:
         for proc in self.procs.values():

@@ -1,6 +1,8 @@
-"""Extraction in worker processes: the same result as in the crawl process, and a worker
-that dies fails only its own pages."""
+"""Extraction in worker processes: the same result as in the crawl process; a worker that
+dies costs no page (its pages are extracted again in a new pool), and a page that kills
+its worker every time is failed after a few attempts."""
 
+import contextlib
 import os
 import signal
 import time
@@ -33,18 +35,56 @@ def test_a_worker_gives_the_same_text_and_fingerprint_as_the_crawl_process(extra
     assert got.simhash == dedup.fingerprint(got.text, cjk_ngram=2).simhash
 
 
-def test_a_killed_worker_fails_its_page_and_the_next_page_is_extracted(extractor):
+def slow_page() -> bytes:
+    """A page a worker takes seconds over (2 MB of paragraphs)."""
+    return b"<html><body><article>" + b"".join(
+        b"<p>paragraph %d of a long story about nothing in particular</p>" % i
+        for i in range(30000)) + b"</article></body></html>"
+
+
+def kill_workers(pool) -> None:  # type: ignore[no-untyped-def]
+    for pid in list(pool._processes):  # the OOM killer, say
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def wait_for_new_pool(extractor, pool) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 10
+    while extractor._pool in (pool, None) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_killed_worker_loses_no_page(extractor):
     body = (EXAMPLES / "harbour-original.html").read_bytes()
     assert extractor.submit_future(body, "http://a/").result(timeout=60).tokens > 0
     pool = extractor._pool
-    doomed = extractor.submit_future(body * 200, "http://a/big")  # takes seconds
-    for pid in list(pool._processes):  # its worker dies (the OOM killer, say)
-        os.kill(pid, signal.SIGKILL)
+    busy = extractor.submit_future(slow_page(), "http://a/big")
+    time.sleep(0.5)  # the worker has it
+    queued = [extractor.submit_future(body, f"http://a/{n}") for n in range(3)]
+    kill_workers(pool)
+    # the page the worker had and the pages queued behind it are extracted in a new pool
+    assert busy.result(timeout=120).tokens > 0
+    assert [f.result(timeout=60).url for f in queued] == [f"http://a/{n}" for n in range(3)]
+    assert extractor._pool is not pool
+
+
+def test_a_page_that_kills_its_worker_every_time_is_failed(extractor):
+    from crawler.extraction import ATTEMPTS
+
+    body = (EXAMPLES / "harbour-original.html").read_bytes()
+    assert extractor.submit_future(body, "http://a/").result(timeout=60).tokens > 0
+    doomed = extractor.submit_future(slow_page(), "http://a/big")
+    for attempt in range(ATTEMPTS):
+        pool = extractor._pool
+        deadline = time.monotonic() + 10
+        while not pool._processes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)  # the page is in the worker
+        kill_workers(pool)
+        if attempt < ATTEMPTS - 1:
+            wait_for_new_pool(extractor, pool)
     with pytest.raises(BrokenProcessPool):
         doomed.result(timeout=60)
-    deadline = time.monotonic() + 10
-    while extractor._pool is pool and time.monotonic() < deadline:
-        time.sleep(0.01)
     assert extractor.submit_future(body, "http://a/again").result(timeout=60).tokens > 0
 
 

@@ -1,0 +1,626 @@
+"""A chaos run: one shared crawl on three processes under a seeded schedule of faults,
+then an invariant checker over the whole record, against the same crawl without faults.
+
+The run, on services it starts itself (``tmp`` folder, loopback only):
+
+1. A generated site (:func:`simcrawl_examples.demosite.build_groups`: articles reached
+   from paginated listings, each with copies under other templates: a mirror and a wire
+   copy that link to traps, a print version that races its article) served with every
+   request logged.
+2. The same crawl without faults (three processes, database ``reference``): the record
+   a disturbed crawl must end with.
+3. The chaos crawl (database ``chaos``): three processes on one shared frontier in Redis
+   (one node, or a cluster of three primaries with a replica each), the embedded MongoDB
+   (SecantusDB). The site answers each page after a delay chosen so that the crawl lasts
+   about as long as the schedule. A nemesis draws faults at random times from the seed:
+
+   - ``crawl_kill``: SIGKILL of a crawl process;
+   - ``crawl_freeze``: SIGSTOP of a crawl process for 5-60 s (its lease runs out), then
+     SIGCONT;
+   - ``worker_kill``: SIGKILL of an extraction worker of a crawl process;
+   - ``crawl_term``: SIGTERM to a crawl process's group (a clean stop);
+   - ``crawl_restart``: SIGINT, then the process started again with the same job;
+   - ``redis_kill``: SIGKILL of redis-server, started again 1-10 s later (one node);
+   - ``primary_kill``: SIGKILL of a cluster primary, which fails over to its replica, the
+     node started again 5-15 s later (it rejoins as a replica) (cluster);
+   - ``mongo_freeze``: SIGSTOP of the MongoDB server for 5-60 s, then SIGCONT.
+
+   Each fault runs in its own thread at its time, so faults overlap (faults on one
+   service take turns). An operator loop starts again every crawl process that ended
+   while the crawl was not complete (killed, stopped, or exited 1 after an outage). When the schedule ends every
+   frozen process is woken, every service is up, and the crawl runs to its end.
+4. A re-crawl of the same site (one process).
+5. The checker (:func:`check`): every page the site served was decided once (stored or
+   recorded as a copy); every copy group has exactly one stored page and the set of
+   groups and unique pages stored is the fault-free crawl's (which member of a group is
+   stored may differ: the first to be decided is); no trap, which only copies link to,
+   was requested; every match record names a stored page; every index entry has its
+   page and every stored page its index entry; every summary written adds up; no crawl
+   record is left ``running``; no journal, in-flight hash or frontier key is left; the
+   re-crawl changed nothing.
+
+It prints a table of the faults and the violations, then one JSON line
+(``{"seed", "redis", "faults": {kind: n}, "violations": [...], ...}``), and exits 1 when
+any invariant is violated.
+
+    python bench/chaos.py --minutes 30 --seed 1 [--redis cluster] [--groups 7000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Fault kinds on one Redis node, and on a cluster.
+NODE_FAULTS = ("crawl_kill", "crawl_freeze", "worker_kill", "crawl_term", "crawl_restart",
+               "redis_kill", "mongo_freeze")
+CLUSTER_FAULTS = ("crawl_kill", "crawl_freeze", "worker_kill", "crawl_term",
+                  "crawl_restart", "primary_kill", "mongo_freeze")
+PROCESSES = 3
+#: Requests a crawl process keeps in flight (Scrapy's per-domain default: every host of
+#: the site is on 127.0.0.1).
+IN_FLIGHT = 8
+
+
+def say(*args: Any) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
+
+
+@dataclasses.dataclass
+class Fault:
+    at: float       # seconds after the chaos crawl starts
+    kind: str
+    target: int     # which crawl process (slot), when the fault concerns one
+    hold: float     # seconds a freeze or an outage lasts
+
+
+def schedule(seed: int, seconds: float, count: int, kinds: tuple[str, ...]) -> list[Fault]:
+    """``count`` faults at random times of ``seconds``, each kind at least once when
+    ``count`` allows, all drawn from ``seed``."""
+    rng = random.Random(seed)
+    chosen = list(kinds[:count]) + [rng.choice(kinds) for _ in range(count - len(kinds))]
+    rng.shuffle(chosen)
+    times = sorted(rng.uniform(0.05 * seconds, 0.9 * seconds) for _ in chosen)
+    faults = []
+    longest = min(60.0, max(5.0, seconds / 4))  # a short run holds its faults shorter
+    for at, kind in zip(times, chosen):
+        hold = rng.uniform(5, longest) if kind.endswith("freeze") else (
+            rng.uniform(1, 10) if kind == "redis_kill" else rng.uniform(5, 15))
+        faults.append(Fault(at, kind, rng.randrange(PROCESSES), hold))
+    return faults
+
+
+class Crawls:
+    """Three crawl processes on one shared crawl, each run logged and summarised apart,
+    started again by :meth:`supervise` as an operator would."""
+
+    def __init__(self, folder: Path, env: dict[str, str], start_url: str, database: str,
+                 namespace: str, extra: list[str]) -> None:
+        self.folder, self.env, self.start_url = folder, env, start_url
+        self.database, self.namespace, self.extra = database, namespace, extra
+        self.slots: list[subprocess.Popen | None] = [None] * PROCESSES
+        self.runs: list[dict[str, Any]] = []
+        self.done = [False] * PROCESSES
+        self.signalled: dict[int, str] = {}   # pid -> what we did to it
+        self.frozen: set[int] = set()
+        self.lock = threading.Lock()
+
+    def command(self, run: int) -> list[str]:
+        return [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
+                f"start_urls={self.start_url}", "-s", f"DEDUP_DATABASE={self.database}",
+                "-s", f"DEDUP_NAMESPACE={self.namespace}", "-s", "AUTOTHROTTLE_ENABLED=0",
+                "-s", "SIMCRAWL_FRONTIER=redis", "-s", "SIMCRAWL_IDLE_SECONDS=2",
+                "-s", "DEDUP_EXTRACT_WORKERS=1", "-s", "LOG_LEVEL=INFO",
+                "-s", f"LOG_FILE={self.folder / f'{self.database}-{run}.log'}",
+                "-s", f"DEDUP_SUMMARY_FILE={self.folder / f'{self.database}-{run}.json'}",
+                *self.extra]
+
+    def start(self, slot: int) -> None:
+        run = len(self.runs)
+        proc = subprocess.Popen(self.command(run), cwd=ROOT, env=self.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        self.slots[slot] = proc
+        self.runs.append({"run": run, "slot": slot, "pid": proc.pid, "code": None})
+
+    def start_all(self) -> None:
+        for slot in range(PROCESSES):
+            self.start(slot)
+
+    def supervise(self, restart: bool) -> None:
+        """Note the processes that ended; start again those that ended before the crawl
+        was complete (``restart``)."""
+        with self.lock:
+            for slot, proc in enumerate(self.slots):
+                if proc is None or proc.poll() is None:
+                    continue
+                run = next(r for r in reversed(self.runs) if r["pid"] == proc.pid)
+                if run["code"] is None:
+                    run["code"] = proc.returncode
+                    run["signalled"] = self.signalled.get(proc.pid)
+                complete = proc.returncode == 0 and "the crawl is complete" in self.log(run)
+                if complete:
+                    self.done[slot] = True
+                    self.slots[slot] = None
+                elif restart or run["signalled"] or proc.returncode != 0:
+                    self.start(slot)
+                else:
+                    self.slots[slot] = None
+
+    def log(self, run: dict[str, Any]) -> str:
+        path = self.folder / f"{self.database}-{run['run']}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def live(self, slot: int) -> subprocess.Popen | None:
+        proc = self.slots[slot]
+        return proc if proc is not None and proc.poll() is None else None
+
+    def signal(self, slot: int, sig: int, why: str, group: bool = False) -> bool:
+        with self.lock:
+            proc = self.live(slot)
+            if proc is None:
+                return False
+            self.signalled[proc.pid] = why
+            with contextlib.suppress(ProcessLookupError):
+                if group:
+                    os.killpg(proc.pid, sig)
+                else:
+                    proc.send_signal(sig)
+            return True
+
+    def wake_all(self) -> None:
+        for pid in list(self.frozen):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self.frozen.clear()
+
+    def finished(self) -> bool:
+        return all(self.done[s] or self.slots[s] is None for s in range(PROCESSES)) \
+            and any(self.done)
+
+    def stop(self) -> None:
+        self.wake_all()
+        for proc in self.slots:
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def worker_of(pid: int) -> int | None:
+    """An extraction worker of crawl process ``pid``: a process forked by its forkserver."""
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    workers = [c.pid for c in children if c.ppid() != pid]
+    return workers[0] if workers else None
+
+
+class Services:
+    """Redis (one node or a cluster of three primaries with a replica each) and the
+    embedded MongoDB, which the nemesis may kill, freeze and start again."""
+
+    def __init__(self, folder: Path, cluster: bool) -> None:
+        from dedup.servers.services import EmbeddedServer, LocalRedisCluster
+
+        self.mongo = EmbeddedServer("mongo", folder)
+        self.redis = None if cluster else EmbeddedServer("redis", folder)
+        self.cluster = LocalRedisCluster(folder / "cluster", primaries=3, replicas=1,
+                                         node_timeout_ms=2000) if cluster else None
+        self.down: dict[str, float] = {}
+
+    def __enter__(self) -> Services:
+        self.mongo.start()
+        if self.redis is not None:
+            self.redis.start()
+        else:
+            assert self.cluster is not None
+            self.cluster.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(ProcessLookupError, TypeError):
+            os.kill(self.mongo.pid or 0, signal.SIGCONT)
+        self.mongo.stop()
+        if self.redis is not None:
+            self.redis.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    @property
+    def redis_url(self) -> str:
+        return self.redis.url if self.redis is not None else self.cluster.url  # type: ignore[union-attr]
+
+    def redis_client(self) -> Any:
+        from dedup.servers.services import connect_redis
+
+        return connect_redis(self.redis_url)
+
+
+def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Event
+           ) -> str | None:
+    """Inject one fault; returns what was done, or None when it found no target (the
+    process it would hit is between runs, or has ended, for 30 s)."""
+    slot = fault.target
+    deadline = time.monotonic() + 30
+    while fault.kind.startswith(("crawl", "worker")) and not stop.is_set():
+        proc = crawls.live(slot)
+        if proc is not None and (fault.kind != "worker_kill" or worker_of(proc.pid)):
+            break
+        if time.monotonic() > deadline:
+            return None
+        stop.wait(0.2)
+    if fault.kind == "crawl_kill":
+        return "SIGKILL" if crawls.signal(slot, signal.SIGKILL, "crawl_kill") else None
+    if fault.kind == "crawl_term":
+        return "SIGTERM to the group" if crawls.signal(slot, signal.SIGTERM, "crawl_term",
+                                                       group=True) else None
+    if fault.kind == "crawl_restart":
+        return "SIGINT, started again" if crawls.signal(slot, signal.SIGINT,
+                                                        "crawl_restart") else None
+    if fault.kind == "crawl_freeze":
+        proc = crawls.live(slot)
+        if proc is None:
+            return None
+        os.kill(proc.pid, signal.SIGSTOP)
+        crawls.frozen.add(proc.pid)
+        stop.wait(fault.hold)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)
+        crawls.frozen.discard(proc.pid)
+        return f"frozen {fault.hold:.0f} s"
+    if fault.kind == "worker_kill":
+        proc = crawls.live(slot)
+        worker = worker_of(proc.pid) if proc is not None else None
+        if worker is None:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGKILL)
+        return f"worker {worker} killed"
+    if fault.kind == "mongo_freeze":
+        pid = services.mongo.pid
+        if pid is None:
+            return None
+        os.kill(pid, signal.SIGSTOP)
+        stop.wait(fault.hold)
+        os.kill(pid, signal.SIGCONT)
+        return f"frozen {fault.hold:.0f} s"
+    if fault.kind == "redis_kill":
+        assert services.redis is not None
+        port = services.redis.port
+        services.redis.kill()
+        stop.wait(fault.hold)
+        services.redis.port = port
+        services.redis.start()
+        return f"down {fault.hold:.0f} s"
+    if fault.kind == "primary_kill":
+        assert services.cluster is not None
+        primaries = services.cluster.primaries()
+        if not primaries:
+            return None
+        port = primaries[slot % len(primaries)]
+        services.cluster.kill(port)
+        stop.wait(fault.hold)
+        services.cluster.restart(port)
+        return f"primary {port} down {fault.hold:.0f} s"
+    raise ValueError(fault.kind)
+
+
+def nemesis(faults: list[Fault], crawls: Crawls, services: Services, started: float,
+            stop: threading.Event, done: list[dict[str, Any]]) -> None:
+    """Inject each fault at its time, in a thread of its own, so that faults overlap (a
+    process killed while MongoDB is frozen); faults on one service, or freezes of one
+    process, take turns."""
+    locks = collections.defaultdict(threading.Lock)
+
+    def one(fault: Fault, at: float) -> None:
+        key = {"redis_kill": "redis", "primary_kill": "redis", "mongo_freeze": "mongo",
+               "crawl_freeze": f"freeze-{fault.target}"}.get(fault.kind, f"{id(fault)}")
+        with locks[key]:
+            what = inject(fault, crawls, services, stop)
+        record = {"at": round(at, 1), "kind": fault.kind, "slot": fault.target, "done": what}
+        done.append(record)
+        say(f"fault at {record['at']:>7.1f} s  {fault.kind:<14} process {fault.target}: "
+            f"{what or 'no target (between runs)'}")
+
+    threads = []
+    for fault in faults:
+        if stop.wait(max(0.0, started + fault.at - time.monotonic())):
+            break
+        thread = threading.Thread(target=one, args=(fault, time.monotonic() - started),
+                                  daemon=True)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+
+
+def run_crawl(crawls: Crawls, faults: list[Fault], services: Services, timeout: float
+              ) -> list[dict[str, Any]]:
+    """Run the crawl under ``faults`` (none: undisturbed) to its end."""
+    done: list[dict[str, Any]] = []
+    stop = threading.Event()
+    started = time.monotonic()
+    crawls.start_all()
+    thread = threading.Thread(target=nemesis, args=(faults, crawls, services, started, stop,
+                                                    done), daemon=True)
+    thread.start()
+    try:
+        while not crawls.finished():
+            if time.monotonic() - started > timeout:
+                raise TimeoutError(f"the crawl did not end within {timeout:.0f} s")
+            crawls.supervise(restart=thread.is_alive())
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join()
+        crawls.stop()
+    return done
+
+
+def set_delay(content: Any, delay: float) -> None:
+    """Make the site answer every page after ``delay`` seconds."""
+    for pages in content.pages.values():
+        for page in pages.values():
+            page.delay = delay
+
+
+def pacing(content: Any, seconds: float) -> float:
+    """The delay that makes a crawl of the site on three processes last about
+    ``seconds`` (each keeps :data:`IN_FLIGHT` requests waiting on the site)."""
+    total = sum(len(pages) for pages in content.pages.values())
+    return max(0.0, PROCESSES * IN_FLIGHT * seconds / total)
+
+
+# ----------------------------------------------------------------------------- checking
+
+def record_of(db: Any) -> tuple[set[str], set[tuple[str, str]]]:
+    """Stored URLs, and (copy URL, original URL) of every match record."""
+    return ({p["url"] for p in db.pages.find({}, {"url": 1})},
+            {(m["url"], m["original_url"]) for m in db.matches.find({}, {"url": 1,
+                                                                        "original_url": 1})})
+
+
+def groups_stored(db: Any, site: Any) -> tuple[list[int], set[str]]:
+    """Per copy group, how many of its pages are stored; and the unique pages stored."""
+    stored = {p["url"] for p in db.pages.find({}, {"url": 1})}
+    per_group = [sum(site.path_url(p) in stored for p in cluster)
+                 for cluster in site.content.expected.clusters]
+    unique = {u for u in site.content.expected.unique if site.path_url(u) in stored}
+    return per_group, unique
+
+
+def adds_up(summary: dict[str, Any]) -> bool:
+    decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
+                                               "dedup/exact_duplicate", "dedup/pinyin_copy",
+                                               "dedup/revisit"))
+    skipped = sum(v for k, v in summary.items() if k.startswith("dedup/skipped/"))
+    return summary.get("dedup/requests", 0) == decided + skipped + summary.get(
+        "dedup/lost/undecided", 0)
+
+
+def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
+          requested: set[str], crawls: Crawls, reference: tuple[list[int], set[str]], recrawl_changed: list[str]
+          ) -> list[str]:
+    """Every invariant of a finished crawl, each violation one line."""
+    from dedup.adapters.index import open_index, redis_store
+    from dedup.adapters.mongo import from_int64
+
+    violations: list[str] = []
+    pages = list(db.pages.find({}, {"url": 1}))
+    urls = collections.Counter(p["url"] for p in pages)
+    matches = list(db.matches.find({}, {"url": 1, "original_id": 1}))
+    matched = collections.Counter(m["url"] for m in matches)
+    ids = {p["_id"] for p in pages}
+    twice = [u for u, n in urls.items() if n > 1]
+    if twice:
+        violations.append(f"{len(twice)} URLs stored twice, e.g. {twice[0]}")
+    both = set(urls) & set(matched)
+    if both:
+        violations.append(f"{len(both)} URLs both stored and recorded as copies, "
+                          f"e.g. {sorted(both)[0]}")
+    again = [u for u, n in matched.items() if n > 1]
+    if again:
+        violations.append(f"{len(again)} URLs with two match records, e.g. {again[0]}")
+    undecided = sorted(u for u in served if u not in urls and u not in matched)
+    if undecided:
+        violations.append(f"{len(undecided)} pages served but neither stored nor recorded "
+                          f"as copies, e.g. {undecided[0]}")
+    per_group, unique = groups_stored(db, site)
+    extra = [site.content.expected.clusters[i][0] for i, n in enumerate(per_group) if n > 1]
+    if extra:
+        violations.append(f"{len(extra)} copy groups with two stored pages, e.g. {extra[0]}")
+    missing = [site.content.expected.clusters[i][0] for i, n in enumerate(per_group) if n == 0]
+    if missing:
+        violations.append(f"{len(missing)} copy groups with no stored page, e.g. {missing[0]}")
+    if (per_group, unique) != reference:
+        violations.append("the groups and unique pages stored differ from the fault-free "
+                          f"crawl's ({sum(1 for n in per_group if n)} groups, {len(unique)} "
+                          f"unique; fault-free {sum(1 for n in reference[0] if n)}, "
+                          f"{len(reference[1])})")
+    traps = [t for t in site.content.expected.traps if t in requested]
+    if traps:
+        violations.append(f"{len(traps)} traps requested (linked only from copies), "
+                          f"e.g. {traps[0]}")
+    dangling = [m["url"] for m in matches if m["original_id"] not in ids]
+    if dangling:
+        violations.append(f"{len(dangling)} match records naming no stored page, "
+                          f"e.g. {dangling[0]}")
+    index = open_index(redis_store(client, namespace))
+    entries = list(index.entries())
+    indexed = {pid for _, pid in entries}
+    id_strings = {str(i) for i in ids}
+    orphans = [pid for pid in indexed if pid not in id_strings]
+    if orphans:
+        violations.append(f"{len(orphans)} index entries without their page, "
+                          f"e.g. {orphans[0]}")
+    fps = {str(d["_id"]): from_int64(d["simhash"])
+           for d in db.fingerprints.find({"short": False}, {"simhash": 1})}
+    unindexed = [pid for pid in fps if pid not in indexed]
+    if unindexed:
+        violations.append(f"{len(unindexed)} stored pages missing from the index, "
+                          f"e.g. {unindexed[0]}")
+    written = killed = 0
+    for run in crawls.runs:
+        path = crawls.folder / f"{crawls.database}-{run['run']}.json"
+        if not path.exists():
+            killed += 1
+            continue
+        written += 1
+        summary = json.loads(path.read_text())
+        if not adds_up(summary):
+            violations.append(f"the summary of run {run['run']} does not add up")
+    running = db.crawls.count_documents({"state": "running"})
+    if running:
+        violations.append(f"{running} crawl records left running")
+    left = [k for pattern in (f"{namespace}:inflight:*", f"{namespace}:frontier:*")
+            for k in client.scan_iter(match=pattern, count=1000)]
+    if left:
+        violations.append(f"{len(left)} journal or frontier keys left, e.g. {left[0]!r}")
+    violations.extend(recrawl_changed)
+    return violations
+
+
+def prove_checker(db: Any, client: Any, namespace: str, site: Any, served: set[str],
+                  requested: set[str], crawls: Crawls, reference: Any) -> list[str]:
+    """Break the finished record the ways the invariants forbid, and return what the
+    checker says of it (each break must be caught): a stored page lost, a copy stored as
+    a second page of its group, a crawl record left running, a trap requested."""
+    from bson import ObjectId
+
+    copy = db.matches.find_one({})
+    db.pages.delete_one({"_id": copy["original_id"]})
+    other = db.matches.find_one({"original_id": {"$ne": copy["original_id"]}})
+    db.pages.insert_one({"_id": ObjectId(), "url": other["url"]})
+    db.crawls.insert_one({"_id": "chaos-proof", "state": "running"})
+    trap = site.content.expected.traps[0]
+    return check(db, client, namespace, site, served, requested | {trap}, crawls, reference,
+                 [])
+
+
+def served_pages(site: Any, log_path: Path, since: float) -> set[str]:
+    """URLs the site answered with a page (status 200) since ``since``."""
+    out = set()
+    for line in log_path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["time"] >= since and entry["status"] == 200 \
+                and not entry["path"].endswith("/robots.txt"):
+            out.add(f"{site.url(entry['host'])}{entry['path']}")
+    return out
+
+
+# ----------------------------------------------------------------------------- the run
+
+def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
+        folder: Path, prove: bool = False) -> dict[str, Any]:
+    """One chaos run; returns its result (the JSON line's fields)."""
+    from simcrawl_examples.demosite import DemoSite, build_groups
+
+    from dedup.servers.services import connect_mongo
+
+    kinds = CLUSTER_FAULTS if cluster else NODE_FAULTS
+    plan = schedule(seed, seconds, faults, kinds)
+    content = build_groups(groups, seed=seed)
+    delay = pacing(content, seconds)
+    namespace = "{chaos}" if cluster else "chaos"
+    access = folder / "access.jsonl"
+    with Services(folder, cluster) as services, DemoSite(content, log_path=access) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo.url)
+        mongo = connect_mongo(services.mongo.url)
+        total = sum(len(p) for p in content.pages.values())
+        say(f"site: {total} pages ({groups} copy groups); Redis: "
+            f"{'a cluster of 3 primaries and 3 replicas' if cluster else 'one node'}; "
+            f"{len(plan)} faults over {seconds:.0f} s (seed {seed})")
+        say("the crawl without faults (three processes) ...")
+        reference_crawls = Crawls(folder, env, site.start_urls()[0], "reference",
+                                  "{reference}" if cluster else "reference", [])
+        run_crawl(reference_crawls, [], services, timeout=3600)
+        reference = groups_stored(mongo["reference"], site)
+        site.requests.clear()
+        set_delay(content, delay)
+        say(f"the chaos crawl (each page answered after {delay:.2f} s) ...")
+        since = time.time()
+        crawls = Crawls(folder, env, site.start_urls()[0], "chaos", namespace, [])
+        started = time.monotonic()
+        injected = run_crawl(crawls, plan, services, timeout=seconds * 3 + 600)
+        took = time.monotonic() - started
+        served = served_pages(site, access, since)
+        requested = set(site.requests)
+        db = mongo["chaos"]
+        before = record_of(db)
+        say("the re-crawl (one process) ...")
+        set_delay(content, 0.0)
+        code = subprocess.run(crawls.command(len(crawls.runs)), cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=3600, check=False).returncode
+        after = record_of(db)
+        changed = [] if code == 0 else [f"the re-crawl exited {code}"]
+        if after != before:
+            changed.append(f"the re-crawl changed the record: stored +{len(after[0] - before[0])}"
+                           f" -{len(before[0] - after[0])}, matches +{len(after[1] - before[1])}"
+                           f" -{len(before[1] - after[1])}")
+        violations = check(db, services.redis_client(), namespace, site, served, requested,
+                           crawls, reference, changed)
+        caught = prove_checker(db, services.redis_client(), namespace, site, served,
+                               requested, crawls, reference) if prove else None
+        kinds_done = collections.Counter(f["kind"] for f in injected if f["done"])
+        return {"seed": seed, "redis": "cluster" if cluster else "node",
+                "schedule_s": round(seconds), "crawl_s": round(took, 1), "pages": total,
+                "served": len(served), "faults": dict(sorted(kinds_done.items())),
+                "faults_without_target": sum(1 for f in injected if not f["done"]),
+                "process_runs": len(crawls.runs), "violations": violations,
+                **({"checker_caught": caught} if caught is not None else {})}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0, help="length of the schedule")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--redis", choices=("node", "cluster"), default="node")
+    parser.add_argument("--groups", type=int, default=7000,
+                        help="copy groups of the site (about 2.9 pages each)")
+    parser.add_argument("--faults", type=int, default=0,
+                        help="faults in the schedule (default: 1.5 a minute, at least 7)")
+    parser.add_argument("--keep", type=Path, help="keep the run's logs in this folder")
+    parser.add_argument("--prove-checker", action="store_true",
+                        help="then break the record on purpose and show what the checker "
+                             "says of it (checker_caught)")
+    args = parser.parse_args()
+    faults = args.faults or max(7, round(1.5 * args.minutes))
+    with (contextlib.nullcontext(str(args.keep)) if args.keep else
+          tempfile.TemporaryDirectory(prefix="simcrawl-chaos-")) as tmp:
+        folder = Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        result = run(args.seed, args.minutes * 60, args.groups, args.redis == "cluster",
+                     faults, folder, args.prove_checker)
+    print()
+    print(f"{'fault':<16} {'injected':>8}")
+    print("-" * 25)
+    for kind, n in result["faults"].items():
+        print(f"{kind:<16} {n:>8}")
+    print(f"\n{len(result['violations'])} invariant violations")
+    for v in result["violations"]:
+        print(f"  - {v}")
+    print(json.dumps(result))
+    return 1 if result["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
