@@ -28,7 +28,7 @@ from dedup.adapters.mongo import (
     page_document,
 )
 from dedup.errors import ServiceUnavailable
-from dedup.ids import new_page_id
+from dedup.ids import new_page_id, url_key
 from dedup.servers.services import process_alive
 
 if TYPE_CHECKING:
@@ -260,6 +260,7 @@ class StoragePipeline:
             excerpts = [m for m in matches if m["kind"] == "excerpt"]
             matches = self._without_lost_originals([m for m in matches
                                                     if m["kind"] != "excerpt"])
+            matches = self._without_self_copies(matches)
             store.save_matches(matches)
             store.save_excerpts(excerpts)
         except ServiceUnavailable as exc:
@@ -287,6 +288,19 @@ class StoragePipeline:
             self.parts.pages.save_crawl(self.parts.crawl_id, record)
         except ServiceUnavailable as exc:
             log.warning("could not keep the crawl's summary in MongoDB: %s", exc)
+
+    def _without_self_copies(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A page is never a copy of itself. A copy decided against a page that another
+        process had admitted and not stored yet, whose URL the decision could not read,
+        is named only here; when that page is the same URL (its request was fetched
+        twice: put back by a recovery while the first fetch was still being stored), the
+        URL is stored already and the record is not written (counted in ``dedup/self_copies_dropped``)."""
+        own = [m for m in matches if m.get("original_url")
+               and url_key(str(m["original_url"])) == url_key(str(m["url"]))]
+        if not own:
+            return matches
+        self.crawler.stats.inc_value("dedup/self_copies_dropped", len(own))
+        return [m for m in matches if not any(m is o for o in own)]
 
     def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Match records naming a page a recovery removed (its process died before storing

@@ -147,3 +147,34 @@ def test_pages_a_recovery_removed_while_the_process_was_frozen_are_not_stored(
     finally:
         runtime.close()
         mongo_client.drop_database(database)
+
+
+def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
+        services, mongo_client, namespace) -> None:  # type: ignore[no-untyped-def]
+    """A URL fetched twice (its request put back while the first fetch was being stored)
+    decided the second time against the first's page, which was not stored yet and whose
+    URL the decision could not read: named at the write, the original is the same URL,
+    and no record saying the page copies itself is written."""
+    from dedup.adapters.mongo import match_doc
+
+    database = namespace.replace("-", "_")
+    crawler, runtime = wired(services, namespace, database)
+    try:
+        pipeline = StoragePipeline(crawler, runtime)
+        pid = new_page_id()
+        pipeline.pages.append({"_id": pid, "url": "https://p.example/a", "host": "p"})
+        pipeline.fingerprints.append(fingerprint_doc(pid, 5, checksum="0" * 32, tokens=50,
+                                                     short=False, algorithm="t"))
+        assert pipeline.flush()
+        for url in ("https://p.example/a", "https://q.example/a"):
+            pipeline.matches.append(match_doc(
+                url=url, host=url.split("/")[2], original_id=pid, original_url=None,
+                original_host=None, distance=0, kind="exact"))
+        assert pipeline.flush()
+        db = mongo_client[database]
+        assert [m["url"] for m in db.matches.find({})] == ["https://q.example/a"]
+        assert db.matches.find_one({})["original_url"] == "https://p.example/a"
+        assert crawler.stats.get_value("dedup/self_copies_dropped") == 1
+    finally:
+        runtime.close()
+        mongo_client.drop_database(database)
