@@ -19,7 +19,7 @@ from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Parts, parts_of
-from dedup.adapters.journal import lost_pages
+from dedup.adapters.journal import lost_pages, withdraw
 from dedup.adapters.mongo import (
     fingerprint_document,
     from_int64,
@@ -28,7 +28,7 @@ from dedup.adapters.mongo import (
     page_document,
 )
 from dedup.errors import ServiceUnavailable
-from dedup.ids import new_page_id
+from dedup.ids import new_page_id, url_key
 from dedup.servers.services import process_alive
 
 if TYPE_CHECKING:
@@ -217,11 +217,24 @@ class StoragePipeline:
             with self._lock:
                 pages, fps, matches = self.pages, self.fingerprints, self.matches
                 self.pages, self.fingerprints, self.matches = [], [], []
-            if (pages or matches) and not self._write(pages, fps, matches):
+            try:
+                pages, fps = self._fence(pages, fps)
+            except ServiceUnavailable as exc:
+                ok = False
+                self.outage.failed(exc, "Redis", said=(
+                    "checking this process's admitted pages against the recoveries failed "
+                    f"(its lease is in doubt); retrying: {exc}"))
+            else:
+                ok = not (pages or matches) or self._write(pages, fps, matches)
+            if not ok:
                 with self._lock:  # keep them for the next attempt
                     self.pages[:0], self.fingerprints[:0] = pages, fps
                     self.matches[:0] = matches
                 return False
+            try:  # a recovery that ran while they were being written
+                self._fence(pages, fps, stored=True)
+            except ServiceUnavailable as exc:
+                log.debug("checking stored pages against the recoveries failed: %s", exc)
             self._confirm([str(p["_id"]) for p in pages])
             self._release(fps)
             self.state.settle([str(d["url"]) for d in [*pages, *matches]])
@@ -247,6 +260,7 @@ class StoragePipeline:
             excerpts = [m for m in matches if m["kind"] == "excerpt"]
             matches = self._without_lost_originals([m for m in matches
                                                     if m["kind"] != "excerpt"])
+            matches = self._without_self_copies(matches)
             store.save_matches(matches)
             store.save_excerpts(excerpts)
         except ServiceUnavailable as exc:
@@ -275,6 +289,19 @@ class StoragePipeline:
         except ServiceUnavailable as exc:
             log.warning("could not keep the crawl's summary in MongoDB: %s", exc)
 
+    def _without_self_copies(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A page is never a copy of itself. A copy decided against a page that another
+        process had admitted and not stored yet, whose URL the decision could not read,
+        is named only here; when that page is the same URL (its request was fetched
+        twice: put back by a recovery while the first fetch was still being stored), the
+        URL is stored already and the record is not written (counted in ``dedup/self_copies_dropped``)."""
+        own = [m for m in matches if m.get("original_url")
+               and url_key(str(m["original_url"])) == url_key(str(m["url"]))]
+        if not own:
+            return matches
+        self.crawler.stats.inc_value("dedup/self_copies_dropped", len(own))
+        return [m for m in matches if not any(m is o for o in own)]
+
     def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Match records naming a page a recovery removed (its process died before storing
         it) are not written: their copies are queued to be decided again."""
@@ -287,6 +314,42 @@ class StoragePipeline:
         self.state.settle(str(m["url"]) for m in again)
         self.crawler.stats.inc_value("dedup/requeued/copies_of_lost_pages", len(again))
         return [m for m in matches if str(m["original_id"]) not in lost]
+
+    def _fence(self, pages: list[dict[str, Any]], fps: list[dict[str, Any]],
+               stored: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Pages this process admitted that a recovery has since removed (it took this
+        process for dead: frozen, or cut off from Redis, for longer than its lease) are
+        withdrawn, not stored (``stored``: after they were written, for a recovery that
+        ran meanwhile): out of the index, whatever is stored of them deleted, their links
+        never followed; the requests the recovery put back fetch them again. Checked only
+        while the journal's lease is in doubt. Returns the pages and fingerprints to
+        keep.
+
+        Raises:
+            ServiceUnavailable: Redis or MongoDB failed.
+        """
+        journal = self.parts.journal
+        if journal is None or not pages or not journal.in_doubt():
+            return pages, fps
+        client, namespace = self.parts.client, self.config.namespace
+        gone = lost_pages(client, namespace, [str(p["_id"]) for p in pages])
+        if not gone:
+            return pages, fps
+        found = {str(d["_id"]): (from_int64(d["simhash"]), str(d.get("checksum", "")))
+                 for d in fps if str(d["_id"]) in gone}
+        copies = withdraw(client, namespace, self.parts.pages, self.parts.index,
+                          {pid: found.get(pid) for pid in gone})
+        self.state.recovered_copies.extend(copies)  # their records named a withdrawn page
+        self.state.settle(copies)
+        urls = [str(p["url"]) for p in pages if str(p["_id"]) in gone]
+        self.state.abandon(urls)
+        self.crawler.stats.inc_value("dedup/withdrawn/pages", len(gone))
+        log.warning("withdrew %d pages this process admitted%s: a recovery removed them "
+                    "while this process was taken for dead (it did not run for longer "
+                    "than its lease); they are fetched again: %s", len(gone),
+                    " and stored" if stored else "", ", ".join(urls[:5]))
+        return ([p for p in pages if str(p["_id"]) not in gone],
+                [d for d in fps if str(d["_id"]) not in gone])
 
     def _release(self, fps: list[dict[str, Any]]) -> None:
         """The stored pages' text sketches leave Redis where the index's layout says so

@@ -19,6 +19,14 @@ the index and the checksum registry, its partial documents are deleted, and so a
 match records that name it (their copies are decided again when next fetched). The
 index and the store then agree again, and a re-crawl finds every lost page anew.
 
+A process that stops running without dying (frozen, swapped out, its host suspended)
+for longer than its lease is taken for dead: the others recover its journal and put its
+requests back. When it runs again its heartbeat takes the lease and registers it anew
+(:attr:`AdmissionJournal.lapses` counts it), and before it stores what it admitted it
+asks which of those pages a recovery removed meanwhile (:func:`lost_pages`): those are
+withdrawn (:func:`withdraw`: out of the index and the checksum registry, anything stored
+of them deleted), and their URLs are fetched again by whichever process takes them.
+
 The same leases tell a crawl that another one is running on its namespace
 (:func:`live_owners`). And the journals say, to every process of a shared crawl, what a
 page admitted elsewhere and not stored yet is (:func:`journaled`): a copy decided against
@@ -33,6 +41,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -105,12 +114,31 @@ class AdmissionJournal:
         self.lease_key = f"{namespace}:owner:{self.owner}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Times the heartbeat found the lease run out (the process did not run for
+        #: longer than the lease, or Redis lost the key).
+        self.lapses = 0
+        self._renewed = time.monotonic()
         self._info = json.dumps({"host": _this_host(), "pid": os.getpid(),
                                  "started": dt.datetime.now(dt.timezone.utc).isoformat(
                                      timespec="seconds")})
 
-    def _renew(self) -> None:
-        self.client.set(self.lease_key, self._info, px=int(self.lease * 1000))
+    def _renew(self) -> bool:
+        """Renew the lease, and register the owner again should a recovery have taken
+        it for dead. Returns whether the lease had run out."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(self.lease_key)
+        pipe.set(self.lease_key, self._info, px=int(self.lease * 1000))
+        pipe.sadd(registry_key(self.namespace), self.owner)
+        existed = pipe.execute()[0]
+        self._renewed = time.monotonic()
+        return not existed
+
+    def in_doubt(self) -> bool:
+        """Whether the other processes may have taken this one for dead: its lease ran
+        out once (:attr:`lapses`), or its last renewal is overdue (half the lease ago).
+        A process in doubt checks what it admitted against the recoveries' tombstones
+        (:func:`lost_pages`) before it keeps it."""
+        return self.lapses > 0 or time.monotonic() - self._renewed > self.lease / 2
 
     def open(self) -> AdmissionJournal:
         """Take the lease and start the heartbeat. Returns ``self``.
@@ -120,7 +148,6 @@ class AdmissionJournal:
         """
         try:
             self._renew()
-            self.client.sadd(registry_key(self.namespace), self.owner)
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis failed while opening the journal: {exc}",
                                      service="Redis") from exc
@@ -132,9 +159,27 @@ class AdmissionJournal:
     def _beat(self) -> None:
         while not self._stop.wait(self.lease / 3):
             try:
-                self._renew()
+                self.renew()
             except redis.RedisError as exc:  # an outage: the decisions report it
                 log.debug("renewing the journal lease failed: %s", exc)
+
+    def renew(self) -> bool:
+        """One heartbeat: renew the lease (registering again if a recovery took this
+        process for dead). Returns whether the lease had run out (counted in
+        :attr:`lapses`, and logged).
+
+        Raises:
+            redis.RedisError: Redis failed.
+        """
+        lapsed = self._renew()
+        if lapsed:
+            self.lapses += 1
+            log.warning("this process's lease ran out (it did not run, or could not "
+                            "reach Redis, for more than %.0f s): the other processes may "
+                            "have taken it for dead and repaired its work; the pages it "
+                            "admitted meanwhile are checked before they are stored",
+                            self.lease)
+        return lapsed
 
     def record(self, pipe: Any, entries: Iterable[Claim | JournalEntry]) -> None:
         """Queue, on a redis-py pipeline, the journal entries of pages about to be
@@ -353,6 +398,38 @@ def _recover_entries(client: redis.Redis, namespace: str, pages: PageRecords,
     tomb = f"{namespace}:lost"
     client.sadd(tomb, *lost)
     client.expire(tomb, TOMBSTONE_SECONDS)
+
+
+def withdraw(client: redis.Redis, namespace: str, pages: PageRecords,
+             index: NearDuplicateIndex, admitted: dict[str, tuple[int, str] | None]
+             ) -> list[str]:
+    """Withdraw pages this process admitted that a recovery has removed since (it took
+    the process for dead: :func:`lost_pages`): each leaves the index (it may have been
+    added after the recovery looked) and the checksum registry, and whatever is stored
+    of it is deleted, with the match records naming it. ``admitted``: page id ->
+    (simhash, checksum), or None for a page without a fingerprint. Returns the URLs of those match records: copies to decide
+    again.
+
+    Raises:
+        ServiceUnavailable: Redis or MongoDB failed (run it again: every step is
+            idempotent).
+    """
+    if not admitted:
+        return []
+    try:
+        release = client.register_script(_RELEASE_CHECKSUM)
+        for pid, found in admitted.items():
+            if found is None:
+                continue
+            fp, checksum = found
+            index.remove(fp, pid)
+            if len(checksum) == 32:
+                key, field_ = checksum_key(namespace, checksum)
+                release(keys=[key], args=[field_, pid])
+    except redis.RedisError as exc:
+        raise ServiceUnavailable(f"Redis failed while withdrawing pages: {exc}",
+                                 service="Redis") from exc
+    return pages.forget_pages(list(admitted))
 
 
 def lost_pages(client: redis.Redis, namespace: str, page_ids: Sequence[str]) -> set[str]:

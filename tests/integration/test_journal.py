@@ -153,3 +153,40 @@ def test_a_copy_of_a_page_another_process_has_not_stored_names_it(
         NEAR, "http://a/1", "a", 2)
     for journal in journals:
         journal.close()
+
+
+def test_a_process_taken_for_dead_registers_again_and_withdraws_what_was_removed(
+        redis_client, pages, namespace, index) -> None:  # type: ignore[no-untyped-def]
+    """A process frozen for longer than its lease: another one recovers its journal
+    (its admitted page leaves the index) while it sleeps; a decision of its that was under
+    way adds the page again after the recovery looked. Woken, its heartbeat registers it
+    again (so that its next death is recovered too) and the page, tombstoned by the
+    recovery, is withdrawn, even once written: the index and the store agree, and the URL
+    is a new page for whoever fetches it again."""
+    from dedup.adapters.journal import lost_pages, withdraw
+
+    journal = AdmissionJournal(redis_client, namespace).open()
+    crawl = on_servers(index, redis_client, pages, namespace, journal=journal)
+    page = cand("http://a/9", "9" * 32, A)
+    assert crawl.decide([page])[0].kind == NEW
+    journal._stop.set()  # the process stops running ...
+    journal._thread.join()
+    redis_client.delete(journal.lease_key)  # ... for longer than its lease
+    assert not journal.in_doubt()  # it cannot know yet
+    done = recover(redis_client, namespace, pages, index)  # another process repairs
+    assert done.removed == [page.page_id]
+    assert journal.owner not in {o.token for o in owners(redis_client, namespace)}
+    index.add_many([(A, page.page_id)])  # its decision, under way, adds the page again
+    assert journal.renew() is True  # woken: the lease had run out
+    assert journal.lapses == 1 and journal.in_doubt()
+    assert journal.owner in {o.token for o in owners(redis_client, namespace)}
+    assert lost_pages(redis_client, namespace, [page.page_id]) == {page.page_id}
+    store_page(pages, page)  # written before the check (a recovery during the write)
+    assert withdraw(redis_client, namespace, pages, index,
+                    {page.page_id: (A, "9" * 32)}) == []
+    assert index.page_id(A) is None
+    assert pages.pages.count_documents({}) == 0 and pages.fingerprints.count_documents({}) == 0
+    again = on_servers(index, redis_client, pages, namespace)
+    assert again.decide([cand("http://a/9", "9" * 32, A)])[0].kind == NEW  # not a ghost's copy
+    assert journal.renew() is False and journal.lapses == 1
+    journal.close()

@@ -103,3 +103,78 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
     finally:
         runtime.close()
         mongo_client.drop_database(database)
+
+
+def test_pages_a_recovery_removed_while_the_process_was_frozen_are_not_stored(
+        services, mongo_client, namespace) -> None:  # type: ignore[no-untyped-def]
+    """A crawl process frozen with admitted pages in its buffer, for longer than its
+    lease: another process recovers its journal meanwhile (the pages leave the index and
+    their requests go back to the queue). Woken, it does not store them: they are
+    withdrawn and counted, and the next write stores what it admits after."""
+    from dedup.adapters.journal import recover
+    from dedup.adapters.mongo import fingerprint_document, page_document
+    from dedup.decide import NEW
+    from dedup.page import Page
+
+    database = namespace.replace("-", "_")
+    crawler, runtime = wired(services, namespace, database)
+    try:
+        pipeline = StoragePipeline(crawler, runtime)
+
+        def admit(url: str, fp: int) -> Page:
+            page = Page(url, "p.example", f"{fp:032x}", fp, False)
+            assert runtime.deduplicator.decide([page])[0].kind == NEW
+            pipeline.pages.append(page_document(page))
+            pipeline.fingerprints.append(fingerprint_document(page))
+            return page
+
+        frozen = admit("https://p.example/1", 0x0F0F0F0F0F0F0F0F)
+        journal = runtime.journal
+        journal._stop.set()  # frozen: no heartbeat ...
+        journal._thread.join()
+        runtime.client.delete(journal.lease_key)  # ... for longer than the lease
+        assert recover(runtime.client, namespace, runtime.pages, runtime.index).removed == [
+            frozen.page_id]  # another process repaired its work
+        assert journal.renew()  # woken
+        assert pipeline.flush()
+        db = mongo_client[database]
+        assert db.pages.count_documents({}) == 0  # withdrawn, not stored
+        assert runtime.index.page_id(frozen.simhash) is None
+        assert crawler.stats.get_value("dedup/withdrawn/pages") == 1
+        later = admit("https://p.example/2", 0x7777000011112222)
+        assert pipeline.flush()
+        assert [d["url"] for d in db.pages.find({})] == [later.url]
+    finally:
+        runtime.close()
+        mongo_client.drop_database(database)
+
+
+def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
+        services, mongo_client, namespace) -> None:  # type: ignore[no-untyped-def]
+    """A URL fetched twice (its request put back while the first fetch was being stored)
+    decided the second time against the first's page, which was not stored yet and whose
+    URL the decision could not read: named at the write, the original is the same URL,
+    and no record saying the page copies itself is written."""
+    from dedup.adapters.mongo import match_doc
+
+    database = namespace.replace("-", "_")
+    crawler, runtime = wired(services, namespace, database)
+    try:
+        pipeline = StoragePipeline(crawler, runtime)
+        pid = new_page_id()
+        pipeline.pages.append({"_id": pid, "url": "https://p.example/a", "host": "p"})
+        pipeline.fingerprints.append(fingerprint_doc(pid, 5, checksum="0" * 32, tokens=50,
+                                                     short=False, algorithm="t"))
+        assert pipeline.flush()
+        for url in ("https://p.example/a", "https://q.example/a"):
+            pipeline.matches.append(match_doc(
+                url=url, host=url.split("/")[2], original_id=pid, original_url=None,
+                original_host=None, distance=0, kind="exact"))
+        assert pipeline.flush()
+        db = mongo_client[database]
+        assert [m["url"] for m in db.matches.find({})] == ["https://q.example/a"]
+        assert db.matches.find_one({})["original_url"] == "https://p.example/a"
+        assert crawler.stats.get_value("dedup/self_copies_dropped") == 1
+    finally:
+        runtime.close()
+        mongo_client.drop_database(database)
