@@ -88,15 +88,18 @@ class Fault:
     hold: float     # seconds a freeze or an outage lasts
 
 
-def schedule(seed: int, seconds: float, count: int, kinds: tuple[str, ...]) -> list[Fault]:
+def schedule(seed: int, seconds: float, count: int, kinds: tuple[str, ...],
+             lease: float = 30.0) -> list[Fault]:
     """``count`` faults at random times of ``seconds``, each kind at least once when
-    ``count`` allows, all drawn from ``seed``."""
+    ``count`` allows, all drawn from ``seed``. Freezes last from 5 s to 60 s, or in a
+    short run to a quarter of it, but at least to two and a half leases, so that some
+    outlast the lease (the process is taken for dead while it sleeps)."""
     rng = random.Random(seed)
     chosen = list(kinds[:count]) + [rng.choice(kinds) for _ in range(count - len(kinds))]
     rng.shuffle(chosen)
     times = sorted(rng.uniform(0.05 * seconds, 0.9 * seconds) for _ in chosen)
     faults = []
-    longest = min(60.0, max(5.0, seconds / 4))  # a short run holds its faults shorter
+    longest = min(60.0, max(5.0, seconds / 4, 2.5 * lease))
     for at, kind in zip(times, chosen):
         hold = rng.uniform(5, longest) if kind.endswith("freeze") else (
             rng.uniform(1, 10) if kind == "redis_kill" else rng.uniform(5, 15))
@@ -529,14 +532,15 @@ def served_pages(site: Any, log_path: Path, since: float) -> set[str]:
 # ----------------------------------------------------------------------------- the run
 
 def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
-        folder: Path, prove: bool = False) -> dict[str, Any]:
+        folder: Path, prove: bool = False, lease: float = 30.0) -> dict[str, Any]:
     """One chaos run; returns its result (the JSON line's fields)."""
     from simcrawl_examples.demosite import DemoSite, build_groups
 
     from dedup.servers.services import connect_mongo
 
     kinds = CLUSTER_FAULTS if cluster else NODE_FAULTS
-    plan = schedule(seed, seconds, faults, kinds)
+    plan = schedule(seed, seconds, faults, kinds, lease)
+    extra = ["-s", f"DEDUP_LEASE_SECONDS={lease:g}"]
     content = build_groups(groups, seed=seed)
     delay = pacing(content, seconds)
     namespace = "{chaos}" if cluster else "chaos"
@@ -550,14 +554,14 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
             f"{len(plan)} faults over {seconds:.0f} s (seed {seed})")
         say("the crawl without faults (three processes) ...")
         reference_crawls = Crawls(folder, env, site.start_urls()[0], "reference",
-                                  "{reference}" if cluster else "reference", [])
+                                  "{reference}" if cluster else "reference", extra)
         run_crawl(reference_crawls, [], services, timeout=3600)
         reference = groups_stored(mongo["reference"], site)
         site.requests.clear()
         set_delay(content, delay)
         say(f"the chaos crawl (each page answered after {delay:.2f} s) ...")
         since = time.time()
-        crawls = Crawls(folder, env, site.start_urls()[0], "chaos", namespace, [])
+        crawls = Crawls(folder, env, site.start_urls()[0], "chaos", namespace, extra)
         started = time.monotonic()
         injected = run_crawl(crawls, plan, services, timeout=seconds * 3 + 600)
         took = time.monotonic() - started
@@ -585,7 +589,9 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
                 "schedule_s": round(seconds), "crawl_s": round(took, 1), "pages": total,
                 "served": len(served), "faults": dict(sorted(kinds_done.items())),
                 "faults_without_target": sum(1 for f in injected if not f["done"]),
-                "process_runs": len(crawls.runs), "violations": violations,
+                "process_runs": len(crawls.runs), "lease_s": lease,
+                "lease_lapses": sum(crawls.log(r).count("lease ran out") for r in crawls.runs),
+                "violations": violations,
                 **({"checker_caught": caught} if caught is not None else {})}
 
 
@@ -598,6 +604,8 @@ def main() -> int:
                         help="copy groups of the site (about 2.9 pages each)")
     parser.add_argument("--faults", type=int, default=0,
                         help="faults in the schedule (default: 1.5 a minute, at least 7)")
+    parser.add_argument("--lease", type=float, default=30.0,
+                        help="the crawl processes' lease (DEDUP_LEASE_SECONDS)")
     parser.add_argument("--keep", type=Path, help="keep the run's logs in this folder")
     parser.add_argument("--prove-checker", action="store_true",
                         help="then break the record on purpose and show what the checker "
@@ -609,7 +617,7 @@ def main() -> int:
         folder = Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         result = run(args.seed, args.minutes * 60, args.groups, args.redis == "cluster",
-                     faults, folder, args.prove_checker)
+                     faults, folder, args.prove_checker, args.lease)
     print()
     print(f"{'fault':<16} {'injected':>8}")
     print("-" * 25)

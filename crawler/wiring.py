@@ -140,7 +140,7 @@ def build(crawler: Crawler) -> Parts:
                      "smaller, faster design", redact(redis_url), index.layout.k,
                      len(index.layout.tables), index.k, index.k)
         windows, params = open_window_index(config, client, redact(redis_url))
-        journal = AdmissionJournal(client, config.namespace)
+        journal = AdmissionJournal(client, config.namespace, lease=config.lease_seconds)
         others = live_owners(client, config.namespace)
         shared = frontier_of(crawler.settings) == "redis"  # processes share one crawl
         if others and not config.concurrent and not shared:

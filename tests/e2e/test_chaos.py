@@ -1,6 +1,7 @@
 """A short seeded chaos run (bench/chaos.py): three crawl processes on one shared crawl
 while processes are killed, frozen, stopped and restarted, an extraction worker is
-killed, Redis is killed and MongoDB frozen; every invariant holds over the whole record,
+killed, Redis is killed and MongoDB frozen (with a lease of 4 s, so that a frozen process
+is taken for dead while it sleeps); every invariant holds over the whole record,
 which equals the record of the same crawl without faults, and the checker catches a
 record broken on purpose."""
 
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "bench/chaos.py", "--minutes", "0.5", "--groups", "50",
-         "--faults", "7", "--seed", "7", "--keep", str(tmp_path), "--prove-checker"],
+         "--faults", "7", "--seed", "7", "--lease", "4", "--keep", str(tmp_path),
+         "--prove-checker"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     assert lines, done.stdout[-3000:] + done.stderr[-3000:]
@@ -33,6 +35,8 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
                                         "crawl_term", "crawl_restart", "redis_kill",
                                         "mongo_freeze"}) >= 6, result
     assert result["process_runs"] > 3  # the killed and stopped processes were started again
+    if "crawl_freeze" in result["faults"]:  # frozen 5-10 s: longer than the 4 s lease
+        assert result["lease_lapses"] >= 1, result
     caught = " | ".join(result["checker_caught"])
     for what in ("index entries without their page", "both stored and recorded as copies",
                  "two stored pages", "match records naming no stored page",
