@@ -486,8 +486,12 @@ class ClusterStore:
                         out[i] = conn.read_response()
                     except redis.exceptions.NoScriptError:
                         missing.append((node, i))
+                    except (redis.exceptions.AskError, redis.exceptions.TryAgainError):
+                        # redis-py parses MOVED (an AskError) and ASK replies into these,
+                        # their message without the word: the slot moved, or is moving
+                        moved = True
                     except redis.ResponseError as exc:
-                        if str(exc).startswith(("MOVED", "ASK")):
+                        if str(exc).startswith(("MOVED", "ASK", "TRYAGAIN")):
                             moved = True
                         else:
                             out[i] = exc

@@ -241,3 +241,38 @@ def test_released_sketches_are_read_from_the_store_on_a_cluster(redis_cluster: s
         check_released_sketches(store, ShardedIndex)
     finally:
         store.clear()
+
+
+def test_the_index_follows_a_slot_that_moved(redis_cluster: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A process whose map of the cluster is out of date (a primary failed over and came
+    back as a replica, a reshard) sends commands to a node that answers MOVED. The index
+    reads the map again and decides as before: the chaos run found the MOVED reply raised
+    as a spider error instead, and the page neither decided nor counted."""
+    client = connect_redis(redis_cluster)
+    namespace = f"{{m-{uuid.uuid4().hex[:8]}}}"
+    index = open_index(redis_store(client, namespace), k=3, capacity=20_000)
+    rng = random.Random(11)
+    fps = [rng.getrandbits(64) for _ in range(300)]
+    assert index.check_and_add_many((fp, f"p{i}") for i, fp in enumerate(fps)) == [None] * 300
+    manager = client.nodes_manager
+    real = manager.get_node_from_slot
+    nodes = {n.name: n for n in manager.nodes_cache.values()}
+    stale = {"on": True}
+
+    def out_of_date(slot, *args, **kwargs):  # type: ignore[no-untyped-def]
+        node = real(slot, *args, **kwargs)
+        if not stale["on"]:
+            return node
+        return next(n for name, n in sorted(nodes.items()) if name != node.name)
+
+    monkeypatch.setattr(manager, "get_node_from_slot", out_of_date)
+    real_initialize = manager.initialize
+
+    def initialize(*args, **kwargs):  # type: ignore[no-untyped-def]
+        stale["on"] = False  # reading the map again gives the right one
+        return real_initialize(*args, **kwargs)
+
+    monkeypatch.setattr(manager, "initialize", initialize)
+    copies = index.check_and_add_many((fp ^ 0b11, f"c{i}") for i, fp in enumerate(fps[:50]))
+    assert copies == [Match(fp, f"p{i}", 2) for i, fp in enumerate(fps[:50])]
+    assert not stale["on"]  # the move was seen and the map read again
