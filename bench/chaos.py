@@ -411,19 +411,11 @@ def groups_stored(db: Any, site: Any) -> tuple[list[int], set[str]]:
     return per_group, unique
 
 
-def adds_up(summary: dict[str, Any]) -> bool:
-    decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
-                                               "dedup/exact_duplicate", "dedup/pinyin_copy",
-                                               "dedup/revisit"))
-    skipped = sum(v for k, v in summary.items() if k.startswith("dedup/skipped/"))
-    return summary.get("dedup/requests", 0) == decided + skipped + summary.get(
-        "dedup/lost/undecided", 0)
-
-
 def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
           requested: set[str], crawls: Crawls, reference: tuple[list[int], set[str]], recrawl_changed: list[str]
           ) -> list[str]:
     """Every invariant of a finished crawl, each violation one line."""
+    from crawler.pipelines import summary_adds_up
     from dedup.adapters.index import open_index, redis_store
     from dedup.adapters.mongo import from_int64
 
@@ -489,7 +481,7 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
             continue
         written += 1
         summary = json.loads(path.read_text())
-        if not adds_up(summary):
+        if not summary_adds_up(summary):
             violations.append(f"the summary of run {run['run']} does not add up")
     running = db.crawls.count_documents({"state": "running"})
     if running:

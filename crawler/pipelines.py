@@ -42,6 +42,17 @@ log = logging.getLogger(__name__)
 RECORD_SECONDS = 5.0
 
 
+def summary_adds_up(summary: dict[str, Any]) -> bool:
+    """Whether a crawl process's summary (``DEDUP_SUMMARY_FILE``) adds up: every request it
+    took (``dedup/requests``) became a page decided, a skip or a loss, once."""
+    decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
+                                               "dedup/exact_duplicate", "dedup/pinyin_copy",
+                                               "dedup/revisit"))
+    skipped = sum(v for k, v in summary.items() if k.startswith("dedup/skipped/"))
+    return bool(summary.get("dedup/requests", 0) == decided + skipped + summary.get(
+        "dedup/lost/undecided", 0))
+
+
 def failed_services(services: set[str], parts: Parts) -> str:
     """``Redis at URL``, ``MongoDB at URL`` or both, for the services in ``services``."""
     where = {"Redis": parts.redis_url, "MongoDB": parts.mongo_uri}

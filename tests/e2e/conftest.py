@@ -205,18 +205,9 @@ def reference_crawl_fixture():  # type: ignore[no-untyped-def]
     return reference_crawl
 
 
-def adds_up(summary: dict) -> bool:
-    """Whether a crawl process's summary adds up: every request it took from the frontier
-    (``dedup/requests``) became a page decided, a skip or a loss, once."""
-    decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
-                                               "dedup/exact_duplicate", "dedup/pinyin_copy",
-                                               "dedup/revisit"))
-    skipped = sum(v for k, v in summary.items() if k.startswith("dedup/skipped/"))
-    return summary.get("dedup/requests", 0) == decided + skipped + summary.get(
-        "dedup/lost/undecided", 0)
-
-
 @pytest.fixture(name="adds_up")
 def adds_up_fixture():  # type: ignore[no-untyped-def]
-    """The :func:`adds_up` function."""
-    return adds_up
+    """:func:`crawler.pipelines.summary_adds_up`: whether a summary adds up."""
+    from crawler.pipelines import summary_adds_up
+
+    return summary_adds_up
