@@ -120,6 +120,7 @@ class NearDuplicateMiddleware:
         self.extractor = extractor
         self.state = state
         self._first_drop_logged = False
+        self._decision_failed = False
         self.outage = Outage("deciding pages", config.retry_seconds, log)
         self.batcher = Batcher(deduplicator.decide, config.batch_size, BATCH_WAIT)
         # each decision's latency goes to the metrics (a signal), when they are served
@@ -160,12 +161,29 @@ class NearDuplicateMiddleware:
                 await sleep(delay)
                 delay = min(delay * 2, 8.0)
                 continue
+            except Exception as exc:  # noqa: BLE001 - not an outage: a bug, or a store's refusal
+                self._failed(item, exc)
+                return LOST
             self.outage.answered("deciding pages again")
             if decision.kind == TEMPLATE_ONLY:
                 return TEMPLATE_ONLY  # a skip: nothing but the site's own text
             if item.template_lines:  # its fingerprints are the rest's (what the index holds)
                 self.stats.inc_value("dedup/template_lines_left_out", item.template_lines)
             return decision
+
+    def _failed(self, item: PageItem, exc: Exception) -> None:
+        """A decision failed for a reason that is not an outage (a store refusing the
+        crawl, a bug): whatever failed would fail every page after it, so the crawl stops
+        as it does past an outage's limit; the page counts as lost and is named at the
+        end (exit status 1), and the pages not yet fetched are left for the next crawl.
+        Said once, with the traceback; the others are counted."""
+        self.stats.inc_value("dedup/errors/decide")
+        if not self._decision_failed:
+            self._decision_failed = True
+            log.error("deciding %s failed (%s: %s); stopping the crawl (pages not decided "
+                      "are lost and named at the end)", item.url, type(exc).__name__, exc,
+                      exc_info=exc)
+            stop_crawl(self.crawler, "decision_failed")
 
     def _excerpt_record(self, page: PageItem, excerpt: Excerpt) -> MatchItem:
         """The excerpt record of a kept page that quotes a registered original."""

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Finish reasons that mean the crawl stopped on a fault, not because it was done.
-FAULTS = ("service_unavailable", "store_unavailable")
+FAULTS = ("service_unavailable", "store_unavailable", "decision_failed")
 
 
 class Command(ScrapyCrawl):

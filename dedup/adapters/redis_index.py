@@ -724,6 +724,14 @@ class RedisStore:
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             conn.disconnect()
             raise self._unavailable(exc) from exc
+        except redis.RedisError as exc:
+            from dedup.servers.services import redis_outage
+
+            conn.disconnect()  # replies may still be in flight: do not reuse
+            if redis_outage(exc):  # up, but not serving now (at maxmemory, read-only)
+                raise ServiceUnavailable(f"Redis at {self.url} is not serving: {exc}",
+                                         service="Redis") from exc
+            raise
         except BaseException:
             conn.disconnect()  # replies may still be in flight: do not reuse
             raise

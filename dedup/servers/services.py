@@ -101,7 +101,7 @@ def connect_redis(url: str, timeout: float = DEFAULT_TIMEOUT) -> redis.Redis:
 #: script running too long, a cluster without a primary for the slot, a failover under
 #: way, a primary just turned replica).
 _TRANSIENT_REPLIES = ("LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN",
-                      "READONLY")
+                      "READONLY", "OOM", "MISCONF")
 
 
 def redis_outage(exc: BaseException) -> bool:
@@ -114,11 +114,29 @@ def redis_outage(exc: BaseException) -> bool:
     True
     >>> redis_outage(redis.ResponseError("WRONGTYPE Operation against a key"))
     False
+
+    A server at its ``maxmemory`` (OOM), or one that cannot save its snapshots (MISCONF),
+    refuses writes until its operator acts: an outage too, waited out and then given up
+    with the pages named. redis-py parses some replies into their own classes, whose
+    message lacks the reply's first word, so those are known by their class:
+
+    >>> from redis.exceptions import OutOfMemoryError, ReadOnlyError
+    >>> redis_outage(OutOfMemoryError("command not allowed when used memory > 'maxmemory'"))
+    True
+    >>> redis_outage(ReadOnlyError("You can't write against a read only replica."))
+    True
     """
-    from redis.exceptions import ClusterError, RedisClusterException, SlotNotCoveredError
+    from redis.exceptions import (
+        ClusterError,
+        OutOfMemoryError,
+        ReadOnlyError,
+        RedisClusterException,
+        SlotNotCoveredError,
+        TryAgainError,
+    )
 
     if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, ClusterError,
-                        SlotNotCoveredError)):
+                        SlotNotCoveredError, OutOfMemoryError, ReadOnlyError, TryAgainError)):
         return True
     if isinstance(exc, redis.ResponseError):
         return str(exc).split(" ", 1)[0] in _TRANSIENT_REPLIES

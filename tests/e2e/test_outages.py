@@ -143,3 +143,62 @@ def test_a_crawl_forced_out_while_it_waits_for_a_service_exits_130(
     assert proc.wait(timeout=120) == 130
     log = (tmp_path / "forced.log").read_text()
     assert "forcing unclean shutdown" in log and "forced out before it closed" in log
+
+
+def test_redis_out_of_memory_is_waited_out_and_then_given_up_naming_the_lost_pages(
+        tmp_path: Path, setup: Setup, check_record, adds_up) -> None:  # type: ignore[no-untyped-def]
+    """Redis at its ``maxmemory`` refuses every write (OOM): up, but not serving the
+    crawl. The crawl treats it as an outage (waits, then gives up with exit status 1,
+    naming the pages it could not decide); none is dropped unsaid. With memory again, the
+    next crawl completes the record."""
+    import redis
+
+    client = redis.Redis.from_url(setup.redis.url)
+    proc = start_crawl(setup, tmp_path, "oom", 2)
+    client.config_set("maxmemory", 1)  # noeviction (the default): writes are refused
+    try:
+        assert proc.wait(timeout=600) == 1, (tmp_path / "oom.log").read_text()[-3000:]
+    finally:
+        client.config_set("maxmemory", 0)
+    summary = json.loads((tmp_path / "oom.json").read_text())
+    assert summary["lost_urls"] and adds_up(summary)
+    log = (tmp_path / "oom.log").read_text()
+    assert "maxmemory" in log and summary["lost_urls"][0] in log
+    assert "Spider error" not in log and "Traceback" not in log
+    again = subprocess.run(command(setup.site, tmp_path, "again", 120), cwd=ROOT, env=setup.env,
+                           timeout=600, check=False)
+    assert again.returncode == 0, (tmp_path / "again.log").read_text()[-3000:]
+    check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)
+
+
+def test_a_decision_refused_for_another_reason_stops_the_crawl_naming_the_lost_pages(
+        tmp_path: Path, setup: Setup, check_record, adds_up) -> None:  # type: ignore[no-untyped-def]
+    """A Redis user that may read the index's tables but not write them (an ACL): every
+    new page's decision is refused (NOPERM), which is no outage, and would be refused
+    for every page after it. The crawl says why once, stops with exit status 1 and names
+    the pages it could not decide, each counted (none left as a spider error); with the
+    permission given, the next crawl completes the record."""
+    import redis
+
+    admin = redis.Redis.from_url(setup.redis.url)
+    admin.acl_setuser("crawler", enabled=True, passwords=["+secret"], commands=["+@all"],
+                      keys=["~outage:[^t]*", "~outage:tpl*", "%R~outage:t*"])
+    env = dict(setup.env, REDIS_URL=setup.redis.url.replace("redis://",
+                                                            "redis://crawler:secret@"))
+    try:
+        done = subprocess.run(command(setup.site, tmp_path, "acl", 120), cwd=ROOT, env=env,
+                              timeout=600, check=False)
+    finally:
+        admin.acl_deluser("crawler")
+    log = (tmp_path / "acl.log").read_text()
+    assert done.returncode == 1, log[-3000:]
+    summary = json.loads((tmp_path / "acl.json").read_text())
+    assert summary["lost_urls"] and adds_up(summary)
+    assert summary["dedup/errors/decide"] >= 1
+    assert "NoPermissionError" in log and summary["lost_urls"][0] in log
+    assert "Spider error" not in log
+    assert log.count("Traceback") == 1  # said once
+    again = subprocess.run(command(setup.site, tmp_path, "again", 120), cwd=ROOT, env=setup.env,
+                           timeout=600, check=False)
+    assert again.returncode == 0, (tmp_path / "again.log").read_text()[-3000:]
+    check_record(connect_mongo(setup.mongo.url)["outage"], setup.site, setup.expected)
