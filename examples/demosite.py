@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -556,6 +557,15 @@ def export(content: SiteContent, folder: Path, urls: dict[str, str]) -> None:
             target.write_bytes(body)
 
 
+class _Server(ThreadingHTTPServer):
+    """The site's server for one host: a client that goes away mid-request (a crawl
+    process killed or stopped) is no error of the site's, so it is not printed."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class DemoSite:
     """Serve the generated site on loopback, one port per host, logging every request.
 
@@ -650,7 +660,7 @@ class DemoSite:
     def start(self) -> DemoSite:
         """Bind every host to a free port and serve in background threads."""
         for host in HOSTS:
-            server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(host))
+            server = _Server(("127.0.0.1", 0), self._handler(host))
             server.daemon_threads = True
             self._servers[host] = server
         for server in self._servers.values():
