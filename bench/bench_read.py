@@ -11,9 +11,13 @@ sketch's shingles, and the pinyin fingerprint (Chinese pages). Peers, on the sam
 - the lxml parse alone (the floor every extractor on lxml pays; the issue's reference);
 - trafilatura's default extraction (with its fallbacks), and its fast mode, each from the
   HTML string as a user calls it;
+- resiliparse (Lexbor in C++): its parse and its main-content extraction
+  (``extract_plain_text(main_content=True)``, rules on the DOM), the fastest extractor of
+  main content within reach; the floor of an extraction (installed into
+  ``.bench-peers/resiliparse``; said when it cannot be);
 - selectolax (Lexbor) parse plus its visible body text without script, style, nav, header,
-  footer and aside: a fast parser's plain main-content extraction, the floor of a read
-  (installed into ``.bench-peers/selectolax``; said when it cannot be).
+  footer and aside: a fast parser's plain text, the floor of a read (installed into
+  ``.bench-peers/selectolax``).
 
 One process per core reads a share of the pages; the figures are milliseconds a page of one
 core (median and mean) and pages a second a core. Token F1 (bags of lower-cased words) of
@@ -58,7 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 STAGES = ("decode", "parse", "main text", "page facts", "simhash", "second opinion",
           "template lines", "sketch", "pinyin")
-PEERS = ("lxml parse", "trafilatura default", "trafilatura fast", "selectolax text")
+PEERS = ("lxml parse", "trafilatura default", "trafilatura fast", "resiliparse main content",
+         "selectolax text")
 WORDS = re.compile(r"\w+", re.UNICODE)
 
 
@@ -161,6 +166,7 @@ def f1(text: str, truth: str) -> float:
 
 # ----------------------------------------------------------------------------- worker
 _SELECTOLAX: Any = None
+_RESILIPARSE: Any = None
 
 
 def selectolax_text(html: str) -> str:
@@ -246,6 +252,13 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     t = clock()
     texts["trafilatura fast"] = trafilatura.extract(html, url=url, fast=True) or ""
     ms["trafilatura fast"] = clock() - t
+    if _RESILIPARSE is not None:
+        parse, extract = _RESILIPARSE
+        t = clock()
+        texts["resiliparse main content"] = extract(parse(html), main_content=True,
+                                                    alt_texts=False, links=False,
+                                                    list_bullets=False)
+        ms["resiliparse main content"] = clock() - t
     if _SELECTOLAX is not None:
         t = clock()
         texts["selectolax text"] = selectolax_text(html)
@@ -256,7 +269,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
 
 
 def work(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    global _SELECTOLAX
+    global _SELECTOLAX, _RESILIPARSE
     from dedup.config import DedupConfig
     from dedup.pages import fingerprint_params
 
@@ -268,6 +281,15 @@ def work(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
             _SELECTOLAX = LexborHTMLParser
         except ImportError:
             _SELECTOLAX = None
+    folder = os.environ.get("SIMCRAWL_BENCH_RESILIPARSE")
+    if folder and _RESILIPARSE is None:
+        sys.path.insert(0, folder)
+        try:
+            from resiliparse.extract.html2text import extract_plain_text
+            from resiliparse.parse.html import HTMLTree
+            _RESILIPARSE = (HTMLTree.parse, extract_plain_text)
+        except ImportError:
+            _RESILIPARSE = None
     params = fingerprint_params(DedupConfig())
     read_one(chunk[0], params)  # warm: imports, caches, trafilatura's first call
     return [read_one(page, params) for page in chunk]
@@ -338,9 +360,11 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="pages a set at most (0: all)")
     args = parser.parse_args()
 
-    peer = ensure("selectolax", "selectolax==1.0.2")
-    if peer is not None:
-        os.environ["SIMCRAWL_BENCH_SELECTOLAX"] = str(peer)
+    for name, requirement in (("selectolax", "selectolax==1.0.2"),
+                              ("resiliparse", "resiliparse==2.0.0")):
+        peer = ensure(name, requirement)
+        if peer is not None:
+            os.environ[f"SIMCRAWL_BENCH_{name.upper()}"] = str(peer)
     print(f"cores: {os.cpu_count()}; processes: {args.processes} (one a core)")
     aeb = aeb_truth(args.aeb) if args.aeb else None
     results = []
