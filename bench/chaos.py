@@ -15,7 +15,7 @@ The run, on services it starts itself (``tmp`` folder, loopback only):
    about as long as the schedule. A nemesis draws faults at random times from the seed:
 
    - ``crawl_kill``: SIGKILL of a crawl process;
-   - ``crawl_freeze``: SIGSTOP of a crawl process for 5-60 s (its lease runs out), then
+   - ``crawl_freeze``: SIGSTOP of a crawling process for 5-60 s (its lease runs out), then
      SIGCONT;
    - ``worker_kill``: SIGKILL of an extraction worker of a crawl process;
    - ``crawl_term``: SIGTERM to a crawl process's group (a clean stop);
@@ -261,12 +261,16 @@ class Services:
 def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Event
            ) -> str | None:
     """Inject one fault; returns what was done, or None when it found no target (the
-    process it would hit is between runs, or has ended, for 30 s)."""
+    process it would hit is between runs, or has ended, for 30 s). A worker is killed,
+    and a process frozen, once the process is crawling (its extraction workers are up):
+    a process frozen while it starts holds no lease yet, and is no process taken for
+    dead."""
     slot = fault.target
     deadline = time.monotonic() + 30
+    crawling = fault.kind in ("worker_kill", "crawl_freeze")
     while fault.kind.startswith(("crawl", "worker")) and not stop.is_set():
         proc = crawls.live(slot)
-        if proc is not None and (fault.kind != "worker_kill" or worker_of(proc.pid)):
+        if proc is not None and (not crawling or worker_of(proc.pid)):
             break
         if time.monotonic() > deadline:
             return None
