@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import gzip
 import html as htmllib
 import json
@@ -273,23 +274,19 @@ def work(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from dedup.config import DedupConfig
     from dedup.pages import fingerprint_params
 
-    folder = os.environ.get("SIMCRAWL_BENCH_SELECTOLAX")
-    if folder and _SELECTOLAX is None:
-        sys.path.insert(0, folder)
-        try:
+    for name in ("SELECTOLAX", "RESILIPARSE"):  # each peer's folder (main() installs them)
+        folder = os.environ.get(f"SIMCRAWL_BENCH_{name}")
+        if folder and folder not in sys.path:
+            sys.path.insert(0, folder)
+    if _SELECTOLAX is None:
+        with contextlib.suppress(ImportError):
             from selectolax.lexbor import LexborHTMLParser
             _SELECTOLAX = LexborHTMLParser
-        except ImportError:
-            _SELECTOLAX = None
-    folder = os.environ.get("SIMCRAWL_BENCH_RESILIPARSE")
-    if folder and _RESILIPARSE is None:
-        sys.path.insert(0, folder)
-        try:
+    if _RESILIPARSE is None:
+        with contextlib.suppress(ImportError):
             from resiliparse.extract.html2text import extract_plain_text
             from resiliparse.parse.html import HTMLTree
             _RESILIPARSE = (HTMLTree.parse, extract_plain_text)
-        except ImportError:
-            _RESILIPARSE = None
     params = fingerprint_params(DedupConfig())
     read_one(chunk[0], params)  # warm: imports, caches, trafilatura's first call
     return [read_one(page, params) for page in chunk]

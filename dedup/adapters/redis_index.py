@@ -577,19 +577,27 @@ class RedisStore:
             "Start the server or fix REDIS_URL; unset REDIS_URL to use the embedded server.",
             service="Redis")
 
+    def _outage(self, exc: BaseException) -> ServiceUnavailable | None:
+        """What a redis-py error means for the crawl: the server unreachable, or up but not
+        serving now (loading, failing over, at its ``maxmemory``, read-only), each a
+        :class:`ServiceUnavailable`; ``None`` for an error that is no outage."""
+        from dedup.servers.services import redis_outage
+
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+            return self._unavailable(exc)
+        if redis_outage(exc):
+            return ServiceUnavailable(f"Redis at {self.url} is not ready: {exc}",
+                                      service="Redis")
+        return None
+
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from redis.exceptions import RedisClusterException
 
-        from dedup.servers.services import redis_outage
-
         try:
             return fn(*args, **kwargs)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise self._unavailable(exc) from exc
         except (redis.RedisError, RedisClusterException) as exc:
-            if redis_outage(exc):  # up, but not serving now (loading, failing over)
-                raise ServiceUnavailable(f"Redis at {self.url} is not ready: {exc}",
-                                         service="Redis") from exc
+            if (outage := self._outage(exc)) is not None:
+                raise outage from exc
             raise
 
     # ----------------------------------------------------------------- layout
@@ -721,19 +729,10 @@ class RedisStore:
             while in_flight:
                 in_flight -= 1
                 yield conn.read_response()
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            conn.disconnect()
-            raise self._unavailable(exc) from exc
-        except redis.RedisError as exc:
-            from dedup.servers.services import redis_outage
-
+        except BaseException as exc:
             conn.disconnect()  # replies may still be in flight: do not reuse
-            if redis_outage(exc):  # up, but not serving now (at maxmemory, read-only)
-                raise ServiceUnavailable(f"Redis at {self.url} is not serving: {exc}",
-                                         service="Redis") from exc
-            raise
-        except BaseException:
-            conn.disconnect()  # replies may still be in flight: do not reuse
+            if isinstance(exc, redis.RedisError) and (outage := self._outage(exc)) is not None:
+                raise outage from exc
             raise
         finally:
             pool.release(conn)
