@@ -1,5 +1,7 @@
 """The same crawl of a generated site of over 5,000 pages with dedup on and off, in one run:
-pages per second both ways and the ratio (extraction and storage are included in both).
+pages per second both ways and the ratio (extraction and storage are included in both),
+and dedup on with the reading before simcrawl's own (``DEDUP_EXTRACTOR=trafilatura``,
+the row "before").
 With ``--real``, the site is the development pages instead (``../shared/data``
 near-dup-dev and near-dup-dev-2: about 990 real news and blog pages of about 100 KiB,
 served as they were saved, behind one listing page), and the figure is what a crawl
@@ -206,11 +208,12 @@ def main() -> None:
         content = build(articles=args.articles, zh_articles=60, novel_chapters=0)
     rows = []
     with EmbeddedServices(tmp / "data") as services, DemoSite(content) as site:
-        for name, enabled in (("off", False), ("on", True)):
+        for name, enabled, extra in (("off", False, []), ("on", True, []),
+                                     ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])):
             site.requests.clear()
             print(f"[bench] crawling with dedup {name} ...", file=sys.stderr, flush=True)
-            stats = run(site, services, tmp, name, enabled, args.set,
-                        tmp / "on.pyspy" if args.profile and enabled else None)
+            stats = run(site, services, tmp, name, enabled, [*args.set, *extra],
+                        tmp / "on.pyspy" if args.profile and name == "on" else None)
             fetched = stats.get("downloader/response_count", 0)
             rows.append((name, fetched, stats.get("dedup/stored/pages", 0),
                          stats.get("dedup/near_duplicate", 0)
@@ -227,9 +230,12 @@ def main() -> None:
     for name, fetched, stored, dropped, seconds, traps, _ in rows:
         print(f"{name:6} {fetched:>8,} {stored:>7,} {dropped:>8,} {traps:>6,} {seconds:>8.1f} "
               f"{fetched / seconds:>9.1f} {(stored + dropped) / seconds:>9.1f}")
-    off, on = rows[0], rows[1]
+    off, on, before = rows
     print("handled = pages extracted, fingerprinted and stored or dropped; the trap pages "
-          "that dedup off also fetches are 404s, cheap to fetch")
+          "that dedup off also fetches are 404s, cheap to fetch; before = dedup on with "
+          "DEDUP_EXTRACTOR=trafilatura, the crawl's reading before simcrawl's own")
+    print(f"handled/s with dedup on / before: "
+          f"{(on[2] + on[3]) / on[4] / ((before[2] + before[3]) / before[4]):.2f}")
     print(f"handled/s with dedup on / off: "
           f"{(on[2] + on[3]) / on[4] / ((off[2] + off[3]) / off[4]):.2f}; "
           f"fetched/s: {on[1] / on[4] / (off[1] / off[4]):.2f}")

@@ -4,9 +4,12 @@ for each candidate extractor, on the development pages, in one run.
 Candidates (all read the same parsed page; each page's title and canonical are read as
 the crawl reads them):
 
-- trafilatura, fast (no fallback extractors), and full again when the fast text is thin
-  (fewer than ``THIN_TOKENS`` words): the crawl's (:func:`dedup.pages.extract_main`);
-- trafilatura, fast alone (the crawl's before);
+- simcrawl's own one-pass reading (:mod:`dedup.maintext`): the crawl's
+  (``DEDUP_EXTRACTOR = "simcrawl"``);
+- trafilatura, fast (no fallback extractors) on the marked main part, and full again when
+  the fast text is thin (fewer than ``THIN_TOKENS`` words): the crawl's before
+  (``DEDUP_EXTRACTOR = "trafilatura"``, :func:`dedup.pages.extract_main`);
+- trafilatura, fast alone;
 - trafilatura, full (with its readability and jusText fallbacks);
 - jusText alone (its non-boilerplate paragraphs; a trafilatura dependency);
 - the page's visible body text (no extraction: the floor, and the naive peer).
@@ -60,7 +63,11 @@ def trafilatura_full(html: str, url: str, tree: Any) -> str:
 
 
 def trafilatura_fast_then_full(html: str, url: str, tree: Any) -> str:
-    return extract_main(html, url, True, tree).text
+    return extract_main(html, url, "trafilatura", tree).text
+
+
+def simcrawl_reading(html: str, url: str, tree: Any) -> str:
+    return extract_main(html, url, "simcrawl", tree).text
 
 
 def justext_only(html: str, url: str, tree: Any) -> str:
@@ -79,7 +86,8 @@ def body_text(html: str, url: str, tree: Any) -> str:
 
 
 EXTRACTORS: dict[str, Callable[[str, str, Any], str]] = {
-    "trafilatura fast, full when thin (the crawl's)": trafilatura_fast_then_full,
+    "simcrawl's own reading (the crawl's)": simcrawl_reading,
+    "trafilatura fast, full when thin (the crawl's before)": trafilatura_fast_then_full,
     "trafilatura fast": trafilatura_fast,
     "trafilatura full": trafilatura_full,
     "jusText": justext_only,

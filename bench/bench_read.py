@@ -3,12 +3,16 @@ the development pages of both English sets and on Chinese pages, against named p
 the same run, with the extracted text checked against each set's ground truth.
 
 The read is :func:`dedup.pages.read_html`, timed stage by stage on the same calls it
-makes: decode (w3lib), parse (lxml), main text (trafilatura, fast, full again when thin),
+makes: decode (w3lib), parse (lxml), main text (simcrawl's own reading,
+:mod:`dedup.maintext`),
 the page's facts (title, description, canonical, listing), simhash (and the checksum of
 the text without its title line), the second opinion, template lines (block keys), the
 sketch's shingles, and the pinyin fingerprint (Chinese pages). Peers, on the same pages:
 
 - the lxml parse alone (the floor every extractor on lxml pays; the issue's reference);
+- the crawl's main text before simcrawl's own reading (``DEDUP_EXTRACTOR=trafilatura``:
+  trafilatura fast on the marked main part, full when thin), on the same tree; the read
+  before is the read with this in place of its main text (the row "the read before");
 - trafilatura's default extraction (with its fallbacks), and its fast mode, each from the
   HTML string as a user calls it;
 - resiliparse (Lexbor in C++): its parse and its main-content extraction
@@ -63,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 STAGES = ("decode", "parse", "main text", "page facts", "simhash", "second opinion",
           "template lines", "sketch", "pinyin")
-PEERS = ("lxml parse", "trafilatura default", "trafilatura fast", "resiliparse main content",
+PEERS = ("lxml parse", "the crawl's before (trafilatura)", "trafilatura default", "trafilatura fast", "resiliparse main content",
          "selectolax text")
 WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -198,7 +202,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     from dedup.templates import block_keys
     from dedup.text import ExtractedText, parse_html
 
-    fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
+    how, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
     options = {"shingle": shingle, "drop_numbers": drop_numbers, "min_tokens": min_tokens,
                "cjk_ngram": cjk_ngram}
     url, ms = page["url"], {}
@@ -211,7 +215,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     tree = parse_html(html)
     ms["parse"] = clock() - t
     t = clock()
-    read = extract_main(html, url, fast, tree)
+    read = extract_main(html, url, how, tree)
     ms["main text"] = clock() - t
     t = clock()
     title, description = page_title(tree), page_description(tree)
@@ -247,6 +251,10 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     t = clock()
     parse_html(html)
     ms["lxml parse"] = clock() - t
+    t = clock()
+    texts["the crawl's before (trafilatura)"] = extract_main(html, url, "trafilatura",
+                                                             tree).text
+    ms["the crawl's before (trafilatura)"] = clock() - t
     t = clock()
     texts["trafilatura default"] = trafilatura.extract(html, url=url) or ""
     ms["trafilatura default"] = clock() - t
@@ -328,6 +336,14 @@ def table(name: str, pages: list[dict[str, Any]], rows: list[dict[str, Any]]) ->
     print(f"| simcrawl's read (all stages) | {statistics.median(read):.2f} | "
           f"{statistics.mean(read):.2f} | {1000 / statistics.mean(read):.0f} | "
           f"{f1_of.get('simcrawl', float('nan')):.3f} ({len(scored)}) |")
+    before_name = "the crawl's before (trafilatura)"
+    before = [sum(r["ms"][s] for s in STAGES) - r["ms"]["main text"] + r["ms"][before_name]
+              for r in rows]
+    print(f"| the read before (its main text by trafilatura) | {statistics.median(before):.2f} "
+          f"| {statistics.mean(before):.2f} | {1000 / statistics.mean(before):.0f} | "
+          f"{f1_of.get(before_name, float('nan')):.3f} |")
+    out["read_before_ms_median"] = statistics.median(before)
+    out["read_before_ms_mean"] = statistics.mean(before)
     for peer in PEERS:
         values = column(peer)
         if not values:

@@ -50,7 +50,7 @@ from dedup.decide import NEW, Rules
 from dedup.deduplicator import Deduplicator
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
-from dedup.pages import fingerprint_params, read_html
+from dedup.pages import EXTRACTIONS, fingerprint_params, read_html
 from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
@@ -78,11 +78,14 @@ def articles(pages: list[str], pairs: list[dict]) -> dict[str, int]:
     return {p: roots.setdefault(root(p), len(roots)) for p in pages}
 
 
-def candidates(data: Path, fast: bool = True) -> tuple[dict[str, dict], list[dict], list[str]]:
+def candidates(data: Path, extraction: str = "simcrawl"
+               ) -> tuple[dict[str, dict], list[dict], list[str]]:
     """Each page read as the crawler reads it (:func:`dedup.pages.read_html`, the default
-    settings; ``fast``: trafilatura without its fallback extractors), the labelled pairs,
+    settings; ``extraction``: one of :data:`dedup.pages.EXTRACTIONS`), the labelled pairs,
     and the stream order."""
-    params = fingerprint_params(DedupConfig(extract_fast=fast))
+    params = fingerprint_params(DedupConfig(
+        extractor="simcrawl" if extraction == "simcrawl" else "trafilatura",
+        extract_fast=extraction != "trafilatura-full"))
     rows = [json.loads(line) for line in (data / "pages.jsonl").open()]
     out = {}
     for row in rows:
@@ -225,9 +228,10 @@ def main() -> int:
                         help="distance trusted without the text check (default 3)")
     parser.add_argument("--verify", type=int, default=10,
                         help="second-opinion distance (-1: off; default 10, the crawl's)")
-    parser.add_argument("--extraction", choices=("fast", "full"), default="fast",
-                        help="trafilatura fast (no fallback extractors; the crawl's default, "
-                        "DEDUP_EXTRACT_FAST) or full")
+    parser.add_argument("--extraction", choices=EXTRACTIONS, default="simcrawl",
+                        help="simcrawl's own reading (the crawl's default, DEDUP_EXTRACTOR), "
+                        "trafilatura fast (DEDUP_EXTRACTOR=trafilatura) or trafilatura "
+                        "with its fallbacks (and DEDUP_EXTRACT_FAST=False)")
     parser.add_argument("--show", action="store_true",
                         help="list the crawl order's misses and wrong drops by page")
     args = parser.parse_args()
@@ -245,7 +249,7 @@ def main() -> int:
         for data in args.data:
             if not (data / "pages.jsonl").is_file():
                 raise missing_data(data, "The near-duplicate development set (pages.jsonl)")
-            fps, pairs, order = candidates(data, fast=args.extraction == "fast")
+            fps, pairs, order = candidates(data, args.extraction)
             article = articles(list(fps), pairs)
             stream = crawl_order(fps, order, article, make(f"stream{len(results)}"))
             labelled = on_pairs(fps, pairs, make)

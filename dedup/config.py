@@ -85,8 +85,11 @@ class DedupConfig:
             [DEDUP_MATCH_TEXT, 20000].
         extract_workers: processes that extract and fingerprint pages; 0 = a thread of
             the crawl process, -1 = one per core [DEDUP_EXTRACT_WORKERS, -1].
-        extract_fast: trafilatura without its fallback extractors
-            [DEDUP_EXTRACT_FAST, True].
+        extractor: how a page's main text is read: ``simcrawl`` (its own one-pass
+            reading, :mod:`dedup.maintext`) or ``trafilatura`` [DEDUP_EXTRACTOR,
+            "simcrawl"].
+        extract_fast: with ``extractor = "trafilatura"``, trafilatura without its
+            fallback extractors [DEDUP_EXTRACT_FAST, True].
         verify_distance: a near match within k is confirmed by a second simhash on word
             pairs (two-word shingles), which must be within this distance too; a heavy
             rewrite that keeps the words but not the phrasing fails it and is admitted.
@@ -150,6 +153,7 @@ class DedupConfig:
     store_text: bool = True
     match_text: int = 20_000
     extract_workers: int = -1
+    extractor: str = "simcrawl"
     extract_fast: bool = True
     verify_distance: int = 10
     pinyin: bool = True
@@ -183,6 +187,8 @@ class DedupConfig:
              "auto, redis or until-stored")
         need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
         need(-1 <= self.extract_workers <= 256, "DEDUP_EXTRACT_WORKERS", "in -1..256")
+        need(self.extractor in ("simcrawl", "trafilatura"), "DEDUP_EXTRACTOR",
+             "simcrawl or trafilatura")
         need(-1 <= self.verify_distance <= 64, "DEDUP_VERIFY_DISTANCE", "in -1..64")
         need(4 <= self.pinyin_size <= 10_000, "DEDUP_PINYIN_SIZE", "in 4..10000")
         need(0 <= self.pinyin_overlap < 1, "DEDUP_PINYIN_OVERLAP", "in [0, 1)")

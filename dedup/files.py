@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from dedup.text import extract_text
-
 HTML_SUFFIXES = {".html", ".htm", ".xhtml", ".shtml"}
 
 #: Suffixes of text documents; a file without a suffix is sniffed.
@@ -52,9 +50,13 @@ def iter_files(paths: list[Path]) -> Iterator[Path]:
             raise FileNotFoundError(f"{path}: no such file or folder")
 
 
-def read_document(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, str]:
-    """``(text, method)`` of a text or HTML file. HTML files go through extraction (their
-    ``<meta charset>`` is honoured; ``method`` is the extraction's); text files are read
+def read_document(path: Path, max_bytes: int = MAX_BYTES, extraction: str = "simcrawl"
+                  ) -> tuple[str, str]:
+    """``(text, method)`` of a text or HTML file. HTML files are read as the crawl reads
+    a page (:func:`dedup.pages.extract_main`, ``extraction`` one of
+    :data:`dedup.pages.EXTRACTIONS`; their ``<meta charset>`` is honoured; ``method`` is
+    the extraction's), so that a registered original and its crawled copy are read
+    alike; text files are read
     as UTF-8, else in the encoding charset-normalizer detects (``text/<encoding>``), else
     as UTF-8 with replacement characters (``text/damaged``).
 
@@ -77,7 +79,13 @@ def read_document(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, str]:
             raise SkipFile(f"not a text or HTML document ({suffix} file)")
         data = head + fh.read()
     if looks_html:
-        extracted = extract_text(data, url=path.resolve().as_uri())
+        from w3lib.encoding import html_to_unicode
+
+        from dedup.pages import extract_main
+        from dedup.text import parse_html
+
+        html = html_to_unicode(None, data)[1]
+        extracted = extract_main(html, path.resolve().as_uri(), extraction, parse_html(html))
         return extracted.text, extracted.method
     try:
         return data.decode("utf-8"), "text"

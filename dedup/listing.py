@@ -21,6 +21,7 @@ and sidebars are not looked into; its "related posts" list is not its main text.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,13 @@ _PARENTS = ("//body//*[count(*) >= 3][not(ancestor-or-self::nav or ancestor-or-s
             " or ancestor::noscript or ancestor::template or ancestor::svg)]")
 
 
+@lru_cache(maxsize=1)
+def _parents() -> Any:
+    from lxml.etree import XPath
+
+    return XPath(_PARENTS)
+
+
 def item_groups(tree: Any) -> list[list[Any]]:
     """The runs of repeated linked items of a parsed page (each a list of sibling
     elements), most words first; empty without a body."""
@@ -91,7 +99,7 @@ def item_groups(tree: Any) -> list[list[Any]]:
         return []
     memo: dict[Any, int] = {}
     found: list[tuple[int, list[Any]]] = []
-    for parent in [body, *body.xpath(_PARENTS)]:
+    for parent in [body, *_parents()(body)]:
         groups: dict[tuple[str, str, frozenset[str]], list[Any]] = defaultdict(list)
         for child in parent:
             if isinstance(child.tag, str) and child.tag in ITEM_TAGS:

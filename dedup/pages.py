@@ -1,7 +1,7 @@
 """A page as the crawl reads it, and the crawl's decision over pages given as (url, html).
 
-:func:`read_html` is the crawl's reading of a page's HTML: the main text (trafilatura,
-:func:`dedup.text.extract_text`), the URL it declares canonical, and its fingerprints (the
+:func:`read_html` is the crawl's reading of a page's HTML: the main text
+(:func:`extract_main`: simcrawl's own reading, :mod:`dedup.maintext`, or trafilatura), the URL it declares canonical, and its fingerprints (the
 simhash, the second opinion, the pinyin windows, the lines' keys for the template text).
 The crawler's extraction workers call it (``crawler/extraction.py``, which adds the links,
 title and language from the same parse), and so does :func:`decide_pages`, which runs the
@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import islice
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from dedup.decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
 from dedup.listing import is_listing
-from dedup.overlap import token_pattern, without_title
+from dedup.maintext import main_region, main_text, thin
+from dedup.overlap import without_title
 from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
 from dedup.simhash import fingerprint
@@ -36,17 +36,18 @@ from dedup.templates import block_keys
 from dedup.text import ExtractedText, extract_text, parse_html
 
 #: How a page is read and fingerprinted, as a small picklable tuple (the extraction
-#: workers get it): ``(fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
+#: workers get it): ``(extraction, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
 #: templates)``; ``pinyin``: ``(size, overlap, q, anchors)`` or ``None``; ``verify``: also
-#: the second-opinion simhash; ``templates``: also the lines' keys.
-Params = tuple[bool, int, bool, int, int, tuple[int, float, int, str] | None, bool, bool]
+#: the second-opinion simhash; ``templates``: also the lines' keys; ``extraction``: one
+#: of :data:`EXTRACTIONS`.
+Params = tuple[str, int, bool, int, int, tuple[int, float, int, str] | None, bool, bool]
 
 
 def fingerprint_params(config: Any) -> Params:
     """The :data:`Params` of a :class:`dedup.config.DedupConfig`."""
     pinyin = ((config.pinyin_size, config.pinyin_overlap, config.pinyin_q,
                config.pinyin_anchors) if config.pinyin else None)
-    return (config.extract_fast, config.shingle, config.drop_numbers, config.min_tokens,
+    return (extraction(config), config.shingle, config.drop_numbers, config.min_tokens,
             config.cjk_ngram, pinyin, config.verify_distance >= 0, config.template_pages > 0)
 
 
@@ -55,6 +56,19 @@ def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
                          ) -> PinyinFingerprinter:
     """One fingerprinter per parameter set (its tables are built once per process)."""
     return PinyinFingerprinter(size=size, overlap=overlap, q=q, anchors=anchors)
+
+
+@lru_cache(maxsize=1)
+def _xpaths() -> dict[str, Any]:
+    """The page facts' XPath expressions, compiled once (compiling one costs about as
+    much as evaluating it)."""
+    from lxml.etree import XPath
+
+    return {"canonical": XPath("//link[contains(concat(' ', normalize-space(@rel), ' '), "
+                               "' canonical ')]/@href"),
+            "og:url": XPath("//meta[@property='og:url']/@content"),
+            "description": XPath("//meta[@name='description']/@content"),
+            "og:description": XPath("//meta[@property='og:description']/@content")}
 
 
 def declared_canonical(tree: Any, url: str, html: str = "") -> str | None:
@@ -66,9 +80,7 @@ def declared_canonical(tree: Any, url: str, html: str = "") -> str | None:
 
     if tree is None:
         return None
-    found = tree.xpath("//link[contains(concat(' ', normalize-space(@rel), ' '), "
-                       "' canonical ')]/@href") or tree.xpath(
-        "//meta[@property='og:url']/@content")
+    found = _xpaths()["canonical"](tree) or _xpaths()["og:url"](tree)
     href = str(found[0]).strip() if found else ""
     if not href:
         return None
@@ -80,7 +92,8 @@ def page_title(tree: Any) -> str | None:
     """A parsed page's ``<title>``, its white space collapsed (``None``: none)."""
     if tree is None:
         return None
-    found = tree.xpath("//title")
+    found = tree.find(".//title")
+    found = [found] if found is not None else []
     title = " ".join(found[0].text_content().split()) if found else ""
     return title or None
 
@@ -90,42 +103,9 @@ def page_description(tree: Any) -> str | None:
     ``<meta property="og:description">``, its white space collapsed (``None``: none)."""
     if tree is None:
         return None
-    found = tree.xpath("//meta[@name='description']/@content") \
-        or tree.xpath("//meta[@property='og:description']/@content")
+    found = _xpaths()["description"](tree) or _xpaths()["og:description"](tree)
     description = " ".join(str(found[0]).split()) if found else ""
     return description or None
-
-
-def thin(text: str) -> bool:
-    """Whether a text has fewer than :data:`THIN_TOKENS` tokens, counted as the
-    fingerprints count them (:func:`dedup.overlap.token_pattern`: each Han, kana or Hangul
-    character one token, runs of other letters and digits one each), and only as far as
-    the threshold. Words split at white space would make every Chinese text thin (its
-    sentences have no spaces), and so extracted twice.
-
-    >>> thin("a few words"), thin("word " * 100), thin("汉字" * 50), thin("汉字" * 49)
-    (True, False, False, True)
-    """
-    return sum(1 for _ in islice(token_pattern().finditer(text), THIN_TOKENS)) < THIN_TOKENS
-
-
-def main_region(tree: Any) -> Any:
-    """The part of a parsed page that HTML marks as its main content: its one ``<main>``
-    element, else (a page without ``<main>``) its one ``<article>``; ``None`` when it
-    marks none, or more than one (a listing of ``<article>`` cards is read whole).
-
-    >>> from dedup.text import parse_html
-    >>> main_region(parse_html("<body><nav>x</nav><main><p>y</p></main></body>")).tag
-    'main'
-    >>> main_region(parse_html("<body><article>a</article><article>b</article></body>"))
-    """
-    if tree is None:
-        return None
-    mains = tree.xpath("//main")
-    if mains:
-        return mains[0] if len(mains) == 1 else None
-    articles = tree.xpath("//article")
-    return articles[0] if len(articles) == 1 else None
 
 
 def _alone(element: Any) -> Any:
@@ -141,16 +121,43 @@ def _alone(element: Any) -> Any:
     return page
 
 
-def extract_main(html: str, url: str, fast: bool, tree: Any = None) -> ExtractedText:
-    """A page's main text as the crawl extracts it: trafilatura (``fast``: without its
-    fallback extractors); a fast result that is :func:`thin` is extracted again with the
-    fallbacks, since it is often not the article but the page's furniture (an author
-    box), which the fallbacks read past (docs/fingerprints.md, "Extraction").
+#: The ways to read a page's main text (:func:`extract_main`): simcrawl's own reading
+#: (:mod:`dedup.maintext`, the default), trafilatura's fast mode, trafilatura with its
+#: fallback extractors.
+EXTRACTIONS = ("simcrawl", "trafilatura", "trafilatura-full")
 
-    On a page that marks its main content (:func:`main_region`), trafilatura reads that
-    element alone first: it finds the same text there (what lies outside is the
-    furniture it prunes) at a fraction of the cost, which grows with the tree it is
-    given. A result that is :func:`thin` there is read from the whole page."""
+
+def extraction(config: Any) -> str:
+    """The :data:`EXTRACTIONS` entry of a :class:`dedup.config.DedupConfig`
+    (``DEDUP_EXTRACTOR``, and for trafilatura ``DEDUP_EXTRACT_FAST``)."""
+    if config.extractor == "simcrawl":
+        return "simcrawl"
+    return "trafilatura" if config.extract_fast else "trafilatura-full"
+
+
+def extract_main(html: str, url: str, how: str | bool = "simcrawl", tree: Any = None
+                 ) -> ExtractedText:
+    """A page's main text as the crawl extracts it, ``how`` one of :data:`EXTRACTIONS`
+    (``True``/``False``: trafilatura fast/full).
+
+    ``simcrawl`` (the default): :func:`dedup.maintext.main_text` on the parsed ``tree``;
+    a page it finds no text in (an image, a frameset, markup lxml could not parse) is
+    read by trafilatura's path below, whose last resort is the page's visible text.
+
+    ``trafilatura``: trafilatura without its fallback extractors; a result that is
+    :func:`thin` is extracted again with the fallbacks, since it is often not the article
+    but the page's furniture (an author box), which the fallbacks read past
+    (docs/fingerprints.md, "Extraction"). On a page that marks its main content
+    (:func:`main_region`), trafilatura reads that element alone first: it finds the same
+    text there at a fraction of the cost, which grows with the tree it is given; a
+    result that is thin there is read from the whole page. ``trafilatura-full``:
+    trafilatura with its fallbacks."""
+    if how == "simcrawl":
+        text = main_text(tree) if tree is not None else ""
+        if text:
+            return ExtractedText(text, "simcrawl")
+        how = "trafilatura"
+    fast = how is True or how == "trafilatura"
     if fast and (region := main_region(tree)) is not None:
         read = extract_text(html, url, fast=True, tree=_alone(region))
         if read.method == "trafilatura" and not thin(read.text):
@@ -177,7 +184,7 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     repeats it is left out of the checksum (:func:`dedup.overlap.without_title`), so the
     same text under another title is an exact copy; titles are compared as titles
     (:meth:`dedup.sketch.TextSketch.other_document`)."""
-    _fast, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
+    _extraction, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
     options: dict[str, Any] = {"shingle": shingle, "drop_numbers": drop_numbers,
                                "min_tokens": min_tokens, "cjk_ngram": cjk_ngram}
     fp = fingerprint(read.text, **options)

@@ -26,6 +26,7 @@ from dedup.files import SkipFile, read_document
 from dedup.index import NearDuplicateIndex
 from dedup.index.windows import WindowIndex
 from dedup.page import Page
+from dedup.pages import extraction
 from dedup.pinyin import PinyinFingerprinter
 from dedup.simhash import fingerprint
 
@@ -119,7 +120,7 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
     rows = []
     for path in paths:
         try:
-            text, method = read_document(path)
+            text, method = read_document(path, extraction=extraction(config))
         except SkipFile as exc:
             result.skipped.append((str(path), str(exc)))
             continue

@@ -25,6 +25,15 @@ def extractor():
     ex.close()
 
 
+@pytest.fixture()
+def slow_extractor():
+    """Workers that read with trafilatura, which takes seconds over :func:`slow_page`
+    (simcrawl's own reading takes a fraction of a second: too little to kill it at)."""
+    ex = Extractor(DedupConfig(extract_workers=1, extractor="trafilatura"))
+    yield ex
+    ex.close()
+
+
 def test_a_worker_gives_the_same_text_and_fingerprint_as_the_crawl_process(extractor):
     body = (EXAMPLES / "spring-town-copy.gbk.html").read_bytes()
     got = extractor.submit_future(body, "http://example.org/a").result(timeout=60)
@@ -54,7 +63,8 @@ def wait_for_new_pool(extractor, pool) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.01)
 
 
-def test_a_killed_worker_loses_no_page(extractor):
+def test_a_killed_worker_loses_no_page(slow_extractor):
+    extractor = slow_extractor
     body = (EXAMPLES / "harbour-original.html").read_bytes()
     assert extractor.submit_future(body, "http://a/").result(timeout=60).tokens > 0
     pool = extractor._pool
@@ -68,7 +78,8 @@ def test_a_killed_worker_loses_no_page(extractor):
     assert extractor._pool is not pool
 
 
-def test_a_page_that_kills_its_worker_every_time_is_failed(extractor):
+def test_a_page_that_kills_its_worker_every_time_is_failed(slow_extractor):
+    extractor = slow_extractor
     from crawler.extraction import ATTEMPTS
 
     body = (EXAMPLES / "harbour-original.html").read_bytes()

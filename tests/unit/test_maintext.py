@@ -1,0 +1,136 @@
+"""simcrawl's own reading of a page's main text (dedup/maintext.py): what it reads and
+what it leaves, on pages built the ways real templates build them."""
+
+from __future__ import annotations
+
+import pytest
+
+from dedup.config import DedupConfig
+from dedup.maintext import main_text
+from dedup.pages import extract_main, fingerprint_params, read_html
+from dedup.text import parse_html
+
+STORY = [
+    "The harbour wall reopened on Monday after three months of repairs to the storm damage.",
+    "Fishing boats returned to the inner basin within hours, the harbour master said.",
+    "The council spent about two million pounds on the work, a third of it from a grant.",
+    "Residents had asked for the repairs for more than twenty years before the storm.",
+]
+
+
+def paragraphs(lines: list[str] = STORY) -> str:
+    return "".join(f"<p>{line}</p>" for line in lines)
+
+
+def read(html: str) -> str:
+    return main_text(parse_html(html))
+
+
+def test_the_article_is_read_and_the_pages_furniture_is_not() -> None:
+    page = ("<html><body><header><a href=/>The Example Times</a><nav><ul><li><a href=/news>"
+            "News</a></li><li><a href=/sport>Sport</a></li></ul></nav></header>"
+            "<div class=breadcrumbs><a href=/>Home</a> › <a href=/news>News</a></div>"
+            f"<div class=story><h1>Harbour reopens</h1>{paragraphs()}"
+            "<div class=share-buttons><a href=/s>Share on social media</a></div></div>"
+            "<aside><h3>Most read</h3><p>A long teaser of another story that is not this one "
+            "and should not be read as part of it at all.</p></aside>"
+            "<section id=comments><p>What a waste of money, in my opinion as a taxpayer.</p>"
+            "</section><script>var tracking = 'the harbour wall';</script>"
+            "<div style='display:none'>A hidden notice nobody sees on the page.</div>"
+            "<footer>Copyright 2026 The Example Times. All rights reserved.</footer></body></html>")
+    text = read(page)
+    assert text.split("\n") == ["Harbour reopens", *STORY]
+
+
+def test_a_template_naming_its_content_wrapper_like_furniture_loses_no_text() -> None:
+    # WordPress's Genesis wraps the content and the sidebar in "content-sidebar-wrap"; a
+    # site may call its post body "newsletter-email": furniture that holds most of the
+    # page's text is its text
+    page = (f"<body><div class='site-inner content-sidebar-wrap'><div class=newsletter-email>"
+            f"<h1>Harbour reopens</h1>{paragraphs()}</div>"
+            "<div class=sidebar><a href=/a>Archive</a> <a href=/b>About</a></div></div></body>")
+    assert read(page).split("\n") == ["Harbour reopens", *STORY]
+
+
+def test_the_readers_comments_stay_out_however_long() -> None:
+    comments = "".join(f"<div class=comment><p>{line} I could not agree more with this, "
+                       "it is exactly what I have been saying for years.</p></div>"
+                       for line in STORY * 3)
+    page = (f"<body><div class=post><h1>Harbour reopens</h1>{paragraphs(STORY[:2])}</div>"
+            f"<div class=comments-area>{comments}</div></body>")
+    assert read(page).split("\n") == ["Harbour reopens", *STORY[:2]]
+
+
+def test_a_short_article_above_a_long_disclaimer_is_read() -> None:
+    disclaimer = " ".join(["The content of this blog is for general information only and "
+                           "is not legal, tax or investment advice."] * 6)
+    page = (f"<body><main><h1>Harbour reopens</h1>{paragraphs(STORY[:2])}"
+            "<h4>Be current.</h4><div class=newsletter><p>Get insights in your inbox.</p>"
+            f"<input name=email></div><p>{disclaimer}</p></main></body>")
+    text = read(page)
+    assert text.startswith("Harbour reopens\n" + STORY[0]) and STORY[1] in text
+
+
+def test_one_article_under_two_templates_reads_as_one_text() -> None:
+    article = (f"<html><body><header><h1>Daily</h1></header><main><article>"
+               f"<h1>Harbour reopens</h1><p class=byline>By A. Writer, 1 March</p>"
+               f"{paragraphs()}</article><aside><a href=/m>Also at the Mirror</a></aside>"
+               "</main><footer>© Daily</footer></body></html>")
+    mirror = ("<html><body><ul class=menu><li><a href=/>Front page</a></li><li>World</li>"
+              "</ul><div class=ad>Advertisement: cheap flights from 19 pounds!</div>"
+              f"<div id=content><h2>Harbour reopens</h2>{paragraphs()}</div>"
+              "<section class=responses><div><b>reader1</b>: Great news.</div></section>"
+              "</body></html>")
+    printed = f"<html><body><h1>Harbour reopens</h1>{paragraphs()}<p><a href=/p>Print</a></p>"
+    assert read(article) == read(mirror) == read(printed) == "\n".join(
+        ["Harbour reopens", *STORY])
+
+
+def test_links_inside_the_article_are_its_text_and_a_link_alone_is_not() -> None:
+    books = "".join(f"<li><a href=/b{n}>{title}</a> by {who}</li>" for n, (title, who) in
+                    enumerate([("The Harbour", "Ann Lee, 2019"), ("Walls of the Sea",
+                               "Tom Okafor, 2021"), ("Storm Season", "Lucy Chen, 2024")]))
+    page = (f"<body><div class=entry><h1>Harbour reading list</h1>{paragraphs()}"
+            f"<p>The three books <a href=/b>we recommend</a> are these:</p><ul>{books}</ul>"
+            "<p><a href=/more>More stories</a></p></div>"
+            "<ul><li><a href=/a>Archive</a></li><li><a href=/b>About us</a></li></ul></body>")
+    text = read(page)
+    # short list items after the article's paragraphs are read as its text (they are
+    # in its element), the navigation after it is not, nor a paragraph of a link alone
+    assert "we recommend" in text and "Walls of the Sea by Tom Okafor, 2021" in text
+    assert "More stories" not in text and "Archive" not in text
+
+
+def test_nothing_to_read_gives_no_text_and_the_crawl_falls_back() -> None:
+    assert read("<html><body><img src=a.png></body></html>") == ""
+    assert main_text(None) == ""
+    got = extract_main("<html><body><img src=a.png></body></html>", "http://a.test/",
+                       "simcrawl", parse_html("<html><body><img src=a.png></body></html>"))
+    assert got.method != "simcrawl"  # read by the trafilatura path and its last resorts
+
+
+def test_a_page_nested_deeper_than_the_walk_keeps_its_text() -> None:
+    from lxml import etree
+
+    page = etree.Element("html")
+    element = etree.SubElement(page, "body")
+    for _ in range(2000):  # deeper than the walk recurses (MAX_DEPTH) and Python allows
+        element = etree.SubElement(element, "div")
+    element.text = "The innermost words of a deeply nested page."
+    assert main_text(page) == "The innermost words of a deeply nested page."
+    # deeper than lxml's parser goes: the crawl's reading falls back to trafilatura's path
+    html = "<html><body>" + "<div>" * 3000 + "The innermost words." + "</div>" * 3000
+    assert "innermost words" in extract_main(html, "http://a.test/", "simcrawl",
+                                             parse_html(html)).text
+
+
+
+def test_the_crawls_reading_is_simcrawls_and_trafilatura_is_a_setting() -> None:
+    html = f"<html><body><main><h1>Harbour reopens</h1>{paragraphs()}</main></body></html>"
+    assert read_html(html, "http://a.test/1", fingerprint_params(DedupConfig())).method \
+        == "simcrawl"
+    other = read_html(html, "http://a.test/1",
+                      fingerprint_params(DedupConfig(extractor="trafilatura")))
+    assert other.method == "trafilatura" and STORY[0] in other.text
+    with pytest.raises(ValueError, match="DEDUP_EXTRACTOR"):
+        DedupConfig(extractor="readability")
