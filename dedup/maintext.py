@@ -60,7 +60,8 @@ BLOCKS = frozenset(
     "form fieldset legend body html nav aside footer header".split())
 #: Containers whose class or id may name them as furniture.
 CONTAINERS = frozenset("div section p ul ol dl table form aside nav footer header figure".split())
-#: Blocks kept in the text however much of them is link text (prose that links its words).
+#: Blocks kept in the text unless nearly all of them is link text (prose that links its
+#: words; see :data:`PROSE_LINK_DENSITY`).
 PROSE = frozenset("p blockquote pre td th dd".split())
 
 
