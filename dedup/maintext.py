@@ -291,10 +291,10 @@ def main_region(tree: Any) -> Any:
     """
     if tree is None:
         return None
-    mains = tree.xpath("//main")
+    mains = list(islice(tree.iter("main"), 2))
     if mains:
         return mains[0] if len(mains) == 1 else None
-    articles = tree.xpath("//article")
+    articles = list(islice(tree.iter("article"), 2))
     return articles[0] if len(articles) == 1 else None
 
 

@@ -1,8 +1,9 @@
 """A page as the crawl reads it, and the crawl's decision over pages given as (url, html).
 
 :func:`read_html` is the crawl's reading of a page's HTML: the main text
-(:func:`extract_main`: simcrawl's own reading, :mod:`dedup.maintext`, or trafilatura), the URL it declares canonical, and its fingerprints (the
-simhash, the second opinion, the pinyin windows, the lines' keys for the template text).
+(:func:`extract_main`: simcrawl's own reading, :mod:`dedup.maintext`, or trafilatura), the
+URL it declares canonical, and its fingerprints (the simhash, the second opinion, the
+pinyin windows, the lines' keys for the template text).
 The crawler's extraction workers call it (``crawler/extraction.py``, which adds the links,
 title and language from the same parse), and so does :func:`decide_pages`, which runs the
 crawl's decision (:func:`dedup.deduplicator.in_memory`: the same code, rules and
@@ -36,10 +37,10 @@ from dedup.templates import block_keys
 from dedup.text import ExtractedText, extract_text, parse_html
 
 #: How a page is read and fingerprinted, as a small picklable tuple (the extraction
-#: workers get it): ``(extraction, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify,
-#: templates)``; ``pinyin``: ``(size, overlap, q, anchors)`` or ``None``; ``verify``: also
-#: the second-opinion simhash; ``templates``: also the lines' keys; ``extraction``: one
-#: of :data:`EXTRACTIONS`.
+#: workers get it): ``(extraction, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin,
+#: verify, templates)``; ``extraction``: one of :data:`EXTRACTIONS`; ``pinyin``: ``(size,
+#: overlap, q, anchors)`` or ``None``; ``verify``: also the second-opinion simhash;
+#: ``templates``: also the lines' keys.
 Params = tuple[str, int, bool, int, int, tuple[int, float, int, str] | None, bool, bool]
 
 
@@ -93,8 +94,7 @@ def page_title(tree: Any) -> str | None:
     if tree is None:
         return None
     found = tree.find(".//title")
-    found = [found] if found is not None else []
-    title = " ".join(found[0].text_content().split()) if found else ""
+    title = " ".join(found.text_content().split()) if found is not None else ""
     return title or None
 
 
