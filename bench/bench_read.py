@@ -67,7 +67,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 STAGES = ("decode", "parse", "main text", "page facts", "simhash", "second opinion",
           "template lines", "sketch", "pinyin")
-PEERS = ("lxml parse", "the crawl's before (trafilatura)", "trafilatura default", "trafilatura fast", "resiliparse main content",
+PEERS = ("lxml parse", "the crawl's before (trafilatura)", "trafilatura default",
+         "trafilatura fast", "resiliparse main content",
          "selectolax text")
 WORDS = re.compile(r"\w+", re.UNICODE)
 

@@ -83,9 +83,7 @@ def candidates(data: Path, extraction: str = "simcrawl"
     """Each page read as the crawler reads it (:func:`dedup.pages.read_html`, the default
     settings; ``extraction``: one of :data:`dedup.pages.EXTRACTIONS`), the labelled pairs,
     and the stream order."""
-    params = fingerprint_params(DedupConfig(
-        extractor="simcrawl" if extraction == "simcrawl" else "trafilatura",
-        extract_fast=extraction != "trafilatura-full"))
+    params = (extraction, *fingerprint_params(DedupConfig())[1:])
     rows = [json.loads(line) for line in (data / "pages.jsonl").open()]
     out = {}
     for row in rows:

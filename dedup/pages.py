@@ -135,10 +135,9 @@ def extraction(config: Any) -> str:
     return "trafilatura" if config.extract_fast else "trafilatura-full"
 
 
-def extract_main(html: str, url: str, how: str | bool = "simcrawl", tree: Any = None
+def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
                  ) -> ExtractedText:
-    """A page's main text as the crawl extracts it, ``how`` one of :data:`EXTRACTIONS`
-    (``True``/``False``: trafilatura fast/full).
+    """A page's main text as the crawl extracts it, ``how`` one of :data:`EXTRACTIONS`.
 
     ``simcrawl`` (the default): :func:`dedup.maintext.main_text` on the parsed ``tree``;
     a page it finds no text in (an image, a frameset, markup lxml could not parse) is
@@ -157,7 +156,7 @@ def extract_main(html: str, url: str, how: str | bool = "simcrawl", tree: Any = 
         if text:
             return ExtractedText(text, "simcrawl")
         how = "trafilatura"
-    fast = how is True or how == "trafilatura"
+    fast = how == "trafilatura"
     if fast and (region := main_region(tree)) is not None:
         read = extract_text(html, url, fast=True, tree=_alone(region))
         if read.method == "trafilatura" and not thin(read.text):
