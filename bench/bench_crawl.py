@@ -12,7 +12,12 @@ links are followed too (so it also fetches the trap pages); with dedup on, copie
 dropped with their links. Pages per second is the fair comparison; the table also gives
 the wall times.
 
-    python bench/bench_crawl.py [--articles 1800] [--real]
+With ``--real --pages-only`` the crawl requests the listing's links only
+(``DEPTH_LIMIT=1``): every response is then one of the real pages, read and decided, as
+on a real site, whose links lead to more pages; without it, the pages' relative links
+lead to 404s on this host, which the crawl fetches too (three or four a page).
+
+    python bench/bench_crawl.py [--articles 1800] [--real [--pages-only]]
 """
 
 from __future__ import annotations
@@ -191,10 +196,18 @@ def main() -> None:
     parser.add_argument("--real", action="store_true",
                         help="crawl the development pages (../shared/data) instead of a "
                         "generated site")
+    parser.add_argument("--pages-only", action="store_true",
+                        help="with --real: request the listing's links only (DEPTH_LIMIT=1), "
+                        "so that every response is a real page; their relative links lead "
+                        "to 404s on this host, where a real site serves more pages")
     parser.add_argument("--profile", action="store_true",
                         help="also sample the dedup-on crawl process with py-spy and print "
                         "where its CPU goes (py-spy slows that crawl down)")
     args = parser.parse_args()
+    if args.pages_only:
+        if not args.real:
+            parser.error("--pages-only goes with --real")
+        args.set.append("DEPTH_LIMIT=1")
     tmp = Path(tempfile.mkdtemp(prefix="simcrawl-crawl-bench-"))
     labelled = 0
     if args.real:
@@ -220,8 +233,9 @@ def main() -> None:
                          + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
                          sum(1 for r in site.requests if "/trap/" in r), stats["cpu"]))
     what = (f"the development pages ({sum(len(p) for p in content.pages.values()) - 2:,} "
-            "real pages behind one listing)" if args.real
-            else f"Generated site: {args.articles:,} articles")
+            "real pages behind one listing"
+            + ("; the listing's links only, DEPTH_LIMIT=1)" if args.pages_only else ")")
+            if args.real else f"Generated site: {args.articles:,} articles")
     print(f"\n{what}; {os.cpu_count()} cores; embedded Redis and SecantusDB; scrapy crawl as "
           "a subprocess (start-up included)\n")
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "

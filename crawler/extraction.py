@@ -1,15 +1,15 @@
-"""Text extraction, link extraction and fingerprinting of fetched pages, off the reactor
-thread.
+"""Reading fetched pages (parse, main text, links, fingerprints) off the reactor thread.
 
-trafilatura is the costliest step of a crawl (10 to 60 ms a page, pure Python under the
-GIL), so by default it runs in worker processes, one per core: the crawl process keeps
-downloading while the workers extract. ``DEDUP_EXTRACT_WORKERS=0`` runs it in a thread of
-the crawl process instead.
+Reading a page costs a few milliseconds of pure Python under the GIL (its links, with
+Scrapy's link extractor, about as much as the rest together; with
+``DEDUP_EXTRACTOR=trafilatura``, 10 to 60 ms), so by default it runs in worker processes,
+one per core: the crawl process keeps downloading while the workers read.
+``DEDUP_EXTRACT_WORKERS=0`` reads in a thread of the crawl process instead.
 
-A page is parsed once, in the worker: the tree trafilatura reads is also the tree
-Scrapy's link extractor and the title and language selectors read (through
-:class:`ParsedResponse`). The crawl process never parses HTML, and it builds requests
-only for the links of pages that are not copies.
+A page is parsed once, in the worker (:func:`dedup.pages.parse_page`): the tree its main
+text is read from is also the tree Scrapy's link extractor and the language selector read
+(through :class:`ParsedResponse`). The crawl process never parses HTML, and it builds
+requests only for the links of pages that are not copies.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlparse
 
 from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
@@ -36,40 +37,61 @@ from dedup.listing import is_listing
 from dedup.page import Page
 from dedup.pages import (
     Params,
-    declared_canonical,
     extract_main,
     fingerprint_params,
     fingerprint_text,
-    page_description,
-    page_title,
+    page_facts,
+    parse_page,
     read_html,
 )
-from dedup.text import parse_html
 
 log = logging.getLogger(__name__)
 
 
 class ParsedResponse(HtmlResponse):
     """An :class:`~scrapy.http.HtmlResponse` whose selector reads a tree already parsed
-    (:func:`dedup.text.parse_html`), so Scrapy's link extractor and selectors do not parse
+    (:func:`dedup.pages.parse_page`), so Scrapy's link extractor and selectors do not parse
     the page a second time."""
 
-    def __init__(self, *args: Any, tree: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tree: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._tree = tree
+        #: the parsed page (``None``: not parsed yet, or not parseable: the selector
+        #: parses the text as Scrapy does)
+        self.tree = tree
         self._tree_selector: Selector | None = None
 
     @property
     def selector(self) -> Selector:
+        if self.tree is None:
+            return super().selector
         if self._tree_selector is None:
-            self._tree_selector = Selector(root=self._tree, type="html")
+            self._tree_selector = Selector(root=self.tree, type="html")
         return self._tree_selector
 
 
 @lru_cache(maxsize=1)
 def link_extractor() -> LinkExtractor:
-    """The site spider's link extractor (Scrapy's, default rules), one per process."""
-    return LinkExtractor()
+    """The crawl's link extractor, one per process: Scrapy's, with its default rules but
+    the file-extension check, which :func:`page_links` makes instead."""
+    return LinkExtractor(deny_extensions=[])
+
+
+@lru_cache(maxsize=1)
+def _denied_suffixes() -> tuple[str, ...]:
+    from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+    return tuple(f".{extension}" for extension in IGNORED_EXTENSIONS)
+
+
+def page_links(response: HtmlResponse) -> list[str]:
+    """The URLs of a page's links, as Scrapy's default :class:`LinkExtractor` gives them:
+    its rules, its order, duplicates left out, and links to files of Scrapy's
+    ``IGNORED_EXTENSIONS`` (images, archives, documents...) left out too. That last check
+    is made here with one suffix test a link: Scrapy's tests each of its 200-odd
+    extensions in turn, a quarter of its time on a real page."""
+    denied = _denied_suffixes()
+    return [link.url for link in link_extractor().extract_links(response)
+            if not urlparse(link.url).path.lower().endswith(denied)]
 
 
 def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Page:
@@ -83,17 +105,15 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     """
     if encoding is None:
         return read_html(body, url, params)
-    response = HtmlResponse(url, body=body, encoding=encoding)
-    text = response.text
-    tree = parse_html(text)
-    if tree is not None:
-        response = ParsedResponse(url, body=body, encoding=encoding, tree=tree)
-    links = [lk.url for lk in link_extractor().extract_links(response)]
-    title = page_title(tree)
+    response = ParsedResponse(url, body=body, encoding=encoding)
+    text = response.text  # decoded once: the link extractor reads it for <base href>
+    response.tree = tree = parse_page(text, params[0])
+    links = page_links(response)
     language = response.css("html::attr(lang)").get()
     read = extract_main(text, url, params[0], tree)
-    return fingerprint_text(read, params, url, canonical=declared_canonical(tree, url, text),
-                            links=links, title=title, description=page_description(tree),
+    facts = page_facts(tree, url, text)
+    return fingerprint_text(read, params, url, canonical=facts.canonical, links=links,
+                            title=facts.title, description=facts.description,
                             language=language, listing=is_listing(tree, read.text))
 
 

@@ -37,7 +37,7 @@ cdef extern from "xxhash.h":
 
 import unicodedata
 
-from .text import ASTRAL_CJK, bmp_class_table, bmp_nfkc_table
+from .text import ASTRAL_CJK, CJK_RANGES, bmp_class_table, bmp_nfkc_table
 
 KERNEL = "cython"
 
@@ -270,6 +270,128 @@ def fingerprint_text(str text, int shingle=1, bint drop_numbers=False, int cjk_n
         XXH3_freeState(state)
     checksum = ((<object>digest.high64) << 64) | <object>digest.low64
     return simhash, checksum, ntokens, acc.features
+
+
+# ---------------------------------------------------- the tokens of dedup.text.token_pattern
+
+# The shingles, template lines and text checks tokenise as ``token_pattern`` does (a
+# regular expression): each character of CJK_RANGES (Basic Multilingual Plane only) is a
+# token, runs of other letters and digits (``str.isalnum``: ``\w`` without ``_``) are
+# tokens, everything else separates. These kernels read the string in place and hash each
+# token's UTF-8 bytes with XXH3-64, as ``xxhash.xxh3_64_intdigest(token.encode())`` does.
+
+cdef uint32_t _CJK_LO[16]
+cdef uint32_t _CJK_HI[16]
+cdef int _N_CJK = len(CJK_RANGES)
+for _k, (_lo, _hi) in enumerate(CJK_RANGES):
+    _CJK_LO[_k] = _lo
+    _CJK_HI[_k] = _hi
+
+
+cdef inline int _token_class(uint32_t c) noexcept:
+    """0: a separator, 1: part of a word, 2: a CJK character (a token alone)."""
+    cdef int k
+    if c < 0x80:
+        return 1 if (0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A or 0x41 <= c <= 0x5A) else 0
+    if c >= 0x1100 and c <= 0xFFDC:
+        for k in range(_N_CJK):
+            if _CJK_LO[k] <= c <= _CJK_HI[k]:
+                return 2
+    return 1 if Py_UNICODE_ISALNUM(<Py_UCS4>c) else 0
+
+
+cdef class _Bytes:
+    """A growing byte buffer."""
+    cdef uint8_t* data
+    cdef Py_ssize_t size, cap
+
+    def __cinit__(self, Py_ssize_t cap):
+        self.data = <uint8_t*>malloc(cap)
+        if self.data == NULL:
+            raise MemoryError()
+        self.size, self.cap = 0, cap
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef int room(self, Py_ssize_t more) except -1:
+        cdef uint8_t* grown
+        if self.size + more > self.cap:
+            while self.size + more > self.cap:
+                self.cap *= 2
+            grown = <uint8_t*>realloc(self.data, self.cap)
+            if grown == NULL:
+                raise MemoryError()
+            self.data = grown
+        return 0
+
+    cdef int add_char(self, uint32_t c, bint spaced) except -1:
+        """``c``'s UTF-8 bytes, after one space if ``spaced`` and the buffer holds some."""
+        self.room(5)
+        if spaced and self.size:
+            self.data[self.size] = 32
+            self.size += 1
+        self.size += _utf8(c, self.data + self.size)
+        return 0
+
+    cdef int add_hash(self, uint64_t h) except -1:
+        self.room(8)
+        memcpy(self.data + self.size, &h, 8)
+        self.size += 8
+        return 0
+
+
+def token_hashes(str text):
+    """XXH3-64 of each token of a normalised text, in order, as the bytes of a native
+    ``uint64`` array; see :func:`dedup._simhash_py.token_hashes`."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef _Bytes word = _Bytes(256)
+    cdef _Bytes out = _Bytes(8 * (n // 4 + 16))
+    cdef uint8_t one[4]
+    cdef uint32_t c
+    cdef int cls
+    for i in range(n + 1):
+        c = <uint32_t>PyUnicode_READ(kind, data, i) if i < n else 10  # the end: a separator
+        cls = _token_class(c)
+        if cls == 1:
+            word.add_char(c, False)
+            continue
+        if word.size:
+            out.add_hash(XXH3_64bits(word.data, word.size))
+            word.size = 0
+        if cls == 2:
+            out.add_hash(XXH3_64bits(one, _utf8(c, one)))
+    return (<char*>out.data)[:out.size]
+
+
+def line_keys(str text):
+    """Of each line of a normalised text (split at ``\\n``), XXH3-64 of its tokens joined
+    by one space, or ``None`` for a line without tokens; see
+    :func:`dedup._simhash_py.line_keys`."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef _Bytes line = _Bytes(1024)
+    cdef uint32_t c
+    cdef int cls
+    cdef bint in_word = False
+    keys = []
+    for i in range(n + 1):
+        c = <uint32_t>PyUnicode_READ(kind, data, i) if i < n else 10  # the end: a line's
+        cls = _token_class(c)
+        if cls == 1:
+            line.add_char(c, not in_word)
+            in_word = True
+            continue
+        in_word = False
+        if cls == 2:
+            line.add_char(c, True)
+        elif c == 10:
+            keys.append(XXH3_64bits(line.data, line.size) if line.size else None)
+            line.size = 0
+    return keys
 
 
 # ------------------------------------------------------------------ batch search kernels

@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from dedup.text import CJK, char_class, iter_tokens, normalize
+from dedup.text import CJK, char_class, iter_tokens, normalize, token_pattern
 
-__all__ = ["KERNEL", "fingerprint_text", "normalize", "probe", "scan_sorted"]
+__all__ = ["KERNEL", "fingerprint_text", "line_keys", "normalize", "probe", "scan_sorted",
+           "token_hashes"]
 
 KERNEL = "python"
 
@@ -72,6 +73,25 @@ def fingerprint_text(text: str, shingle: int = 1, drop_numbers: bool = False,
         if 2 * counts[j] > len(features):
             simhash |= 1 << j
     return simhash, checksum, len(tokens), len(features)
+
+
+def token_hashes(text: str) -> bytes:
+    """XXH3-64 (seed 0) of the UTF-8 bytes of each token of a normalised text, in order, as
+    the bytes of a native ``uint64`` array. Tokens as :func:`dedup.text.token_pattern`
+    finds them (each Han, kana or Hangul character of the Basic Multilingual Plane, runs
+    of other letters and digits)."""
+    tokens = token_pattern().findall(text)
+    return np.fromiter((xxhash.xxh3_64_intdigest(t.encode()) for t in tokens),
+                       dtype=np.uint64, count=len(tokens)).tobytes()
+
+
+def line_keys(text: str) -> list[int | None]:
+    """Of each line of a normalised text (``text.split("\\n")``), XXH3-64 of the UTF-8 bytes
+    of its tokens (:func:`token_hashes`) joined by one space; ``None`` for a line
+    without tokens."""
+    find, digest = token_pattern().findall, xxhash.xxh3_64_intdigest
+    return [digest(" ".join(tokens).encode()) if (tokens := find(line)) else None
+            for line in text.split("\n")]
 
 
 def scan_sorted(keys, prefix_bits: int, k: int, earlier_masks):  # type: ignore[no-untyped-def]

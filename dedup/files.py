@@ -81,11 +81,11 @@ def read_document(path: Path, max_bytes: int = MAX_BYTES, extraction: str = "sim
     if looks_html:
         from w3lib.encoding import html_to_unicode
 
-        from dedup.pages import extract_main
-        from dedup.text import parse_html
+        from dedup.pages import extract_main, parse_page
 
         html = html_to_unicode(None, data)[1]
-        extracted = extract_main(html, path.resolve().as_uri(), extraction, parse_html(html))
+        extracted = extract_main(html, path.resolve().as_uri(), extraction,
+                                 parse_page(html, extraction))
         return extracted.text, extracted.method
     try:
         return data.decode("utf-8"), "text"

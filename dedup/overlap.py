@@ -18,13 +18,10 @@ Chinese text is compared by character trigrams.
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
 import numpy as np
-import xxhash
 
-from dedup.text import CJK_RANGES, normalize
+from dedup.simhash import normalize, token_hashes
+from dedup.text import token_pattern
 
 #: Tokens per shingle.
 SHINGLE_TOKENS = 3
@@ -44,39 +41,45 @@ DEFAULT_CONTAINMENT = 0.8
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 
-@lru_cache(maxsize=1)
-def token_pattern() -> re.Pattern[str]:
-    """The tokens of a normalised text: each Han, kana or Hangul character, and runs of
-    other letters and digits."""
-    cjk = "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in CJK_RANGES)
-    return re.compile(f"[{cjk}]|[^\\W_{cjk}]+")
-
-
 def shingles(text: str, size: int = SHINGLE_TOKENS) -> np.ndarray:
     """The hashed shingles (``size`` consecutive tokens) of a text, sorted and distinct
     (``uint64``); a text shorter than ``size`` tokens is one shingle; an empty text has
     none. The hashes are the same in every process (xxHash of each token), so arrays and
-    sketches (:mod:`dedup.sketch`) made by different crawl processes compare."""
-    tokens = token_pattern().findall(normalize(text))
-    if not tokens:
-        return np.empty(0, dtype=np.uint64)
-    return np.unique(_mixed(tokens, min(size, len(tokens))))
+    sketches (:mod:`dedup.sketch`) made by different crawl processes compare. The array
+    is read-only."""
+    global _last
+    last = _last
+    if last is not None and last[1] == size and last[0] == text:
+        return last[2]
+    hashes = _token_hashes(normalize(text))
+    out = np.unique(_mixed(hashes, min(size, len(hashes)))) if len(hashes) \
+        else np.empty(0, dtype=np.uint64)
+    out.flags.writeable = False
+    _last = (text, size, out)
+    return out
 
 
-def _mixed(tokens: list[str], size: int) -> np.ndarray:
-    """Each run of ``size`` tokens hashed to one ``uint64``, in text order: a polynomial
-    in the tokens' hashes, modulo 2**64."""
-    hashes = np.fromiter(map(_token_hash, tokens), dtype=np.uint64, count=len(tokens))
+#: The last text :func:`shingles` was asked for, with its size and shingles: a page's text
+#: is shingled for its listing check and again for its sketch (the arrays are read-only).
+_last: tuple[str, int, np.ndarray] | None = None
+
+
+def _token_hashes(normal: str) -> np.ndarray:
+    """The hashes of a normalised text's tokens (:func:`token_pattern`), in order: XXH3-64
+    of each token's UTF-8 bytes (the compiled kernel's
+    :func:`dedup._simhash_py.token_hashes`)."""
+    return np.frombuffer(token_hashes(normal), dtype=np.uint64)
+
+
+def _mixed(hashes: np.ndarray, size: int) -> np.ndarray:
+    """Each run of ``size`` tokens (``hashes``: their :func:`_token_hashes`) hashed to one
+    ``uint64``, in text order: a polynomial in the tokens' hashes, modulo 2**64."""
     n = len(hashes) - size + 1
     mixed = hashes[:n].copy()
     for j in range(1, size):
         mixed *= _MULTIPLIER
         mixed += hashes[j:n + j]
     return mixed
-
-
-def _token_hash(token: str) -> int:
-    return xxhash.xxh3_64_intdigest(token.encode("utf-8", "surrogatepass"))
 
 
 def containment(a: np.ndarray, b: np.ndarray) -> float:
@@ -98,7 +101,7 @@ def shared_text(text: str, other: np.ndarray, size: int = SHINGLE_TOKENS
     spans = [m.span() for m in token_pattern().finditer(normal)]
     if len(spans) < size or not len(other):
         return 0.0, 0, (0, 0)
-    mixed = _mixed([normal[a:b] for a, b in spans], size)
+    mixed = _mixed(_token_hashes(normal), size)
     n = len(mixed)
     found = np.isin(mixed, other)
     distinct = np.unique(mixed)

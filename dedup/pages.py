@@ -27,7 +27,7 @@ from urllib.parse import urljoin, urlsplit
 
 from dedup.decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
 from dedup.listing import is_listing
-from dedup.maintext import main_region, main_text, thin
+from dedup.maintext import main_region, main_text, parse, thin
 from dedup.overlap import without_title
 from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
@@ -59,17 +59,65 @@ def pinyin_fingerprinter(size: int, overlap: float, q: int, anchors: str
     return PinyinFingerprinter(size=size, overlap=overlap, q=q, anchors=anchors)
 
 
-@lru_cache(maxsize=1)
-def _xpaths() -> dict[str, Any]:
-    """The page facts' XPath expressions, compiled once (compiling one costs about as
-    much as evaluating it)."""
-    from lxml.etree import XPath
+@dataclass(frozen=True)
+class Facts:
+    """What a parsed page says of itself in its markup (:func:`page_facts`)."""
 
-    return {"canonical": XPath("//link[contains(concat(' ', normalize-space(@rel), ' '), "
-                               "' canonical ')]/@href"),
-            "og:url": XPath("//meta[@property='og:url']/@content"),
-            "description": XPath("//meta[@name='description']/@content"),
-            "og:description": XPath("//meta[@property='og:description']/@content")}
+    #: its ``<title>``, white space collapsed (``None``: none)
+    title: str | None
+    #: its description: ``<meta name="description">``, else ``<meta
+    #: property="og:description">``, white space collapsed (``None``: none)
+    description: str | None
+    #: the URL it declares canonical, absolute (:func:`declared_canonical`)
+    canonical: str | None
+
+
+def _marked(tree: Any) -> dict[str, str]:
+    """One pass over a parsed page's ``<title>``, ``<link>`` and ``<meta>`` elements
+    (lxml finds them in C): the first title's text, and the first value of each of
+    ``canonical`` (the ``href`` of a link whose ``rel`` has the word ``canonical``),
+    ``og:url``, ``description`` and ``og:description`` (a meta element's ``content``)."""
+    found: dict[str, str] = {}
+    for el in tree.iter("title", "link", "meta"):
+        get = el.get
+        tag = el.tag
+        if tag == "meta":
+            value = get("content")
+            if value is not None:
+                if get("name") == "description":
+                    found.setdefault("description", value)
+                if (key := get("property")) in ("og:url", "og:description"):
+                    found.setdefault(key, value)
+        elif tag == "link":
+            href = get("href")
+            if href is not None and "canonical" not in found \
+                    and "canonical" in (get("rel") or "").split():
+                found["canonical"] = href
+        elif "title" not in found:
+            found["title"] = " ".join(el.itertext())
+    return found
+
+
+def page_facts(tree: Any, url: str, html: str = "") -> Facts:
+    """A parsed page's :class:`Facts` (``url``: where it was fetched; ``html``: its HTML,
+    for its ``<base href>``), read in one pass."""
+    if tree is None:
+        return Facts(None, None, None)
+    found = _marked(tree)
+    title = " ".join(found.get("title", "").split()) or None
+    description = found.get("description", found.get("og:description", ""))
+    return Facts(title, " ".join(description.split()) or None,
+                 _absolute(found.get("canonical") or found.get("og:url"), url, html))
+
+
+def _absolute(href: str | None, url: str, html: str) -> str | None:
+    from w3lib.html import get_base_url
+
+    href = href.strip() if href else ""
+    if not href:
+        return None
+    absolute = urljoin(get_base_url(html[:4096], url) if html else url, href)
+    return absolute if absolute.startswith(("http://", "https://")) else None
 
 
 def declared_canonical(tree: Any, url: str, html: str = "") -> str | None:
@@ -77,35 +125,18 @@ def declared_canonical(tree: Any, url: str, html: str = "") -> str | None:
     else ``<meta property="og:url">``, made absolute against the page's base URL (its
     ``<base href>``, else ``url``); ``None`` when it declares none, or not an http(s) URL.
     """
-    from w3lib.html import get_base_url
-
-    if tree is None:
-        return None
-    found = _xpaths()["canonical"](tree) or _xpaths()["og:url"](tree)
-    href = str(found[0]).strip() if found else ""
-    if not href:
-        return None
-    absolute = urljoin(get_base_url(html[:4096], url) if html else url, href)
-    return absolute if absolute.startswith(("http://", "https://")) else None
+    return page_facts(tree, url, html).canonical
 
 
 def page_title(tree: Any) -> str | None:
     """A parsed page's ``<title>``, its white space collapsed (``None``: none)."""
-    if tree is None:
-        return None
-    found = tree.find(".//title")
-    title = " ".join(found.text_content().split()) if found is not None else ""
-    return title or None
+    return page_facts(tree, "").title
 
 
 def page_description(tree: Any) -> str | None:
     """A parsed page's description: ``<meta name="description">``, else
     ``<meta property="og:description">``, its white space collapsed (``None``: none)."""
-    if tree is None:
-        return None
-    found = _xpaths()["description"](tree) or _xpaths()["og:description"](tree)
-    description = " ".join(str(found[0]).split()) if found else ""
-    return description or None
+    return page_facts(tree, "").description
 
 
 def _alone(element: Any) -> Any:
@@ -135,13 +166,28 @@ def extraction(config: Any) -> str:
     return "trafilatura" if config.extract_fast else "trafilatura-full"
 
 
+def parse_page(html: str | bytes, how: str = "simcrawl") -> Any | None:
+    """A page's HTML parsed once for the reading ``how`` (one of :data:`EXTRACTIONS`) and
+    for every other reader of the page (its facts, a crawler's link extraction):
+    :func:`dedup.maintext.parse` for simcrawl's own reading, trafilatura's parse
+    (:func:`dedup.text.parse_html`, ``lxml.html`` elements, which trafilatura needs) for
+    trafilatura's. ``None``: not parsed (:func:`extract_main` then reads the HTML itself).
+    """
+    if how == "simcrawl" and isinstance(html, str):
+        return parse(html)
+    return parse_html(html)
+
+
 def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
                  ) -> ExtractedText:
     """A page's main text as the crawl extracts it, ``how`` one of :data:`EXTRACTIONS`.
 
+    ``tree`` is ``html`` parsed by :func:`parse_page` for the same ``how``.
+
     ``simcrawl`` (the default): :func:`dedup.maintext.main_text` on the parsed ``tree``;
     a page it finds no text in (an image, a frameset, markup lxml could not parse) is
-    read by trafilatura's path below, whose last resort is the page's visible text.
+    read by trafilatura's path below (on trafilatura's own parse), whose last resort is
+    the page's visible text.
 
     ``trafilatura``: trafilatura without its fallback extractors; a result that is
     :func:`thin` is extracted again with the fallbacks, since it is often not the article
@@ -156,6 +202,10 @@ def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
         if text:
             return ExtractedText(text, "simcrawl")
         how = "trafilatura"
+        from lxml.html import HtmlElement
+
+        if tree is not None and not isinstance(tree, HtmlElement):
+            tree = parse_html(html)
     fast = how == "trafilatura"
     if fast and (region := main_region(tree)) is not None:
         read = extract_text(html, url, fast=True, tree=_alone(region))
@@ -214,11 +264,11 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
         from w3lib.encoding import html_to_unicode
 
         html = html_to_unicode(None, html)[1]
-    tree = parse_html(html)
+    tree = parse_page(html, params[0])
     read = extract_main(html, url, params[0], tree)
-    return fingerprint_text(read, params, url, canonical=declared_canonical(tree, url, html),
-                            title=page_title(tree), description=page_description(tree),
-                            listing=is_listing(tree, read.text))
+    facts = page_facts(tree, url, html)
+    return fingerprint_text(read, params, url, canonical=facts.canonical, title=facts.title,
+                            description=facts.description, listing=is_listing(tree, read.text))
 
 
 @dataclass

@@ -25,6 +25,9 @@ _kernel = load("_simhash") or _simhash_py  # dedup.kernels: the switch and the w
 KERNEL: str = _kernel.KERNEL
 #: :func:`dedup.text.normalize` from the implementation in use.
 normalize = _kernel.normalize
+#: :func:`dedup._simhash_py.token_hashes` and :func:`dedup._simhash_py.line_keys` from the
+#: implementation in use (the shingles' and the template lines' tokens).
+token_hashes, line_keys = _kernel.token_hashes, _kernel.line_keys
 
 #: Default tokens per feature (shingle). Chosen on the near-duplicate development set:
 #: see docs/fingerprints.md.

@@ -108,14 +108,17 @@ def shingle_values(text: str) -> np.ndarray:
 
 def values_of(hashes: np.ndarray) -> np.ndarray:
     """:func:`dedup.overlap.shingles` as the sketch's values, sorted and distinct (a 64-bit
-    finaliser mixes the shingle hash)."""
+    finaliser mixes the shingle hash). The finaliser is a bijection of 64-bit words (each
+    step, a shift-xor or a product with an odd constant, can be undone), so distinct
+    shingles stay distinct: they need sorting only."""
     x = hashes.astype(np.uint64, copy=True)
     x ^= x >> _S33
     x *= _C1
     x ^= x >> _S33
     x *= _C2
     x ^= x >> _S33
-    return np.unique(x)
+    x.sort()
+    return x
 
 
 #: Two titles (or two descriptions) name the same document when at least this share of

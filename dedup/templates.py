@@ -33,10 +33,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-import xxhash
-
-from dedup.overlap import token_pattern
-from dedup.text import normalize
+from dedup.simhash import line_keys, normalize
 
 #: Distinct admitted pages of a host on which a block must appear to be template text
 #: (``DEDUP_TEMPLATE_PAGES``; 0 = off).
@@ -54,12 +51,7 @@ def block_key(line: str) -> int | None:
 
 def block_keys(text: str) -> list[int | None]:
     """:func:`block_key` of each line of ``text``, in order."""
-    find, digest = token_pattern().findall, xxhash.xxh3_64_intdigest
-    out: list[int | None] = []
-    for line in normalize(text).split("\n"):
-        tokens = find(line)
-        out.append(digest(" ".join(tokens).encode()) if tokens else None)
-    return out
+    return line_keys(normalize(text))
 
 
 def strip(text: str, keys: Sequence[int | None], template: frozenset[int] | set[int]

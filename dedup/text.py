@@ -53,6 +53,15 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
 ASTRAL_CJK = (0x20000, 0x323AF)
 
 
+@lru_cache(maxsize=1)
+def token_pattern() -> re.Pattern[str]:
+    """The tokens of a normalised text as the shingles, the template lines and the text
+    checks count them (:mod:`dedup.overlap`): each Han, kana or Hangul character of
+    :data:`CJK_RANGES`, and runs of other letters and digits."""
+    cjk = "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in CJK_RANGES)
+    return re.compile(f"[{cjk}]|[^\\W_{cjk}]+")
+
+
 def char_class(ch: str) -> int:
     """Return the token class of one character (``SEP``, ``WORD``, ``CJK``, ``MARK``, ``DIGIT``)."""
     cp = ord(ch)

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.http import HtmlResponse, Response
-from scrapy.linkextractors import LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+from crawler.extraction import page_links
 from crawler.items import page_item_of
 from crawler.state import CrawlState
 
@@ -70,7 +70,6 @@ class SiteSpider(scrapy.Spider):
         else:
             self.allowed_domains = sorted({urlsplit(u).hostname or "" for u in urls})
         # Domains are matched on the host name (ports ignored), like Scrapy's offsite check.
-        self.link_extractor = LinkExtractor()
         self._capped_logged = False
         #: the crawl's shared state (crawler.state), handed over in from_crawler
         self.state: CrawlState | None = None
@@ -143,7 +142,7 @@ class SiteSpider(scrapy.Spider):
         """The links of an HTML page, parsed here (dedup off, or its worker failed)."""
         if not isinstance(response, HtmlResponse):
             return []
-        return [lk.url for lk in self.link_extractor.extract_links(response)]
+        return page_links(response)
 
     def in_scope(self, urls: list[str]) -> list[str]:
         """The links within the allowed domains."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dedup.config import DedupConfig
-from dedup.maintext import main_text
+from dedup.maintext import main_text, parse
 from dedup.pages import extract_main, fingerprint_params, read_html
 from dedup.text import parse_html
 
@@ -23,7 +23,7 @@ def paragraphs(lines: list[str] = STORY) -> str:
 
 
 def read(html: str) -> str:
-    return main_text(parse_html(html))
+    return main_text(parse(html))
 
 
 def test_the_article_is_read_and_the_pages_furniture_is_not() -> None:
@@ -134,3 +134,20 @@ def test_the_crawls_reading_is_simcrawls_and_trafilatura_is_a_setting() -> None:
     assert other.method == "trafilatura" and STORY[0] in other.text
     with pytest.raises(ValueError, match="DEDUP_EXTRACTOR"):
         DedupConfig(extractor="readability")
+
+
+def test_the_crawls_parse_reads_as_trafilaturas_and_takes_odd_documents() -> None:
+    page = ("<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Strict//EN\" "
+            "\"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd\">"
+            "<html><head><title>Harbour reopens | The Example Times</title>"
+            "<link rel=canonical href=/news/harbour></head><body><nav><a href=/>Home</a></nav>"
+            f"<article><h1>Harbour reopens</h1>{paragraphs()}</article></body></html>")
+    assert read(page) == main_text(parse_html(page)) and STORY[3] in read(page)
+    params = fingerprint_params(DedupConfig())
+    got = read_html(page, "http://a.test/news/harbour?ref=home", params)
+    assert (got.title, got.canonical) == ("Harbour reopens | The Example Times",
+                                          "http://a.test/news/harbour")
+    # a str lxml will not parse (an XML declaration naming an encoding) is parsed the way
+    # trafilatura parses it, and read the same
+    declared = '<?xml version="1.0" encoding="iso-8859-1"?>\n' + page
+    assert read_html(declared, "http://a.test/2", params).text == got.text

@@ -191,6 +191,36 @@ def test_kernel_matches_reference_on_long_tokens_and_buffer_growth():
             _simhash_py.fingerprint_text(text, shingle, False, cjk_ngram)
 
 
+@pytest.mark.skipif(compiled is None, reason="the compiled kernel is not built")
+@given(st.lists(TEXT, max_size=4))
+def test_token_kernels_match_the_regular_expression_they_replace(lines):
+    # the shingles' token hashes and the template lines' keys: the same tokens as
+    # dedup.text.token_pattern (a Han character alone, letters and digits without "_"),
+    # the same hashes as xxhash's own, raw and normalised text alike
+    import numpy as np
+
+    from dedup.text import token_pattern
+
+    text = "\n".join(lines)
+    for t in (text, normalize(text)):
+        tokens = token_pattern().findall(t)
+        assert np.frombuffer(compiled.token_hashes(t), dtype=np.uint64).tolist() == \
+            [xxhash.xxh3_64_intdigest(w.encode()) for w in tokens] == \
+            np.frombuffer(_simhash_py.token_hashes(t), dtype=np.uint64).tolist()
+        assert compiled.line_keys(t) == _simhash_py.line_keys(t) == [
+            xxhash.xxh3_64_intdigest(" ".join(w).encode()) if (w := token_pattern()
+                                                                .findall(line)) else None
+            for line in t.split("\n")]
+
+
+@pytest.mark.skipif(compiled is None, reason="the compiled kernel is not built")
+def test_token_kernels_on_long_words_and_many_lines():
+    text = "\n".join(["w" * 70_000 + " 中文 x_y", "", "  ", "ǅ١٢ 𠀀𠀁 end"] * 50)
+    assert compiled.token_hashes(text) == _simhash_py.token_hashes(text)
+    assert compiled.line_keys(text) == _simhash_py.line_keys(text)
+    assert compiled.line_keys("") == [None]
+
+
 @given(TEXT)
 def test_normalize_gives_the_tokens_of_full_nfkc(text):
     import unicodedata
