@@ -199,10 +199,8 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     from dedup.listing import is_listing
     from dedup.overlap import without_title
     from dedup.pages import (
-        declared_canonical,
         extract_main,
-        page_description,
-        page_title,
+        page_facts,
         parse_page,
         pinyin_fingerprinter,
         read_html,
@@ -228,18 +226,21 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     read = extract_main(html, url, how, tree)
     ms["main text"] = clock() - t
     t = clock()
-    title, description = page_title(tree), page_description(tree)
-    declared_canonical(tree, url, html)
+    facts = page_facts(tree, url, html)
+    title, description = facts.title, facts.description
     is_listing(tree, read.text)
     ms["page facts"] = clock() - t
+    # in the order of dedup.pages.fingerprint_text
     t = clock()
     fp = fingerprint(read.text, **options)
     if read.text and fp.tokens < THIN_TOKENS and description and description not in read.text:
         read = ExtractedText(f"{description}\n{read.text}", read.method, read.reason)
         fp = fingerprint(read.text, **options)
-    if (own := without_title(read.text, title)) is not read.text:
-        fingerprint(own, **options)
     ms["simhash"] = clock() - t
+    t = clock()
+    if pinyin:
+        pinyin_fingerprinter(*pinyin).fingerprint(read.text)
+    ms["pinyin"] = clock() - t
     t = clock()
     if verify and not fp.short:
         second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram)
@@ -252,10 +253,10 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     if read.text and not fp.short:
         shingle_values(read.text)
     ms["sketch"] = clock() - t
-    t = clock()
-    if pinyin:
-        pinyin_fingerprinter(*pinyin).fingerprint(read.text)
-    ms["pinyin"] = clock() - t
+    t = clock()  # the checksum of the text without its title line: the simhash's row
+    if (own := without_title(read.text, title)) is not read.text:
+        fingerprint(own, **options)
+    ms["simhash"] += clock() - t
     texts = {"simcrawl": read.text}
 
     t = clock()

@@ -90,25 +90,50 @@ def _parents() -> Any:
     return XPath(_PARENTS)
 
 
+def _runs(parent: Any) -> list[list[Any]]:
+    """The children of ``parent`` that are alike (:data:`ITEM_TAGS` of one tag and class,
+    made of the same kinds of elements: :func:`_shape`), at least :data:`LISTING_ITEMS`
+    of a kind, each kind in the order of its first child. The shapes are compared only
+    among children of one tag and class that are enough for a run."""
+    named: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for child in parent:
+        if child.tag in ITEM_TAGS:  # a comment's tag is a function: not among them
+            named[(child.tag, child.get("class") or "")].append(child)
+    runs: list[tuple[int, list[Any]]] = []
+    for alike in named.values():
+        if len(alike) < LISTING_ITEMS:
+            continue
+        shaped: dict[frozenset[str], list[Any]] = defaultdict(list)
+        for child in alike:
+            shaped[_shape(child)].append(child)
+        runs += [(parent.index(items[0]), items) for items in shaped.values()
+                 if len(items) >= LISTING_ITEMS]
+    runs.sort(key=lambda run: run[0])
+    return [items for _, items in runs]
+
+
+def _linked(element: Any) -> bool:
+    """Whether an element holds a link (an ``<a href>``)."""
+    return any(a.get("href") is not None for a in element.iter("a"))
+
+
 def item_groups(tree: Any) -> list[list[Any]]:
     """The runs of repeated linked items of a parsed page (each a list of sibling
     elements), most words first; empty without a body."""
     if tree is None:
         return []
-    body = tree.find(".//body") if tree.tag != "body" else tree
+    # the root's child (a search of the whole tree costs a tenth of a millisecond: lxml
+    # looks for the next match before it returns the first)
+    body = tree if tree.tag == "body" else tree.find("body")
+    if body is None:
+        body = tree.find(".//body")
     if body is None:
         return []
     memo: dict[Any, int] = {}
     found: list[tuple[int, list[Any]]] = []
     for parent in [body, *_parents()(body)]:
-        groups: dict[tuple[str, str, frozenset[str]], list[Any]] = defaultdict(list)
-        for child in parent:
-            if isinstance(child.tag, str) and child.tag in ITEM_TAGS:
-                groups[(child.tag, child.get("class") or "", _shape(child))].append(child)
-        for items in groups.values():
-            if len(items) < LISTING_ITEMS:
-                continue
-            items = [c for c in items if c.find(".//a[@href]") is not None]
+        for items in _runs(parent):
+            items = [c for c in items if _linked(c)]
             if len(items) < LISTING_ITEMS:
                 continue
             sizes = [_words(c, memo) for c in items]

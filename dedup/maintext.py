@@ -331,11 +331,11 @@ def main_region(tree: Any) -> Any:
     """
     if tree is None:
         return None
-    mains = list(islice(tree.iter("main"), 2))
-    if mains:
-        return mains[0] if len(mains) == 1 else None
-    articles = list(islice(tree.iter("article"), 2))
-    return articles[0] if len(articles) == 1 else None
+    marked: dict[str, list[Any]] = {"main": [], "article": []}
+    for element in tree.iter("main", "article"):  # one pass over the tree, in C
+        marked[element.tag].append(element)
+    found = marked["main"] or marked["article"]
+    return found[0] if len(found) == 1 else None
 
 
 def main_text(tree: Any) -> str:

@@ -242,14 +242,14 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
             and description not in read.text:
         read = ExtractedText(f"{description}\n{read.text}", read.method, read.reason)
         fp = fingerprint(read.text, **options)
-    checksum = fp.checksum_hex
-    if (own := without_title(read.text, found.get("title"))) is not read.text:
-        checksum = fingerprint(own, **options).checksum_hex
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
         if verify and not fp.short else None
     blocks = block_keys(read.text) if templates and not fp.short else None
     values = shingle_values(read.text) if read.text and not fp.short else None
+    checksum = fp.checksum_hex  # last: the text's normal form serves the steps above
+    if (own := without_title(read.text, found.get("title"))) is not read.text:
+        checksum = fingerprint(own, **options).checksum_hex
     return Page(url, urlsplit(url).netloc, checksum, fp.simhash, fp.short, py, second,
                 text=read.text, method=read.method, tokens=fp.tokens, blocks=blocks,
                 shingles=values, **found)

@@ -23,8 +23,24 @@ _kernel = load("_simhash") or _simhash_py  # dedup.kernels: the switch and the w
 
 #: Which implementation is in use: ``"cython"`` or ``"python"``.
 KERNEL: str = _kernel.KERNEL
-#: :func:`dedup.text.normalize` from the implementation in use.
-normalize = _kernel.normalize
+_normalize = _kernel.normalize
+#: The text :func:`normalize` was last given (the same object) and its normal form.
+_last_normal: tuple[str, str] = ("", "")
+
+
+def normalize(text: str) -> str:
+    """:func:`dedup.text.normalize` from the implementation in use. A page's text is
+    normalised for its simhash, its second opinion, its template lines and its shingles:
+    the normal form of the text last given, the same ``str`` object, is kept for the next
+    call."""
+    global _last_normal
+    last = _last_normal
+    if last[0] is text:
+        return last[1]
+    normal = _normalize(text)
+    _last_normal = (text, normal)
+    return normal
+
 #: :func:`dedup._simhash_py.token_hashes` and :func:`dedup._simhash_py.line_keys` from the
 #: implementation in use (the shingles' and the template lines' tokens).
 token_hashes, line_keys = _kernel.token_hashes, _kernel.line_keys

@@ -107,13 +107,14 @@ def test_workers_setting():
         DedupConfig(extract_workers=-2)
 
 
-def test_the_declared_canonical_url() -> None:
-    from dedup.pages import declared_canonical
-    from dedup.text import parse_html
+@pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
+def test_the_declared_canonical_url(parser: str) -> None:
+    from dedup.pages import declared_canonical, parse_page
 
     def declared(head: str) -> str | None:
         html = f"<html><head>{head}</head><body><p>text</p></body></html>"
-        return declared_canonical(parse_html(html), "https://a.example/news/1?utm=x", html)
+        return declared_canonical(parse_page(html, parser), "https://a.example/news/1?utm=x",
+                                  html)
 
     assert declared('<link rel="canonical" href="/news/1">') == "https://a.example/news/1"
     assert declared('<meta property="og:url" content="https://b.example/story">') == \
@@ -126,3 +127,26 @@ def test_the_declared_canonical_url() -> None:
     assert declared('<link rel="alternate canonical" href="/b">') == "https://a.example/b"
     assert declared('<base href="https://m.example/"><link rel="canonical" href="n/1">') == \
         "https://m.example/n/1"  # against the page's base URL, as Scrapy's urljoin
+    assert declared('<link rel="alternate canonical" href="/c"><link rel=canonical href=/d>'
+                    ) == "https://a.example/c"  # the first link whose rel has the word
+
+
+@pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
+def test_the_pages_title_and_description(parser: str) -> None:
+    from dedup.pages import page_facts, parse_page
+
+    def facts(head: str, body: str = "<p>text</p>") -> tuple[str | None, str | None]:
+        html = f"<html><head>{head}</head><body>{body}</body></html>"
+        found = page_facts(parse_page(html, parser), "https://a.example/1", html)
+        return found.title, found.description
+
+    assert facts("<title> Harbour\n  reopens | Times </title>"
+                 "<meta name=description content=' The wall is  back. '>"
+                 "<meta property=og:description content='Other words.'>") == \
+        ("Harbour reopens | Times", "The wall is back.")
+    assert facts("<meta property=og:description content='Other words.'>") == \
+        (None, "Other words.")  # the Open Graph description when there is no other
+    assert facts("<meta property=description content='Not a description.'>") == (None, None)
+    assert facts("<meta name=description content=''>"  # declared empty: none
+                 "<meta property=og:description content='Other words.'>") == (None, None)
+    assert facts("", "<svg><title>An icon</title></svg>") == ("An icon", None)
