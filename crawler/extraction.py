@@ -114,7 +114,8 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     facts = page_facts(tree, url, text)
     return fingerprint_text(read, params, url, canonical=facts.canonical, links=links,
                             title=facts.title, description=facts.description,
-                            language=language, listing=is_listing(tree, read.text))
+                            language=language,
+                            listing=is_listing(tree, read.text, read.parents))
 
 
 def extract_and_fingerprint(body: bytes, url: str, params: Params,

@@ -117,11 +117,16 @@ def _linked(element: Any) -> bool:
     return any(a.get("href") is not None for a in element.iter("a"))
 
 
-def item_groups(tree: Any) -> list[list[Any]]:
+def item_groups(tree: Any, parents: list[Any] | None = None) -> list[list[Any]]:
     """The runs of repeated linked items of a parsed page (each a list of sibling
-    elements), most words first; empty without a body."""
+    elements), most words first; empty without a body. ``parents``: where to look, as
+    the main text's reading found them (:class:`dedup.maintext.MainText`: in the part of
+    the page the text was read from); ``None``: the parents of three and more elements in
+    the body (:data:`_PARENTS`)."""
     if tree is None:
         return []
+    if parents is not None:
+        return _groups(parents)
     # the root's child (a search of the whole tree costs a tenth of a millisecond: lxml
     # looks for the next match before it returns the first)
     body = tree if tree.tag == "body" else tree.find("body")
@@ -129,9 +134,14 @@ def item_groups(tree: Any) -> list[list[Any]]:
         body = tree.find(".//body")
     if body is None:
         return []
+    return _groups([body, *_parents()(body)])
+
+
+def _groups(parents: list[Any]) -> list[list[Any]]:
+    """The runs of :func:`item_groups` among the children of ``parents``."""
     memo: dict[Any, int] = {}
     found: list[tuple[int, list[Any]]] = []
-    for parent in [body, *_parents()(body)]:
+    for parent in parents:
         for items in _runs(parent):
             items = [c for c in items if _linked(c)]
             if len(items) < LISTING_ITEMS:
@@ -146,10 +156,11 @@ def item_groups(tree: Any) -> list[list[Any]]:
     return [items for _, items in found]
 
 
-def items_share(tree: Any, text: str) -> float:
+def items_share(tree: Any, text: str, parents: list[Any] | None = None) -> float:
     """The share of a page's main text (``text``, its three-word shingles) that the
-    largest run of repeated linked items of its HTML holds (0.0: none)."""
-    groups = item_groups(tree)
+    largest run of repeated linked items of its HTML holds (0.0: none); ``parents`` as
+    :func:`item_groups` takes them."""
+    groups = item_groups(tree, parents)
     if not groups or not text:
         return 0.0
     main = shingles(text)
@@ -159,7 +170,7 @@ def items_share(tree: Any, text: str) -> float:
     return float(np.isin(main, held, assume_unique=True).mean())
 
 
-def is_listing(tree: Any, text: str) -> bool:
+def is_listing(tree: Any, text: str, parents: list[Any] | None = None) -> bool:
     """Whether a parsed page whose main text is ``text`` is a listing (see the module
-    docstring)."""
-    return items_share(tree, text) >= LISTING_SHARE
+    docstring); ``parents`` as :func:`item_groups` takes them."""
+    return items_share(tree, text, parents) >= LISTING_SHARE

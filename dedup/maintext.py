@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from dedup.overlap import THIN_TOKENS, token_pattern
 
@@ -131,6 +131,10 @@ class _Blocks:
         self.furniture: tuple[int, ...] = ()
         self.containers = 0
         self.not_text: set[int] = set()
+        #: elements with three and more children outside nav, header, footer and aside
+        #: (where a listing's items can be: :func:`dedup.listing.item_groups`)
+        self.parents: list[Any] = []
+        self.outside = 0  # the nav, header, footer and aside elements open
         self._walk(root, False, 0)
         self._flush("body", root)
 
@@ -162,6 +166,10 @@ class _Blocks:
             self._flush(tag, el)
         outer = self.furniture
         furniture = tag in FURNITURE_TAGS
+        if furniture:
+            self.outside += 1
+        elif not self.outside and len(el) >= 3:
+            self.parents.append(el)
         if not furniture and tag in CONTAINERS:
             for name in (get("class"), get("id")):
                 if name:
@@ -196,6 +204,8 @@ class _Blocks:
         if block or furniture:
             parent = el.getparent()
             self._flush(parent.tag if parent is not None else "body", parent)
+        if tag in FURNITURE_TAGS:
+            self.outside -= 1
         self.furniture = outer
 
 
@@ -218,12 +228,23 @@ def _common(a: Any, b: Any) -> Any:
     return b
 
 
-def read_blocks(root: Any) -> str:
+class MainText(NamedTuple):
+    """A page's main text as :func:`read_main` reads it."""
+
+    #: the text, one line a block (``""``: none found)
+    text: str
+    #: the elements of the part read that have three and more children, outside nav,
+    #: header, footer and aside, in document order: where the items of a listing that
+    #: holds this text can be (:func:`dedup.listing.item_groups`)
+    parents: list[Any]
+
+
+def read_blocks(root: Any) -> MainText:
     """The main text of the subtree at ``root`` (steps 2 to 5 of the module's reading)."""
     walk = _Blocks(root)
     blocks = walk.blocks
     if not blocks:
-        return ""
+        return MainText("", walk.parents)
     held: dict[int, int] = {}
     total = 0
     for text, links, _tag, _opened, furniture, _el in blocks:
@@ -261,10 +282,10 @@ def read_blocks(root: Any) -> str:
         keep.update(range(headline + 1, end + 1))
     if headline >= 0 and headline + 1 in keep and not left_out[headline]:
         keep.add(headline)  # the text's own headline: copies under other markup agree
-    return "\n".join(text for text, links, tag, *_ in (blocks[i] for i in sorted(keep)
-                                                      if not left_out[i])
-                     if links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
-                     * len(text))
+    return MainText("\n".join(
+        text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
+        if links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY) * len(text)),
+        walk.parents)
 
 
 @lru_cache(maxsize=1)
@@ -339,11 +360,11 @@ def main_region(tree: Any) -> Any:
 
 
 def main_text(tree: Any) -> str:
-    """The main text of a page parsed by :func:`dedup.text.parse_html`, one line a block
-    (``""``: none found). The tree is not changed.
+    """The main text of a page parsed by :func:`parse`, one line a block (``""``: none
+    found; :func:`read_main` also says where a listing's items can be). The tree is not
+    changed.
 
-    >>> from dedup.text import parse_html
-    >>> page = parse_html(
+    >>> page = parse(
     ...     "<body><nav><a href=/>Home</a> <a href=/news>News</a></nav><main><h1>Harbour</h1>"
     ...     "<p>" + "The harbour reopened on Monday after the storm. " * 3 + "</p>"
     ...     "<div class=share><a href=/s>Share this story</a></div></main>"
@@ -352,12 +373,18 @@ def main_text(tree: Any) -> str:
     Harbour
     The harbour reopened on Monday after the storm.
     """
+    return read_main(tree).text
+
+
+def read_main(tree: Any) -> MainText:
+    """The main text of a parsed page (the module's reading), and the elements of the part
+    it was read from where a listing's items can be (:class:`MainText`)."""
     if tree is None:
-        return ""
+        return MainText("", [])
     region = main_region(tree)
     if region is not None:
-        text = read_blocks(region)
-        if not thin(text):
-            return text
+        read = read_blocks(region)
+        if not thin(read.text):
+            return read
     body = tree.find("body")
     return read_blocks(body if body is not None else tree)

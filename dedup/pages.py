@@ -27,7 +27,7 @@ from urllib.parse import urljoin, urlsplit
 
 from dedup.decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
 from dedup.listing import is_listing
-from dedup.maintext import main_region, main_text, parse, thin
+from dedup.maintext import main_region, parse, read_main, thin
 from dedup.overlap import without_title
 from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
@@ -184,7 +184,7 @@ def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
 
     ``tree`` is ``html`` parsed by :func:`parse_page` for the same ``how``.
 
-    ``simcrawl`` (the default): :func:`dedup.maintext.main_text` on the parsed ``tree``;
+    ``simcrawl`` (the default): :func:`dedup.maintext.read_main` on the parsed ``tree``;
     a page it finds no text in (an image, a frameset, markup lxml could not parse) is
     read by trafilatura's path below (on trafilatura's own parse), whose last resort is
     the page's visible text.
@@ -198,9 +198,9 @@ def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
     result that is thin there is read from the whole page. ``trafilatura-full``:
     trafilatura with its fallbacks."""
     if how == "simcrawl":
-        text = main_text(tree) if tree is not None else ""
-        if text:
-            return ExtractedText(text, "simcrawl")
+        main = read_main(tree)
+        if main.text:
+            return ExtractedText(main.text, "simcrawl", parents=main.parents)
         how = "trafilatura"
         from lxml.html import HtmlElement
 
@@ -268,7 +268,8 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
     read = extract_main(html, url, params[0], tree)
     facts = page_facts(tree, url, html)
     return fingerprint_text(read, params, url, canonical=facts.canonical, title=facts.title,
-                            description=facts.description, listing=is_listing(tree, read.text))
+                            description=facts.description,
+                            listing=is_listing(tree, read.text, read.parents))
 
 
 @dataclass

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from html.parser import HTMLParser
 from typing import Any
@@ -208,11 +208,15 @@ class ExtractedText:
             found nothing useful, so the visible text of the body was used) or ``"empty"``
             (the document has no visible text, or could not be parsed).
         reason: why the fallback was taken, when it was.
+        parents: where the items of a listing holding this text can be, as simcrawl's
+            reading found them (:class:`dedup.maintext.MainText`); ``None``: not known
+            (:func:`dedup.listing.item_groups` then looks in the whole body).
     """
 
     text: str
     method: str
     reason: str = ""
+    parents: Any = field(default=None, repr=False, compare=False)
 
 
 def _deep_tree(html: str | bytes) -> Any:

@@ -66,8 +66,18 @@ def quotes_page(quotes: list[str], table: bool) -> str:
 
 
 def is_listing(html_text: str) -> bool:
-    """Whether the crawl reads a page as a listing."""
-    return read_html(html_text, "http://site.test/", fingerprint_params(DedupConfig())).listing
+    """Whether the crawl reads a page as a listing; and the same when the items are looked
+    for in the whole body (the check of a page trafilatura reads), not where simcrawl's
+    reading found the text."""
+    from dedup import listing
+    from dedup.pages import extract_main, parse_page
+
+    got = read_html(html_text, "http://site.test/", fingerprint_params(DedupConfig())).listing
+    tree = parse_page(html_text)
+    read = extract_main(html_text, "http://site.test/", "simcrawl", tree)
+    assert read.parents is not None
+    assert listing.is_listing(tree, read.text) == got
+    return got
 
 
 def test_listings_are_read_as_listings_and_articles_are_not() -> None:
