@@ -228,7 +228,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     t = clock()
     facts = page_facts(tree, url, html)
     title, description = facts.title, facts.description
-    is_listing(tree, read.text)
+    is_listing(tree, read.text, read.parents)
     ms["page facts"] = clock() - t
     # in the order of dedup.pages.fingerprint_text
     t = clock()
