@@ -204,6 +204,9 @@ def main() -> None:
                         help="also sample the dedup-on crawl process with py-spy and print "
                         "where its CPU goes (py-spy slows that crawl down)")
     args = parser.parse_args()
+    if args.profile and not Path(sys.executable).with_name("py-spy").exists():
+        parser.error("--profile needs py-spy: install the benchmark extras "
+                     "(.venv/bin/pip install -e .[bench])")
     if args.pages_only:
         if not args.real:
             parser.error("--pages-only goes with --real")
