@@ -150,3 +150,24 @@ def test_the_pages_title_and_description(parser: str) -> None:
     assert facts("<meta name=description content=''>"  # declared empty: none
                  "<meta property=og:description content='Other words.'>") == (None, None)
     assert facts("", "<svg><title>An icon</title></svg>") == ("An icon", None)
+
+
+def test_the_crawls_links_are_scrapys_default_link_extractors() -> None:
+    from scrapy.http import HtmlResponse
+    from scrapy.linkextractors import LinkExtractor
+
+    from crawler.extraction import ParsedResponse, page_links
+    from dedup.pages import parse_page
+
+    hrefs = ["/a", "/b.pdf", "/c.PDF", "/d.jpg?size=2", "/e.zip;v=1", "/f.html#top", "/a",
+             "http://other.example/g.tar.gz", "mailto:x@a.example", "/h.mp4/", "/i.png.html",
+             " /j ", "javascript:void(0)", "/docs.pdf/view"]
+    html = "<html><body>" + "".join(f'<a href="{h}">{h}</a>' for h in hrefs) + \
+        '<area href="/map.gif"><area href="/k"></body></html>'
+    body = html.encode()
+    scrapys = [link.url for link in LinkExtractor().extract_links(
+        HtmlResponse("https://a.example/x/", body=body, encoding="utf-8"))]
+    response = ParsedResponse("https://a.example/x/", body=body, encoding="utf-8")
+    response.tree = parse_page(response.text)
+    assert page_links(response) == scrapys
+    assert "https://a.example/a" in scrapys and "https://a.example/b.pdf" not in scrapys
