@@ -23,6 +23,7 @@ lead to 404s on this host, which the crawl fetches too (three or four a page).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -186,6 +187,35 @@ def run(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str, enable
     return stats
 
 
+def bare(site: DemoSite, tmp: Path, depth_limit: int | None) -> dict[str, float]:
+    """The named peer of a crawl of real pages: ``bench/bare_spider.py`` (Scrapy's
+    defaults, follows links with Scrapy's link extractor and does nothing else), one
+    process, on the same site; run outside the project, so no simcrawl setting applies."""
+    import psutil
+
+    out = tmp / "bare.json"
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench" / "bare_spider.py"),
+         "-a", f"start={site.start_urls()[0]}", "-a", f"out={out}",
+         "-s", f"LOG_FILE={tmp / 'bare.log'}",
+         *(["-s", f"DEPTH_LIMIT={depth_limit}"] if depth_limit is not None else [])],
+        cwd=tmp)
+    watched = psutil.Process(proc.pid)
+    cpu = 0.0
+    while proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            times = watched.cpu_times()
+            cpu = times.user + times.system
+        time.sleep(0.2)
+    took = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"the bare spider failed; see {tmp / 'bare.log'}")
+    stats = json.loads(out.read_text())
+    return {"responses": stats.get("downloader/response_count", 0), "seconds": took,
+            "cpu": cpu}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--articles", type=int, default=1800,
@@ -235,6 +265,11 @@ def main() -> None:
                          stats.get("dedup/near_duplicate", 0)
                          + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
                          sum(1 for r in site.requests if "/trap/" in r), stats["cpu"]))
+        floor = None
+        if args.real:
+            site.requests.clear()
+            print("[bench] crawling with a bare Scrapy spider ...", file=sys.stderr, flush=True)
+            floor = bare(site, tmp, 1 if args.pages_only else None)
     what = (f"the development pages ({sum(len(p) for p in content.pages.values()) - 2:,} "
             "real pages behind one listing"
             + ("; the listing's links only, DEPTH_LIMIT=1)" if args.pages_only else ")")
@@ -256,6 +291,13 @@ def main() -> None:
     print(f"handled/s with dedup on / off: "
           f"{(on[2] + on[3]) / on[4] / ((off[2] + off[3]) / off[4]):.2f}; "
           f"fetched/s: {on[1] / on[4] / (off[1] / off[4]):.2f}")
+    if floor is not None:
+        print(f"the floor, a bare Scrapy spider on the same pages (bench/bare_spider.py: "
+              f"Scrapy's defaults, follows links, reads and stores nothing; one process): "
+              f"{floor['responses']:,} responses in {floor['seconds']:.1f} s, "
+              f"{floor['responses'] / floor['seconds']:.1f} a second; its CPU "
+              f"{floor['cpu']:.1f} s, {1000 * floor['cpu'] / max(floor['responses'], 1):.1f} "
+              "ms a response")
     if args.real:
         print(f"pages labelled as copies of an earlier page of their cluster: {labelled:,} "
               f"(exact and near variants, rewrites and pages sharing only a template "
