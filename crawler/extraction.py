@@ -33,17 +33,8 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from dedup.config import DedupConfig
-from dedup.listing import is_listing
 from dedup.page import Page
-from dedup.pages import (
-    Params,
-    extract_main,
-    fingerprint_params,
-    fingerprint_text,
-    page_facts,
-    parse_page,
-    read_html,
-)
+from dedup.pages import Params, fingerprint_params, parse_page, read_html, read_tree
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +99,8 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     response = ParsedResponse(url, body=body, encoding=encoding)
     text = response.text  # decoded once: the link extractor reads it for <base href>
     response.tree = tree = parse_page(text, params[0])
-    links = page_links(response)
-    language = response.css("html::attr(lang)").get()
-    read = extract_main(text, url, params[0], tree)
-    facts = page_facts(tree, url, text)
-    return fingerprint_text(read, params, url, canonical=facts.canonical, links=links,
-                            title=facts.title, description=facts.description,
-                            language=language,
-                            listing=is_listing(tree, read.text, read.parents))
+    return read_tree(text, tree, url, params, links=page_links(response),
+                     language=response.css("html::attr(lang)").get())
 
 
 def extract_and_fingerprint(body: bytes, url: str, params: Params,

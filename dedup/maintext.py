@@ -165,8 +165,8 @@ class _Blocks:
         if block:
             self._flush(tag, el)
         outer = self.furniture
-        furniture = tag in FURNITURE_TAGS
-        if furniture:
+        furniture = by_tag = tag in FURNITURE_TAGS
+        if by_tag:
             self.outside += 1
         elif not self.outside and len(el) >= 3:
             self.parents.append(el)
@@ -204,7 +204,7 @@ class _Blocks:
         if block or furniture:
             parent = el.getparent()
             self._flush(parent.tag if parent is not None else "body", parent)
-        if tag in FURNITURE_TAGS:
+        if by_tag:
             self.outside -= 1
         self.furniture = outer
 

@@ -264,12 +264,19 @@ def read_html(html: str | bytes, url: str, params: Params) -> Page:
         from w3lib.encoding import html_to_unicode
 
         html = html_to_unicode(None, html)[1]
-    tree = parse_page(html, params[0])
+    return read_tree(html, parse_page(html, params[0]), url, params)
+
+
+def read_tree(html: str, tree: Any, url: str, params: Params, **found: Any) -> Page:
+    """The rest of :func:`read_html`, on a page already parsed (``tree``:
+    :func:`parse_page` of ``html`` for ``params``' reading): its main text, its facts,
+    whether it is a listing, and the fingerprints. ``found``: what other readers of the
+    same tree found (a crawler's ``links`` and ``language``)."""
     read = extract_main(html, url, params[0], tree)
     facts = page_facts(tree, url, html)
     return fingerprint_text(read, params, url, canonical=facts.canonical, title=facts.title,
                             description=facts.description,
-                            listing=is_listing(tree, read.text, read.parents))
+                            listing=is_listing(tree, read.text, read.parents), **found)
 
 
 @dataclass

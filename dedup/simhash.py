@@ -41,6 +41,7 @@ def normalize(text: str) -> str:
     _last_normal = (text, normal)
     return normal
 
+
 #: :func:`dedup._simhash_py.token_hashes` and :func:`dedup._simhash_py.line_keys` from the
 #: implementation in use (the shingles' and the template lines' tokens).
 token_hashes, line_keys = _kernel.token_hashes, _kernel.line_keys
