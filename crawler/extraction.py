@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import threading
 import time
@@ -24,13 +25,17 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse, urlsplit
 
 from scrapy.http import HtmlResponse
+from scrapy.link import Link
 from scrapy.linkextractors import LinkExtractor
 from scrapy.selector import Selector
+from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
+from w3lib.html import strip_html5_whitespace
+from w3lib.url import safe_url_string
 
 from dedup.config import DedupConfig
 from dedup.page import Page
@@ -74,15 +79,97 @@ def _denied_suffixes() -> tuple[str, ...]:
     return tuple(f".{extension}" for extension in IGNORED_EXTENSIONS)
 
 
+#: Links a process remembers how it resolved (:class:`_Resolved`), at most.
+LINK_CACHE = 100_000
+
+#: The elements and attribute Scrapy's default link extractor reads (with the XHTML
+#: namespace, which it ignores).
+_LINK_TAGS = ("a", "area", "{http://www.w3.org/1999/xhtml}a",
+              "{http://www.w3.org/1999/xhtml}area")
+
+#: An href that names its scheme and host (``http://host``...), and one that names a path
+#: from the root (``/path``, not ``//host``).
+_ABSOLUTE = re.compile(r"https?://[^/?#]")
+_ROOTED = re.compile(r"/(?!/)")
+
+
+class _Resolved:
+    """What Scrapy's default link extractor makes of a link, remembered: a site's pages
+    repeat their menus' and footers' links, and resolving one (two ``urljoin`` and
+    w3lib's ``safe_url_string``, then ``canonicalize_url`` for the duplicates check) costs
+    as much as the rest of the page's reading. An href is remembered by what its
+    resolution reads: an absolute one by the schemes of the page's base and URL alone,
+    one from the root by the base's scheme and host too, any other by the base and the
+    URL whole."""
+
+    def __init__(self) -> None:
+        #: key -> the link's URL and its duplicates key (``None``: a link Scrapy skips)
+        self.links: dict[tuple, tuple[str, str] | None] = {}
+        #: URL -> whether the extractor's rules and the file-extension check let it pass
+        self.allowed: dict[str, bool] = {}
+
+    def of(self, href: str, base: str, url: str, encoding: str,
+           schemes: tuple[str, str, str]) -> tuple[str, str] | None:
+        href = strip_html5_whitespace(href)
+        if _ABSOLUTE.match(href):
+            key: tuple = (href, schemes[0], schemes[2], encoding)
+        elif _ROOTED.match(href):
+            key = (href, schemes[0], schemes[1], schemes[2], encoding)
+        else:
+            key = (href, base, url, encoding)
+        try:
+            return self.links[key]
+        except KeyError:
+            pass
+        try:
+            link = urljoin(url, safe_url_string(urljoin(base, href), encoding=encoding))
+        except ValueError:
+            found = None
+        else:
+            found = (link, link_extractor().link_extractor.link_key(Link(link)))
+        if len(self.links) >= LINK_CACHE:
+            self.links.clear()
+        self.links[key] = found
+        return found
+
+    def passes(self, link: str) -> bool:
+        allowed = self.allowed.get(link)
+        if allowed is None:
+            allowed = link_extractor()._link_allowed(Link(link)) \
+                and not urlparse(link).path.lower().endswith(_denied_suffixes())
+            if len(self.allowed) >= LINK_CACHE:
+                self.allowed.clear()
+            self.allowed[link] = allowed
+        return allowed
+
+
+_resolved = _Resolved()
+
+
 def page_links(response: HtmlResponse) -> list[str]:
     """The URLs of a page's links, as Scrapy's default :class:`LinkExtractor` gives them:
     its rules, its order, duplicates left out, and links to files of Scrapy's
-    ``IGNORED_EXTENSIONS`` (images, archives, documents...) left out too. That last check
-    is made here with one suffix test a link: Scrapy's tests each of its 200-odd
-    extensions in turn, a quarter of its time on a real page."""
-    denied = _denied_suffixes()
-    return [link.url for link in link_extractor().extract_links(response)
-            if not urlparse(link.url).path.lower().endswith(denied)]
+    ``IGNORED_EXTENSIONS`` (images, archives, documents...) left out too. Each link's
+    resolution is Scrapy's and w3lib's, remembered for the next page that has it
+    (:class:`_Resolved`), and the file-extension check is one suffix test (Scrapy's tests
+    each of its 200-odd extensions in turn). The test suite holds it to Scrapy's
+    extractor."""
+    base, url, encoding = get_base_url(response), response.url, response.encoding
+    parsed = urlsplit(base)
+    schemes = (parsed.scheme, parsed.netloc, urlsplit(url).scheme)
+    seen: set[str] = set()
+    out = []
+    for element in response.selector.root.iter(*_LINK_TAGS):
+        href = element.get("href")
+        if href is None:
+            continue
+        found = _resolved.of(href, base, url, encoding, schemes)
+        if found is None or found[1] in seen:
+            continue
+        seen.add(found[1])
+        if _resolved.passes(found[0]):
+            out.append(found[0])
+    return out
 
 
 def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Page:

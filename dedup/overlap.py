@@ -51,11 +51,27 @@ def shingles(text: str, size: int = SHINGLE_TOKENS) -> np.ndarray:
     last = _last
     if last is not None and last[1] == size and last[0] == text:
         return last[2]
-    hashes = _token_hashes(normalize(text))
+    out = _shingles_of(_token_hashes(normalize(text)), size)
+    _last = (text, size, out)
+    return out
+
+
+def long_lines(text: str, tokens: int, size: int = SHINGLE_TOKENS) -> list[np.ndarray]:
+    """The :func:`shingles` of each line of ``text`` of at least ``tokens`` tokens, in
+    order (each line read once)."""
+    out = []
+    for line in text.split("\n"):
+        hashes = _token_hashes(normalize(line))
+        if len(hashes) >= tokens:
+            out.append(_shingles_of(hashes, size))
+    return out
+
+
+def _shingles_of(hashes: np.ndarray, size: int) -> np.ndarray:
+    """:func:`shingles` of a text's :func:`_token_hashes` (read-only)."""
     out = np.unique(_mixed(hashes, min(size, len(hashes)))) if len(hashes) \
         else np.empty(0, dtype=np.uint64)
     out.flags.writeable = False
-    _last = (text, size, out)
     return out
 
 
@@ -139,5 +155,5 @@ def without_title(text: str, title: str | None) -> str:
         tokens = set(find(normalize(line)))
         if len(tokens) >= 2 and tokens <= words and 2 * len(tokens) >= len(words):
             rest = "\n".join(lines[:n] + lines[n + 1:])
-            return rest if find(normalize(rest)) else text
+            return rest if token_pattern().search(normalize(rest)) else text
     return text

@@ -93,8 +93,16 @@ class Page:
     def own_text(self) -> str:
         """The text the decision compares: without the host's template lines, once they
         are left out, and without its title line (the heading that repeats its title,
-        :func:`dedup.overlap.without_title`: a title is compared as a title)."""
-        return without_title(self.text if self.rest is None else self.rest, self.title)
+        :func:`dedup.overlap.without_title`: a title is compared as a title). Kept for the
+        next call while the text and the title stay the same objects: a decision reads
+        it for each of its steps."""
+        source, title = self.text if self.rest is None else self.rest, self.title
+        memo = self.__dict__.get("_own")
+        if memo is not None and memo[0] is source and memo[1] is title:
+            return memo[2]
+        own = without_title(source, title)
+        self.__dict__["_own"] = (source, title, own)
+        return own
 
     def take_reading(self, read: Page) -> None:
         """Take what a reader of the page's HTML found (an extraction worker's

@@ -164,6 +164,17 @@ def _other_words(kept: tuple[int, ...], words: str | None, overlap: float = TITL
     return len(ours & mine) < overlap * len(ours | mine)
 
 
+def _count_in(values: np.ndarray, among: np.ndarray) -> int:
+    """How many of ``values`` (each counted as often as it occurs) are in the sorted array
+    ``among``: ``np.isin(values, among).sum()`` by binary search, a tenth of its cost on
+    the few hundred values of a sketch."""
+    if not len(among) or not len(values):
+        return 0
+    at = np.searchsorted(among, values)
+    np.minimum(at, len(among) - 1, out=at)
+    return int(np.count_nonzero(among[at] == values))
+
+
 @dataclass(frozen=True)
 class TextSketch:
     """A text's bottom-k shingle sketch (see the module docstring).
@@ -314,17 +325,23 @@ class TextSketch:
         below = values[:np.searchsorted(values, self.top, side="right")]
         return (below & 0xFFFF).astype(np.uint16)
 
+    @functools.cached_property
+    def _sorted_low(self) -> np.ndarray:
+        """The kept values' low 16 bits, sorted: for :meth:`sample_found`, which a
+        decision asks once for the page's text and once for each of its lines."""
+        return np.sort(self.low)
+
     def sample_found(self, values: np.ndarray) -> tuple[int, int]:
         """Of a text's sorted values (its :func:`shingle_values`, or a line's), how many
         the sketched text holds and how many the sketch can tell: those up to its
         largest value, or all of them when the sketch is complete (a value above it is
         then not in the sketched text)."""
         low = self._sampled(values)
-        return int(np.isin(low, self.low).sum()), len(values) if self.complete else len(low)
+        return _count_in(low, self._sorted_low), len(values) if self.complete else len(low)
 
     def missing_from(self, values: np.ndarray) -> int:
         """How many of the sketch's kept values a text's sorted values lack."""
-        return int((~np.isin(self.low, self._sampled(values))).sum())
+        return len(self.low) - _count_in(self.low, np.sort(self._sampled(values)))
 
     def shares(self, values: np.ndarray) -> tuple[float, float, int]:
         """How much of a text at hand in full (``values``: its :func:`shingle_values`) is

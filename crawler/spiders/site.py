@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,12 @@ MAX_OUTLINKS = 10_000
 
 #: Link URLs a spider remembers having requested (:meth:`SiteSpider.follow`), at most.
 REQUESTED_CACHE = 500_000
+
+#: Scheme-and-authority prefixes whose scope a spider remembers (:meth:`SiteSpider._allowed`).
+SCOPE_CACHE = 10_000
+
+#: A URL's scheme and authority (``urlsplit`` reads its host from these alone).
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
 
 
 class SiteSpider(scrapy.Spider):
@@ -78,6 +85,8 @@ class SiteSpider(scrapy.Spider):
         self.links_from_workers = False
         # link URL -> the shallowest depth this process requested it at (see follow)
         self._requested: dict[str, int] = {}
+        # a URL's scheme and authority -> whether its host is in scope (see _allowed)
+        self._scope: dict[str, bool] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -186,8 +195,19 @@ class SiteSpider(scrapy.Spider):
                 for url in fresh]
 
     def _allowed(self, url: str) -> bool:
-        host = urlsplit(url).hostname or ""
-        return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
+        """Whether a URL's host is one of the allowed domains or under one. Known by the
+        URL's scheme and authority (a page's links lead to a few hosts): a regular
+        expression's match instead of a parse of each link."""
+        origin = _ORIGIN.match(url)
+        key = origin.group() if origin else url
+        allowed = self._scope.get(key)
+        if allowed is None:
+            host = urlsplit(key).hostname or ""
+            allowed = any(host == d or host.endswith("." + d) for d in self.allowed_domains)
+            if len(self._scope) >= SCOPE_CACHE:
+                self._scope.clear()
+            self._scope[key] = allowed
+        return allowed
 
     def failed(self, failure: Failure) -> None:
         """Count a failed request as a skip with its reason."""

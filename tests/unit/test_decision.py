@@ -158,6 +158,25 @@ def test_stubs_of_one_site_that_nothing_tells_apart_are_told_apart_by_own_passag
     assert judged(edited + "\n" + article(9, 12), original)
 
 
+def test_the_sketch_counts_a_texts_values_as_a_set_comparison_does() -> None:
+    # sample_found and missing_from by binary search, against the plain definition: the
+    # values up to the sketch's largest, by their low 16 bits, found among the kept ones
+    rng = np.random.default_rng(7)
+    for n in (0, 3, 200, 2000):
+        sketched = TextSketch.of_text(article(n % 11, n))
+        kept = sketched.low.tolist()
+        for other in (article(n % 11, n // 2), article(5, 900), article(n % 11, n) + " x y"):
+            values = shingle_values(other)
+            sample = [v & 0xFFFF for v in values.tolist() if v <= sketched.top]
+            found, told = sketched.sample_found(values)
+            assert found == sum(v in set(kept) for v in sample)
+            assert told == (len(values) if sketched.complete else len(sample))
+            assert sketched.missing_from(values) == sum(v not in set(sample) for v in kept)
+        low = rng.integers(0, 1 << 16, 50).astype(np.uint64)
+        assert sketched.sample_found(np.sort(low))[0] == sum(
+            v in set(kept) for v in low.tolist() if v <= sketched.top)
+
+
 def test_the_text_sketch_measures_containment_both_ways() -> None:
     long_text = article(1, 2400)
     copy = TextSketch.of_text(long_text)

@@ -171,3 +171,35 @@ def test_the_crawls_links_are_scrapys_default_link_extractors() -> None:
     response.tree = parse_page(response.text)
     assert page_links(response) == scrapys
     assert "https://a.example/a" in scrapys and "https://a.example/b.pdf" not in scrapys
+    # the same links on pages of other schemes, hosts and bases: each resolved as Scrapy
+    # resolves it, not as the page before (the crawl remembers how it resolved a link)
+    hrefs += ["https://a.example/l", "http://a.example/m", "//cdn.example/n", "o?p=1", "#q",
+              "HTTPS://A.example/r", "/s/../t", "https://a.example", "../u", "?v", "/é",
+              "https://a.example/w?", "http://a.example/y?", "/z?"]
+    for url, base in [("https://a.example/x/", None), ("http://a.example/x/y", None),
+                      ("https://b.example/z", None), ("https://a.example/x/", "http://c.example/d/"),
+                      ("http://b.example/", "https://b.example/e/f")]:
+        head = f'<head><base href="{base}"></head>' if base else ""
+        body = (f"<html>{head}<body>" + "".join(f'<a href="{h}">{h}</a>' for h in hrefs)
+                + "</body></html>").encode()
+        scrapys = [link.url for link in LinkExtractor().extract_links(
+            HtmlResponse(url, body=body, encoding="utf-8"))]
+        response = ParsedResponse(url, body=body, encoding="utf-8")
+        response.tree = parse_page(response.text)
+        assert page_links(response) == scrapys, (url, base)
+
+
+def test_the_spider_follows_links_on_its_domains_only() -> None:
+    from crawler.spiders.site import SiteSpider
+
+    spider = SiteSpider(start_urls="https://a.example/", allowed_domains="a.example,b.test")
+    urls = ["https://a.example/p", "http://A.Example:8080/q?x=1", "https://www.a.example/",
+            "https://user:pw@b.test/", "https://a.example#top", "https://a.example?q",
+            "https://nota.example/", "https://a.example.evil.com/", "https://evil.com/a.example",
+            "https://a.example@evil.com/", "https://evil.com?a.example", "ftp://b.test/f",
+            "HTTPS://B.TEST/X", "https://[::1]/", "mailto:x@a.example", "https://sub.b.test:1/"]
+    expected = ["https://a.example/p", "http://A.Example:8080/q?x=1", "https://www.a.example/",
+                "https://user:pw@b.test/", "https://a.example#top", "https://a.example?q",
+                "ftp://b.test/f", "HTTPS://B.TEST/X", "https://sub.b.test:1/"]
+    assert spider.in_scope(urls) == expected
+    assert spider.in_scope(list(reversed(urls))) == list(reversed(expected))  # remembered
