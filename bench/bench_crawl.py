@@ -183,6 +183,8 @@ def run(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str, enable
         raise SystemExit(f"crawl {name} failed; see {tmp / (name + '.log')}")
     stats = json.loads(summary.read_text())
     stats["seconds"] = took
+    # start-up: from the process's launch to its first request (imports, services, spider)
+    stats["start-up"] = min(site.times, default=started + took) - started
     stats["cpu"] = cpu
     return stats
 
@@ -257,6 +259,7 @@ def main() -> None:
         for name, enabled, extra in (("off", False, []), ("on", True, []),
                                      ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])):
             site.requests.clear()
+            site.times.clear()
             print(f"[bench] crawling with dedup {name} ...", file=sys.stderr, flush=True)
             stats = run(site, services, tmp, name, enabled, [*args.set, *extra],
                         tmp / "on.pyspy" if args.profile and name == "on" else None)
@@ -264,7 +267,8 @@ def main() -> None:
             rows.append((name, fetched, stats.get("dedup/stored/pages", 0),
                          stats.get("dedup/near_duplicate", 0)
                          + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
-                         sum(1 for r in site.requests if "/trap/" in r), stats["cpu"]))
+                         sum(1 for r in site.requests if "/trap/" in r), stats["cpu"],
+                         stats["start-up"]))
         floor = None
         if args.real:
             site.requests.clear()
@@ -277,15 +281,20 @@ def main() -> None:
     print(f"\n{what}; {os.cpu_count()} cores; embedded Redis and SecantusDB; scrapy crawl as "
           "a subprocess (start-up included)\n")
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "
-            f"{'seconds':>8} {'fetched/s':>9} {'handled/s':>9}")
+            f"{'seconds':>8} {'start-up':>8} {'fetched/s':>9} {'handled/s':>9} "
+            f"{'after start-up':>14}")
     print(head + "\n" + "-" * len(head))
-    for name, fetched, stored, dropped, seconds, traps, _ in rows:
+    for name, fetched, stored, dropped, seconds, traps, _, start in rows:
         print(f"{name:6} {fetched:>8,} {stored:>7,} {dropped:>8,} {traps:>6,} {seconds:>8.1f} "
-              f"{fetched / seconds:>9.1f} {(stored + dropped) / seconds:>9.1f}")
+              f"{start:>8.1f} {fetched / seconds:>9.1f} {(stored + dropped) / seconds:>9.1f} "
+              f"{(stored + dropped) / max(seconds - start, 1e-9):>14.1f}")
     off, on, before = rows
     print("handled = pages extracted, fingerprinted and stored or dropped; the trap pages "
           "that dedup off also fetches are 404s, cheap to fetch; before = dedup on with "
-          "DEDUP_EXTRACTOR=trafilatura, the crawl's reading before simcrawl's own")
+          "DEDUP_EXTRACTOR=trafilatura, the crawl's reading before simcrawl's own; start-up "
+          "= seconds from the crawl's launch to its first request (imports, services, "
+          "spider); after start-up = handled a second from the first request to the end, "
+          "what a long crawl keeps up")
     print(f"handled/s with dedup on / before: "
           f"{(on[2] + on[3]) / on[4] / ((before[2] + before[3]) / before[4]):.2f}")
     print(f"handled/s with dedup on / off: "
@@ -309,12 +318,15 @@ def main() -> None:
               "trap pages requested are theirs")
     roles = list(on[6])
     print(f"\nCPU seconds by process ({os.cpu_count()} cores):")
-    print(f"{'dedup':6} " + " ".join(f"{r:>8}" for r in roles) + f" {'total':>8}")
+    print(f"{'dedup':6} " + " ".join(f"{r:>8}" for r in roles) + f" {'total':>8}"
+          f" {'ms/page':>8}")
     for row in rows:
         print(f"{row[0]:6} " + " ".join(f"{row[6][r]:>8.1f}" for r in roles)
-              + f" {sum(row[6].values()):>8.1f}")
+              + f" {sum(row[6].values()):>8.1f}"
+              + f" {1000 * sum(row[6].values()) / max(row[2] + row[3], 1):>8.1f}")
     print("crawl = the scrapy process; workers = its extraction processes; site = the "
-          "generated site's server")
+          "generated site's server; ms/page = all of it (start-up included) over the pages "
+          "handled")
     if args.profile:
         print("\nThe dedup-on crawl process (py-spy --gil: samples of the thread running "
               "Python):")

@@ -249,8 +249,12 @@ class Extractor:
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
+                context = multiprocessing.get_context("forkserver")
+                # the fork server imports the reading once; each worker is forked from it
+                # with it imported (a worker importing it itself costs a second and more)
+                context.set_forkserver_preload([__name__])
                 self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("forkserver"),
+                    self.workers, mp_context=context,
                     initializer=_init_worker, initargs=(os.getpid(),))
             return self._pool
 

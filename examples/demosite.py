@@ -579,6 +579,8 @@ class DemoSite:
         self.content = content or build()
         self.log_path = Path(log_path) if log_path else None
         self.requests: list[str] = []
+        #: when each of :attr:`requests` came (``time.monotonic()``)
+        self.times: list[float] = []
         self._lock = threading.Lock()
         self._servers: dict[str, ThreadingHTTPServer] = {}
         self._threads: list[threading.Thread] = []
@@ -602,6 +604,7 @@ class DemoSite:
     def _record(self, host: str, path: str, status: int) -> None:
         with self._lock:
             self.requests.append(f"{host}{path}")
+            self.times.append(time.monotonic())
             if self.log_path:
                 with self.log_path.open("a") as fh:
                     fh.write(json.dumps({"host": host, "path": path, "status": status,
