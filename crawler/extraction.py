@@ -1,9 +1,10 @@
 """Reading fetched pages (parse, main text, links, fingerprints) off the reactor thread.
 
-Reading a page costs a few milliseconds of pure Python under the GIL (its links, with
-Scrapy's link extractor, about as much as the rest together; with
+Reading a page costs a few milliseconds of pure Python under the GIL (with
 ``DEDUP_EXTRACTOR=trafilatura``, 10 to 60 ms), so by default it runs in worker processes,
-one per core: the crawl process keeps downloading while the workers read.
+one per core: the crawl process keeps downloading while the workers read. Its links are
+resolved by Scrapy's link extractor's rules, remembered from page to page
+(:func:`page_links`).
 ``DEDUP_EXTRACT_WORKERS=0`` reads in a thread of the crawl process instead.
 
 A page is parsed once, in the worker (:func:`dedup.pages.parse_page`): the tree its main
