@@ -12,6 +12,9 @@ links are followed too (so it also fetches the trap pages); with dedup on, copie
 dropped with their links. Pages per second is the fair comparison; the table also gives
 the wall times.
 
+Each crawl's start-up (from its launch to its first request: imports, services, spider) is
+printed, and the rate after it: what a long crawl keeps up.
+
 With ``--real --pages-only`` the crawl requests the listing's links only
 (``DEPTH_LIMIT=1``): every response is then one of the real pages, read and decided, as
 on a real site, whose links lead to more pages; without it, the pages' relative links
