@@ -143,7 +143,7 @@ class SiteSpider(scrapy.Spider):
             item.title = (response.css("title::text").get() or "").strip() or None
             item.language = response.css("html::attr(lang)").get()
         yield item
-        if html:
+        if html and not 0 < self.settings.getint("DEPTH_LIMIT") <= item.depth:
             yield from self.follow(self.links_of(response), response.url,
                                    item.depth)
 
@@ -169,7 +169,14 @@ class SiteSpider(scrapy.Spider):
         depth is kept because ``DEPTH_LIMIT`` drops a too-deep request before the
         dupefilter sees it. The memory is bounded: past :data:`REQUESTED_CACHE` URLs the
         record starts again.
+
+        A page at ``DEPTH_LIMIT`` gets no requests at all: Scrapy's depth middleware would
+        drop each of them (without a count), after they were built and passed through
+        the spider middlewares before it. In a crawl that stops at a depth, the pages at
+        the limit are most of the pages.
         """
+        if 0 < self.settings.getint("DEPTH_LIMIT") <= depth:
+            return []
         links = self.in_scope(urls)
         cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
         if 0 < cap < len(links):

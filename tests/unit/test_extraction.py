@@ -203,3 +203,39 @@ def test_the_spider_follows_links_on_its_domains_only() -> None:
                 "ftp://b.test/f", "HTTPS://B.TEST/X", "https://sub.b.test:1/"]
     assert spider.in_scope(urls) == expected
     assert spider.in_scope(list(reversed(urls))) == list(reversed(expected))  # remembered
+
+
+def test_a_page_at_the_depth_limit_gets_no_requests() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from crawler.spiders.site import SiteSpider
+
+    crawler = get_crawler(SiteSpider, {"DEPTH_LIMIT": 2})
+    spider = SiteSpider.from_crawler(crawler, start_urls="https://a.example/")
+    links = ["https://a.example/p", "https://a.example/q", "https://b.example/r"]
+    assert [r.url for r in spider.follow(links, "https://a.example/", 1)] == links[:2]
+    assert spider.follow(["https://a.example/s"], "https://a.example/p", 2) == []
+    # its links were not taken for requested: a shallower page still asks for them
+    assert [r.url for r in spider.follow(["https://a.example/s"], "https://a.example/", 0)] \
+        == ["https://a.example/s"]
+    unlimited = SiteSpider.from_crawler(get_crawler(SiteSpider, {"DEPTH_LIMIT": 0}),
+                                        start_urls="https://a.example/")
+    assert len(unlimited.follow(links, "https://a.example/", 40)) == 2
+
+
+@pytest.mark.parametrize("html, language", [
+    ("<html lang='de-CH'><body><p>Text</p></body></html>", "de-CH"),
+    ("<!doctype html><HTML LANG=EN><body><p>Text</p></body></html>", "EN"),
+    ("<html><body lang='fr'><p>Text</p></body></html>", None),  # not the page's
+    ("<p>Text without an html element</p>", None),
+    ("<html lang=''><body><p>Text</p></body></html>", ""),
+])
+def test_the_pages_language_is_its_html_elements_lang(html: str, language: str | None) -> None:
+    from scrapy.http import HtmlResponse
+
+    from crawler.extraction import read_page
+
+    params = fingerprint_params(DedupConfig())
+    page = read_page(html.encode(), "https://a.example/", "utf-8", params)
+    assert page.language == language == HtmlResponse(
+        "https://a.example/", body=html.encode(), encoding="utf-8").css("html::attr(lang)").get()
