@@ -35,9 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Seconds a page waits for others to share its decision batch.
-BATCH_WAIT = 0.01
-
 #: Why a page was not decided (it counts as lost, not skipped).
 LOST = "lost"
 
@@ -49,10 +46,14 @@ class Batcher:
     runs when ``size`` items are waiting or ``wait`` seconds after the first one came.
     """
 
-    def __init__(self, fn: Any, size: int, wait: float) -> None:
+    def __init__(self, fn: Any, size: int, wait: float, clock: Any = None,
+                 run: Any = deferToThread) -> None:
         self.fn, self.size, self.wait = fn, size, wait
         self.pending: list[tuple[Any, Deferred]] = []
         self._call: Any = None
+        #: what schedules the wait (the reactor; a test's clock) and runs a batch (a
+        #: thread of the reactor's pool)
+        self.clock, self.run = clock, run
 
     def submit(self, value: Any) -> Deferred:
         d: Deferred = Deferred()
@@ -60,10 +61,10 @@ class Batcher:
         if len(self.pending) >= self.size:
             self.flush()
         elif self._call is None:
-            from twisted.internet import reactor
-
-            later: Any = reactor.callLater  # type: ignore[attr-defined]
-            self._call = later(self.wait, self.flush)
+            clock = self.clock
+            if clock is None:
+                from twisted.internet import reactor as clock
+            self._call = clock.callLater(self.wait, self.flush)
         return d
 
     def flush(self) -> None:
@@ -82,7 +83,7 @@ class Batcher:
             for _, d in batch:
                 d.errback(failure)
 
-        deferToThread(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
+        self.run(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
 
 
 def dedup_enabled(settings: Any) -> bool:
@@ -122,7 +123,7 @@ class NearDuplicateMiddleware:
         self._first_drop_logged = False
         self._decision_failed = False
         self.outage = Outage("deciding pages", config.retry_seconds, log)
-        self.batcher = Batcher(deduplicator.decide, config.batch_size, BATCH_WAIT)
+        self.batcher = Batcher(deduplicator.decide, config.batch_size, config.batch_wait)
         # each decision's latency goes to the metrics (a signal), when they are served
         self._timed = bool(metrics_port(crawler.settings))
 

@@ -76,6 +76,9 @@ class DedupConfig:
         data_dir: the embedded servers' data [DEDUP_DATA_DIR, env SIMCRAWL_DATA,
             "simcrawl-data"].
         batch_size: pages per index call / MongoDB write [DEDUP_BATCH_SIZE, 64].
+        batch_wait: longest wait, in seconds, of a page for others to share its decision
+            batch (each batch costs a few MongoDB queries and a Redis script, whatever its
+            size) [DEDUP_BATCH_WAIT, 0.1].
         flush_seconds: longest wait before a partial batch is written
             [DEDUP_FLUSH_SECONDS, 1.0].
         debug: log every drop [DEDUP_DEBUG, False].
@@ -148,6 +151,7 @@ class DedupConfig:
     mongo_uri: str = ""
     data_dir: str = "simcrawl-data"
     batch_size: int = 64
+    batch_wait: float = 0.1
     flush_seconds: float = 1.0
     debug: bool = False
     store_text: bool = True
@@ -186,6 +190,7 @@ class DedupConfig:
         need(self.sketches in ("auto", "redis", "until-stored"), "DEDUP_SKETCHES",
              "auto, redis or until-stored")
         need(1 <= self.batch_size <= 10_000, "DEDUP_BATCH_SIZE", "in 1..10000")
+        need(0 <= self.batch_wait <= 60, "DEDUP_BATCH_WAIT", "in [0, 60]")
         need(-1 <= self.extract_workers <= 256, "DEDUP_EXTRACT_WORKERS", "in -1..256")
         need(self.extractor in ("simcrawl", "trafilatura"), "DEDUP_EXTRACTOR",
              "simcrawl or trafilatura")

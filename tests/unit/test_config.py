@@ -25,6 +25,7 @@ def test_defaults_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     ("DEDUP_MAX_DISTANCE", "three", "DEDUP_MAX_DISTANCE must be an integer"),
     ("DEDUP_DEBUG", "maybe", "DEDUP_DEBUG must be true or false"),
     ("DEDUP_BATCH_SIZE", "0", "DEDUP_BATCH_SIZE must be in 1..10000"),
+    ("DEDUP_BATCH_WAIT", "-1", r"DEDUP_BATCH_WAIT must be in \[0, 60\]"),
     ("DEDUP_NAMESPACE", "a b", "namespace must be"),
     ("DEDUP_DATABASE", "my.db", "DEDUP_DATABASE must be a MongoDB database name"),
 ])

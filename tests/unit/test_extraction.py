@@ -239,3 +239,31 @@ def test_the_pages_language_is_its_html_elements_lang(html: str, language: str |
     page = read_page(html.encode(), "https://a.example/", "utf-8", params)
     assert page.language == language == HtmlResponse(
         "https://a.example/", body=html.encode(), encoding="utf-8").css("html::attr(lang)").get()
+
+
+def test_pages_within_the_wait_share_one_decision_batch() -> None:
+    from twisted.internet.defer import succeed
+    from twisted.internet.task import Clock
+
+    from crawler.middlewares import Batcher
+
+    batches: list[list[int]] = []
+
+    def decide(batch: list[int]) -> list[int]:
+        batches.append(batch)
+        return [10 * v for v in batch]
+
+    clock = Clock()
+    batcher = Batcher(decide, 3, 0.1, clock=clock, run=lambda fn, arg: succeed(fn(arg)))
+    results: list[int] = []
+    for value in (1, 2):
+        batcher.submit(value).addCallback(results.append)
+    clock.advance(0.09)
+    assert batches == []  # still waiting for more pages
+    clock.advance(0.02)
+    assert batches == [[1, 2]] and results == [10, 20]
+    for value in (3, 4, 5, 6):  # a full batch goes at once, the rest waits again
+        batcher.submit(value).addCallback(results.append)
+    assert batches == [[1, 2], [3, 4, 5]]
+    clock.advance(0.1)
+    assert batches[-1] == [6] and results == [10, 20, 30, 40, 50, 60]
