@@ -20,7 +20,7 @@ With ``--real --pages-only`` the crawl requests the listing's links only
 on a real site, whose links lead to more pages; without it, the pages' relative links
 lead to 404s on this host, which the crawl fetches too (three or four a page).
 
-    python bench/bench_crawl.py [--articles 1800] [--real [--pages-only]]
+    python bench/bench_crawl.py [--articles 1800] [--real [--pages-only]] [--repeat N]
 """
 
 from __future__ import annotations
@@ -221,6 +221,13 @@ def bare(site: DemoSite, tmp: Path, depth_limit: int | None) -> dict[str, float]
             "cpu": cpu}
 
 
+def _median_run(rows: list[tuple]) -> tuple:
+    """The run whose pages handled a second are the median of ``rows`` (the lower of the
+    two middle ones): a whole run, so that its figures agree with one another."""
+    ordered = sorted(rows, key=lambda r: (r[2] + r[3]) / r[4])
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--articles", type=int, default=1800,
@@ -235,10 +242,15 @@ def main() -> None:
                         help="with --real: request the listing's links only (DEPTH_LIMIT=1), "
                         "so that every response is a real page; their relative links lead "
                         "to 404s on this host, where a real site serves more pages")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run each crawl N times, taking turns, and report each one's "
+                        "median run (this machine's speed drifts from run to run)")
     parser.add_argument("--profile", action="store_true",
                         help="also sample the dedup-on crawl process with py-spy and print "
                         "where its CPU goes (py-spy slows that crawl down)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     if args.profile and not Path(sys.executable).with_name("py-spy").exists():
         parser.error("--profile needs py-spy: install the benchmark extras "
                      "(.venv/bin/pip install -e .[bench])")
@@ -257,26 +269,34 @@ def main() -> None:
         content, labelled = real_content(sets)
     else:
         content = build(articles=args.articles, zh_articles=60, novel_chapters=0)
-    rows = []
+    runs: dict[str, list[tuple]] = {"off": [], "on": [], "before": []}
+    floors: list[dict[str, float]] = []
     with EmbeddedServices(tmp / "data") as services, DemoSite(content) as site:
-        for name, enabled, extra in (("off", False, []), ("on", True, []),
-                                     ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])):
-            site.requests.clear()
-            site.times.clear()
-            print(f"[bench] crawling with dedup {name} ...", file=sys.stderr, flush=True)
-            stats = run(site, services, tmp, name, enabled, [*args.set, *extra],
-                        tmp / "on.pyspy" if args.profile and name == "on" else None)
-            fetched = stats.get("downloader/response_count", 0)
-            rows.append((name, fetched, stats.get("dedup/stored/pages", 0),
-                         stats.get("dedup/near_duplicate", 0)
-                         + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
-                         sum(1 for r in site.requests if "/trap/" in r), stats["cpu"],
-                         stats["start-up"]))
-        floor = None
-        if args.real:
-            site.requests.clear()
-            print("[bench] crawling with a bare Scrapy spider ...", file=sys.stderr, flush=True)
-            floor = bare(site, tmp, 1 if args.pages_only else None)
+        for turn in range(args.repeat):  # the crawls take turns: the machine's speed drifts
+            for name, enabled, extra in (("off", False, []), ("on", True, []),
+                                         ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])):
+                site.requests.clear()
+                site.times.clear()
+                print(f"[bench] crawling with dedup {name} ({turn + 1} of {args.repeat}) ...",
+                      file=sys.stderr, flush=True)
+                profile = tmp / "on.pyspy" if args.profile and name == "on" and not turn \
+                    else None
+                stats = run(site, services, tmp, f"{name}-{turn + 1}", enabled,
+                            [*args.set, *extra], profile)
+                fetched = stats.get("downloader/response_count", 0)
+                runs[name].append((name, fetched, stats.get("dedup/stored/pages", 0),
+                                   stats.get("dedup/near_duplicate", 0)
+                                   + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
+                                   sum(1 for r in site.requests if "/trap/" in r),
+                                   stats["cpu"], stats["start-up"]))
+            if args.real:
+                site.requests.clear()
+                print("[bench] crawling with a bare Scrapy spider ...", file=sys.stderr,
+                      flush=True)
+                floors.append(bare(site, tmp, 1 if args.pages_only else None))
+    rows = [_median_run(runs[name]) for name in ("off", "on", "before")]
+    floor = sorted(floors, key=lambda f: f["responses"] / f["seconds"])[
+        (len(floors) - 1) // 2] if floors else None
     what = (f"the development pages ({sum(len(p) for p in content.pages.values()) - 2:,} "
             "real pages behind one listing"
             + ("; the listing's links only, DEPTH_LIMIT=1)" if args.pages_only else ")")
@@ -286,6 +306,11 @@ def main() -> None:
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "
             f"{'seconds':>8} {'start-up':>8} {'fetched/s':>9} {'handled/s':>9} "
             f"{'after start-up':>14}")
+    if args.repeat > 1:
+        print(f"each row: the median of {args.repeat} runs by handled/s, the crawls taking "
+              "turns (handled/s of every run: " + "; ".join(
+                  f"{name} " + ", ".join(f"{(r[2] + r[3]) / r[4]:.1f}" for r in rs)
+                  for name, rs in runs.items()) + ")\n")
     print(head + "\n" + "-" * len(head))
     for name, fetched, stored, dropped, seconds, traps, _, start in rows:
         print(f"{name:6} {fetched:>8,} {stored:>7,} {dropped:>8,} {traps:>6,} {seconds:>8.1f} "
@@ -304,8 +329,9 @@ def main() -> None:
           f"{(on[2] + on[3]) / on[4] / ((off[2] + off[3]) / off[4]):.2f}; "
           f"fetched/s: {on[1] / on[4] / (off[1] / off[4]):.2f}")
     if floor is not None:
-        print(f"the floor, a bare Scrapy spider on the same pages (bench/bare_spider.py: "
-              f"Scrapy's defaults, follows links, reads and stores nothing; one process): "
+        print("the floor, a bare Scrapy spider on the same pages (bench/bare_spider.py: "
+              "Scrapy's defaults, follows links, reads and stores nothing; one process"
+              + (f"; the median of {len(floors)} runs" if len(floors) > 1 else "") + "): "
               f"{floor['responses']:,} responses in {floor['seconds']:.1f} s, "
               f"{floor['responses'] / floor['seconds']:.1f} a second; its CPU "
               f"{floor['cpu']:.1f} s, {1000 * floor['cpu'] / max(floor['responses'], 1):.1f} "
