@@ -110,12 +110,14 @@ class _Resolved:
         self.allowed: dict[str, bool] = {}
 
     def of(self, href: str, base: str, url: str, encoding: str,
-           schemes: tuple[str, str, str]) -> tuple[str, str] | None:
+           where: tuple[str, str, str]) -> tuple[str, str] | None:
+        """The URL of a link (``href``) of a page at ``url`` whose base is ``base``, and
+        its duplicates key; ``where``: the base's scheme and host, and the URL's scheme."""
         href = strip_html5_whitespace(href)
         if _ABSOLUTE.match(href):
-            key: tuple = (href, schemes[0], schemes[2], encoding)
+            key: tuple = (href, where[0], where[2], encoding)
         elif _ROOTED.match(href):
-            key = (href, schemes[0], schemes[1], schemes[2], encoding)
+            key = (href, *where, encoding)
         else:
             key = (href, base, url, encoding)
         try:
@@ -134,6 +136,7 @@ class _Resolved:
         return found
 
     def passes(self, link: str) -> bool:
+        """Whether the extractor's rules and the file-extension check keep a link."""
         allowed = self.allowed.get(link)
         if allowed is None:
             allowed = link_extractor()._link_allowed(Link(link)) \
@@ -157,14 +160,14 @@ def page_links(response: HtmlResponse) -> list[str]:
     extractor."""
     base, url, encoding = get_base_url(response), response.url, response.encoding
     parsed = urlsplit(base)
-    schemes = (parsed.scheme, parsed.netloc, urlsplit(url).scheme)
+    where = (parsed.scheme, parsed.netloc, urlsplit(url).scheme)
     seen: set[str] = set()
     out = []
     for element in response.selector.root.iter(*_LINK_TAGS):
         href = element.get("href")
         if href is None:
             continue
-        found = _resolved.of(href, base, url, encoding, schemes)
+        found = _resolved.of(href, base, url, encoding, where)
         if found is None or found[1] in seen:
             continue
         seen.add(found[1])
