@@ -275,8 +275,7 @@ def main() -> None:
         for turn in range(args.repeat):  # the crawls take turns: the machine's speed drifts
             for name, enabled, extra in (("off", False, []), ("on", True, []),
                                          ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])):
-                site.requests.clear()
-                site.times.clear()
+                site.forget_requests()
                 print(f"[bench] crawling with dedup {name} ({turn + 1} of {args.repeat}) ...",
                       file=sys.stderr, flush=True)
                 profile = tmp / "on.pyspy" if args.profile and name == "on" and not turn \
@@ -290,7 +289,7 @@ def main() -> None:
                                    sum(1 for r in site.requests if "/trap/" in r),
                                    stats["cpu"], stats["start-up"]))
             if args.real:
-                site.requests.clear()
+                site.forget_requests()
                 print("[bench] crawling with a bare Scrapy spider ...", file=sys.stderr,
                       flush=True)
                 floors.append(bare(site, tmp, 1 if args.pages_only else None))

@@ -552,7 +552,7 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
                                   "{reference}" if cluster else "reference", extra)
         run_crawl(reference_crawls, [], services, timeout=3600)
         reference = groups_stored(mongo["reference"], site)
-        site.requests.clear()
+        site.forget_requests()
         set_delay(content, delay)
         say(f"the chaos crawl (each page answered after {delay:.2f} s) ...")
         since = time.time()

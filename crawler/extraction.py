@@ -191,14 +191,16 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
     text = response.text  # decoded once: the link extractor reads it for <base href>
     response.tree = tree = parse_page(text, params[0])
     return read_tree(text, tree, url, params, links=page_links(response),
-                     language=_language(response, tree))
+                     language=page_language(response))
 
 
-def _language(response: ParsedResponse, tree: Any) -> str | None:
-    """The page's ``html::attr(lang)``: read off the root when it is the ``<html>``
-    element and has one (the CSS selector's first match), else by the selector."""
-    if getattr(tree, "tag", None) == "html":
-        lang = tree.get("lang")
+def page_language(response: HtmlResponse) -> str | None:
+    """The page's ``html::attr(lang)``: read off the parsed page's root when it is the
+    ``<html>`` element and has one (the CSS selector's first match), else by the
+    selector."""
+    root = response.selector.root
+    if getattr(root, "tag", None) == "html":
+        lang = root.get("lang")
         if lang is not None:
             return lang  # type: ignore[no-any-return]
     return response.css("html::attr(lang)").get()  # type: ignore[no-any-return]

@@ -601,6 +601,12 @@ class DemoSite:
         host, _, path = key.partition("/")
         return f"{self.url(host)}/{path}"
 
+    def forget_requests(self) -> None:
+        """Start :attr:`requests` and :attr:`times` again (between crawls of one site)."""
+        with self._lock:
+            self.requests.clear()
+            self.times.clear()
+
     def _record(self, host: str, path: str, status: int) -> None:
         with self._lock:
             self.requests.append(f"{host}{path}")

@@ -14,7 +14,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from crawler.extraction import page_links
+from crawler.extraction import page_language, page_links
 from crawler.items import page_item_of
 from crawler.state import CrawlState
 
@@ -141,9 +141,9 @@ class SiteSpider(scrapy.Spider):
                 yield item
                 return
             item.title = (response.css("title::text").get() or "").strip() or None
-            item.language = response.css("html::attr(lang)").get()
+            item.language = page_language(response)
         yield item
-        if html and not 0 < self.settings.getint("DEPTH_LIMIT") <= item.depth:
+        if html and not self._at_depth_limit(item.depth):
             yield from self.follow(self.links_of(response), response.url,
                                    item.depth)
 
@@ -175,7 +175,7 @@ class SiteSpider(scrapy.Spider):
         the spider middlewares before it. In a crawl that stops at a depth, the pages at
         the limit are most of the pages.
         """
-        if 0 < self.settings.getint("DEPTH_LIMIT") <= depth:
+        if self._at_depth_limit(depth):
             return []
         links = self.in_scope(urls)
         cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
@@ -200,6 +200,11 @@ class SiteSpider(scrapy.Spider):
             self.crawler.stats.inc_value("dedup/outlinks_known", len(links) - len(fresh))
         return [scrapy.Request(url, callback=self.parse, errback=self.failed)
                 for url in fresh]
+
+    def _at_depth_limit(self, depth: int) -> bool:
+        """Whether a page at ``depth`` is at ``DEPTH_LIMIT`` (0: none): its links would
+        all be too deep."""
+        return 0 < self.settings.getint("DEPTH_LIMIT") <= depth
 
     def _allowed(self, url: str) -> bool:
         """Whether a URL's host is one of the allowed domains or under one. Known by the
