@@ -12,8 +12,10 @@ links are followed too (so it also fetches the trap pages); with dedup on, copie
 dropped with their links. Pages per second is the fair comparison; the table also gives
 the wall times.
 
-Each crawl's start-up (from its launch to its first request: imports, services, spider) is
-printed, and the rate after it: what a long crawl keeps up.
+Each crawl's start-up (from its launch to its first request: imports, services, spider) and
+shut-down (from its summary, written once every page is stored, to its exit) are printed,
+and the rates after start-up and while crawling (between the two): what a long crawl keeps
+up.
 
 With ``--real --pages-only`` the crawl requests the listing's links only
 (``DEPTH_LIMIT=1``): every response is then one of the real pages, read and decided, as
@@ -156,7 +158,7 @@ def run(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str, enable
     summary = tmp / f"{name}.json"
     env = dict(os.environ, REDIS_URL=services.redis_url or "",
                MONGO_URI=services.mongo_uri or "")
-    started = time.monotonic()
+    started, launched = time.monotonic(), time.time()
     spy = [str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "-r", "100",
            "--format", "raw", "-o", str(profile), "--"] if profile else []
     proc = subprocess.Popen(
@@ -188,6 +190,9 @@ def run(site: DemoSite, services: EmbeddedServices, tmp: Path, name: str, enable
     stats["seconds"] = took
     # start-up: from the process's launch to its first request (imports, services, spider)
     stats["start-up"] = min(site.times, default=started + took) - started
+    # shut-down: from the summary, written once every page is stored, to the process's exit
+    # (pymongo's monitor threads alone take up to half a second to stop)
+    stats["shut-down"] = max(0.0, launched + took - summary.stat().st_mtime)
     stats["cpu"] = cpu
     return stats
 
@@ -287,7 +292,7 @@ def main() -> None:
                                    stats.get("dedup/near_duplicate", 0)
                                    + stats.get("dedup/exact_duplicate", 0), stats["seconds"],
                                    sum(1 for r in site.requests if "/trap/" in r),
-                                   stats["cpu"], stats["start-up"]))
+                                   stats["cpu"], stats["start-up"], stats["shut-down"]))
             if args.real:
                 site.forget_requests()
                 print("[bench] crawling with a bare Scrapy spider ...", file=sys.stderr,
@@ -303,25 +308,29 @@ def main() -> None:
     print(f"\n{what}; {os.cpu_count()} cores; embedded Redis and SecantusDB; scrapy crawl as "
           "a subprocess (start-up included)\n")
     head = (f"{'dedup':6} {'fetched':>8} {'stored':>7} {'dropped':>8} {'traps':>6} "
-            f"{'seconds':>8} {'start-up':>8} {'fetched/s':>9} {'handled/s':>9} "
-            f"{'after start-up':>14}")
+            f"{'seconds':>8} {'start-up':>8} {'shut-down':>9} {'fetched/s':>9} "
+            f"{'handled/s':>9} {'after start-up':>14} {'crawling':>8}")
     if args.repeat > 1:
         print(f"each row: the median of {args.repeat} runs by handled/s, the crawls taking "
               "turns (handled/s of every run: " + "; ".join(
                   f"{name} " + ", ".join(f"{(r[2] + r[3]) / r[4]:.1f}" for r in rs)
                   for name, rs in runs.items()) + ")\n")
     print(head + "\n" + "-" * len(head))
-    for name, fetched, stored, dropped, seconds, traps, _, start in rows:
+    for name, fetched, stored, dropped, seconds, traps, _, start, end in rows:
         print(f"{name:6} {fetched:>8,} {stored:>7,} {dropped:>8,} {traps:>6,} {seconds:>8.1f} "
-              f"{start:>8.1f} {fetched / seconds:>9.1f} {(stored + dropped) / seconds:>9.1f} "
-              f"{(stored + dropped) / max(seconds - start, 1e-9):>14.1f}")
+              f"{start:>8.1f} {end:>9.1f} {fetched / seconds:>9.1f} "
+              f"{(stored + dropped) / seconds:>9.1f} "
+              f"{(stored + dropped) / max(seconds - start, 1e-9):>14.1f} "
+              f"{(stored + dropped) / max(seconds - start - end, 1e-9):>8.1f}")
     off, on, before = rows
     print("handled = pages extracted, fingerprinted and stored or dropped; the trap pages "
           "that dedup off also fetches are 404s, cheap to fetch; before = dedup on with "
           "DEDUP_EXTRACTOR=trafilatura, the crawl's reading before simcrawl's own; start-up "
           "= seconds from the crawl's launch to its first request (imports, services, "
-          "spider); after start-up = handled a second from the first request to the end, "
-          "what a long crawl keeps up")
+          "spider); shut-down = seconds from the crawl's summary, written once every page "
+          "is stored, to the process's exit; after start-up = handled a second from the "
+          "first request to the exit; crawling = handled a second from the first request to "
+          "the summary, what a long crawl keeps up")
     print(f"handled/s with dedup on / before: "
           f"{(on[2] + on[3]) / on[4] / ((before[2] + before[3]) / before[4]):.2f}")
     print(f"handled/s with dedup on / off: "

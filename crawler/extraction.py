@@ -214,6 +214,33 @@ def extract_and_fingerprint(body: bytes, url: str, params: Params,
     return read_page(body, url, encoding, params)
 
 
+#: A page that exercises every part of the reading (its links, its listing check, the
+#: Chinese text's pinyin): :func:`warm_up` reads it.
+_WARM_UP_PAGE = (
+    "<!doctype html><html lang='en'><head><title>Warm-up</title>"
+    "<meta name='description' content='A page read before any other'>"
+    "<link rel='canonical' href='/warm-up'></head><body>"
+    "<nav class='menu'><ul><li><a href='/'>Home</a></li><li><a href='/news/'>News</a></li>"
+    "<li><a href='https://example.org/about'>About</a></li></ul></nav>"
+    "<main><h1>Warm-up</h1>"
+    + "".join(f"<p>Paragraph {i} of a page that is read once, before any page of the crawl, "
+              "so that what the reading sets up at its first page is set up here.</p>"
+              for i in range(6))
+    + "<p>" + "春天来了，小镇的河边开满了花，孩子们在桥上看船。" * 4 + "</p>"
+    + "<ul>" + "".join(f"<li><a href='/item/{i}'>Item {i}</a> a short summary</li>"
+                       for i in range(5)) + "</ul>"
+    "</main><footer class='site-footer'>Contact</footer></body></html>")
+
+
+def warm_up() -> None:
+    """Read one small page with the default settings, so that what a reading sets up at
+    its first page (the pinyin tables and their library, compiled patterns, the kernels)
+    is set up already: the extraction workers' fork server calls it once
+    (:mod:`crawler.worker_preload`), and every worker forked from it starts ready."""
+    read_page(_WARM_UP_PAGE.encode(), "http://localhost/warm-up", "utf-8",
+              fingerprint_params(DedupConfig()))
+
+
 def worker_count(setting: int) -> int:
     """Worker processes for ``DEDUP_EXTRACT_WORKERS`` (-1 = one per core)."""
     return (os.cpu_count() or 1) if setting < 0 else setting
@@ -246,6 +273,17 @@ def _init_worker(crawl_pid: int) -> None:
     threading.Thread(target=watch, name="simcrawl-watch-parent", daemon=True).start()
 
 
+#: Seconds each worker's first task holds it at the start (:meth:`Extractor.start`): while
+#: it holds one worker, the pool starts the next instead of handing the task to it.
+START_HOLD = 0.05
+
+
+def _started() -> int:
+    """The task that starts a worker (:meth:`Extractor.start`)."""
+    time.sleep(START_HOLD)
+    return os.getpid()
+
+
 class Extractor:
     """Runs :func:`extract_and_fingerprint` in worker processes (or a thread) and hands
     the result back to the reactor as a Deferred.
@@ -261,18 +299,48 @@ class Extractor:
         self.workers = worker_count(config.extract_workers)
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._closed = False  # closed: a pool is started by a page only, not by start()
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _executor(self, starting: bool = False) -> ProcessPoolExecutor | None:
+        """The pool, started if need be (``starting``: for :meth:`start`, which starts
+        none once the extractor is closed)."""
         with self._lock:
+            if starting and self._closed:
+                return None
             if self._pool is None:
                 context = multiprocessing.get_context("forkserver")
-                # the fork server imports the reading once; each worker is forked from it
-                # with it imported (a worker importing it itself costs a second and more)
-                context.set_forkserver_preload([__name__])
+                # the fork server imports the reading once and reads a page
+                # (crawler.worker_preload); each worker is forked from it ready (a worker
+                # importing it itself costs a second and more, and its first pages a
+                # quarter of a second more)
+                context.set_forkserver_preload([__name__, "crawler.worker_preload"])
                 self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=context,
                     initializer=_init_worker, initargs=(os.getpid(),))
             return self._pool
+
+    def start(self) -> None:
+        """Start the workers now, in a background thread, instead of at the first page: the
+        fork server imports the reading (about a second of CPU) on one core while the crawl
+        process starts (connects to its services, opens the spider) on the other. Without
+        workers (``DEDUP_EXTRACT_WORKERS=0``) there is nothing to start. A pool that
+        cannot start here fails at the first page as it would have."""
+        if self.workers == 0:
+            return
+
+        def start() -> None:
+            try:
+                pool = self._executor(starting=True)
+                if pool is None:  # closed before it started
+                    return
+                # each task holds its worker a moment, so that the pool starts a worker
+                # for each (it starts one only when none is idle)
+                for _ in range(self.workers):
+                    pool.submit(_started)
+            except Exception as exc:  # noqa: BLE001  (the first page meets it again)
+                log.debug("the extraction workers did not start early: %s", exc)
+
+        threading.Thread(target=start, name="simcrawl-start-workers", daemon=True).start()
 
     def submit(self, body: bytes, url: str, encoding: str | None = None) -> Deferred:
         """A Deferred that fires with the page's :class:`Page` (or fails with the
@@ -327,11 +395,13 @@ class Extractor:
 
     def _submit_once(self, body: bytes, url: str, encoding: str | None) -> Future:
         pool = self._executor()
+        assert pool is not None
         try:
             future = pool.submit(extract_and_fingerprint, body, url, self.params, encoding)
         except BrokenProcessPool:
             self._restart(pool)
             pool = self._executor()
+            assert pool is not None
             future = pool.submit(extract_and_fingerprint, body, url, self.params, encoding)
 
         def check(f: Future) -> None:
@@ -355,6 +425,7 @@ class Extractor:
         """Stop the workers (pages still queued are abandoned)."""
         with self._lock:
             pool, self._pool = self._pool, None
+            self._closed = True
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 

@@ -43,12 +43,14 @@ class Batcher:
     """Collect calls from the reactor thread and run them in batches in a worker thread.
 
     ``submit(x)`` returns a Deferred that fires with ``fn(batch)[i]`` for its item; a batch
-    runs when ``size`` items are waiting or ``wait`` seconds after the first one came.
+    runs when ``size`` items are waiting, or ``wait`` seconds after the first one came, or
+    as an item comes when ``alone()`` says no other item is on its way (waiting would
+    gather none: a crawl's first page, its last ones, a slow crawl's pages).
     """
 
     def __init__(self, fn: Any, size: int, wait: float, clock: Any = None,
-                 run: Any = deferToThread) -> None:
-        self.fn, self.size, self.wait = fn, size, wait
+                 run: Any = deferToThread, alone: Any = None) -> None:
+        self.fn, self.size, self.wait, self.alone = fn, size, wait, alone
         self.pending: list[tuple[Any, Deferred]] = []
         self._call: Any = None
         #: what schedules the wait (the reactor; a test's clock) and runs a batch (a
@@ -58,7 +60,7 @@ class Batcher:
     def submit(self, value: Any) -> Deferred:
         d: Deferred = Deferred()
         self.pending.append((value, d))
-        if len(self.pending) >= self.size:
+        if len(self.pending) >= self.size or (self.alone is not None and self.alone()):
             self.flush()
         elif self._call is None:
             clock = self.clock
@@ -123,7 +125,10 @@ class NearDuplicateMiddleware:
         self._first_drop_logged = False
         self._decision_failed = False
         self.outage = Outage("deciding pages", config.retry_seconds, log)
-        self.batcher = Batcher(deduplicator.decide, config.batch_size, config.batch_wait)
+        #: pages being read (extracted) now: each will ask for a decision soon
+        self._reading = 0
+        self.batcher = Batcher(deduplicator.decide, config.batch_size, config.batch_wait,
+                               alone=self._alone)
         # each decision's latency goes to the metrics (a signal), when they are served
         self._timed = bool(metrics_port(crawler.settings))
 
@@ -144,8 +149,21 @@ class NearDuplicateMiddleware:
                                                 seconds=time.monotonic() - started)
         return outcome
 
+    def _alone(self) -> bool:
+        """Whether no other page is on its way to a decision: none being read, none being
+        downloaded (its batch then runs at once: waiting would gather no page)."""
+        if self._reading:
+            return False
+        engine = getattr(self.crawler, "engine", None)
+        downloader = getattr(engine, "downloader", None)
+        return downloader is not None and not downloader.active
+
     async def _extract_and_decide(self, item: PageItem) -> Decision | str:
-        reason = await fingerprint_item(item, self.extractor)
+        self._reading += 1
+        try:
+            reason = await fingerprint_item(item, self.extractor)
+        finally:
+            self._reading -= 1
         if reason is not None:
             return reason
         delay = 0.25

@@ -120,6 +120,8 @@ def build(crawler: Crawler) -> Parts:
     """
     quiet_third_party()
     config = DedupConfig.from_settings(crawler.settings.get)
+    extractor = Extractor(config)
+    extractor.start()  # the workers start while the services are reached
     redis_url, mongo_uri, services = resolve(config.redis_url or None,
                                              config.mongo_uri or None, config.data_dir)
     journal: AdmissionJournal | None = None
@@ -156,6 +158,7 @@ def build(crawler: Crawler) -> Parts:
             log.warning("dedup: %s", warning)
         recovered = recover(client, config.namespace, pages, index, exclude=journal.owner)
     except BaseException:
+        extractor.close()
         if journal is not None:
             journal.close()
         if services is not None:
@@ -170,7 +173,7 @@ def build(crawler: Crawler) -> Parts:
                        recovered_owners=list(recovered.dead))
     parts = Parts(config, deduplicator, pages, index, services,
                   crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
-                  redact(redis_url), redact(mongo_uri), Extractor(config), client,
+                  redact(redis_url), redact(mongo_uri), extractor, client,
                   windows, params, journal, state)
     if shared:  # the scheduler Scrapy asks for (crawler.scheduler.Scheduler) is this one
         parts.frontier = SharedFrontier.build(crawler, parts)

@@ -78,7 +78,7 @@ class DedupConfig:
         batch_size: pages per index call / MongoDB write [DEDUP_BATCH_SIZE, 64].
         batch_wait: longest wait, in seconds, of a page for others to share its decision
             batch (each batch costs a few MongoDB queries and a Redis script, whatever its
-            size) [DEDUP_BATCH_WAIT, 0.1].
+            size); a page with no other on its way does not wait [DEDUP_BATCH_WAIT, 0.1].
         flush_seconds: longest wait before a partial batch is written
             [DEDUP_FLUSH_SECONDS, 1.0].
         debug: log every drop [DEDUP_DEBUG, False].

@@ -38,7 +38,7 @@ import numpy as np
 
 from dedup.ids import url_key
 from dedup.index import Match
-from dedup.overlap import SHINGLE_TOKENS, THIN_TOKENS, long_lines, shared_text
+from dedup.overlap import SHINGLE_TOKENS, THIN_TOKENS, shared_text
 from dedup.page import Page
 from dedup.pinyin import PinyinScore
 from dedup.simhash import (
@@ -48,7 +48,7 @@ from dedup.simhash import (
     fingerprint,
     hamming,
 )
-from dedup.sketch import TITLE_OVERLAP, TextSketch, shingle_values, values_of
+from dedup.sketch import TITLE_OVERLAP, TextSketch, line_values, shingle_values
 from dedup.templates import block_keys, strip
 
 #: A page is a copy of a registered original found by its pinyin windows when this share
@@ -427,7 +427,7 @@ def shares_pass(inside: float, held: float, count: int, other: int, rules: Rules
 def passage_lines(text: str, tokens: int = PASSAGE_TOKENS) -> list[np.ndarray]:
     """The :func:`dedup.sketch.shingle_values` of each line of ``text`` of at least
     ``tokens`` tokens (``Rules.passage_tokens``: the lines :func:`own_passages` reads)."""
-    return [values_of(line) for line in long_lines(text, tokens)]
+    return line_values(text, tokens)
 
 
 def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch,

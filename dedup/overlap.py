@@ -56,15 +56,28 @@ def shingles(text: str, size: int = SHINGLE_TOKENS) -> np.ndarray:
     return out
 
 
-def long_lines(text: str, tokens: int, size: int = SHINGLE_TOKENS) -> list[np.ndarray]:
-    """The :func:`shingles` of each line of ``text`` of at least ``tokens`` tokens, in
-    order (each line read once)."""
-    out = []
+def line_shingles(text: str, tokens: int, size: int = SHINGLE_TOKENS
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The shingles (``size`` tokens, as :func:`shingles` hashes them) of each line of
+    ``text`` of at least ``tokens`` tokens, all lines' in one array, each line's in text
+    order (not made distinct), and how many each line has. ``tokens`` is at least
+    ``size``: every such line has ``len - size + 1`` shingles."""
+    if tokens < size:
+        raise ValueError(f"lines of at least {size} tokens (the shingle size), not {tokens}")
+    parts = []
     for line in text.split("\n"):
-        hashes = _token_hashes(normalize(line))
-        if len(hashes) >= tokens:
-            out.append(_shingles_of(hashes, size))
-    return out
+        hashes = token_hashes(normalize(line))
+        if len(hashes) >= 8 * tokens:  # bytes: eight a token
+            parts.append(hashes)
+    if not parts:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    lengths = np.fromiter((len(b) // 8 for b in parts), dtype=np.int64, count=len(parts))
+    mixed = _mixed(np.frombuffer(b"".join(parts), dtype=np.uint64), size)
+    # the windows inside one line: each line's first len - size + 1 starts
+    counts = lengths - (size - 1)
+    starts = np.cumsum(lengths) - lengths
+    inside = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+    return mixed[inside], counts
 
 
 def _shingles_of(hashes: np.ndarray, size: int) -> np.ndarray:

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from dedup.overlap import shingles
+from dedup.overlap import line_shingles, shingles
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
@@ -111,14 +111,37 @@ def values_of(hashes: np.ndarray) -> np.ndarray:
     finaliser mixes the shingle hash). The finaliser is a bijection of 64-bit words (each
     step, a shift-xor or a product with an odd constant, can be undone), so distinct
     shingles stay distinct: they need sorting only."""
+    x = _finalised(hashes)
+    x.sort()
+    return x
+
+
+def _finalised(hashes: np.ndarray) -> np.ndarray:
+    """The finaliser of :func:`values_of` over each hash (a new array)."""
     x = hashes.astype(np.uint64, copy=True)
     x ^= x >> _S33
     x *= _C1
     x ^= x >> _S33
     x *= _C2
     x ^= x >> _S33
-    x.sort()
     return x
+
+
+def line_values(text: str, tokens: int) -> list[np.ndarray]:
+    """:func:`shingle_values` of each line of ``text`` of at least ``tokens`` tokens, in
+    order (:func:`dedup.overlap.line_shingles`: all lines' shingles hashed, mixed, sorted
+    and made distinct together, not a line at a time)."""
+    mixed, counts = line_shingles(text, tokens)
+    if not len(counts):
+        return []
+    values = _finalised(mixed)
+    line = np.repeat(np.arange(len(counts)), counts)
+    order = np.lexsort((values, line))
+    values, line = values[order], line[order]
+    first = np.ones(len(values), dtype=bool)  # a line's distinct values
+    first[1:] = (values[1:] != values[:-1]) | (line[1:] != line[:-1])
+    values, line = values[first], line[first]
+    return np.split(values, np.searchsorted(line, np.arange(1, len(counts))))
 
 
 #: Two titles (or two descriptions) name the same document when at least this share of

@@ -4,6 +4,7 @@ interface and the memory one are :mod:`dedup.templates`)."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 
 import redis
@@ -74,25 +75,29 @@ class HostTemplates:
     def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
         """Count the distinct blocks of admitted pages (``(host, block keys)``): one
         pipeline of ``ZINCRBY`` and ``EXPIRE`` (plain commands, so a Redis Cluster routes
-        each host's key), then a trim of the hosts whose set outgrew ``2 * keep``.
+        each host's key), then a trim of the hosts whose set outgrew ``2 * keep``. A
+        host's pages are counted together: a block on several of them (its template) is
+        one ``ZINCRBY`` by their number.
 
         Raises:
             ServiceUnavailable: Redis failed.
         """
+        counts: dict[str, Counter[int]] = {}
+        for host, keys in pages:
+            distinct = {k for k in keys if k is not None}
+            if distinct:
+                counts.setdefault(host, Counter()).update(distinct)
         try:
             pipe = self.client.pipeline(transaction=False)
             sizes_at: list[tuple[str, int]] = []  # host, position of its ZCARD reply
             at = 0
-            for host, keys in pages:
-                distinct = sorted({k for k in keys if k is not None})
-                if not distinct:
-                    continue
+            for host, blocks in counts.items():
                 key = self.key(host)
-                for block in distinct:
-                    pipe.zincrby(key, 1, block)
+                for block in sorted(blocks):
+                    pipe.zincrby(key, blocks[block], block)
                 pipe.expire(key, self.ttl)
                 pipe.zcard(key)
-                at += len(distinct) + 2
+                at += len(blocks) + 2
                 sizes_at.append((host, at - 1))
             if not sizes_at:
                 return

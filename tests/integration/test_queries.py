@@ -214,6 +214,26 @@ def test_a_url_has_one_match_record_however_often_it_is_seen(pages) -> None:
     assert doc["first_detected_at"] <= doc["detected_at"]
 
 
+def test_a_batch_of_new_and_seen_urls_is_written_as_upserts_in_order_would(pages) -> None:
+    original = new_page_id()
+
+    def record(url: str, crawl: str, distance: int) -> dict:
+        return match_doc(url=url, host="b.example", original_id=original,
+                         original_url="https://a.example/", original_host="a.example",
+                         distance=distance, kind="simhash", crawl_id=crawl)
+
+    assert pages.save_matches([record("https://b.example/1", "crawl-1", 3)]) == 1
+    # a seen URL, a new one twice (its last record wins), another new one
+    assert pages.save_matches([record("https://b.example/1", "crawl-2", 2),
+                               record("https://b.example/2", "crawl-2", 5),
+                               record("https://b.example/2", "crawl-2", 4),
+                               record("https://b.example/3", "crawl-2", 1)]) == 2
+    got = {d["url"].rsplit("/", 1)[1]: (d["distance"], sorted(d["crawl_ids"]), d["times_seen"])
+           for d in pages.matches.find({})}
+    assert got == {"1": (2, ["crawl-1", "crawl-2"], 2), "2": (4, ["crawl-2"], 2),
+                   "3": (1, ["crawl-2"], 1)}
+
+
 def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> None:
     from dedup.adapters.mongo import PageStore
 

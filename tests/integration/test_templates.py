@@ -26,3 +26,22 @@ def test_each_host_keeps_its_most_frequent_blocks_and_expires(redis_client, name
     assert strip(text, block_keys(text), templates.known(["a.example"])["a.example"]) == \
         ("A story about the harbour.", 2)
     redis_client.delete(key)
+
+
+def test_a_batch_of_pages_counts_as_its_pages_one_by_one(redis_client, namespace) -> None:  # type: ignore[no-untyped-def]
+    footer = block_keys("All rights reserved.\nSubscribe to our newsletter")
+    pages = [(host, block_keys(f"story {n} of {host}\nrepeated line\nrepeated line") + footer)
+             for n in range(6) for host in ("a.example", "b.example")] + [("c.example", [None])]
+    together = HostTemplates(redis_client, namespace + "-together", min_pages=2, keep=100,
+                             ttl=3600, refresh=0)
+    apart = HostTemplates(redis_client, namespace + "-apart", min_pages=2, keep=100,
+                          ttl=3600, refresh=0)
+    together.learn(pages)  # one batch
+    for page in pages:
+        apart.learn([page])
+    for host in ("a.example", "b.example"):
+        got = redis_client.zrange(together.key(host), 0, -1, withscores=True)
+        assert got == redis_client.zrange(apart.key(host), 0, -1, withscores=True)
+        assert max(score for _, score in got) == 6  # the footer, once a page
+        redis_client.delete(together.key(host), apart.key(host))
+    assert not redis_client.exists(together.key("c.example"))

@@ -267,3 +267,52 @@ def test_pages_within_the_wait_share_one_decision_batch() -> None:
     assert batches == [[1, 2], [3, 4, 5]]
     clock.advance(0.1)
     assert batches[-1] == [6] and results == [10, 20, 30, 40, 50, 60]
+
+
+def test_a_page_with_no_other_on_its_way_is_decided_at_once() -> None:
+    from twisted.internet.defer import succeed
+    from twisted.internet.task import Clock
+
+    from crawler.middlewares import Batcher
+
+    batches: list[list[int]] = []
+    coming = [1]  # pages on their way besides the one submitted
+    clock = Clock()
+    batcher = Batcher(lambda batch: batches.append(batch) or batch, 10, 0.1, clock=clock,
+                      run=lambda fn, arg: succeed(fn(arg)), alone=lambda: not coming[0])
+    batcher.submit(1)
+    assert batches == []  # another page is coming: it waits for it
+    coming[0] = 0
+    batcher.submit(2)  # the last page: no wait
+    assert batches == [[1, 2]]
+    clock.advance(1)
+    assert batches == [[1, 2]]
+
+
+def test_the_workers_start_with_the_crawl_not_at_its_first_page() -> None:
+    ex = Extractor(DedupConfig(extract_workers=2))
+    try:
+        ex.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pool = ex._pool
+            if pool is not None and len(pool._processes) == 2:
+                break
+            time.sleep(0.05)
+        assert ex._pool is not None and len(ex._pool._processes) == 2  # no page given yet
+        # forked from a fork server that has read a page already: the pinyin library and
+        # tables are there before the first page
+        assert ex._pool.submit(eval, "'pypinyin' in __import__('sys').modules").result(60)
+        body = b"<html><body><p>" + b"word " * 80 + b"</p></body></html>"
+        assert ex.submit_future(body, "http://example.org/").result(timeout=60).tokens == 80
+    finally:
+        ex.close()
+
+
+def test_a_closed_extractor_starts_no_workers() -> None:
+    ex = Extractor(DedupConfig(extract_workers=1))
+    ex.close()
+    ex.start()
+    time.sleep(0.5)
+    assert ex._pool is None
+    assert Extractor(DedupConfig(extract_workers=0)).start() is None  # nothing to start

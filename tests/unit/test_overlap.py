@@ -47,3 +47,32 @@ def test_shared_text_finds_the_quoted_passage_and_where_it_is() -> None:
     assert chars == len(quote) - 1  # every Han character of it (the comma is no token)
     assert page[start:end] == quote and share < 0.5  # the page is mostly its own text
     assert shared_text(essay, shingles(quote)) == (0.0, 0, (0, 0))
+
+
+def test_each_long_lines_values_are_its_own_shingle_values() -> None:
+    import random
+
+    import pytest
+
+    from dedup.sketch import line_values, shingle_values
+
+    rnd = random.Random(7)
+    words = ["river", "town", "Bridge", "ﬁsh", "Ⅻ", "春天", "来了", "ß", "42", "—", ",", " "]
+    for _ in range(300):
+        text = "\n".join(" ".join(rnd.choice(words) for _ in range(rnd.randint(0, 14)))
+                         for _ in range(rnd.randint(0, 6)))
+        for tokens in (3, 5, 8):
+            want = [shingle_values(line) for line in text.split("\n")
+                    if len(shingles(line, 1)) and len(_tokens(line)) >= tokens]
+            got = line_values(text, tokens)
+            assert len(got) == len(want)
+            assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    with pytest.raises(ValueError):
+        line_values("a b c", 2)  # shorter than a shingle
+
+
+def _tokens(line: str) -> list[str]:
+    from dedup.simhash import normalize
+    from dedup.text import token_pattern
+
+    return token_pattern().findall(normalize(line))
