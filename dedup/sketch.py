@@ -63,7 +63,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from dedup.overlap import line_shingles, shingles
+from dedup.overlap import SHINGLE_TOKENS, line_shingles, shingles
+from dedup.simhash import normalize, token_hashes
 
 #: Shingle hashes a sketch keeps (``DEDUP_SKETCH_SIZE`` is not a setting: every process of
 #: a crawl and the index must agree, so it is fixed).
@@ -130,7 +131,11 @@ def _finalised(hashes: np.ndarray) -> np.ndarray:
 def line_values(text: str, tokens: int) -> list[np.ndarray]:
     """:func:`shingle_values` of each line of ``text`` of at least ``tokens`` tokens, in
     order (:func:`dedup.overlap.line_shingles`: all lines' shingles hashed, mixed, sorted
-    and made distinct together, not a line at a time)."""
+    and made distinct together, not a line at a time; a line at a time when ``tokens`` is
+    below the shingle size, where a line shorter than a shingle is one shingle)."""
+    if tokens < SHINGLE_TOKENS:  # a line of fewer tokens than a shingle is one shingle
+        return [values_of(shingles(line)) for line in text.split("\n")
+                if len(token_hashes(normalize(line))) >= 8 * tokens]  # bytes: 8 a token
     mixed, counts = line_shingles(text, tokens)
     if not len(counts):
         return []

@@ -54,6 +54,7 @@ def test_each_long_lines_values_are_its_own_shingle_values() -> None:
 
     import pytest
 
+    from dedup.overlap import line_shingles
     from dedup.sketch import line_values, shingle_values
 
     rnd = random.Random(7)
@@ -61,14 +62,14 @@ def test_each_long_lines_values_are_its_own_shingle_values() -> None:
     for _ in range(300):
         text = "\n".join(" ".join(rnd.choice(words) for _ in range(rnd.randint(0, 14)))
                          for _ in range(rnd.randint(0, 6)))
-        for tokens in (3, 5, 8):
+        for tokens in (0, 1, 2, 3, 5, 8):  # below the shingle size too
             want = [shingle_values(line) for line in text.split("\n")
-                    if len(shingles(line, 1)) and len(_tokens(line)) >= tokens]
+                    if len(_tokens(line)) >= tokens]
             got = line_values(text, tokens)
             assert len(got) == len(want)
             assert all(np.array_equal(a, b) for a, b in zip(got, want))
-    with pytest.raises(ValueError):
-        line_values("a b c", 2)  # shorter than a shingle
+    with pytest.raises(ValueError):  # the vectorised part takes whole shingles only
+        line_shingles("a b c", 2)
 
 
 def _tokens(line: str) -> list[str]:
