@@ -278,10 +278,9 @@ def _init_worker(crawl_pid: int) -> None:
 START_HOLD = 0.05
 
 
-def _started() -> int:
+def _started() -> None:
     """The task that starts a worker (:meth:`Extractor.start`)."""
     time.sleep(START_HOLD)
-    return os.getpid()
 
 
 class Extractor:

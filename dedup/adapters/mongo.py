@@ -302,26 +302,21 @@ class PageStore:
         was refused as recorded already (a re-crawl, another process, the same URL twice
         in the batch) are then upserted in their order, which gives what upserting
         every record in order gives. Returns how many were new."""
-        docs, updates = [], []
+        records = []  # (the record's fields, when first detected, its crawl)
         for m in matches:
             doc = _with_oid(m)
             for derived in ("_id", "times_seen", "crawl_ids"):  # kept by the server
                 doc.pop(derived, None)
-            first = doc.pop("first_detected_at", None) or doc["detected_at"]
-            crawl = doc.get("crawl_id")
-            update: dict[str, Any] = {"$set": doc, "$setOnInsert": {"first_detected_at": first},
-                                      "$inc": {"times_seen": 1}}
-            new = {**doc, "first_detected_at": first, "times_seen": 1}
-            if crawl is not None:
-                update["$addToSet"] = {"crawl_ids": crawl}
-                new["crawl_ids"] = [crawl]
-            updates.append(UpdateOne({"url": doc["url"]}, update, upsert=True))
-            docs.append(new)
-        inserted, refused = self._insert(collection, docs)
+            records.append((doc, doc.pop("first_detected_at", None) or doc["detected_at"],
+                            doc.get("crawl_id")))
+        inserted, refused = self._insert(collection, [
+            {**doc, "first_detected_at": first, "times_seen": 1,
+             **({"crawl_ids": [crawl]} if crawl is not None else {})}
+            for doc, first, crawl in records])
         if not refused:
             return inserted
         try:
-            upserted = collection.bulk_write([updates[i] for i in sorted(refused)],
+            upserted = collection.bulk_write([_upsert(*records[i]) for i in sorted(refused)],
                                              ordered=True).upserted_count
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
@@ -981,6 +976,16 @@ def match_doc(*, url: str, host: str, original_id: str, original_url: str | None
             "outlinks_dropped": int(outlinks_dropped),
             "detected_at": detected_at or dt.datetime.now(dt.timezone.utc),
             "crawl_id": crawl_id, **extra}
+
+
+def _upsert(doc: dict[str, Any], first: Any, crawl: Any) -> UpdateOne:
+    """The upsert of a record seen again: its fields set, its first detection kept, its
+    sightings counted and its crawl added (:meth:`PageStore.save_matches`)."""
+    update: dict[str, Any] = {"$set": doc, "$setOnInsert": {"first_detected_at": first},
+                              "$inc": {"times_seen": 1}}
+    if crawl is not None:
+        update["$addToSet"] = {"crawl_ids": crawl}
+    return UpdateOne({"url": doc["url"]}, update, upsert=True)
 
 
 def _with_oid(doc: Mapping[str, Any]) -> dict[str, Any]:
