@@ -85,7 +85,10 @@ def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: 
 
     data = tmp_path / "data"
     env = dict(os.environ, REDIS_URL="", MONGO_URI="", SIMCRAWL_TEST_MARK=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "crawl", "--data-dir", str(data)],
+    # the demo crawl slowed to a request each half second: it would otherwise be over
+    # (about a second) before the signal reaches it
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "crawl", "--data-dir", str(data),
+                             "-s", "DOWNLOAD_DELAY=0.5"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     deadline = time.monotonic() + 120
