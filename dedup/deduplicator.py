@@ -65,8 +65,11 @@ KNOWN_PAGES = 100_000
 #: near matches (older originals' texts are read from the page facts).
 RECENT_TEXT_CHARS = 32_000_000
 
-#: Times a page whose candidates were judged not its original asks the index to admit it
-#: before it is admitted regardless (each new candidate met meanwhile is judged first).
+#: Rounds in a row in which none of a batch's waiting pages is settled (admitted, or found
+#: to copy a new candidate) before they are admitted regardless. Each new candidate met
+#: meanwhile is judged first. A round with progress does not count: pages of one batch
+#: that meet each other (articles sharing phrases, found through their text anchors) are
+#: admitted one a round, however many there are.
 ADMIT_ROUNDS = 4
 
 #: Times a batch's pages whose chosen original did not stay (a page pending in a sharded
@@ -384,7 +387,8 @@ class Deduplicator:
         judged = {i: _records(found) for i, found in rejected.items()}
         copies: dict[int, tuple[Match, float | None]] = {}
         pending = list(rejected)
-        for _ in range(ADMIT_ROUNDS):
+        stalled = 0
+        while stalled < ADMIT_ROUNDS:
             results = self.index.admit_unless_new(
                 [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in pending],
                 [{fp: sum(1 for _, sketch in records if sketch)
@@ -402,9 +406,11 @@ class Deduplicator:
                 else:
                     for fp, records in _records(new).items():
                         judged[i].setdefault(fp, set()).update(records)
+            waited = len(pending)
             pending = [i for i in rows if i not in copies]
             if not pending:
                 return copies
+            stalled = 0 if len(pending) < waited else stalled + 1
         log.warning("%d pages kept meeting new candidates; admitted without a last check",
                     len(pending))
         self.index.add_many((batch[i].simhash, batch[i].page_id, sketches.get(i))

@@ -262,6 +262,23 @@ def test_a_page_admitted_after_its_text_check_never_stands_beside_its_copy(
     assert world.indexed() == 2  # R and X
 
 
+def test_a_batch_of_pages_that_meet_each_other_is_admitted_one_by_one_to_its_end(
+        world: World) -> None:
+    # R is admitted; seven articles, each within k of R and of one another, arrive in one
+    # batch with a copy of the last. None copies R, so each is admitted unless it meets a
+    # page admitted since its probe: the batch's first is admitted, the rest meet it and
+    # are judged against it, and so on, one a round. The copy meets its article only in
+    # the seventh round, and is its copy, never admitted beside it.
+    crawl = world.deduplicator()
+    assert crawl.decide([page("http://r.example/1", A, article(100))])[0].kind == NEW
+    articles = [page(f"http://p.example/{j}", A ^ 1 << j, article(j)) for j in range(7)]
+    copy = page("http://c.example/6", A ^ 1 << 6 ^ 1 << 20, article(6) + "\nshared from p")
+    got = crawl.decide([*articles, copy])
+    assert [d.kind for d in got[:7]] == [NEW] * 7
+    assert (got[7].kind, got[7].original_id) == (NEAR, articles[6].page_id)
+    assert world.indexed() == 8  # R and the seven articles
+
+
 def test_pages_with_one_fingerprint_are_each_a_candidate(world: World) -> None:
     # A rewrite admitted first; its article arrives with the very same fingerprint (a
     # rewrite keeps the vocabulary), is not its copy and is admitted, indexed under the
