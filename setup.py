@@ -1,10 +1,13 @@
-"""Build the Cython kernels of dedup (``dedup._simhash`` and ``dedup._pinyin``).
+"""Build the Cython kernels of dedup (``dedup._simhash``, ``dedup._pinyin`` and
+``dedup._walk``).
 
 The simhash kernel hashes features with XXH3-64 from the xxHash C library. It is taken
 from the system's xxHash development header (Debian/Ubuntu: ``libxxhash-dev``; Fedora:
 ``xxhash-devel``; macOS: ``brew install xxhash``), compiled inline (``XXH_INLINE_ALL``) so
 no shared library is linked. ``XXHASH_INCLUDE`` names another folder that holds
-``xxhash.h``: we do not carry a copy of xxHash's source.
+``xxhash.h``: we do not carry a copy of xxHash's source. The main-text walk reads
+libxml2's tree through lxml's public C API, from the headers lxml's own wheel carries
+(``lxml.get_include()``), so it needs lxml at build time (the build's requirements name it).
 
 Where a kernel cannot be built (no C compiler, or no ``xxhash.h`` for the simhash), the
 package is built without it and says so: its pure-Python twin (same results, about 100
@@ -70,6 +73,17 @@ def extensions() -> list[Extension]:
     from Cython.Build import cythonize
 
     kernels = [Extension("dedup._pinyin", ["dedup/_pinyin.pyx"], extra_compile_args=["-O3"])]
+    try:
+        import lxml
+
+        kernels.append(Extension("dedup._walk", ["dedup/_walk.pyx"],
+                                 include_dirs=lxml.get_include(), extra_compile_args=["-O3"]))
+    except ImportError:
+        if REQUIRED:
+            sys.exit("simcrawl: lxml is not installed where simcrawl is built; the build's "
+                     "requirements (pyproject.toml) name it.")
+        say("lxml is not installed where simcrawl is built: dedup._walk is not compiled and "
+            "the main-text walk runs in Python (dedup.maintext), about four times slower.")
     include = xxhash_include()
     if include is not None:
         kernels.insert(0, Extension("dedup._simhash", ["dedup/_simhash.pyx"],

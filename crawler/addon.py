@@ -22,7 +22,9 @@ add-on sets its components at the add-on priority, below the project's: a settin
 project sets itself is left alone. It adds, and does not replace, the project's
 middlewares, pipelines and extensions, except Scrapy's robots.txt middleware, which it
 replaces with simcrawl's (:class:`crawler.middlewares.RobotsTxt`: RFC 9309 on unreachable
-robots.txt files, and every waiting request checked). ``SIMCRAWL_FRONTIER=redis`` shares
+robots.txt files, and every waiting request checked), and Scrapy's meta-refresh
+middleware, which it replaces with one that decides the same without decoding every page
+whole (:class:`crawler.middlewares.MetaRefresh`). ``SIMCRAWL_FRONTIER=redis`` shares
 one crawl between processes as in simcrawl's own crawl (docs/scaling.md).
 """
 
@@ -41,7 +43,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawler.middlewares.SettleFailures": 10,
         "crawler.middlewares.ServiceGuard": 50,
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-        "crawler.middlewares.RobotsTxt": 100},
+        "crawler.middlewares.RobotsTxt": 100,
+        "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+        "crawler.middlewares.MetaRefresh": 580},
     "ITEM_PIPELINES": {"crawler.pipelines.StoragePipeline": 0},
     "EXTENSIONS": {"crawler.extensions.JobGuard": 0,
                    "crawler.scheduler.SharedCrawlEnd": 10,

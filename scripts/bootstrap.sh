@@ -77,7 +77,8 @@ extras="${SIMCRAWL_EXTRAS:-}"  # space-separated, e.g. "test spark"
 missing=""
 for extra in $extras; do [[ " $have " == *" $extra "* ]] || missing=1; done
 if [ "${have%% *}" != "$want" ] || [ -n "$missing" ] \
-   || ! ls "$simcrawl_root"/dedup/_simhash.*.so "$simcrawl_root"/dedup/_pinyin.*.so >/dev/null 2>&1; then
+   || ! ls "$simcrawl_root"/dedup/_simhash.*.so "$simcrawl_root"/dedup/_pinyin.*.so \
+           "$simcrawl_root"/dedup/_walk.*.so >/dev/null 2>&1; then
   say "installing simcrawl and its dependencies into $venv (first run takes a minute) ..."
   spec="$simcrawl_root"
   [ -n "$extras" ] && spec="$simcrawl_root[$(echo $extras | tr ' ' ',')]"
@@ -88,8 +89,9 @@ if [ "${have%% *}" != "$want" ] || [ -n "$missing" ] \
     say "pip install failed; the whole log is in $log"
     exit 1
   fi
-  "$venv/bin/python" -c "import dedup, sys; sys.exit(dedup.KERNEL != 'cython')" \
-    || { say "the Cython kernel did not build; see $log"; exit 1; }
+  "$venv/bin/python" -c "import dedup, dedup.maintext as m, sys
+sys.exit(dedup.KERNEL != 'cython' or m.KERNEL != 'cython')" \
+    || { say "a Cython kernel did not build; see $log"; exit 1; }
   # Remember the build and every extra installed so far.
   [ "${have%% *}" = "$want" ] && prev="${have#* }" || prev=""
   [ "$prev" = "$have" ] && prev=""

@@ -192,3 +192,7 @@ def test_the_add_on_leaves_a_projects_own_settings_alone() -> None:
     assert fresh["SCHEDULER"] == "crawler.scheduler.Scheduler"
     assert named("DOWNLOADER_MIDDLEWARES", fresh)[
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] is None
+    # Scrapy's meta-refresh redirect is replaced by one that decides the same
+    assert named("DOWNLOADER_MIDDLEWARES", fresh)[
+        "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
+    assert named("DOWNLOADER_MIDDLEWARES", fresh)["crawler.middlewares.MetaRefresh"] == 580

@@ -77,14 +77,15 @@ def test_without_a_compiler_the_package_installs_with_the_pure_python_kernels(
     assert "the pure-Python twin runs instead" in output
     env_dir = fresh_venv(tmp_path / "venv", wheel)
     code = ("import warnings; warnings.simplefilter('ignore'); import dedup, dedup.pinyin as p; "
-            "from dedup.simhash import simhash; "
-            "print(dedup.KERNEL, p.KERNEL, simhash('the harbour opened its new pier today'))")
+            "import dedup.maintext as m; from dedup.simhash import simhash; "
+            "print(dedup.KERNEL, p.KERNEL, m.KERNEL, "
+            "simhash('the harbour opened its new pier today'))")
     pure = subprocess.run([str(env_dir / "bin" / "python"), "-c", code], cwd=tmp_path,
                           capture_output=True, text=True, check=True).stdout.split()
     compiled = subprocess.run([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path,
                               capture_output=True, text=True, check=True).stdout.split()
-    assert pure[:2] == ["python", "python"] and compiled[:2] == ["cython", "cython"]
-    assert pure[2] == compiled[2]
+    assert pure[:3] == ["python"] * 3 and compiled[:3] == ["cython"] * 3
+    assert pure[3] == compiled[3]
     helped = subprocess.run([str(env_dir / "bin" / "simcrawl"), "--version"], cwd=tmp_path,
                             capture_output=True, text=True, check=False)
     assert helped.returncode == 0 and "simcrawl 0.1.0" in helped.stdout + helped.stderr
@@ -97,11 +98,12 @@ def test_the_installed_package_crawls_the_demo_from_an_empty_folder(installed: P
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MONGO_URI",
                                                             "PYTHONPATH")}
     env["PATH"] = f"{installed / 'bin'}:{env['PATH']}"
-    code = "import dedup, dedup.pinyin as p, crawler; print(dedup.KERNEL, p.KERNEL, crawler.__file__)"
+    code = ("import dedup, dedup.pinyin as p, dedup.maintext as m, crawler; "
+            "print(dedup.KERNEL, p.KERNEL, m.KERNEL, crawler.__file__)")
     probe = subprocess.run([str(installed / "bin" / "python"), "-c", code], cwd=where, env=env,
                            capture_output=True, text=True, check=True)
     kernels = probe.stdout.split()
-    assert kernels[:2] == ["cython", "cython"] and str(installed) in kernels[2]
+    assert kernels[:3] == ["cython"] * 3 and str(installed) in kernels[3]
     done = subprocess.run([str(installed / "bin" / "simcrawl"), "crawl", "--data-dir",
                            str(where / "data")], cwd=where, env=env, capture_output=True,
                           text=True, timeout=600, check=False)

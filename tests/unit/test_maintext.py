@@ -151,3 +151,67 @@ def test_the_crawls_parse_reads_as_trafilaturas_and_takes_odd_documents() -> Non
     # trafilatura parses it, and read the same
     declared = '<?xml version="1.0" encoding="iso-8859-1"?>\n' + page
     assert read_html(declared, "http://a.test/2", params).text == got.text
+
+
+# ------------------------------------------------------------- the compiled walk
+def _blocks_agree(root) -> None:  # type: ignore[no-untyped-def]
+    """The compiled walk (dedup._walk) gives its definition's blocks (dedup.maintext
+    _Blocks): the same texts, link characters, tags, elements opened and furniture, the
+    very same elements named, the same furniture counts and listing parents."""
+    from dedup import maintext
+
+    want, got = maintext._Blocks(root), maintext._walk(root)
+    assert [b[:5] for b in got.blocks] == [b[:5] for b in want.blocks]
+    assert all(g[5] is w[5] for g, w in zip(got.blocks, want.blocks))
+    assert (got.containers, got.not_text) == (want.containers, want.not_text)
+    assert len(got.parents) == len(want.parents)
+    assert all(g is w for g, w in zip(got.parents, want.parents))
+
+
+_TAGS = ["div", "p", "span", "a", "li", "ul", "section", "nav", "footer", "h1", "td", "tr",
+         "table", "b", "em", "script", "br", "main", "article", "aside", "fb:like", "o:p"]
+_ATTRS = ["", " class=share", " id=comments", " class='post-body'", " hidden",
+          " aria-hidden=true", " style='display: none'", " style='color:red'",
+          " class='a&amp;b &#x3c;nav&#x3e;'", " id=''", " class=ad", " CLASS=Sidebar"]
+_TEXTS = ["", "word ", "  two words  ", "链接文字", "&amp; &lt;b&gt;", "<!-- a comment -->",
+          "<![CDATA[cdata]]>", "<?pi x?>", "\u00a0nbsp\u2003", "tail text. "]
+
+
+def _random_html(rng, depth: int = 0) -> str:  # type: ignore[no-untyped-def]
+    if depth > 6 or rng.random() < 0.25:
+        return rng.choice(_TEXTS)
+    tag = rng.choice(_TAGS)
+    inner = "".join(_random_html(rng, depth + 1) for _ in range(rng.randint(0, 5)))
+    return f"<{tag}{rng.choice(_ATTRS)}>{rng.choice(_TEXTS)}{inner}</{tag}>{rng.choice(_TEXTS)}"
+
+
+def test_the_compiled_walk_reads_every_page_as_its_definition() -> None:
+    import random
+
+    from dedup import maintext
+
+    if maintext.KERNEL != "cython":
+        pytest.skip("dedup._walk is not built (SIMCRAWL_PURE_PYTHON, or no lxml at build)")
+    rng = random.Random(7)
+    pages = [_random_html(rng) for _ in range(400)]
+    pages += [
+              "<html><body><p>one</p>" + "<span>x</span>" * 3 + "</body></html>",
+              "<body><main><p>only <a href=/>a link</a> and words</p></main></body>"]
+    for html in pages:
+        for tree in (parse(html), parse_html(html)):
+            if tree is None:
+                continue
+            for root in (tree, tree.find("body"), *tree.iter("div", "main", "td")):
+                if root is not None:
+                    _blocks_agree(root)
+    # libxml2 nests a parsed page 255 deep at most; a tree built deeper than the walk
+    # recurses (maintext.MAX_DEPTH) is read whole below it, by both
+    from lxml.etree import Element, SubElement
+
+    root = Element("body")
+    at = root
+    for depth in range(maintext.MAX_DEPTH + 5):
+        at = SubElement(at, "div" if depth % 3 else "span")
+        at.text, at.tail = f"text {depth}", f"tail {depth}"
+        SubElement(at, "p").text = f"a paragraph {depth}"
+    _blocks_agree(root)
