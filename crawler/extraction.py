@@ -24,7 +24,7 @@ import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 from urllib.parse import urljoin, urlparse, urlsplit
 
@@ -277,6 +277,24 @@ def _init_worker(crawl_pid: int) -> None:
 #: it holds one worker, the pool starts the next instead of handing the task to it.
 START_HOLD = 0.05
 
+#: What the workers' fork server imports before it forks a worker: the reading, and a
+#: page read once (:mod:`crawler.worker_preload`).
+WORKER_PRELOAD = [__name__, "crawler.worker_preload"]
+
+
+def start_fork_server(workers: int) -> None:
+    """Start the extraction workers' fork server now, if the crawl will have workers
+    (``workers``: ``DEDUP_EXTRACT_WORKERS``): it imports the reading and reads a page
+    (about half a second) on the other core while the crawl process sets itself up. The
+    crawl command calls it before Scrapy builds the crawl; the workers are forked from it
+    when the crawl opens (:meth:`Extractor.start`). Without it they start from there."""
+    if worker_count(workers) == 0:
+        return
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
+    forkserver.ensure_running()
+
 
 def _started() -> None:
     """The task that starts a worker (:meth:`Extractor.start`)."""
@@ -299,6 +317,9 @@ class Extractor:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False  # closed: a pool is started by a page only, not by start()
+        #: set while start() starts the workers: the pages that come meanwhile are read
+        #: in a thread of the crawl process
+        self._starting = threading.Event()
 
     def _executor(self, starting: bool = False) -> ProcessPoolExecutor | None:
         """The pool, started if need be (``starting``: for :meth:`start`, which starts
@@ -312,7 +333,7 @@ class Extractor:
                 # (crawler.worker_preload); each worker is forked from it ready (a worker
                 # importing it itself costs a second and more, and its first pages a
                 # quarter of a second more)
-                context.set_forkserver_preload([__name__, "crawler.worker_preload"])
+                context.set_forkserver_preload(WORKER_PRELOAD)
                 self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=context,
                     initializer=_init_worker, initargs=(os.getpid(),))
@@ -326,26 +347,41 @@ class Extractor:
         cannot start here fails at the first page as it would have."""
         if self.workers == 0:
             return
+        self._starting.set()
 
         def start() -> None:
             try:
                 pool = self._executor(starting=True)
                 if pool is None:  # closed before it started
+                    self._starting.clear()
                     return
                 # each task holds its worker a moment, so that the pool starts a worker
-                # for each (it starts one only when none is idle)
+                # for each (it starts one only when none is idle); the first that is done
+                # ends the start
                 for _ in range(self.workers):
-                    pool.submit(_started)
+                    pool.submit(_started).add_done_callback(self._started)
             except Exception as exc:  # noqa: BLE001  (the first page meets it again)
+                self._starting.clear()
                 log.debug("the extraction workers did not start early: %s", exc)
 
         threading.Thread(target=start, name="simcrawl-start-workers", daemon=True).start()
+
+    def _started(self, _task: Future) -> None:
+        if self._starting.is_set():
+            self._starting.clear()
+            log.debug("the extraction workers are ready")
+
+    def reads_here(self) -> bool:
+        """Whether a page given now is read in a thread of the crawl process: without
+        workers, and while they start (:meth:`start`: the crawl's first page, whose links
+        every other page waits for, does not wait for the workers' start)."""
+        return self.workers == 0 or self._starting.is_set()
 
     def submit(self, body: bytes, url: str, encoding: str | None = None) -> Deferred:
         """A Deferred that fires with the page's :class:`Page` (or fails with the
         extraction's error), in the reactor thread. With the page's ``encoding`` the
         result carries its links, title and language too."""
-        if self.workers == 0:
+        if self.reads_here():
             return deferToThread(extract_and_fingerprint, body, url, self.params, encoding)
         from twisted.internet import reactor
 
@@ -370,27 +406,30 @@ class Extractor:
         ``BrokenProcessPool``.
         """
         outer: Future = Future()
-
-        def attempt(left: int) -> None:
-            try:
-                inner = self._submit_once(body, url, encoding)
-            except Exception as exc:  # noqa: BLE001  (the pool could not take it: fail the page)
-                outer.set_exception(exc)
-                return
-
-            def done(f: Future) -> None:
-                exc = f.exception()
-                if exc is None:
-                    outer.set_result(f.result())
-                elif isinstance(exc, BrokenProcessPool) and left > 1:
-                    attempt(left - 1)
-                else:
-                    outer.set_exception(exc)
-
-            inner.add_done_callback(done)
-
-        attempt(ATTEMPTS)
+        self._attempt(outer, (body, url, encoding), ATTEMPTS)
         return outer
+
+    def _attempt(self, outer: Future, page: tuple[bytes, str, str | None], left: int) -> None:
+        """Give ``page`` to the pool; ``outer`` settles with its result. The callbacks are
+        plain methods, not closures that name themselves: a page's futures and its result
+        form no reference cycle, and are freed as soon as the crawl is done with them, not
+        at the garbage collector's next turn."""
+        try:
+            inner = self._submit_once(*page)
+        except Exception as exc:  # noqa: BLE001  (the pool could not take it: fail the page)
+            outer.set_exception(exc)
+            return
+        inner.add_done_callback(partial(self._attempted, outer, page, left))
+
+    def _attempted(self, outer: Future, page: tuple[bytes, str, str | None], left: int,
+                   inner: Future) -> None:
+        exc = inner.exception()
+        if exc is None:
+            outer.set_result(inner.result())
+        elif isinstance(exc, BrokenProcessPool) and left > 1:
+            self._attempt(outer, page, left - 1)
+        else:
+            outer.set_exception(exc)
 
     def _submit_once(self, body: bytes, url: str, encoding: str | None) -> Future:
         pool = self._executor()

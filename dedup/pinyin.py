@@ -85,6 +85,11 @@ def initials_table() -> dict[int, str]:
 
 _NOT_KEPT = re.compile(r"[^A-Z|]+")
 
+#: The first character pypinyin's dictionary gives a reading (U+3007, IDEOGRAPHIC NUMBER
+#: ZERO): a text with none at or above it has no initials, and is fingerprinted without
+#: loading the dictionary (the test suite holds the table to it).
+FIRST_READ = "\u3007"
+
 # dedup.kernels: SIMCRAWL_PURE_PYTHON and the warning; the NumPy twin below gives the
 # same codes
 _kernel: Any = load("_pinyin")
@@ -325,6 +330,8 @@ class PinyinFingerprinter:
     def fingerprint(self, text: str) -> PinyinFingerprint:
         """The window codes of ``text``. A text with fewer Han characters than one window
         has no windows (an empty fingerprint): it is matched by simhash only."""
+        if not text or max(text) < FIRST_READ:  # no Han character: no initials
+            return PinyinFingerprint([], [], 0)
         if _kernel is not None:  # the letters stay bytes from one kernel call to the next
             raw, sentence_starts = _kernel.initials(text, _byte_table())
             starts = self._kernel_starts(raw, sentence_starts)

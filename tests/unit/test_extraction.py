@@ -309,6 +309,48 @@ def test_the_workers_start_with_the_crawl_not_at_its_first_page() -> None:
         ex.close()
 
 
+def test_pages_given_while_the_workers_start_are_read_in_the_crawl_process() -> None:
+    ex = Extractor(DedupConfig(extract_workers=1))
+    try:
+        assert not ex.reads_here()  # no start asked: the first page starts the pool
+        ex.start()
+        assert ex.reads_here()  # the crawl's first page does not wait for the start
+        deadline = time.monotonic() + 60
+        while ex.reads_here() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not ex.reads_here()  # started: the workers read every page
+    finally:
+        ex.close()
+    assert Extractor(DedupConfig(extract_workers=0)).reads_here()
+
+
+def test_a_page_read_by_a_worker_leaves_no_cyclic_garbage(extractor) -> None:
+    """A page's futures and its result are freed when the crawl is done with them, not at
+    the garbage collector's next turn (a closure that named itself kept each page's
+    result, its text and links, until then)."""
+    import gc
+    from concurrent.futures import Future
+
+    from dedup.page import Page
+
+    body = b"<html><body><p>" + b"word " * 80 + b"</p></body></html>"
+    extractor.submit_future(body, "http://example.org/").result(timeout=60)  # started
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage
+    try:
+        for n in range(20):
+            assert extractor.submit_future(body, f"http://example.org/{n}").result(
+                timeout=60).tokens == 80
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, (Future, Page))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not left, f"{len(left)} futures and pages in reference cycles after 20 pages"
+
+
 def test_a_closed_extractor_starts_no_workers() -> None:
     ex = Extractor(DedupConfig(extract_workers=1))
     ex.close()

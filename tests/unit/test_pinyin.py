@@ -103,6 +103,20 @@ def test_texts_with_little_or_no_chinese_have_an_empty_fingerprint():
     assert empty.share == 0.0 and not is_copy(empty)
 
 
+def test_a_text_without_han_characters_is_read_without_the_dictionary():
+    """A text with no character at or above FIRST_READ has an empty fingerprint without
+    the dictionary being loaded (an English page costs nothing; the first one loaded it,
+    a third of a second), which holds only while the dictionary reads nothing below it."""
+    assert min(pinyin.initials_table().keys() - {ord(c) for c in pinyin.SENTENCE_ENDS}) \
+        >= ord(pinyin.FIRST_READ)
+    code = ("import sys; from dedup.pinyin import PinyinFingerprinter; "
+            "fp = PinyinFingerprinter().fingerprint('An English page. Nothing else! ' * 50); "
+            "print(fp.codes, fp.letters, 'pypinyin' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.split() == ["[]", "0", "False"]
+
+
 def test_bad_parameters_are_named():
     with pytest.raises(ValueError, match="window size"):
         PinyinFingerprinter(size=2)
