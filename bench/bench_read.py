@@ -312,6 +312,11 @@ def work(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
             _RESILIPARSE = (HTMLTree.parse, extract_plain_text)
     params = fingerprint_params(DedupConfig())
     read_one(chunk[0], params)  # warm: imports, caches, trafilatura's first call
+    # and pypinyin's dictionary, which an English page does not load: a crawl's workers
+    # have it before their first page (crawler.worker_preload)
+    from dedup.pinyin import initials
+
+    initials("汉字")
     return [read_one(page, params) for page in chunk]
 
 

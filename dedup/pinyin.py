@@ -89,6 +89,7 @@ _NOT_KEPT = re.compile(r"[^A-Z|]+")
 #: ZERO): a text with none at or above it has no initials, and is fingerprinted without
 #: loading the dictionary (the test suite holds the table to it).
 FIRST_READ = "\u3007"
+_MAY_READ = re.compile(f"[{FIRST_READ}-\U0010ffff]")
 
 # dedup.kernels: SIMCRAWL_PURE_PYTHON and the warning; the NumPy twin below gives the
 # same codes
@@ -330,7 +331,7 @@ class PinyinFingerprinter:
     def fingerprint(self, text: str) -> PinyinFingerprint:
         """The window codes of ``text``. A text with fewer Han characters than one window
         has no windows (an empty fingerprint): it is matched by simhash only."""
-        if not text or max(text) < FIRST_READ:  # no Han character: no initials
+        if not _MAY_READ.search(text):  # no Han character: no initials
             return PinyinFingerprint([], [], 0)
         if _kernel is not None:  # the letters stay bytes from one kernel call to the next
             raw, sentence_starts = _kernel.initials(text, _byte_table())
