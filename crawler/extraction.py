@@ -359,14 +359,14 @@ class Extractor:
                 # for each (it starts one only when none is idle); the first that is done
                 # ends the start
                 for _ in range(self.workers):
-                    pool.submit(_started).add_done_callback(self._started)
+                    pool.submit(_started).add_done_callback(self._worker_started)
             except Exception as exc:  # noqa: BLE001  (the first page meets it again)
                 self._starting.clear()
                 log.debug("the extraction workers did not start early: %s", exc)
 
         threading.Thread(target=start, name="simcrawl-start-workers", daemon=True).start()
 
-    def _started(self, _task: Future) -> None:
+    def _worker_started(self, _task: Future) -> None:
         if self._starting.is_set():
             self._starting.clear()
             log.debug("the extraction workers are ready")
