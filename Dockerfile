@@ -17,7 +17,7 @@ COPY examples ./examples
 # Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
  && rm -rf dedup crawler console cli sparkjob examples build \
- && python -c "import dedup, dedup.pinyin as p, sys; sys.exit(dedup.KERNEL != 'cython' or p.KERNEL != 'cython')"
+ && python -c "import dedup, dedup.pinyin as p, dedup.maintext as m, sys; sys.exit('python' in (dedup.KERNEL, p.KERNEL, m.KERNEL))"
 
 RUN useradd --create-home --uid 10001 crawler
 USER crawler
