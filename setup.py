@@ -83,7 +83,7 @@ def extensions() -> list[Extension]:
             sys.exit("simcrawl: lxml is not installed where simcrawl is built; the build's "
                      "requirements (pyproject.toml) name it.")
         say("lxml is not installed where simcrawl is built: dedup._walk is not compiled and "
-            "the main-text walk runs in Python (dedup.maintext), about four times slower.")
+            "the main-text walk runs in Python (dedup.maintext), about three times slower.")
     include = xxhash_include()
     if include is not None:
         kernels.insert(0, Extension("dedup._simhash", ["dedup/_simhash.pyx"],

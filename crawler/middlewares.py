@@ -18,6 +18,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
+from w3lib.encoding import html_to_unicode
+from w3lib.html import get_meta_refresh
 
 from crawler.extraction import Extractor
 from crawler.frontier import INFLIGHT_ID, frontier_of
@@ -594,9 +596,6 @@ class MetaRefresh(MetaRefreshMiddleware):
         body = response.body
         if len(body) <= REFRESH_BYTES:
             return True
-        from w3lib.encoding import html_to_unicode
-        from w3lib.html import get_meta_refresh
-
         head = html_to_unicode(f"charset={response.encoding}", body[:REFRESH_BYTES])[1]
         # the last character may be one cut in two: the ones before it are the page's
         if len(head) <= REFRESH_CHARS + 1:

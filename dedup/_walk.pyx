@@ -71,7 +71,7 @@ cdef class Walk:
     cdef cetree._Document doc
     cdef frozenset unread, block_tags, furniture_tags, container_tags
     cdef dict kinds
-    cdef object kind_of, hidden_style, max_depth_text
+    cdef object kind_of, hidden_style
     cdef int max_depth, not_text_kind
 
     def __init__(self, root, unread, block_tags, furniture_tags, container_tags, dict kinds,

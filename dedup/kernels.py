@@ -3,7 +3,7 @@
 dedup has three Cython kernels: ``_simhash`` (the simhash) and ``_pinyin`` (the pinyin
 fingerprint), each with a pure-Python twin that gives identical results about 100 times
 more slowly, and ``_walk`` (the main-text walk over lxml's tree), whose twin
-(``dedup.maintext._Blocks``) gives the same blocks about four times more slowly.
+(``dedup.maintext._Blocks``) gives the same blocks about three times more slowly.
 ``SIMCRAWL_PURE_PYTHON=1`` forces the twins for all. A kernel that does not load (not
 built: running from a source tree whose package was installed elsewhere, or a failed
 build) is said loudly, on the console as well as in the log, since everything then runs

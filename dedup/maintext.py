@@ -118,7 +118,7 @@ def _kind(name: str) -> int:
 
 class _Blocks:
     """The walk (its definition; the compiled kernel ``dedup._walk`` gives the same blocks
-    about four times faster, :func:`_walk`): the blocks of one element's subtree, in
+    about three times faster, :func:`_walk`): the blocks of one element's subtree, in
     document order. A block is
     ``(text, link_chars, tag, opened, furniture, element)``: ``tag`` is the element it
     is the text of, ``opened`` the elements opened since the block before it,
@@ -212,7 +212,7 @@ class _Blocks:
         self.furniture = outer
 
 
-_kernel: Any = load("_walk", "about four times slower")
+_kernel: Any = load("_walk", "about three times slower")
 #: Which walk runs: ``"cython"`` (the kernel) or ``"python"`` (its twin, :class:`_Blocks`).
 KERNEL = "python" if _kernel is None else "cython"
 

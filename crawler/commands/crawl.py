@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 
+from dedup.config import DedupConfig
 from dedup.errors import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class Command(ScrapyCrawl):
         # the extraction workers' fork server imports the reading while Scrapy builds the
         # crawl (a bad setting is said when the crawl opens, as ever)
         try:
-            workers = self.settings.getint("DEDUP_EXTRACT_WORKERS", -1)
+            workers = self.settings.getint("DEDUP_EXTRACT_WORKERS", DedupConfig.extract_workers)
         except ValueError:
             return
         from crawler.extraction import start_fork_server
