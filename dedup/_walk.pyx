@@ -157,7 +157,7 @@ cdef class Walk:
             if children >= 3:
                 self.parents.append(proxy if proxy is not None else self._proxy(c))
         if not furniture and tag in self.container_tags:
-            for name in (self._get(c, b"class"), self._get(c, b"id")):
+            for name in (self._get(c, b"class"), self._get(c, b"id"), self._get(c, b"role")):
                 if name:
                     kind = self.kinds.get(name)
                     if kind is None:

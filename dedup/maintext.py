@@ -82,6 +82,7 @@ FURNITURE = _words(
     "newsletter|subscribe|subscription|signup|optin",                       # sign-ups
     _CONSENT + "|popup|modal|overlay|banner",                               # notices
     "breadcrumbs?|sidebar|nav|navbar|navigation|menu|pagination|pager|toolbar",
+    "complementary|contentinfo",                                            # ARIA landmarks
     "masthead|footer|skip|sr|visually|screen",                              # chrome, skip links
     "related|recommended|popular|trending|outbrain|taboola",                # other pages
     "ad|ads|advert|advertisement|adslot|sponsor|sponsored|promo|promoted|dfp",
@@ -100,6 +101,16 @@ FURNITURE_SHARE = 0.5
 #: A block more than this share link text is navigation; a paragraph of :data:`PROSE`
 #: more than the second share (a link alone: "Read more", "More stories").
 LINK_DENSITY, PROSE_LINK_DENSITY = 0.5, 0.9
+#: A page whose text outside its furniture and its links is shorter than this (in
+#: characters) is a page of links (an index, a table of contents): its links are its text.
+LINK_PAGE_CHARS = 200
+#: A reading that holds less than this share of the page's text outside its furniture
+#: is widened to the element around it (a reading unsure of itself reads more).
+UNSURE_SHARE = 0.5
+#: The climb of :func:`_widen` ends at an element holding this share of the page's text.
+WHOLE_SHARE = 0.95
+#: Another run of blocks is read beside the best when it scores this share of it.
+OTHER_RUN_SHARE = 0.2
 
 
 NOT_TEXT_KIND = 2
@@ -174,7 +185,7 @@ class _Blocks:
         elif not self.outside and len(el) >= 3:
             self.parents.append(el)
         if not furniture and tag in CONTAINERS:
-            for name in (get("class"), get("id")):
+            for name in (get("class"), get("id"), get("role")):
                 if name:
                     kind = _KINDS.get(name)
                     if kind is None:
@@ -256,6 +267,66 @@ class MainText(NamedTuple):
     parents: list[Any]
 
 
+def _alike(el: Any) -> bool:
+    """Whether ``el`` is one of several like siblings (the same tag and class): an item of
+    a listing, an answer of a thread, a paragraph among paragraphs."""
+    parent = el.getparent()
+    if parent is None:
+        return False
+    tag, cls = el.tag, el.get("class")
+    return any(other is not el and other.tag == tag and other.get("class") == cls
+               for other in parent)
+
+
+def _best_run(scores: list[float], taken: set[int]) -> tuple[float, int, int]:
+    """The maximum-sum run of consecutive blocks not in ``taken``: its score, first and
+    last block (``-1``: none)."""
+    best, first, last = float("-inf"), 0, -1
+    run, start = 0.0, 0
+    for i, score in enumerate(scores):
+        if i in taken:
+            run = 0.0
+            continue
+        run, start = (run + score, start) if run > 0 else (score, i)
+        if run > best:
+            best, first, last = run, start, i
+    return best, first, last
+
+
+def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
+           whole: int, taken: set[int]) -> tuple[int, int]:
+    """A run of blocks widened to the element holding both its ends (a marked region
+    included; the body is the page), and on up the elements around it: to the parent of
+    any of them that is one of like siblings (every item of a listing, every answer of a
+    thread) and past any that holds less than :data:`UNSURE_SHARE` of the page's text
+    outside its furniture (a reading unsure of itself reads more), up to the first that
+    holds :data:`WHOLE_SHARE` of it. Blocks already ``taken`` bound it."""
+    top = _common(blocks[first][5], blocks[last][5])
+    levels: list[tuple[int, int]] = []
+    want = 0
+    while top is not None and top is not root and top.tag not in ("body", "html"):
+        while first > 0 and first - 1 not in taken and _inside(blocks[first - 1][5], top):
+            first -= 1
+        while last + 1 < len(blocks) and last + 1 not in taken \
+                and _inside(blocks[last + 1][5], top):
+            last += 1
+        levels.append((first, last))
+        held = sum(good[first:last + 1])
+        if held >= WHOLE_SHARE * whole:
+            break
+        if held < UNSURE_SHARE * whole or _alike(top):
+            want = len(levels)  # its parent's blocks are read
+        top = top.getparent()
+    else:  # the climb reached the part read: all of it, up to the blocks taken
+        levels.append((first, last))
+        while first > 0 and first - 1 not in taken:
+            first -= 1
+        while last + 1 < len(blocks) and last + 1 not in taken:
+            last += 1
+        levels.append((first, last))
+    return levels[min(want, len(levels) - 1)]
+
+
 def read_blocks(root: Any) -> MainText:
     """The main text of the subtree at ``root`` (steps 2 to 5 of the module's reading)."""
     walk = _walk(root)
@@ -273,22 +344,47 @@ def read_blocks(root: Any) -> MainText:
     real = {f for f in range(1, walk.containers + 1)
             if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
     left_out = [any(f in real for f in b[4]) for b in blocks]
-    scores = [(-len(text) if out else len(text) - 2 * links) - TAG_COST * opened
+    # a page of links (an index, a table of contents): its text outside the furniture is
+    # its links, when what is not a link there is thin and the links are not
+    prose = links_out = 0
+    for (text, links, *_), out in zip(blocks, left_out):
+        if not out:
+            if links * 2 < len(text):
+                prose += len(text) - links
+            else:
+                links_out += links
+    links_read = prose < LINK_PAGE_CHARS <= links_out
+    if links_read:
+        held.clear()
+        total = 0
+        for text, _links, _tag, _opened, furniture, _el in blocks:
+            total += len(text)
+            for f in furniture:
+                held[f] = held.get(f, 0) + len(text)
+        real = {f for f in range(1, walk.containers + 1)
+                if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
+        left_out = [any(f in real for f in b[4]) for b in blocks]
+    scores = [(-len(text) if out else len(text) - (0 if links_read else 2 * links))
+              - TAG_COST * opened
               for (text, links, _tag, opened, _f, _el), out in zip(blocks, left_out)]
-    best, first, last = float("-inf"), 0, -1  # the maximum-sum run of blocks
-    run, start = 0.0, 0
-    for i, score in enumerate(scores):
-        run, start = (run + score, start) if run > 0 else (score, i)
-        if run > best:
-            best, first, last = run, start, i
-    top = _common(blocks[first][5], blocks[last][5])
-    if top is not None and top.tag not in ("body", "html"):  # widened to the element
-        # holding both ends (a marked region included; the body is the page)
-        while first > 0 and _inside(blocks[first - 1][5], top):
-            first -= 1
-        while last + 1 < len(blocks) and _inside(blocks[last + 1][5], top):
-            last += 1
-    keep = set(range(first, last + 1))
+    # the text each block adds: its characters outside links, outside the furniture
+    good = [0 if out else len(text) - (0 if links_read else links)
+            for (text, links, *_), out in zip(blocks, left_out)]
+    whole = sum(good)
+    keep: set[int] = set()
+    first = last = -1
+    best_score = 0.0
+    while len(keep) < len(blocks):
+        # the maximum-sum run of the blocks not yet read: the first is the text's heart;
+        # another is read too when it scores a share of the first (a home page's latest
+        # post beside the list of the others)
+        score, a, b = _best_run(scores, keep)
+        if b < 0 or (keep and (score <= 0 or score < OTHER_RUN_SHARE * best_score)):
+            break
+        a, b = _widen(blocks, a, b, root, good, whole, keep)
+        if not keep:
+            first, last, best_score = a, b, score
+        keep.update(range(a, b + 1))
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text
         gained, most, end = 0.0, 0.0, headline
@@ -301,8 +397,8 @@ def read_blocks(root: Any) -> MainText:
         keep.add(headline)  # the text's own headline: copies under other markup agree
     return MainText("\n".join(
         text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
-        if links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY) * len(text)),
-        walk.parents)
+        if links_read or links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
+        * len(text)), walk.parents)
 
 
 @lru_cache(maxsize=1)

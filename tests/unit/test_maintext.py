@@ -215,3 +215,106 @@ def test_the_compiled_walk_reads_every_page_as_its_definition() -> None:
         at.text, at.tail = f"text {depth}", f"tail {depth}"
         SubElement(at, "p").text = f"a paragraph {depth}"
     _blocks_agree(root)
+
+
+# Pages that are not plain articles (issue 54): each is read whole, never as one of its
+# blocks, and never as its sidebar. bench/quality_reading.py measures the same on sites
+# built by Sphinx, MkDocs and Pelican.
+
+QUOTES = [
+    "The world as we have created it is a process of our thinking. It cannot be changed "
+    "without changing our thinking, said the physicist in a letter to a friend in 1931.",
+    "It is our choices that show what we truly are, far more than our abilities.",
+    "A day without sunshine is like, you know, night.",
+]
+SIDEBAR = ("<div class=sphinxsidebar role=navigation><h1 class=logo><a href=/>Proj</a></h1>"
+           "<p class=blurb>A library that does one thing well, for everyone who needs it.</p>"
+           "<h3>Navigation</h3><ul><li><a href=/a>Guide</a></li><li><a href=/b>API</a></li>"
+           "</ul><h3>Related Topics</h3><ul><li><a href=/>Documentation overview</a></li>"
+           "</ul></div>")
+
+
+def quote_page(quotes: list[str]) -> str:
+    items = "".join(
+        f"<div class=quote><span class=text>{q}</span><span>by <small class=author>Author "
+        f"{n}</small> <a href=/author/{n}>(about)</a></span><div class=tags>Tags: "
+        f"<a class=tag href=/tag/life>life</a> <a class=tag href=/tag/books>books</a></div>"
+        "</div>" for n, q in enumerate(quotes))
+    return (f"<html><body><div class=container><div class=header><h1><a href=/>Quotes to "
+            f"Scrape</a></h1></div><div class=row><div class=col-md-8>{items}"
+            "<nav><ul class=pager><li class=next><a href=/page/2>Next</a></li></ul></nav>"
+            "</div><div class=col-md-4 tags-box><h2>Top Ten tags</h2><span class=tag-item>"
+            "<a class=tag href=/tag/love>love</a></span></div></div></div>"
+            "<footer class=footer>Quotes by GoodReads.com</footer></body></html>")
+
+
+@pytest.mark.parametrize("quotes", [QUOTES, QUOTES[:2], QUOTES[1:], QUOTES[:1]])
+def test_every_item_of_a_listing_is_read_whatever_its_length(quotes: list[str]) -> None:
+    text = read(quote_page(quotes))
+    for quote in quotes:
+        assert quote in text
+    assert "Top Ten tags" not in text
+    # two tag pages showing other quotes are never one text
+    others = [q for q in QUOTES if q not in quotes]
+    if others:
+        assert read(quote_page(others)) != text
+
+
+def test_a_question_is_read_with_all_its_answers() -> None:
+    def post(kind: str, n: int, body: str) -> str:
+        return (f"<div class='{kind}'><div class=votecell><button>Up vote</button>"
+                f"<div class=count>{n}</div></div><div class=postcell><div class=s-prose>"
+                f"{body}</div><div class=post-menu><a href=#>Share</a> <a href=#>Follow</a>"
+                f"</div><div class=user-info>answered Nov 3 <a href=/u/{n}>user{n}</a> "
+                f"<span>{n * 100}</span></div></div></div>")
+
+    question = "<p>How do I keep a crawler from fetching the same page twice?</p>"
+    long_answer = ("<table><tr><th>setting</th><th>meaning</th></tr>" + "".join(
+        f"<tr><td>SETTING_{i}</td><td>{STORY[i]}</td></tr>" for i in range(4)) + "</table>")
+    short_answer = "<p>Use a request fingerprint filter.</p>"
+    page = (f"<html><body><nav><a href=/>Home</a></nav><div id=content><h1>Same page twice"
+            f"</h1>{post('question', 12, question)}<div id=answers><h2>2 Answers</h2>"
+            f"{post('answer', 6, long_answer)}{post('answer', 3, short_answer)}</div></div>"
+            "<footer>Site design / logo 2026</footer></body></html>")
+    text = read(page)
+    assert "How do I keep a crawler from fetching the same page twice?" in text
+    assert "Use a request fingerprint filter." in text
+    for line in STORY:
+        assert line in text
+
+
+def test_a_page_of_links_is_read_as_its_links_not_as_its_sidebar() -> None:
+    def index(names: list[str]) -> str:
+        entries = "".join(f"<li><a href=/api#{n}>{n}() (in module proj.core)</a></li>"
+                          for n in names)
+        return (f"<html><body><div class=document><div class=body role=main><h1>Index</h1>"
+                f"<table><tr><td><ul>{entries}</ul></td></tr></table></div>{SIDEBAR}</div>"
+                "<div class=footer>©2026. Powered by Sphinx</div></body></html>")
+
+    names = [f"function_{n}" for n in range(12)]
+    text = read(index(names))
+    assert all(f"{n}() (in module proj.core)" in text for n in names)
+    assert "A library that does one thing well" not in text
+    assert read(index(names[:6])) != text
+
+
+def test_a_page_of_code_is_read_as_its_code() -> None:
+    code = "\n".join(f"def step_{n}(page):\n    return page.links[{n}]" for n in range(20))
+    page = (f"<html><body><div class=document><div class=body role=main><h1>Source code for "
+            f"proj.core</h1><div class=highlight><pre><span class=k>import</span> os\n{code}"
+            f"</pre></div></div>{SIDEBAR}</div></body></html>")
+    text = read(page)
+    assert "def step_19(page): return page.links[19]" in " ".join(text.split())
+    assert "A library that does one thing well" not in text
+
+
+def test_a_thin_page_is_not_read_as_its_sidebar() -> None:
+    page = ("<html><body><header><h1><a href=/>Field notes</a></h1><nav><a href=/a>a</a>"
+            "</nav></header><aside id=featured><article><h1><a href=/n>Note 1</a></h1>"
+            "<footer class=post-info>Published: Sat 07 March 2026 By <a href=/au>Ben</a>"
+            "</footer><p>The Spark engine is an extra and needs Java 17 or newer.</p>"
+            "</article></aside><section id=extras><div class=blogroll><h2>links</h2><ul><li>"
+            "<a href=https://getpelican.com/>Pelican</a></li></ul></div></section>"
+            "<footer id=contentinfo>Proudly powered by <a href=/p>Pelican</a></footer>"
+            "</body></html>")
+    assert "The Spark engine is an extra and needs Java 17 or newer." in read(page)
