@@ -47,6 +47,7 @@ from dedup.pages import fingerprint_params, read_html  # noqa: E402
 READERS = ("simcrawl", "trafilatura")
 #: The goals (issue 54): own text kept, median and every page; furniture, every page.
 OWN_MEDIAN, OWN_EACH, FURNITURE_EACH = 0.95, 0.8, 0.1
+GRAM = 4  # tokens: a run this long found elsewhere is the same text
 
 
 @dataclass
@@ -59,14 +60,11 @@ class Score:
 
 
 def visible_text(html: str) -> str:
-    """All the text of a page's body a browser can show (scripts and styles left out)."""
-    from lxml import html as lhtml
+    """All the text of a page's body a browser can show: the visible text that is the
+    crawl's last resort (:mod:`dedup.text`)."""
+    from dedup.text import _deep_tree, _visible_body_text
 
-    doc = lhtml.document_fromstring(html)
-    for el in list(doc.iter("script", "style", "noscript", "template")):
-        el.drop_tree()
-    body = doc.find("body")
-    return " ".join((body if body is not None else doc).itertext())
+    return _visible_body_text(_deep_tree(html))
 
 
 def shown_part(unit: str, page: str) -> str:
@@ -107,9 +105,6 @@ def truth(site: Built, rel: str, html: str) -> tuple[list[str], list[str]]:
             if unit.required and cut.count(" ") + 1 >= GRAM:
                 required[cut] = None
     return list(required), list(allowed)
-
-
-GRAM = 4  # tokens: a run this long found elsewhere is the same text
 
 
 def _grams(toks: list[str]) -> list[str]:

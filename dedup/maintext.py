@@ -24,14 +24,21 @@ How a page is read (:func:`main_text`):
    a template that calls its content wrapper ``content-sidebar-wrap`` or a site named
    "Kill the Newsletter" does not lose its article. The readers' part (comments,
    replies) and consent notices (:data:`NOT_TEXT`) stay furniture however long they are.
-4. **The text.** The main text is the run of consecutive blocks with the largest score
-   (a maximum-sum run): a block's characters outside links count for it, its link
+4. **The text.** The heart of the text is the run of consecutive blocks with the largest
+   score (a maximum-sum run): a block's characters outside links count for it, its link
    characters and the elements opened before it against it, and a block of furniture
    counts against it by its length. The run is then widened to the whole element that
    holds both its ends (the article's container: its short items, a list of books with
-   their authors, are its text), and to the blocks right after the page's headline (its
-   first ``<h1>``, then read too) while they add text: an article shorter than a
-   disclaimer further down is still read.
+   their authors, are its text), and climbs on from there (:func:`_widen`): to the
+   parent of any element around it that is one of like siblings (every item of a
+   listing, every answer of a thread, whatever its length), and past any that holds less
+   than half of the page's text outside its furniture (a reading unsure of itself reads
+   more), up to the first that holds nearly all of it. Another run is read beside it
+   when it scores a fifth of it (a home page's newest post beside the list of the
+   others). Then the blocks right after the page's headline (its first ``<h1>``, then
+   read too) are read while they add text: an article shorter than a disclaimer further
+   down is still read. A page whose text outside its furniture is nearly all links (an
+   index, a table of contents) is read as its links, and its furniture stays furniture.
 5. **Filter.** Of those blocks, furniture is left out, and so are blocks that are mostly
    link text (navigation), except paragraphs, quotations, preformatted text and table
    cells, prose that links its words, unless they are a link alone ("More stories").
@@ -44,7 +51,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from dedup.kernels import load
 from dedup.overlap import THIN_TOKENS, token_pattern
@@ -101,8 +108,9 @@ FURNITURE_SHARE = 0.5
 #: A block more than this share link text is navigation; a paragraph of :data:`PROSE`
 #: more than the second share (a link alone: "Read more", "More stories").
 LINK_DENSITY, PROSE_LINK_DENSITY = 0.5, 0.9
-#: A page whose text outside its furniture and its links is shorter than this (in
-#: characters) is a page of links (an index, a table of contents): its links are its text.
+#: A page whose text outside its furniture has fewer characters than this outside links,
+#: and at least this many in blocks that are mostly links, is a page of links (an index,
+#: a table of contents): its links are its text.
 LINK_PAGE_CHARS = 200
 #: A reading that holds less than this share of the page's text outside its furniture
 #: is widened to the element around it (a reading unsure of itself reads more).
@@ -327,23 +335,30 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
     return levels[min(want, len(levels) - 1)]
 
 
+def _left_out(walk: Any, weight: Callable[[str, int], int]) -> list[bool]:
+    """Which of the walk's blocks sit in furniture: a furniture container holding more
+    than :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weight`` of
+    its text and link characters) is text, unless it is the readers' part or a notice."""
+    held: dict[int, int] = {}
+    total = 0
+    for text, links, _tag, _opened, furniture, _el in walk.blocks:
+        if own := weight(text, links):
+            total += own
+            for f in furniture:
+                held[f] = held.get(f, 0) + own
+    real = {f for f in range(1, walk.containers + 1)
+            if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
+    return [any(f in real for f in b[4]) for b in walk.blocks]
+
+
 def read_blocks(root: Any) -> MainText:
     """The main text of the subtree at ``root`` (steps 2 to 5 of the module's reading)."""
     walk = _walk(root)
     blocks = walk.blocks
     if not blocks:
         return MainText("", walk.parents)
-    held: dict[int, int] = {}
-    total = 0
-    for text, links, _tag, _opened, furniture, _el in blocks:
-        if links * 2 < len(text):
-            own = len(text) - links
-            total += own
-            for f in furniture:
-                held[f] = held.get(f, 0) + own
-    real = {f for f in range(1, walk.containers + 1)
-            if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
-    left_out = [any(f in real for f in b[4]) for b in blocks]
+    left_out = _left_out(walk, lambda text, links: len(text) - links
+                         if links * 2 < len(text) else 0)
     # a page of links (an index, a table of contents): its text outside the furniture is
     # its links, when what is not a link there is thin and the links are not
     prose = links_out = 0
@@ -354,16 +369,8 @@ def read_blocks(root: Any) -> MainText:
             else:
                 links_out += links
     links_read = prose < LINK_PAGE_CHARS <= links_out
-    if links_read:
-        held.clear()
-        total = 0
-        for text, _links, _tag, _opened, furniture, _el in blocks:
-            total += len(text)
-            for f in furniture:
-                held[f] = held.get(f, 0) + len(text)
-        real = {f for f in range(1, walk.containers + 1)
-                if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
-        left_out = [any(f in real for f in b[4]) for b in blocks]
+    if links_read:  # the furniture weighed against all the page's text, links included
+        left_out = _left_out(walk, lambda text, _links: len(text))
     scores = [(-len(text) if out else len(text) - (0 if links_read else 2 * links))
               - TAG_COST * opened
               for (text, links, _tag, opened, _f, _el), out in zip(blocks, left_out)]
