@@ -326,7 +326,8 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
             want = len(levels)  # its parent's blocks are read
         top = top.getparent()
     else:  # the climb reached the part read: all of it, up to the blocks taken
-        levels.append((first, last))
+        if not levels:
+            levels.append((first, last))
         while first > 0 and first - 1 not in taken:
             first -= 1
         while last + 1 < len(blocks) and last + 1 not in taken:
