@@ -39,10 +39,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "sites"))
 
-from docsites import BUILDERS, Built, ensure_generators, joined  # noqa: E402
+from docsites import BUILDERS, Built, ensure_generators, joined
 
-from dedup.config import DedupConfig  # noqa: E402
-from dedup.pages import fingerprint_params, read_html  # noqa: E402
+from dedup.config import DedupConfig
+from dedup.pages import fingerprint_params, read_html
 
 READERS = ("simcrawl", "trafilatura")
 #: The goals (issue 54): own text kept, median and every page; furniture, every page.

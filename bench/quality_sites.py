@@ -57,6 +57,8 @@ from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "sites"))
 
+from docsites import BUILDERS, ensure_generators
+from quality_reading import truth
 from sitegen import Article, Site, build_blog, build_news, build_quotes, build_shop
 
 from crawler.extraction import read_page
@@ -88,6 +90,35 @@ def articles(sets: list[Path]) -> list[Article]:
             if page.title and len(" ".join(lines).split()) >= 100:
                 out.append(Article(page.title, lines))
     return out
+
+
+#: The kinds of the generators' pages (bench/sites/docsites.py) that list other pages.
+DOC_LISTINGS = {"tag", "category", "author", "index", "archives", "tags", "categories",
+                "authors", "genindex", "py-modindex", "source index"}
+#: The sites this script builds: the four from the development articles, and the
+#: generators' sites from this repository's docs and modules.
+ARTICLE_SITES = ("blog", "quotes", "shop", "news")
+
+
+def docsite(name: str, work: Path) -> Site:
+    """A generator's site (``bench/sites/docsites.py``) as a site of this script, on host
+    ``NAME.test``. Its truth is the reading benchmark's (:func:`quality_reading.truth`): two
+    pages are one document when they show the same own text (an article and a tag page
+    showing it whole are one; listings are one when they show the same items); a page
+    with no own text in its sources (a search page, an archive of titles) is a document of
+    its own. A folder's ``index.html`` is served under the folder's URL too (a copy under
+    another URL), which is where the crawl starts."""
+    built = BUILDERS[name](work)
+    site = Site(name, f"http://{name}.test/")
+    for rel, html in built.pages.items():
+        required, _allowed = truth(built, rel, html)
+        group = "|".join(sorted(required)) if required else f"page:{rel}"
+        kind = built.kind[rel] + (" listing" if built.kind[rel] in DOC_LISTINGS else "")
+        site.add(f"http://{name}.test/{rel}", html, group, kind)
+        if rel == "index.html" or rel.endswith("/index.html"):
+            site.add(f"http://{name}.test/{rel[:-len('index.html')]}", html, group,
+                     kind + " alias")
+    return site
 
 
 def key(url: str) -> str:
@@ -260,6 +291,8 @@ def share(found: int, met: int) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sites", nargs="+", default=[*ARTICLE_SITES, *BUILDERS],
+                        choices=[*ARTICLE_SITES, *BUILDERS], help="the sites to build and crawl")
     parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA,
                         help="development sets whose articles the sites are built from")
     parser.add_argument("--show", action="store_true",
@@ -277,7 +310,9 @@ def main() -> int:
     if args.redis_cluster and not args.crawl:
         parser.error("--redis-cluster needs --crawl")
     started = time.perf_counter()
-    texts = articles(args.data)
+    texts = articles(args.data) if set(args.sites) & set(ARTICLE_SITES) else []
+    if set(args.sites) & set(BUILDERS):
+        ensure_generators()
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -288,15 +323,17 @@ def main() -> int:
             cluster = LocalRedisCluster(Path(tmp) / "cluster").start()
             stack.callback(cluster.stop)
             cluster_url = cluster.url
-        sites = [build_blog(texts, work), build_quotes(texts), build_shop(texts),
-                 build_news(texts)]
+        builders = {"blog": lambda: build_blog(texts, work), "quotes": lambda: build_quotes(texts),
+                    "shop": lambda: build_shop(texts), "news": lambda: build_news(texts)}
+        sites = [builders[name]() if name in builders else docsite(name, work)
+                 for name in args.sites]
         results = [(site, "model", measure(site)) for site in sites]
         for processes in args.crawl or []:
             results += [(site, f"crawl, {processes} process{'es' * (processes > 1)}"
                          + (", Redis Cluster" if cluster_url else ""),
                          measure(site, crawl_http(site, processes, Path(tmp), cluster_url)))
                         for site in sites]
-    print(f"{len(texts)} articles; the crawl's settings; {os.cpu_count()} cores; "
+    print(f"{len(texts)} articles and {len(set(args.sites) & set(BUILDERS))} generators' sites; the crawl's settings; {os.cpu_count()} cores; "
           f"{time.perf_counter() - started:.0f} s (development figures)\n")
     print("| site | run | pages | ideal crawl | coverage | stored | skipped | wrong drops | "
           "missed copies | copies found: other layout | other title | listings read as "

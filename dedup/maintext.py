@@ -18,12 +18,14 @@ How a page is read (:func:`main_text`):
    *furniture* it sits in. Scripts, styles, forms' controls, media and hidden elements
    (``hidden``, ``aria-hidden``, ``display: none``) are not read.
 3. **Furniture.** ``nav``, ``aside``, ``header`` and ``footer`` elements, and containers
-   whose class or id names a part of a page that is not its text (comments, sharing,
-   sign-ups, notices, navigation, related links, advertising, the byline: see
-   :data:`FURNITURE`), are furniture, unless they hold more than half of the page's text:
-   a template that calls its content wrapper ``content-sidebar-wrap`` or a site named
-   "Kill the Newsletter" does not lose its article. The readers' part (comments,
-   replies) and consent notices (:data:`NOT_TEXT`) stay furniture however long they are.
+   whose class or id (or ARIA role) names a part of a page that is not its text
+   (comments, sharing, sign-ups, notices, navigation, related links, advertising, the
+   byline: see :data:`FURNITURE`), are furniture, unless they hold more than half of the
+   page's text: a template that calls its content wrapper ``content-sidebar-wrap`` or a
+   site named "Kill the Newsletter" does not lose its article, and a home page does not
+   lose its newest post "featured" in an ``<aside>``; the text outside all furniture is
+   then read too (the list of the other posts). The readers' part (comments, replies)
+   and consent notices (:data:`NOT_TEXT`) stay furniture however long they are.
 4. **The text.** The heart of the text is the run of consecutive blocks with the largest
    score (a maximum-sum run): a block's characters outside links count for it, its link
    characters and the elements opened before it against it, and a block of furniture
@@ -51,7 +53,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import islice
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from dedup.kernels import load
 from dedup.overlap import THIN_TOKENS, token_pattern
@@ -336,10 +339,10 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
     return levels[min(want, len(levels) - 1)]
 
 
-def _left_out(walk: Any, weight: Callable[[str, int], int]) -> list[bool]:
-    """Which of the walk's blocks sit in furniture: a furniture container holding more
-    than :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weight`` of
-    its text and link characters) is text, unless it is the readers' part or a notice."""
+def _furniture(walk: Any, weight: Callable[[str, int], int]) -> set[int]:
+    """The walk's furniture containers that are furniture: a container holding more than
+    :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weight`` of its
+    text and link characters) is text, unless it is the readers' part or a notice."""
     held: dict[int, int] = {}
     total = 0
     for text, links, _tag, _opened, furniture, _el in walk.blocks:
@@ -347,8 +350,12 @@ def _left_out(walk: Any, weight: Callable[[str, int], int]) -> list[bool]:
             total += own
             for f in furniture:
                 held[f] = held.get(f, 0) + own
-    real = {f for f in range(1, walk.containers + 1)
+    return {f for f in range(1, walk.containers + 1)
             if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
+
+
+def _left_out(walk: Any, real: set[int]) -> list[bool]:
+    """Which of the walk's blocks sit in furniture that is furniture (``real``)."""
     return [any(f in real for f in b[4]) for b in walk.blocks]
 
 
@@ -358,8 +365,9 @@ def read_blocks(root: Any) -> MainText:
     blocks = walk.blocks
     if not blocks:
         return MainText("", walk.parents)
-    left_out = _left_out(walk, lambda text, links: len(text) - links
-                         if links * 2 < len(text) else 0)
+    real = _furniture(walk, lambda text, links: len(text) - links
+                      if links * 2 < len(text) else 0)
+    left_out = _left_out(walk, real)
     # a page of links (an index, a table of contents): its text outside the furniture is
     # its links, when what is not a link there is thin and the links are not
     prose = links_out = 0
@@ -371,7 +379,29 @@ def read_blocks(root: Any) -> MainText:
                 links_out += links
     links_read = prose < LINK_PAGE_CHARS <= links_out
     if links_read:  # the furniture weighed against all the page's text, links included
-        left_out = _left_out(walk, lambda text, _links: len(text))
+        real = _furniture(walk, lambda text, _links: len(text))
+        left_out = _left_out(walk, real)
+    keep = _select(blocks, left_out, links_read, root)
+    revived = set(range(1, walk.containers + 1)) - real
+    if revived and any(set(blocks[i][4]) & revived for i in keep):
+        # the text was read in furniture that holds most of the page's text (a misnamed
+        # wrapper, a home page's newest post "featured" in an <aside>): the text outside
+        # all furniture is the page's too
+        outside = [bool(b[4]) for b in blocks]
+        more = _select(blocks, outside, links_read, root) - keep
+        if sum(len(blocks[i][0]) - blocks[i][1] for i in more
+               if not outside[i]) >= LINK_PAGE_CHARS:
+            keep |= {i for i in more if not outside[i]}
+    return MainText("\n".join(
+        text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
+        if links_read or links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
+        * len(text)), walk.parents)
+
+
+def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
+            ) -> set[int]:
+    """The blocks read (step 4 of the module's reading), ``left_out`` the blocks in
+    furniture; ``links_read``: a page of links, whose links are its text."""
     scores = [(-len(text) if out else len(text) - (0 if links_read else 2 * links))
               - TAG_COST * opened
               for (text, links, _tag, opened, _f, _el), out in zip(blocks, left_out)]
@@ -380,7 +410,7 @@ def read_blocks(root: Any) -> MainText:
             for (text, links, *_), out in zip(blocks, left_out)]
     whole = sum(good)
     keep: set[int] = set()
-    first = last = -1
+    first = -1
     best_score = 0.0
     while len(keep) < len(blocks):
         # the maximum-sum run of the blocks not yet read: the first is the text's heart;
@@ -391,7 +421,7 @@ def read_blocks(root: Any) -> MainText:
             break
         a, b = _widen(blocks, a, b, root, good, whole, keep)
         if not keep:
-            first, last, best_score = a, b, score
+            first, best_score = a, score
         keep.update(range(a, b + 1))
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text
@@ -403,10 +433,7 @@ def read_blocks(root: Any) -> MainText:
         keep.update(range(headline + 1, end + 1))
     if headline >= 0 and headline + 1 in keep and not left_out[headline]:
         keep.add(headline)  # the text's own headline: copies under other markup agree
-    return MainText("\n".join(
-        text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
-        if links_read or links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
-        * len(text)), walk.parents)
+    return keep
 
 
 @lru_cache(maxsize=1)

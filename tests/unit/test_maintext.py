@@ -318,3 +318,22 @@ def test_a_thin_page_is_not_read_as_its_sidebar() -> None:
             "<footer id=contentinfo>Proudly powered by <a href=/p>Pelican</a></footer>"
             "</body></html>")
     assert "The Spark engine is an extra and needs Java 17 or newer." in read(page)
+
+
+def test_a_home_page_reads_its_featured_post_and_the_list_of_the_others() -> None:
+    def item(n: int) -> str:
+        return (f"<li><article class=hentry><header><h2><a href=/p{n}>Post {n}</a></h2>"
+                f"</header><footer class=post-info>Published by <a href=/a>Ben</a></footer>"
+                f"<p>{STORY[n]}</p><a class=readmore href=/p{n}>read more</a></article></li>")
+
+    featured = "".join(f"<p>{line} {line}</p>" for line in STORY)
+    page = (f"<html><body><header><h1><a href=/>Field notes</a></h1><nav><a href=/a>a</a>"
+            f"</nav></header><aside id=featured><article><h1><a href=/p0>Post 0</a></h1>"
+            f"{featured}</article></aside><section id=content><h1>Other articles</h1>"
+            f"<ol id=posts-list>{''.join(item(n) for n in (1, 2, 3))}</ol></section>"
+            "<footer id=contentinfo>Proudly powered by <a href=/p>Pelican</a></footer>"
+            "</body></html>")
+    text = read(page)
+    assert f"{STORY[0]} {STORY[0]}" in text
+    for n in (1, 2, 3):
+        assert STORY[n] in text.replace(f"{STORY[n]} {STORY[n]}", "")
