@@ -169,6 +169,8 @@ cdef class Walk:
         if furniture:
             self.containers += 1
             self.furniture = (*outer, self.containers)
+        elif tag == "article" and outer:  # a composition of its own: text wherever it sits
+            self.furniture = tuple(f for f in outer if f in self.not_text)  # but the readers'
         in_link = in_link or tag == "a"
         parts = self.parts
         text = _collect(c.children)

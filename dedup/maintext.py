@@ -24,8 +24,10 @@ How a page is read (:func:`main_text`):
    page's text: a template that calls its content wrapper ``content-sidebar-wrap`` or a
    site named "Kill the Newsletter" does not lose its article, and a home page does not
    lose its newest post "featured" in an ``<aside>``; the text outside all furniture is
-   then read too (the list of the other posts). The readers' part (comments, replies)
-   and consent notices (:data:`NOT_TEXT`) stay furniture however long they are.
+   then read too (the list of the other posts). An ``<article>`` is a composition of its
+   own: it is text wherever it sits (a tag page's newest note in an ``<aside>``). The
+   readers' part (comments, replies) and consent notices (:data:`NOT_TEXT`) stay
+   furniture however long they are.
 4. **The text.** The heart of the text is the run of consecutive blocks with the largest
    score (a maximum-sum run): a block's characters outside links count for it, its link
    characters and the elements opened before it against it, and a block of furniture
@@ -36,8 +38,8 @@ How a page is read (:func:`main_text`):
    listing, every answer of a thread, whatever its length), and past any that holds less
    than half of the page's text outside its furniture (a reading unsure of itself reads
    more), up to the first that holds nearly all of it. Another run is read beside it
-   when it scores a fifth of it (a home page's newest post beside the list of the
-   others). Then the blocks right after the page's headline (its first ``<h1>``, then
+   when, widened, it holds a fifth of its text (a home page's newest post beside the list
+   of the others). Then the blocks right after the page's headline (its first ``<h1>``, then
    read too) are read while they add text: an article shorter than a disclaimer further
    down is still read. A page whose text outside its furniture is nearly all links (an
    index, a table of contents) is read as its links, and its furniture stays furniture.
@@ -120,7 +122,8 @@ LINK_PAGE_CHARS = 200
 UNSURE_SHARE = 0.5
 #: The climb of :func:`_widen` ends at an element holding this share of the page's text.
 WHOLE_SHARE = 0.95
-#: Another run of blocks is read beside the best when it scores this share of it.
+#: Another run of blocks is read beside the best when, widened, it holds this share of
+#: the best's text.
 OTHER_RUN_SHARE = 0.2
 
 
@@ -208,6 +211,8 @@ class _Blocks:
         if furniture:
             self.containers += 1
             self.furniture = (*outer, self.containers)
+        elif tag == "article" and outer:  # a composition of its own: text wherever it sits
+            self.furniture = tuple(f for f in outer if f in self.not_text)  # but the readers'
         in_link = in_link or tag == "a"
         parts = self.parts
         text = el.text
@@ -411,17 +416,20 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
     whole = sum(good)
     keep: set[int] = set()
     first = -1
-    best_score = 0.0
+    heart = 0
     while len(keep) < len(blocks):
-        # the maximum-sum run of the blocks not yet read: the first is the text's heart;
-        # another is read too when it scores a share of the first (a home page's latest
-        # post beside the list of the others)
+        # the maximum-sum run of the blocks not yet read, widened: the first is the text's
+        # heart; another is read too when, widened, it holds a share of the heart's text
+        # (a home page's newest post beside the list of the others)
         score, a, b = _best_run(scores, keep)
-        if b < 0 or (keep and (score <= 0 or score < OTHER_RUN_SHARE * best_score)):
+        if b < 0 or (keep and score <= 0):
             break
         a, b = _widen(blocks, a, b, root, good, whole, keep)
+        held = sum(good[a:b + 1])
+        if keep and held < OTHER_RUN_SHARE * heart:
+            break
         if not keep:
-            first, best_score = a, score
+            first, heart = a, held
         keep.update(range(a, b + 1))
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text

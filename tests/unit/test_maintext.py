@@ -337,3 +337,19 @@ def test_a_home_page_reads_its_featured_post_and_the_list_of_the_others() -> Non
     assert f"{STORY[0]} {STORY[0]}" in text
     for n in (1, 2, 3):
         assert STORY[n] in text.replace(f"{STORY[n]} {STORY[n]}", "")
+
+
+def test_an_article_is_text_wherever_it_sits() -> None:
+    # a tag page of two notes: the newer "featured" in an <aside>, the other in the list;
+    # two tag pages sharing one note are not one text
+    def tag_page(featured: str, other: str) -> str:
+        return ("<html><body><header><h1><a href=/>Field notes</a></h1></header>"
+                f"<aside id=featured><article><h1><a href=/n1>Note</a></h1><p>{featured}</p>"
+                "</article></aside><section id=content><h1>Other articles</h1><ol><li>"
+                f"<article class=hentry><h2><a href=/n2>Note</a></h2><p>{other}</p>"
+                "</article></li></ol></section><footer>Powered by Pelican</footer>"
+                "</body></html>")
+
+    text = read(tag_page(STORY[0], STORY[1]))
+    assert STORY[0] in text and STORY[1] in text
+    assert read(tag_page(STORY[2], STORY[1])) != text
