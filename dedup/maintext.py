@@ -55,7 +55,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import islice
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from dedup.kernels import load
@@ -294,13 +293,13 @@ def _alike(el: Any) -> bool:
                for other in parent)
 
 
-def _best_run(scores: list[float], taken: set[int]) -> tuple[float, int, int]:
-    """The maximum-sum run of consecutive blocks not in ``taken``: its score, first and
-    last block (``-1``: none)."""
+def _best_run(scores: list[float], taken: bytearray) -> tuple[float, int, int]:
+    """The maximum-sum run of consecutive blocks not ``taken`` (a flag a block): its
+    score, first and last block (``-1``: none)."""
     best, first, last = float("-inf"), 0, -1
     run, start = 0.0, 0
     for i, score in enumerate(scores):
-        if i in taken:
+        if taken[i]:
             run = 0.0
             continue
         run, start = (run + score, start) if run > 0 else (score, i)
@@ -310,20 +309,20 @@ def _best_run(scores: list[float], taken: set[int]) -> tuple[float, int, int]:
 
 
 def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
-           whole: int, taken: set[int]) -> tuple[int, int]:
+           whole: int, taken: bytearray) -> tuple[int, int]:
     """A run of blocks widened to the element holding both its ends (a marked region
     included; the body is the page), and on up the elements around it: to the parent of
     any of them that is one of like siblings (every item of a listing, every answer of a
     thread) and past any that holds less than :data:`UNSURE_SHARE` of the page's text
     outside its furniture (a reading unsure of itself reads more), up to the first that
-    holds :data:`WHOLE_SHARE` of it. Blocks already ``taken`` bound it."""
+    holds :data:`WHOLE_SHARE` of it. Blocks already ``taken`` (a flag a block) bound it."""
     top = _common(blocks[first][5], blocks[last][5])
     levels: list[tuple[int, int]] = []
     want = 0
     while top is not None and top is not root and top.tag not in ("body", "html"):
-        while first > 0 and first - 1 not in taken and _inside(blocks[first - 1][5], top):
+        while first > 0 and not taken[first - 1] and _inside(blocks[first - 1][5], top):
             first -= 1
-        while last + 1 < len(blocks) and last + 1 not in taken \
+        while last + 1 < len(blocks) and not taken[last + 1] \
                 and _inside(blocks[last + 1][5], top):
             last += 1
         levels.append((first, last))
@@ -336,25 +335,24 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
     else:  # the climb reached the part read: all of it, up to the blocks taken
         if not levels:
             levels.append((first, last))
-        while first > 0 and first - 1 not in taken:
+        while first > 0 and not taken[first - 1]:
             first -= 1
-        while last + 1 < len(blocks) and last + 1 not in taken:
+        while last + 1 < len(blocks) and not taken[last + 1]:
             last += 1
         levels.append((first, last))
     return levels[min(want, len(levels) - 1)]
 
 
-def _furniture(walk: Any, weight: Callable[[str, int], int]) -> set[int]:
+def _furniture(walk: Any, weights: list[int]) -> set[int]:
     """The walk's furniture containers that are furniture: a container holding more than
-    :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weight`` of its
-    text and link characters) is text, unless it is the readers' part or a notice."""
+    :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weights``, its
+    characters counted) is text, unless it is the readers' part or a notice."""
     held: dict[int, int] = {}
-    total = 0
-    for text, links, _tag, _opened, furniture, _el in walk.blocks:
-        if own := weight(text, links):
-            total += own
-            for f in furniture:
+    for b, own in zip(walk.blocks, weights):
+        if own:
+            for f in b[4]:
                 held[f] = held.get(f, 0) + own
+    total = sum(weights)
     return {f for f in range(1, walk.containers + 1)
             if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
 
@@ -370,32 +368,33 @@ def read_blocks(root: Any) -> MainText:
     blocks = walk.blocks
     if not blocks:
         return MainText("", walk.parents)
-    real = _furniture(walk, lambda text, links: len(text) - links
-                      if links * 2 < len(text) else 0)
+    # each block's prose: its characters outside links, unless it is mostly links
+    prose_of = [len(text) - links if links * 2 < len(text) else 0
+                for text, links, *_ in blocks]
+    real = _furniture(walk, prose_of)
     left_out = _left_out(walk, real)
     # a page of links (an index, a table of contents): its text outside the furniture is
     # its links, when what is not a link there is thin and the links are not
     prose = links_out = 0
-    for (text, links, *_), out in zip(blocks, left_out):
+    for (_text, links, *_), own, out in zip(blocks, prose_of, left_out):
         if not out:
-            if links * 2 < len(text):
-                prose += len(text) - links
+            if own:
+                prose += own
             else:
                 links_out += links
     links_read = prose < LINK_PAGE_CHARS <= links_out
     if links_read:  # the furniture weighed against all the page's text, links included
-        real = _furniture(walk, lambda text, _links: len(text))
+        real = _furniture(walk, [len(b[0]) for b in blocks])
         left_out = _left_out(walk, real)
     keep = _select(blocks, left_out, links_read, root)
     revived = set(range(1, walk.containers + 1)) - real
-    if revived and any(set(blocks[i][4]) & revived for i in keep):
+    if revived and any(f in revived for i in keep for f in blocks[i][4]):
         # the text was read in furniture that holds most of the page's text (a misnamed
         # wrapper, a home page's newest post "featured" in an <aside>): the text outside
         # all furniture is the page's too
         outside = [bool(b[4]) for b in blocks]
         more = _select(blocks, outside, links_read, root) - keep
-        if sum(len(blocks[i][0]) - blocks[i][1] for i in more
-               if not outside[i]) >= LINK_PAGE_CHARS:
+        if sum(prose_of[i] for i in more if not outside[i]) >= LINK_PAGE_CHARS:
             keep |= {i for i in more if not outside[i]}
     return MainText("\n".join(
         text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
@@ -415,22 +414,24 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
             for (text, links, *_), out in zip(blocks, left_out)]
     whole = sum(good)
     keep: set[int] = set()
+    taken = bytearray(len(blocks))  # the same blocks, a flag each
     first = -1
     heart = 0
     while len(keep) < len(blocks):
         # the maximum-sum run of the blocks not yet read, widened: the first is the text's
         # heart; another is read too when, widened, it holds a share of the heart's text
         # (a home page's newest post beside the list of the others)
-        score, a, b = _best_run(scores, keep)
+        score, a, b = _best_run(scores, taken)
         if b < 0 or (keep and score <= 0):
             break
-        a, b = _widen(blocks, a, b, root, good, whole, keep)
+        a, b = _widen(blocks, a, b, root, good, whole, taken)
         held = sum(good[a:b + 1])
         if keep and held < OTHER_RUN_SHARE * heart:
             break
         if not keep:
             first, heart = a, held
         keep.update(range(a, b + 1))
+        taken[a:b + 1] = b"\x01" * (b + 1 - a)
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text
         gained, most, end = 0.0, 0.0, headline
