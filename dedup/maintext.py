@@ -38,8 +38,9 @@ How a page is read (:func:`main_text`):
    listing, every answer of a thread, whatever its length), and past any that holds less
    than half of the page's text outside its furniture (a reading unsure of itself reads
    more), up to the first that holds nearly all of it. Another run is read beside it
-   when, widened, it holds a fifth of its text (a home page's newest post beside the list
-   of the others). Then the blocks right after the page's headline (its first ``<h1>``, then
+   when, widened, it holds half its text (a second body of text, not a notice), or a
+   fifth when it is a list of like items (a home page's newest post beside the list of
+   the others). Then the blocks right after the page's headline (its first ``<h1>``, then
    read too) are read while they add text: an article shorter than a disclaimer further
    down is still read. A page whose text outside its furniture is nearly all links (an
    index, a table of contents) is read as its links, and its furniture stays furniture.
@@ -58,6 +59,7 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from dedup.kernels import load
+from dedup.listing import ITEM_TAGS
 from dedup.overlap import THIN_TOKENS, token_pattern
 
 #: Elements whose text is never read.
@@ -122,8 +124,9 @@ UNSURE_SHARE = 0.5
 #: The climb of :func:`_widen` ends at an element holding this share of the page's text.
 WHOLE_SHARE = 0.95
 #: Another run of blocks is read beside the best when, widened, it holds this share of
-#: the best's text.
-OTHER_RUN_SHARE = 0.2
+#: the best's text (a second body of text, not a notice), or the second share when it is
+#: a list of like items (a home page's list of posts beside its newest, "featured").
+OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 0.5, 0.2
 
 
 NOT_TEXT_KIND = 2
@@ -309,16 +312,18 @@ def _best_run(scores: list[float], taken: bytearray) -> tuple[float, int, int]:
 
 
 def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
-           whole: int, taken: bytearray) -> tuple[int, int]:
+           whole: int, taken: bytearray) -> tuple[int, int, bool]:
     """A run of blocks widened to the element holding both its ends (a marked region
     included; the body is the page), and on up the elements around it: to the parent of
     any of them that is one of like siblings (every item of a listing, every answer of a
     thread) and past any that holds less than :data:`UNSURE_SHARE` of the page's text
     outside its furniture (a reading unsure of itself reads more), up to the first that
-    holds :data:`WHOLE_SHARE` of it. Blocks already ``taken`` (a flag a block) bound it."""
+    holds :data:`WHOLE_SHARE` of it. Blocks already ``taken`` (a flag a block) bound it.
+    Also says whether it climbed to the parent of like items (:data:`ITEM_TAGS`: list
+    items, articles, sections, rows; not paragraphs)."""
     top = _common(blocks[first][5], blocks[last][5])
     levels: list[tuple[int, int]] = []
-    want = 0
+    want = items = 0
     while top is not None and top is not root and top.tag not in ("body", "html"):
         while first > 0 and not taken[first - 1] and _inside(blocks[first - 1][5], top):
             first -= 1
@@ -329,8 +334,10 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
         held = sum(good[first:last + 1])
         if held >= WHOLE_SHARE * whole:
             break
-        if held < UNSURE_SHARE * whole or _alike(top):
+        alike = _alike(top)
+        if held < UNSURE_SHARE * whole or alike:
             want = len(levels)  # its parent's blocks are read
+            items = want if alike and top.tag in ITEM_TAGS else items
         top = top.getparent()
     else:  # the climb reached the part read: all of it, up to the blocks taken
         if not levels:
@@ -340,7 +347,8 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
         while last + 1 < len(blocks) and not taken[last + 1]:
             last += 1
         levels.append((first, last))
-    return levels[min(want, len(levels) - 1)]
+    first, last = levels[min(want, len(levels) - 1)]
+    return first, last, items > 0
 
 
 def _furniture(walk: Any, weights: list[int]) -> set[int]:
@@ -424,9 +432,9 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
         score, a, b = _best_run(scores, taken)
         if b < 0 or (keep and score <= 0):
             break
-        a, b = _widen(blocks, a, b, root, good, whole, taken)
+        a, b, items = _widen(blocks, a, b, root, good, whole, taken)
         held = sum(good[a:b + 1])
-        if keep and held < OTHER_RUN_SHARE * heart:
+        if keep and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart:
             break
         if not keep:
             first, heart = a, held

@@ -353,3 +353,19 @@ def test_an_article_is_text_wherever_it_sits() -> None:
     text = read(tag_page(STORY[0], STORY[1]))
     assert STORY[0] in text and STORY[1] in text
     assert read(tag_page(STORY[2], STORY[1])) != text
+
+
+def test_a_notice_after_a_short_article_is_not_read_as_its_text() -> None:
+    # a second part of the page is read beside the article when it is a second body of
+    # text (half the article's) or a list of items; a notice a third as long is neither
+    notice = ("<div class=bx><p>This website uses small files to count visitors "
+              "anonymously.</p><p>If you go on without changing your settings, we take it "
+              "that you agree.</p></div>")
+    links = "".join(f"<li><a href=/s{n}>Another story from the coast, part {n}</a></li>"
+                    for n in range(6))
+    page = (f"<html><body><nav><a href=/>Home</a></nav><div class=story><h1>Harbour</h1>"
+            f"{paragraphs()}</div><ul class=more>{links}</ul><div class=box>{notice}</div>"
+            "</body></html>")
+    text = read(page)
+    assert STORY[0] in text and STORY[3] in text
+    assert "small files" not in text
