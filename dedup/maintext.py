@@ -354,13 +354,16 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
 def _furniture(walk: Any, weights: list[int]) -> set[int]:
     """The walk's furniture containers that are furniture: a container holding more than
     :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weights``, its
-    characters counted) is text, unless it is the readers' part or a notice."""
+    characters counted; the readers' part and the notices are not the page's text) is
+    text, unless it is the readers' part or a notice."""
     held: dict[int, int] = {}
+    total = 0
+    not_text = walk.not_text
     for b, own in zip(walk.blocks, weights):
-        if own:
+        if own and not (not_text and any(f in not_text for f in b[4])):
+            total += own  # the page's text: the readers' part is never of it
             for f in b[4]:
                 held[f] = held.get(f, 0) + own
-    total = sum(weights)
     return {f for f in range(1, walk.containers + 1)
             if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
 

@@ -369,3 +369,15 @@ def test_a_notice_after_a_short_article_is_not_read_as_its_text() -> None:
     text = read(page)
     assert STORY[0] in text and STORY[3] in text
     assert "small files" not in text
+
+
+def test_the_readers_part_does_not_outweigh_a_pages_own_text() -> None:
+    # a stub whose one text of its own sits in a marked region beside a long comment
+    # thread: the comments are never the page's text, so they do not make that region
+    # furniture (read as nothing, the page would go to trafilatura)
+    comments = "".join(f"<div class=comment><p>{line} {line}</p></div>" for line in STORY)
+    page = ("<html><body><div role=complementary><p>Pick your free workshop topic and let us "
+            f"take the next step together.</p></div><section id=comments>{comments}"
+            "</section></body></html>")
+    assert read(page) == ("Pick your free workshop topic and let us take the next step "
+                          "together.")
