@@ -323,7 +323,7 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
     items, articles, sections, rows; not paragraphs)."""
     top = _common(blocks[first][5], blocks[last][5])
     levels: list[tuple[int, int]] = []
-    want = items = 0
+    want, items = 0, False
     while top is not None and top is not root and top.tag not in ("body", "html"):
         while first > 0 and not taken[first - 1] and _inside(blocks[first - 1][5], top):
             first -= 1
@@ -337,7 +337,7 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
         alike = _alike(top)
         if held < UNSURE_SHARE * whole or alike:
             want = len(levels)  # its parent's blocks are read
-            items = want if alike and top.tag in ITEM_TAGS else items
+            items = items or (alike and top.tag in ITEM_TAGS)
         top = top.getparent()
     else:  # the climb reached the part read: all of it, up to the blocks taken
         if not levels:
@@ -348,7 +348,7 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
             last += 1
         levels.append((first, last))
     first, last = levels[min(want, len(levels) - 1)]
-    return first, last, items > 0
+    return first, last, items
 
 
 def _furniture(walk: Any, weights: list[int]) -> set[int]:
@@ -424,25 +424,24 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
     good = [0 if out else len(text) - (0 if links_read else links)
             for (text, links, *_), out in zip(blocks, left_out)]
     whole = sum(good)
-    keep: set[int] = set()
-    taken = bytearray(len(blocks))  # the same blocks, a flag each
+    taken = bytearray(len(blocks))  # the blocks read, a flag each
     first = -1
     heart = 0
-    while len(keep) < len(blocks):
+    while True:
         # the maximum-sum run of the blocks not yet read, widened: the first is the text's
         # heart; another is read too when, widened, it holds a share of the heart's text
         # (a home page's newest post beside the list of the others)
         score, a, b = _best_run(scores, taken)
-        if b < 0 or (keep and score <= 0):
+        if b < 0 or (first >= 0 and score <= 0):
             break
         a, b, items = _widen(blocks, a, b, root, good, whole, taken)
         held = sum(good[a:b + 1])
-        if keep and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart:
+        if first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart:
             break
-        if not keep:
+        if first < 0:
             first, heart = a, held
-        keep.update(range(a, b + 1))
         taken[a:b + 1] = b"\x01" * (b + 1 - a)
+    keep = {i for i, read in enumerate(taken) if read}
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text
         gained, most, end = 0.0, 0.0, headline
