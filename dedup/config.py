@@ -114,8 +114,9 @@ class DedupConfig:
         pinyin_min_run: without the original's text, this many consecutive windows make
             an excerpt [DEDUP_PINYIN_MIN_RUN, 4].
         template_pages: a text block (a line) that has appeared on this many distinct
-            admitted pages of a host is its template text: left out of the host's pages'
-            fingerprints, and a page with nothing else is skipped
+            admitted pages of a host, and on half of them at least
+            (:data:`dedup.templates.TEMPLATE_SHARE`), is its template text: left out of
+            the host's pages' fingerprints, and a page with nothing else is skipped
             (``dedup/skipped/template_only``); 0 = off [DEDUP_TEMPLATE_PAGES, 5].
         retry_seconds: how long decisions and writes wait, retrying with backoff, for
             Redis or MongoDB to answer again before the pages concerned count as lost

@@ -4,7 +4,11 @@ trafilatura keeps some of a site's own text with the article: "You may also like
 newsletter prompts, copyright lines, comment-thread furniture. The same copy under another
 site's template keeps other such text, which moves its simhash. A block (a line of the
 extracted text, normalised: its tokens joined by one space) is *template text* of a host
-once it has appeared on ``min_pages`` distinct admitted pages of that host; the decision
+once it has appeared on ``min_pages`` distinct admitted pages of that host and on at least
+``share`` of the host's admitted pages (:data:`TEMPLATE_SHARE`: furniture is on nearly
+every page of a site, while a post's summary shows on a handful of its listings, and a
+note of one sentence on its tag, category, author and index pages would otherwise be
+learned as its site's template and its page skipped); the decision
 then leaves it out of the page's fingerprints (:meth:`dedup.deduplicator.Deduplicator.decide`),
 and a page whose text is all template text is not fingerprinted at all
 (``template_only``).
@@ -12,7 +16,8 @@ and a page whose text is all template text is not fingerprinted at all
 Only admitted pages teach: a copy (dropped) or a revisit never counts, so an article
 repeated on a mirror-heavy site does not become its template. The counts live in Redis,
 shared by every crawl process on the namespace: one sorted set per host,
-``{namespace}:tpl:{host}`` (member: the block's XXH3-64, score: pages seen), trimmed to
+``{namespace}:tpl:{host}`` (member: the block's XXH3-64, score: pages seen; the member
+``pages``: the host's admitted pages), trimmed to
 the ``keep`` most frequent blocks whenever it holds twice that many, and expiring
 ``ttl`` seconds after the host's last admitted page. Every batch reads its hosts'
 learned blocks afresh (one pipelined round trip), so a decision sees what every process
@@ -39,6 +44,12 @@ from dedup.simhash import line_keys, normalize
 #: (``DEDUP_TEMPLATE_PAGES``; 0 = off).
 DEFAULT_MIN_PAGES = 5
 
+#: The least share of a host's admitted pages a block must appear on to be template text.
+TEMPLATE_SHARE = 0.5
+
+#: The member of a host's counts that counts its admitted pages (the blocks are numbers).
+PAGES = "pages"
+
 #: Blocks kept per host (the most frequent), and the TTL of a host's counts (30 days).
 KEEP = 512
 TTL = 30 * 86_400
@@ -62,12 +73,21 @@ def strip(text: str, keys: Sequence[int | None], template: frozenset[int] | set[
     return "\n".join(kept), len(keys) - len(kept)
 
 
+def template_blocks(counts: Iterable[tuple[int, float]], pages: float, min_pages: int,
+                    share: float) -> frozenset[int]:
+    """The template blocks of a host: of its blocks and the admitted pages each was seen
+    on (``counts``), those seen on ``min_pages`` and on ``share`` of its ``pages``."""
+    least = max(min_pages, share * pages)
+    return frozenset(block for block, n in counts if n >= least)
+
+
 class TemplateStore(Protocol):
     """What the decision needs of the learned template text: :class:`MemoryTemplates`
     in one process, :class:`HostTemplates` in Redis for every process of a crawl."""
 
     def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
-        """Each host's template blocks (those seen on ``min_pages`` admitted pages)."""
+        """Each host's template blocks (those seen on ``min_pages`` admitted pages and on
+        ``share`` of them)."""
 
     def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
         """Count the distinct blocks of admitted pages (``(host, block keys)``)."""
@@ -75,19 +95,21 @@ class TemplateStore(Protocol):
 
 class MemoryTemplates:
     """Learned template blocks per host, in this process (the same counts as
-    :class:`HostTemplates`: distinct admitted pages per block, the ``keep`` most frequent
-    kept once a host holds twice that many; nothing expires)."""
+    :class:`HostTemplates`: distinct admitted pages per block and per host, the ``keep``
+    most frequent blocks kept once a host holds twice that many; nothing expires)."""
 
-    def __init__(self, min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP) -> None:
+    def __init__(self, min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP,
+                 share: float = TEMPLATE_SHARE) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
-        self.min_pages, self.keep = min_pages, keep
+        self.min_pages, self.keep, self.share = min_pages, keep, share
         self.counts: dict[str, Counter[int]] = {}
+        self.pages: Counter[str] = Counter()
 
     def known(self, hosts: Iterable[str]) -> dict[str, frozenset[int]]:
         """See :meth:`TemplateStore.known`."""
-        return {h: frozenset(b for b, n in self.counts.get(h, Counter()).items()
-                             if n >= self.min_pages) for h in set(hosts)}
+        return {h: template_blocks(self.counts.get(h, Counter()).items(), self.pages[h],
+                                   self.min_pages, self.share) for h in set(hosts)}
 
     def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
         """See :meth:`TemplateStore.learn`."""
@@ -97,5 +119,6 @@ class MemoryTemplates:
                 continue
             counts = self.counts.setdefault(host, Counter())
             counts.update(distinct)
+            self.pages[host] += 1
             if len(counts) > 2 * self.keep:  # Redis's ZREMRANGEBYRANK of the least
                 self.counts[host] = Counter(dict(counts.most_common(self.keep)))

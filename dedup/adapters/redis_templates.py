@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import redis
 
 from dedup.errors import ServiceUnavailable
-from dedup.templates import DEFAULT_MIN_PAGES, KEEP, TTL
+from dedup.templates import DEFAULT_MIN_PAGES, KEEP, PAGES, TEMPLATE_SHARE, TTL, template_blocks
 
 
 class HostTemplates:
@@ -19,7 +19,8 @@ class HostTemplates:
     Args:
         client: Redis.
         namespace: the index's key prefix.
-        min_pages: admitted pages a block must appear on to be template text.
+        min_pages, share: admitted pages a block must appear on to be template text, and
+            the least share of the host's admitted pages.
         keep, ttl: blocks kept per host, and seconds before an idle host's counts expire.
         refresh: seconds a process may keep a host's learned blocks before reading again
             (default 0: read for every batch, the same state for every process).
@@ -27,11 +28,12 @@ class HostTemplates:
 
     def __init__(self, client: redis.Redis, namespace: str,
                  min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP, ttl: int = TTL,
-                 refresh: float = 0.0) -> None:
+                 refresh: float = 0.0, share: float = TEMPLATE_SHARE) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
         self.client, self.namespace = client, namespace
         self.min_pages, self.keep, self.ttl, self.refresh = min_pages, keep, ttl, refresh
+        self.share = share
         self._cache: dict[str, tuple[float, frozenset[int]]] = {}
 
     def key(self, host: str) -> str:
@@ -56,14 +58,18 @@ class HostTemplates:
         if stale:
             try:
                 pipe = self.client.pipeline(transaction=False)
-                for host in stale:
-                    pipe.zrangebyscore(self.key(host), self.min_pages, "+inf")
+                for host in stale:  # the blocks seen often enough, the host's pages first
+                    pipe.zrangebyscore(self.key(host), self.min_pages, "+inf",
+                                       withscores=True)
                 replies = pipe.execute()
             except redis.RedisError as exc:
                 raise ServiceUnavailable(f"Redis failed reading template blocks: {exc}",
                                          service="Redis") from exc
             for host, members in zip(stale, replies):
-                blocks = frozenset(int(m) for m in members)
+                seen = {m.decode() if isinstance(m, bytes) else str(m): n for m, n in members}
+                pages = seen.pop(PAGES, 0.0)
+                blocks = template_blocks(((int(m), n) for m, n in seen.items()), pages,
+                                         self.min_pages, self.share)
                 if self.refresh > 0:
                     self._cache[host] = (now, blocks)
                 out[host] = blocks
@@ -83,10 +89,12 @@ class HostTemplates:
             ServiceUnavailable: Redis failed.
         """
         counts: dict[str, Counter[int]] = {}
+        pages_of: Counter[str] = Counter()
         for host, keys in pages:
             distinct = {k for k in keys if k is not None}
             if distinct:
                 counts.setdefault(host, Counter()).update(distinct)
+                pages_of[host] += 1
         try:
             pipe = self.client.pipeline(transaction=False)
             sizes_at: list[tuple[str, int]] = []  # host, position of its ZCARD reply
@@ -95,9 +103,10 @@ class HostTemplates:
                 key = self.key(host)
                 for block in sorted(blocks):
                     pipe.zincrby(key, blocks[block], block)
+                pipe.zincrby(key, pages_of[host], PAGES)  # the most frequent: never trimmed
                 pipe.expire(key, self.ttl)
                 pipe.zcard(key)
-                at += len(blocks) + 2
+                at += len(blocks) + 3
                 sizes_at.append((host, at - 1))
             if not sizes_at:
                 return

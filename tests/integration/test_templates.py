@@ -45,3 +45,19 @@ def test_a_batch_of_pages_counts_as_its_pages_one_by_one(redis_client, namespace
         assert max(score for _, score in got) == 6  # the footer, once a page
         redis_client.delete(together.key(host), apart.key(host))
     assert not redis_client.exists(together.key("c.example"))
+
+
+def test_a_line_on_a_few_pages_of_a_large_site_is_not_its_template(  # type: ignore[no-untyped-def]
+        redis_client, namespace) -> None:
+    # a note's sentence shows on its tag, category, author and index pages: five of a
+    # site's forty pages; the footer is on all of them
+    templates = HostTemplates(redis_client, namespace, min_pages=5, refresh=0)
+    footer = block_keys("All rights reserved.")
+    note = block_keys("At 20% replaced, too few windows survive to find the original.")
+    for n in range(40):
+        own = block_keys(f"listing {n} of the site")
+        templates.learn([("a.example", own + footer + (note if n % 8 == 0 else []))])
+    known = templates.known(["a.example"])["a.example"]
+    assert set(footer) <= known
+    assert not set(note) & known
+    redis_client.delete(templates.key("a.example"))

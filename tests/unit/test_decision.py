@@ -286,3 +286,14 @@ def test_a_chinese_page_copies_a_registered_original_only_when_it_is_most_of_its
     assert got is not None and got.kind == PINYIN
     got, excerpt = registered(no_text, [("orig", score)], {}, rules)
     assert got is None and excerpt is not None and excerpt.span == (0, 40)
+
+
+def test_template_text_is_on_a_share_of_a_hosts_pages() -> None:
+    templates = MemoryTemplates(min_pages=5)
+    for n in range(40):
+        templates.learn([("a.example", [1, 100 + n] + ([2] if n % 8 == 0 else []))])
+    assert templates.known(["a.example"])["a.example"] == {1}  # not 2: on 5 pages of 40
+    small = MemoryTemplates(min_pages=5)
+    for n in range(6):
+        small.learn([("b.example", [1, 100 + n] + ([2] if n else []))])
+    assert small.known(["b.example"])["b.example"] == {1, 2}  # 2: on 5 pages of 6
