@@ -58,7 +58,7 @@ class HostTemplates:
         if stale:
             try:
                 pipe = self.client.pipeline(transaction=False)
-                for host in stale:  # the blocks seen often enough, the host's pages first
+                for host in stale:  # the blocks seen often enough, and the host's pages
                     pipe.zrangebyscore(self.key(host), self.min_pages, "+inf",
                                        withscores=True)
                 replies = pipe.execute()
