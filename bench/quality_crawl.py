@@ -92,7 +92,8 @@ def candidates(data: Path, extraction: str = "simcrawl"
         out[row["page"]] = {"url": row["url"], "checksum": page.checksum,
                             "simhash": page.simhash, "short": page.short,
                             "verify": page.verify, "text": page.text, "title": page.title,
-                            "description": page.description, "listing": page.listing}
+                            "description": page.description, "listing": page.listing,
+                            "items": page.items}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order
@@ -118,7 +119,7 @@ def candidate(name: str, fp: dict, suffix: str = "") -> Page:
     url = fp["url"] + suffix
     return Page(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
                 verify=fp["verify"], text=fp["text"], title=fp["title"],
-                description=fp["description"], listing=fp["listing"])
+                description=fp["description"], listing=fp["listing"], items=fp["items"])
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],

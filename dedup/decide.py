@@ -458,6 +458,30 @@ def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSk
     return own and sketch.missing_from(values) >= evidence
 
 
+def other_items(items: Sequence[str], values: np.ndarray, sketch: TextSketch,
+                evidence: int = PASSAGE_EVIDENCE) -> bool:
+    """Whether a listing and a listing it is a candidate of show other items, though
+    each text is mostly in the other (two pages of a blog's listings that share four of
+    their five posts): the candidate shows another number of items than the page's
+    ``items`` (their texts, :func:`dedup.listing.listing_items`; its sketch says, from
+    version 5), or one of the page's items is mostly not in the candidate (at least
+    ``evidence`` of its sampled shingles and more than half of them not found). A
+    listing is a copy only of a listing of the same items (docs/fingerprints.md,
+    "Listings"); between two layouts of one listing an item's text is the same but for
+    the shingles across its fields. An item is judged on what the page's reading holds
+    of it (``values``: the page's own text's :func:`dedup.sketch.shingle_values`)."""
+    if sketch.items and sketch.items != len(items):
+        return True
+    if sketch.shift or not len(sketch.low):  # a version-1 sketch: not asked
+        return False
+    for item in items:
+        read = np.intersect1d(shingle_values(item), values, assume_unique=True)
+        found, sampled = sketch.sample_found(read)
+        if 2 * found < sampled and sampled - found >= evidence:
+            return True
+    return False
+
+
 def resemblance(inside: float, count: int, other: int) -> float:
     """Shared shingles over all shingles of two texts: a page of ``count`` distinct
     shingles, ``inside`` of them in a candidate of ``other``."""
@@ -552,6 +576,9 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
             values = shingle_values(page.own_text)
         share = text_check(values, sketch, rules, page.listing)
         if share is None:
+            continue
+        if page.items and sketch.listing \
+                and other_items(page.items, values, sketch, rules.passage_evidence):
             continue
         if sketch.on_site(page.host):
             if lines is None:

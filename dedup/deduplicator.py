@@ -244,7 +244,8 @@ class Deduplicator:
                   else shingle_values(batch[i].own_text) for i in rows if batch[i].text}
         sketches = {i: TextSketch.of_values(v, host=batch[i].host, title=batch[i].title,
                                             description=batch[i].description,
-                                            listing=batch[i].listing)
+                                            listing=batch[i].listing,
+                                            items=len(batch[i].items or ()))
                     .to_bytes() for i, v in values.items()}
         for i, sketch in sketches.items():
             batch[i].sketch = sketch

@@ -13,7 +13,11 @@ one of its items, nor an item the copy of a listing that shows it beside others
 What makes a listing, read from the page's HTML (the same parse as the main text) and its
 main text: at least :data:`LISTING_ITEMS` sibling block elements of one kind (the same tag
 and class, made of the same kinds of elements), each with a link and of some size, whose
-text holds at least :data:`LISTING_SHARE` of the page's main text. An article's
+text holds at least :data:`LISTING_SHARE` of the page's main text; or as many
+``<article>`` elements, each with a link and of some size and none inside another, wherever
+they sit, that hold as much (a blog's index shows its latest post whole in a "featured"
+block of its own and the others as a list below it: the featured post is an item too,
+and a tag page of three posts shows one featured and two listed). An article's
 paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
 and sidebars are not looked into; its "related posts" list is not its main text.
 """
@@ -49,6 +53,11 @@ ITEM_TAGS = frozenset({"li", "article", "div", "section", "tr", "dd", "figure"})
 #: a fiftieth of its length.
 ITEM_WORDS = 10
 SMALLEST_ITEM = 0.02
+
+#: An ``<article>`` is one of a listing's items only when at least this share of its text
+#: is in the page's main text (:func:`items_share`): an article page's teasers of related
+#: posts are ``<article>`` elements too, but not what its reading keeps.
+READ_ITEM = 0.5
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
 _FURNITURE = frozenset({"nav", "header", "footer", "aside"})
@@ -156,21 +165,74 @@ def _groups(parents: list[Any]) -> list[list[Any]]:
     return [items for _, items in found]
 
 
-def items_share(tree: Any, text: str, parents: list[Any] | None = None) -> float:
-    """The share of a page's main text (``text``, its three-word shingles) that the
-    largest run of repeated linked items of its HTML holds (0.0: none); ``parents`` as
-    :func:`item_groups` takes them."""
-    groups = item_groups(tree, parents)
-    if not groups or not text:
-        return 0.0
+def articles(tree: Any) -> list[Any]:
+    """The ``<article>`` elements of a parsed page that are a listing's items: none inside
+    another, each with a link, at least :data:`LISTING_ITEMS` of some size
+    (:data:`ITEM_WORDS`, :data:`SMALLEST_ITEM` of the largest); empty otherwise. An
+    ``<article>`` is a composition of its own wherever it sits, so a featured post in an
+    ``<aside>`` is an item as much as those of the list below it."""
+    if tree is None:
+        return []
+    found = [a for a in tree.iter("article")
+             if not any(p.tag == "article" for p in a.iterancestors())]
+    items = [a for a in found if _linked(a)]
+    if len(items) < LISTING_ITEMS:
+        return []
+    memo: dict[Any, int] = {}
+    sizes = [_words(a, memo) for a in items]
+    least = max(ITEM_WORDS, SMALLEST_ITEM * max(sizes))
+    if sum(1 for n in sizes if n >= least) < LISTING_ITEMS:
+        return []
+    return items
+
+
+def _best_run(tree: Any, text: str, parents: list[Any] | None
+              ) -> tuple[float, list[str]]:
+    """Of the largest run of repeated linked items of a page's HTML and its
+    :func:`articles` (those its main text reads), the one that holds the largest share
+    of its main text (``text``, its three-word shingles): that share and its items'
+    texts (``0.0, []``: neither)."""
+    runs = item_groups(tree, parents)[:1]
+    cards = articles(tree)
+    if cards:
+        runs.append(cards)
+    if not runs or not text:
+        return 0.0, []
     main = shingles(text)
     if not len(main):
-        return 0.0
-    held = shingles("\n".join(" ".join(c.itertext()) for c in groups[0]))
-    return float(np.isin(main, held, assume_unique=True).mean())
+        return 0.0, []
+    best: tuple[float, list[str]] = (0.0, [])
+    for items in runs:
+        texts = [" ".join(c.itertext()) for c in items]
+        if items is cards and sum(  # the articles a listing shows are read
+                np.isin(shingles(t), main).mean() >= READ_ITEM for t in texts) \
+                < LISTING_ITEMS:
+            continue
+        held = shingles("\n".join(texts))
+        share = float(np.isin(main, held, assume_unique=True).mean())
+        if share > best[0]:
+            best = (share, texts)
+    return best
+
+
+def items_share(tree: Any, text: str, parents: list[Any] | None = None) -> float:
+    """The share of a page's main text (``text``, its three-word shingles) that the
+    largest run of repeated linked items of its HTML holds, or its :func:`articles`
+    when its main text reads them (0.0: neither); ``parents`` as :func:`item_groups`
+    takes them."""
+    return _best_run(tree, text, parents)[0]
+
+
+def listing_items(tree: Any, text: str, parents: list[Any] | None = None
+                  ) -> tuple[str, ...] | None:
+    """The texts of a listing's items (the run that makes it one), or ``None``: the page
+    is not a listing (see the module docstring); ``parents`` as :func:`item_groups`
+    takes them."""
+    share, texts = _best_run(tree, text, parents)
+    return tuple(texts) if share >= LISTING_SHARE else None
 
 
 def is_listing(tree: Any, text: str, parents: list[Any] | None = None) -> bool:
     """Whether a parsed page whose main text is ``text`` is a listing (see the module
     docstring); ``parents`` as :func:`item_groups` takes them."""
-    return items_share(tree, text, parents) >= LISTING_SHARE
+    return listing_items(tree, text, parents) is not None

@@ -56,7 +56,8 @@ class Page:
         method: how the text was found (``trafilatura``, ``body``, ``empty``, ``text``).
         tokens: the features hashed into the simhash.
         title, language, links: from the page's HTML, when the crawler read them.
-        listing: the page is a listing, made of repeated items (:mod:`dedup.listing`).
+        listing: the page is a listing, made of repeated items (:mod:`dedup.listing`);
+            ``items``: their texts (:func:`dedup.listing.listing_items`), when read.
         description: the page's ``<meta name="description">`` (else ``og:description``),
             the site's summary of it, when read.
         fetched_at: when it was fetched (``None``: never, a registered original).
@@ -86,6 +87,7 @@ class Page:
     description: str | None = None
     language: str | None = None
     listing: bool = False
+    items: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     links: list[str] | None = field(default=None, repr=False)
     fetched_at: dt.datetime | None = field(default_factory=_now, compare=False)
 
@@ -112,7 +114,7 @@ class Page:
         self.checksum, self.simhash = read.checksum, read.simhash
         self.tokens, self.short = read.tokens, read.short
         self.pinyin, self.verify, self.blocks = read.pinyin, read.verify, read.blocks
-        self.shingles, self.listing = read.shingles, read.listing
+        self.shingles, self.listing, self.items = read.shingles, read.listing, read.items
         if read.links is not None:
             self.links, self.title, self.language = read.links, read.title, read.language
             self.canonical, self.description = read.canonical, read.description

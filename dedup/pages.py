@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from dedup.decide import NEW, TEMPLATE_ONLY, THIN_TOKENS, Decision, second_opinion
-from dedup.listing import is_listing
+from dedup.listing import listing_items
 from dedup.maintext import main_region, parse, read_main, thin
 from dedup.overlap import without_title
 from dedup.page import Page
@@ -274,9 +274,10 @@ def read_tree(html: str, tree: Any, url: str, params: Params, **found: Any) -> P
     same tree found (a crawler's ``links`` and ``language``)."""
     read = extract_main(html, url, params[0], tree)
     facts = page_facts(tree, url, html)
+    items = listing_items(tree, read.text, read.parents)
     return fingerprint_text(read, params, url, canonical=facts.canonical, title=facts.title,
-                            description=facts.description,
-                            listing=is_listing(tree, read.text, read.parents), **found)
+                            description=facts.description, listing=items is not None,
+                            items=items, **found)
 
 
 @dataclass

@@ -45,8 +45,11 @@ because they are the smallest of a text's values: with 32 bits, the anchors of a
 pages of 500 shingles would crowd into the lowest 2^25 values, a hundred unrelated pages
 under each; with 64 bits two texts share one only by sharing the shingle.
 
-With an 18-byte header, the anchors' high 48 bits, 86 values and at most 16 codes of each
-of the title's and the description's words a sketch takes at most 290 bytes; with the
+A listing's sketch also says how many items it shows (:attr:`TextSketch.items`, from
+version 5): two listings are one only when they show the same items.
+
+With a 20-byte header, the anchors' high 48 bits, 86 values and at most 16 codes of each
+of the title's and the description's words a sketch takes at most 292 bytes; with the
 page's id and its length (16 bytes in the index, :mod:`dedup.adapters.redis_index`) a page's
 record with Redis's own string header fits one 320-byte allocation of Redis, as version
 3's 240 bytes did (``bench/bench_index.py --sketches`` at 1M, a 9-word title and a
@@ -80,9 +83,10 @@ ANCHORS = 6
 
 #: Version byte of the encoding, so a future format can tell old sketches apart (version
 #: 1 had 108 32-bit values and no anchors, version 2 no description, versions 1-3 their
-#: title's and description's words as 64-bit sets; all are still read, without the
-#: words, which those sets cannot give back).
-_VERSION = 4
+#: title's and description's words as 64-bit sets, versions 1-4 no count of a
+#: listing's items; all are still read, without the words, which those sets cannot give
+#: back).
+_VERSION = 5
 # version, distinct shingles (at most 65,535), largest kept value, host hash, title words
 _HEADER_V1 = struct.Struct("<BHIIQ")
 # ... (the largest value 64-bit) and the number of anchors whose high 48 bits follow
@@ -92,7 +96,9 @@ _HEADER_V3 = struct.Struct("<BHQIQQB")
 # version, distinct shingles, largest kept value, host hash, the number of title word
 # codes, of description word codes, and of anchors; the codes (16-bit) follow, then the
 # anchors' high 48 bits and the values' low 16
-_HEADER = struct.Struct("<BHQIBBB")
+_HEADER_V4 = struct.Struct("<BHQIBBB")
+# ... and the number of a listing's items after the number of anchors
+_HEADER = struct.Struct("<BHQIBBBH")
 _ANCHOR_HIGH = 6
 _LISTING = 0x80  # the number of anchors' high bit: the page is a listing
 _MAX_COUNT = 0xFFFF
@@ -234,26 +240,31 @@ class TextSketch:
     #: the page is a listing, made of repeated items (:mod:`dedup.listing`; stored in the
     #: high bit of the number of anchors, ``False`` in sketches written before)
     listing: bool = False
+    #: how many items a listing shows (:func:`dedup.listing.listing_items`; at most
+    #: 65,535; 0: not a listing, or not known, a sketch before version 5)
+    items: int = 0
 
     @classmethod
     def of_text(cls, text: str, size: int = SKETCH_SIZE, *, host: str | None = None,
                 title: str | None = None, description: str | None = None,
-                listing: bool = False) -> TextSketch:
+                listing: bool = False, items: int = 0) -> TextSketch:
         """The sketch of a text (of a page on ``host`` titled ``title``, described by
-        ``description``; ``listing``: the page is a listing)."""
+        ``description``; ``listing``: the page is a listing of ``items`` items)."""
         return cls.of_values(shingle_values(text), size, host=host, title=title,
-                             description=description, listing=listing)
+                             description=description, listing=listing, items=items)
 
     @classmethod
     def of_values(cls, values: np.ndarray, size: int = SKETCH_SIZE, *,
                   host: str | None = None, title: str | None = None,
-                  description: str | None = None, listing: bool = False) -> TextSketch:
+                  description: str | None = None, listing: bool = False, items: int = 0
+                  ) -> TextSketch:
         """The sketch of a text's :func:`shingle_values`."""
         kept = values[:size]
         return cls(min(len(values), _MAX_COUNT), int(kept[-1]) if len(kept) else 0,
                    (kept & 0xFFFF).astype(np.uint16), host_key(host),
                    word_codes(title)[:WORD_CODES], kept[:ANCHORS] >> np.uint64(16),
-                   about=word_codes(description)[:WORD_CODES], listing=listing)
+                   about=word_codes(description)[:WORD_CODES], listing=listing,
+                   items=min(items, _MAX_COUNT) if listing else 0)
 
     @property
     def anchors(self) -> list[int]:
@@ -303,12 +314,13 @@ class TextSketch:
         return len(self.low) >= self.count
 
     def to_bytes(self) -> bytes:
-        """The stored form: an 18-byte header, two bytes per word code, six bytes per
+        """The stored form: a 20-byte header, two bytes per word code, six bytes per
         anchor and two bytes per kept value."""
         high = self.high.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :_ANCHOR_HIGH]
         words = np.array(self.title + self.about, "<u2")
         return _HEADER.pack(_VERSION, self.count, self.top, self.host, len(self.title),
-                            len(self.about), len(self.high) | (_LISTING if self.listing else 0)) \
+                            len(self.about), len(self.high) | (_LISTING if self.listing else 0),
+                            self.items) \
             + words.tobytes() + high.tobytes() + self.low.astype("<u2").tobytes()
 
     @classmethod
@@ -323,12 +335,17 @@ class TextSketch:
             _, count, top, host, _bits = _HEADER_V1.unpack_from(raw)
             return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=_HEADER_V1.size),
                        host, shift=32)
-        header = {_VERSION: _HEADER, 3: _HEADER_V3, 2: _HEADER_V2}.get(raw[0]) if raw else None
+        header = {_VERSION: _HEADER, 4: _HEADER_V4, 3: _HEADER_V3, 2: _HEADER_V2}.get(raw[0]) \
+            if raw else None
         if header is None or len(raw) < header.size \
-                or raw[header.size - 1] & ~_LISTING > ANCHORS:
+                or raw[header.size - (3 if header is _HEADER else 1)] & ~_LISTING > ANCHORS:
             raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
-        titles = abouts = 0
+        titles = abouts = items = 0
         if header is _HEADER:
+            _, count, top, host, titles, abouts, n, items = header.unpack_from(raw)
+            if max(titles, abouts) > WORD_CODES:
+                raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
+        elif header is _HEADER_V4:
             _, count, top, host, titles, abouts, n = header.unpack_from(raw)
             if max(titles, abouts) > WORD_CODES:
                 raise ValueError(f"not a text sketch (version {_VERSION}): {raw[:16]!r}")
@@ -345,7 +362,7 @@ class TextSketch:
                                                start).reshape(n, _ANCHOR_HIGH)
         return cls(count, top, np.frombuffer(raw, dtype="<u2", offset=at), host,
                    tuple(words[:titles]), high.view("<u8").reshape(n).astype(np.uint64),
-                   about=tuple(words[titles:]), listing=listing)
+                   about=tuple(words[titles:]), listing=listing, items=items)
 
     def _sampled(self, values: np.ndarray) -> np.ndarray:
         """The low 16 bits of a text's sorted values up to this sketch's largest (those

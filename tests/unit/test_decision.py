@@ -230,18 +230,23 @@ def test_the_text_sketch_measures_containment_both_ways() -> None:
     described = TextSketch.of_text(long_text, host="www.eufic.org", title="Nutrition myths",
                                    description=about)
     back = TextSketch.from_bytes(described.to_bytes())
-    assert len(described.to_bytes()) <= 290 and back.about == described.about != ()
+    assert len(described.to_bytes()) <= 292 and back.about == described.about != ()
     assert not back.other_document("www.eufic.org", "Nutrition myths", about.upper())
     assert back.described_alike("www.eufic.org", about.upper())
     assert back.other_document("www.eufic.org", "Nutrition myths",
                                "Why your dentist asks about flossing, and how often to do it.")
     assert not back.other_document("www.eufic.org", "Nutrition myths", None)  # unknown
     assert not back.other_document("lithub.com", "Nutrition myths", "Another summary.")
-    # a version-3 sketch (words as 64-bit sets) is still read, without its words
-    v4 = described.to_bytes()
+    # a version-4 sketch (no count of a listing's items) is still read, as of no count
+    v5 = described.to_bytes()
     words = 2 * (len(described.title) + len(described.about))
+    v4 = bytes([4]) + v5[1:18] + v5[20:]
+    older = TextSketch.from_bytes(v4)
+    assert (older.title, older.about, older.anchors, older.low.tolist(), older.items) == (
+        described.title, described.about, described.anchors, described.low.tolist(), 0)
+    # a version-3 sketch (words as 64-bit sets) is still read, without its words
     v3 = struct.pack("<BHQIQQB", 3, described.count, described.top, described.host, 5, 9,
-                     len(described.high)) + v4[18 + words:]
+                     len(described.high)) + v5[20 + words:]
     older = TextSketch.from_bytes(v3)
     assert (older.title, older.about, older.anchors, older.low.tolist()) == (
         (), (), described.anchors, described.low.tolist())

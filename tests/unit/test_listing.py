@@ -143,14 +143,17 @@ def test_one_listing_in_two_layouts_is_one_listing_and_other_items_are_not() -> 
 
 def test_the_text_sketch_says_whether_its_page_is_a_listing() -> None:
     """Every process reads the candidate's kind with its sketch: a bit of the sketch,
-    which costs no byte; sketches written before the bit read as pages."""
+    which costs no byte, and a listing's number of items (two bytes); sketches written
+    before the bit read as pages."""
     from dedup.sketch import TextSketch
 
     text = article(3, 600)
     listing = TextSketch.of_text(text, host="q.test", title="Quotes", listing=True)
     page = TextSketch.of_text(text, host="q.test", title="Quotes")
-    assert len(listing.to_bytes()) == len(page.to_bytes()) == 228
+    assert len(listing.to_bytes()) == len(page.to_bytes()) == 230
     assert TextSketch.from_bytes(listing.to_bytes()).listing
+    counted = TextSketch.of_text(text, host="q.test", title="Quotes", listing=True, items=10)
+    assert TextSketch.from_bytes(counted.to_bytes()).items == 10
     back = TextSketch.from_bytes(page.to_bytes())
     assert not back.listing and back.anchors == listing.anchors
 
@@ -180,3 +183,53 @@ def test_the_principles_on_a_real_article() -> None:
     other_tag = home_page(others[2:] + [("Story 9", article(90, 60))], full=False)
     assert kinds([("http://blog.test/tag/harbour/", tag),
                   ("http://blog.test/tag/ferries/", other_tag)]) == ["new", "new"]
+
+
+def featured_page(title: str, posts: list[tuple[str, str]], featured: bool = True) -> str:
+    """A blog's listing as Pelican's notmyidea theme writes it: on a first page the latest
+    post whole in a "featured" ``<aside>``, the others below it in a list of ``<article>``
+    (here each whole: a summary of its own)."""
+    first, rest = (posts[0], posts[1:]) if featured else (None, posts)
+    items = "".join(f'<li><article class="hentry"><header><h1><a href="/{n}.html" '
+                    f'rel="bookmark">{t}</a></h1></header><div class="entry-content">'
+                    f'{paragraphs(s)}<a class="readmore" href="/{n}.html">read more</a>'
+                    "</div></article></li>" for n, (t, s) in enumerate(rest))
+    aside = "" if first is None else (
+        '<aside id="featured" class="body"><article><h1 class="entry-title"><a '
+        f'href="/first.html">{first[0]}</a></h1>{paragraphs(first[1])}</article></aside>')
+    return (HEAD.format(title=title) + aside + '<section id="content" class="body"><h1>'
+            f'Other articles</h1><ol id="posts-list" class="hfeed">{items}</ol></section>'
+            + FOOT)
+
+
+def test_articles_wherever_they_sit_are_a_listings_items() -> None:
+    """A tag page of three posts, one featured in an ``<aside>`` and two listed below it,
+    is a listing (its ``<article>`` items, read wherever they sit); a post followed by
+    teasers of related posts, each an ``<article>`` too, is not: the teasers are not what
+    its reading keeps."""
+    posts = [(f"Story {n}", article(40 + n, 120 if n else 300)) for n in range(3)]
+    assert is_listing(featured_page("Tag trio", posts))
+    related = "".join(f'<article class="teaser"><h3><a href="/r/{n}/">Related {n}</a></h3>'
+                      f"<p>{' '.join(article(70 + n, 16).split())}</p></article>"
+                      for n in range(3))
+    post = post_page("Story", article(1, 600)).replace(
+        "</article>", f'</article><section class="related">{related}</section>', 1)
+    assert not is_listing(post)
+
+
+def test_listings_that_share_most_of_their_items_are_not_copies() -> None:
+    """A blog's second index page and its category's second page, one showing a short
+    note and four posts, the other the same four posts: other listings, in either order,
+    though the index page's text is nine tenths the category page's. A listing is a copy
+    only of a listing of the same items; the same listing under another URL is still its
+    copy."""
+    note = ("A short note", " ".join(article(30, 14).split()))
+    posts = [(f"Story {n}", article(40 + n, 60)) for n in range(4)]
+    index = featured_page("Field Notes", [note, *posts], featured=False)
+    category = featured_page("Field Notes - notes", posts, featured=False)
+    assert kinds([("http://blog.test/category/notes2.html", category),
+                  ("http://blog.test/index2.html", index)]) == ["new", "new"]
+    assert kinds([("http://blog.test/index2.html", index),
+                  ("http://blog.test/category/notes2.html", category)]) == ["new", "new"]
+    assert kinds([("http://blog.test/index2.html", index),
+                  ("http://blog.test/page/2/", index)]) == ["new", "exact"]
