@@ -90,7 +90,7 @@ def reconcile(args: argparse.Namespace) -> int:
     from console.store import choose_database, require_crawl
     from dedup.adapters.mongo import PageStore, index_k
     from dedup.adapters.redis_templates import HostTemplates
-    from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE, DedupConfig
+    from dedup.config import DedupConfig, namespace_of
     from dedup.decide import Rules
     from dedup.reconcile import batch_copies, clusters_of, union_find
     from dedup.servers.embedded_limits import check_whole_read
@@ -106,8 +106,7 @@ def reconcile(args: argparse.Namespace) -> int:
         db = require_crawl(choose_database(connect_mongo(mongo_uri), args.database))
         check_whole_read(db, ("fingerprints", "pages"), "simcrawl clusters")
         store = PageStore(db.client, db.name)
-        namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
-                                       else DedupConfig().namespace)
+        namespace = namespace_of(db.name, args.namespace)
         if args.k is None:  # the k the crawl's index was built with
             args.k = index_k(db, args.namespace)
         config = DedupConfig(max_distance=args.k)

@@ -96,7 +96,6 @@ def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:
 
 def service_options(p: argparse.ArgumentParser) -> None:
     """``--redis-url``, ``--mongo-uri``, ``--database``, ``--namespace``, ``--data-dir``."""
-    from dedup.adapters.index import DEFAULT_NAMESPACE
     from dedup.adapters.mongo import DEFAULT_DATABASE
     from dedup.servers.services import DEFAULT_DATA_DIR
 
@@ -105,8 +104,9 @@ def service_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mongo-uri", help="MongoDB URI (default: $MONGO_URI)")
     g.add_argument("--database", default=DEFAULT_DATABASE,
                    help=f"MongoDB database (default {DEFAULT_DATABASE})")
-    g.add_argument("--namespace", default=DEFAULT_NAMESPACE,
-                   help=f"Redis key prefix of the index (default {DEFAULT_NAMESPACE})")
+    g.add_argument("--namespace", default=None,
+                   help="Redis key prefix of the index (default: the database's own: "
+                   "simcrawl for simcrawl, demo for simcrawl_demo, else the database's name)")
     g.add_argument("--data-dir", default=None,
                    help=f"embedded servers' data folder (default $SIMCRAWL_DATA or "
                    f"./{DEFAULT_DATA_DIR})")
@@ -117,9 +117,14 @@ def connect(args: argparse.Namespace, op_timeout: float | None = 60.0
     """Connect to Redis and MongoDB (or start the embedded servers): returns
     ``(redis client, page store, embedded services or None)``."""
     from dedup.adapters.mongo import PageStore
+    from dedup.config import namespace_of
     from dedup.errors import redact
     from dedup.servers.services import connect_mongo, connect_redis, resolve
 
+    try:  # the database's own index unless one is named
+        args.namespace = namespace_of(args.database, args.namespace)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
     try:
         client = connect_redis(redis_url)

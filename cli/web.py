@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     from waitress import serve
 
     from console.store import choose_database
-    from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
+    from dedup.config import namespace_of
     from dedup.errors import ServiceUnavailable
     from dedup.servers.services import (
         DEFAULT_DATA_DIR,
@@ -80,8 +80,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
             redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri,
                                                      data_dir)
             db = choose_database(connect_mongo(mongo_uri), args.database)
-            namespace = args.namespace or (DEMO_NAMESPACE if db.name == DEMO_DATABASE
-                                           else None)
+            namespace = namespace_of(db.name, args.namespace)
             app = create_app(db, redis_client=connect_redis(redis_url), namespace=namespace,
                              token=token, secret_key=os.environ.get("SIMCRAWL_WEB_SECRET"),
                              uploads=args.uploads or Path(data_dir) / "uploads", k=args.k,

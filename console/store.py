@@ -51,8 +51,9 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
     if redis:
         g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
         g.add_argument("--namespace", default=None,
-                       help=f"Redis key prefix of the crawl's index (default "
-                       f"{DEFAULT_NAMESPACE}, or the demo's 'demo' with its database)")
+                       help=f"Redis key prefix of the crawl's index (default: the "
+                       f"database's own: {DEFAULT_NAMESPACE} for {DEFAULT_DATABASE}, 'demo' "
+                       "for the demo's, else the database's name)")
     g.add_argument("--database", default=None,
                    help=f"MongoDB database (default {DEFAULT_DATABASE}; when that one holds "
                    f"no pages and the demo's {DEMO_DATABASE} does, the demo's)")

@@ -313,8 +313,8 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         refresh: seconds between two drawings of the dashboard's figures.
         figures_folder: where the figures are drawn (default: a temporary folder).
     """
-    from dedup.adapters.index import DEFAULT_NAMESPACE
     from dedup.adapters.mongo import PageStore, index_k
+    from dedup.config import namespace_of
 
     here = Path(__file__).resolve().parent
     app = Flask("console", template_folder=str(here / "templates"),
@@ -323,8 +323,8 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
                       MAX_CONTENT_LENGTH=MAX_UPLOAD, SESSION_COOKIE_SAMESITE="Lax",
                       SESSION_COOKIE_HTTPONLY=True, WTF_CSRF_TIME_LIMIT=None)
     CSRFProtect(app)
-    namespace = namespace or DEFAULT_NAMESPACE
-    cache = FigureCache(db, index_k(db, namespace) if k is None else k, refresh, figures_folder or Path(tempfile.mkdtemp(
+    named, namespace = namespace, namespace_of(db.name, namespace)
+    cache = FigureCache(db, index_k(db, named) if k is None else k, refresh, figures_folder or Path(tempfile.mkdtemp(
         prefix="simcrawl-web-")))
     app.extensions["simcrawl_figures"] = cache
     cache.current()  # the first drawing starts now, not on the first visit

@@ -69,7 +69,9 @@ class DedupConfig:
             ``until-stored`` (they leave Redis once MongoDB holds them; candidates' are
             read from there) or ``auto``, by the capacity (past one Redis node,
             :func:`dedup.tables.sketches_leave_redis`) [DEDUP_SKETCHES, "auto"].
-        namespace: the index's Redis key prefix [DEDUP_NAMESPACE, "simcrawl"].
+        namespace: the index's Redis key prefix [DEDUP_NAMESPACE, the database's:
+            "simcrawl" for the default database, "demo" for the demo's, else the
+            database's name (:func:`namespace_of`)].
         database: MongoDB database [DEDUP_DATABASE, "simcrawl"].
         redis_url: Redis; empty = embedded server [REDIS_URL, env REDIS_URL].
         mongo_uri: MongoDB; empty = embedded server [MONGO_URI, env MONGO_URI].
@@ -146,7 +148,7 @@ class DedupConfig:
     drop_numbers: bool = DEFAULT_DROP_NUMBERS
     capacity: int = DEFAULT_CAPACITY
     sketches: str = "auto"
-    namespace: str = DEFAULT_NAMESPACE
+    namespace: str = ""
     database: str = DEFAULT_DATABASE
     redis_url: str = ""
     mongo_uri: str = ""
@@ -212,7 +214,7 @@ class DedupConfig:
         need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")
-        check_namespace(self.namespace)
+        object.__setattr__(self, "namespace", namespace_of(self.database, self.namespace))
 
     @property
     def fingerprint_options(self) -> dict[str, Any]:
@@ -288,6 +290,30 @@ def _convert(name: str, raw: Any, kind: Any) -> Any:
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.{}-]{1,64}$")
+
+
+def namespace_of(database: str, namespace: str | None = None) -> str:
+    """The index namespace of a crawl into ``database``: ``namespace`` when one is named
+    (checked, :func:`check_namespace`), else the database's own: ``simcrawl`` for the
+    default database, the demo's for the demo's, the database's name for any other. A
+    database never shares another's index: its pages' copies are recorded against pages
+    it holds.
+
+    Raises:
+        ValueError: ``namespace`` is not a key prefix, or none is named and the
+            database's name cannot be one.
+    """
+    if namespace:
+        return check_namespace(namespace)
+    if database == DEFAULT_DATABASE:
+        return DEFAULT_NAMESPACE
+    if database == DEMO_DATABASE:
+        return DEMO_NAMESPACE
+    if not _NAMESPACE.match(database):
+        raise ValueError(f"the database {database!r} cannot name its own index namespace "
+                         "(1-64 of A-Z a-z 0-9 _ . - { }): name one with DEDUP_NAMESPACE "
+                         "or --namespace")
+    return database
 
 
 def check_namespace(namespace: str) -> str:

@@ -885,14 +885,16 @@ def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, s
 def index_k(db: Any, namespace: str | None = None) -> int:
     """The k of the crawl's index: from the layout it was built with, saved in the
     database's ``meta`` collection (:meth:`PageStore.save_layout`): the namespace's, or
-    without one the default namespace's, else the demo's, else the first saved; the crawl's
+    without one the database's own (:func:`dedup.config.namespace_of`), else the default
+    namespace's (a crawl before databases had their own), else the demo's, else the
+    first saved; the crawl's
     default (:data:`dedup.config.DEFAULT_MAX_DISTANCE`) when none is saved. What the
     console marks as k, so that every command agrees with the crawl.
 
     Raises:
         ServiceUnavailable: MongoDB failed.
     """
-    from dedup.config import DEFAULT_MAX_DISTANCE, DEFAULT_NAMESPACE, DEMO_NAMESPACE
+    from dedup.config import DEFAULT_MAX_DISTANCE, DEFAULT_NAMESPACE, DEMO_NAMESPACE, namespace_of
     from dedup.index.layout import IndexLayout, IndexMismatchError
 
     try:
@@ -901,7 +903,12 @@ def index_k(db: Any, namespace: str | None = None) -> int:
     except PyMongoError as exc:
         raise ServiceUnavailable(f"MongoDB failed reading the index layout: {exc}",
                                  service="MongoDB") from exc
-    order = [namespace] if namespace else [DEFAULT_NAMESPACE, DEMO_NAMESPACE, *sorted(saved)]
+    try:
+        own = [namespace_of(db.name)]
+    except ValueError:  # a name no namespace can take: its crawl named one
+        own = []
+    order = [namespace] if namespace else [*own, DEFAULT_NAMESPACE, DEMO_NAMESPACE,
+                                           *sorted(saved)]
     for name in order:
         if saved.get(name):
             try:

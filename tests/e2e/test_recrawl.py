@@ -18,13 +18,16 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def scrapy_crawl(site: DemoSite, services: EmbeddedServices, tmp: Path, n: int) -> dict:
+def scrapy_crawl(site: DemoSite, services: EmbeddedServices, tmp: Path, n: int,
+                 *where: str) -> dict:
+    """Crawl the demo site (``where``: its ``-s`` settings of database and namespace;
+    default: both ``recrawl``); the crawl's summary."""
     summary = tmp / f"summary-{n}.json"
     env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+    where = where or ("-s", "DEDUP_DATABASE=recrawl", "-s", "DEDUP_NAMESPACE=recrawl")
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
-         f"start_urls={site.start_urls()[0]}", "-s", "DEDUP_DATABASE=recrawl", "-s",
-         "DEDUP_NAMESPACE=recrawl", "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
+         f"start_urls={site.start_urls()[0]}", *where, "-s", "AUTOTHROTTLE_ENABLED=0", "-s",
          f"DEDUP_SUMMARY_FILE={summary}", "-s", f"LOG_FILE={tmp / f'crawl-{n}.log'}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, (tmp / f"crawl-{n}.log").read_text()[-3000:]
@@ -71,6 +74,23 @@ def test_second_crawl_admits_nothing_new(tmp_path: Path, register_corpus) -> Non
             {})["crawl_ids"][0])
         assert len(one_crawl) == copies
         assert not any(t in site.requests for t in site.content.expected.traps)
+
+
+def test_a_database_named_alone_has_its_own_index(tmp_path: Path) -> None:
+    """A crawl into the default database, then one into another database named alone
+    (``DEDUP_DATABASE``, as ``./simcrawl URL --database NAME`` sets it): the second
+    has its own index, so it admits the site's pages as the first did, and no match
+    record of it names a page its database does not hold."""
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite() as site:
+        first = scrapy_crawl(site, services, tmp_path, 1, "-s", "DEDUP_DATABASE=simcrawl")
+        second = scrapy_crawl(site, services, tmp_path, 2, "-s", "DEDUP_DATABASE=sigtest")
+        assert second["dedup/unique"] == first["dedup/unique"] > 0
+        db = connect_mongo(services.mongo_uri)["sigtest"]
+        held = {d["_id"] for d in db.pages.find({}, {"_id": 1})}
+        originals = {m["original_id"] for m in db.matches.find({}, {"original_id": 1})}
+        assert originals and originals <= held
+        assert {m.get("original_url") for m in db.matches.find({})} - {None, ""} \
+            and all(m.get("original_url") for m in db.matches.find({}))
 
 
 def shared_crawl(site: DemoSite, tmp: Path, name: str) -> list[str]:

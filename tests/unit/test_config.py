@@ -58,3 +58,23 @@ def test_what_simcrawl_writes_of_a_crawl_is_its_owners_only(tmp_path) -> None:  
         os.umask(old)
     assert oct((tmp_path / "progress.json").stat().st_mode & 0o777) == "0o600"
     assert "fetched" in json.loads((tmp_path / "progress.json").read_text())
+
+
+def test_a_database_has_its_own_index_namespace_unless_one_is_named() -> None:
+    """``DEDUP_DATABASE`` alone gives the crawl its own index: a second database never
+    shares the first's (its start page would be an exact copy of a page it does not
+    hold); ``DEDUP_NAMESPACE`` still names one, and a name no namespace can take asks
+    for one."""
+    from dedup.config import namespace_of
+
+    def config(**settings: str) -> DedupConfig:
+        return DedupConfig.from_settings(settings.get)
+
+    assert config().namespace == "simcrawl"
+    assert config(DEDUP_DATABASE="mysites").namespace == "mysites"
+    assert config(DEDUP_DATABASE="simcrawl_demo").namespace == "demo"
+    assert config(DEDUP_DATABASE="mysites", DEDUP_NAMESPACE="shared").namespace == "shared"
+    assert DedupConfig(database="mysites").namespace == "mysites"
+    with pytest.raises(ValueError, match="DEDUP_NAMESPACE"):
+        config(DEDUP_DATABASE="sites-é")
+    assert namespace_of("sites-é", "sites") == "sites"
