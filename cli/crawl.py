@@ -16,6 +16,8 @@ from crawler.run import (
     bad_start_url,
     crawl,
     demo,
+    log_files,
+    own_settings,
     print_summary,
     unreachable,
 )
@@ -98,7 +100,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
             private_folder(log_dir)
             redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
             if args.urls:
-                print(f"crawling {', '.join(args.urls)} (log: {log_dir / 'crawl.log'}) ...")
+                log = Path(own_settings(extra)[1].get("LOG_FILE") or log_dir / "crawl.log")
+                print(f"crawling {', '.join(args.urls)} (log: "
+                      f"{', '.join(map(str, log_files(log, args.processes)))}) ...")
                 stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log",
                               args.processes)
                 print_summary(stats)

@@ -76,6 +76,40 @@ def unreachable(stats: dict) -> str | None:
             + (f" ({', '.join(errors)})" if errors else ""))
 
 
+#: Settings the command sets for each crawl process itself: a user's value of the first
+#: two is honoured (:func:`own_settings`), the third is the command's live line.
+OWN_SETTINGS = ("LOG_FILE", "DEDUP_SUMMARY_FILE", "SIMCRAWL_PROGRESS_FILE")
+
+
+def own_settings(extra: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``extra`` (``-s NAME=VALUE`` pairs and other arguments) without the settings the
+    command sets for each crawl process (:data:`OWN_SETTINGS`), and the user's values of
+    them (the last of each wins, as Scrapy takes them)."""
+    rest: list[str] = []
+    own: dict[str, str] = {}
+    args = iter(extra)
+    for arg in args:
+        if arg in ("-s", "--set"):
+            value = next(args, "")
+            name, _, setting = value.partition("=")
+            if name in OWN_SETTINGS:
+                own[name] = setting
+            else:
+                rest += [arg, value]
+        else:
+            rest.append(arg)
+    return rest, own
+
+
+def log_files(log_file: Path, processes: int) -> list[Path]:
+    """The log of each crawl process: ``log_file`` for one, ``NAME-1.log``, ``NAME-2.log``,
+    ... for several."""
+    if processes == 1:
+        return [log_file]
+    return [log_file.with_name(f"{log_file.stem}-{n}{log_file.suffix}")
+            for n in range(1, processes + 1)]
+
+
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
           log_file: Path, processes: int = 1) -> dict:
     """Run ``scrapy crawl site`` in subprocesses (``processes`` of them share one crawl
@@ -87,6 +121,10 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     Interrupted (Ctrl-C, SIGTERM), it lets the crawls stop gracefully (Scrapy saves a
     ``JOBDIR``; the shared frontier keeps its queue) before it returns to the caller.
 
+    A ``LOG_FILE`` in ``extra`` replaces ``log_file``; a ``DEDUP_SUMMARY_FILE`` gets the
+    combined summary as JSON; a ``SIMCRAWL_PROGRESS_FILE`` is the command's own (each
+    process writes one for the live line) and is left out.
+
     Raises:
         SystemExit: a crawl failed without a summary (it said why on stderr).
     """
@@ -94,14 +132,15 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri,
                SCRAPY_SETTINGS_MODULE="crawler.settings")
     shared = ["-s", "SIMCRAWL_FRONTIER=redis"] if processes > 1 else []
+    extra, own = own_settings(extra)
+    if own.get("LOG_FILE"):
+        log_file = Path(own["LOG_FILE"])
     runs = []
     progress_files = []
-    for n in range(processes):
+    for n, log in enumerate(log_files(log_file, processes)):
         summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
         progress_files.append(Path(tempfile.mkstemp(prefix="simcrawl-progress-",
                                                     suffix=".json")[1]))
-        log = log_file if processes == 1 else log_file.with_name(
-            f"{log_file.stem}-{n + 1}{log_file.suffix}")
         metrics = os.environ.get("SIMCRAWL_METRICS_PORT", "")
         ports = ["-s", f"SIMCRAWL_METRICS_PORT={int(metrics) + n}"] \
             if metrics.isdigit() and int(metrics) else []  # one port per process
@@ -179,6 +218,9 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     combined["seconds"] = took
     combined["returncode"] = max(abs(proc.returncode) for proc, _, _ in runs)
     combined["failed_processes"] = len(failed)
+    if own.get("DEDUP_SUMMARY_FILE"):  # the user's copy of the summary
+        Path(own["DEDUP_SUMMARY_FILE"]).write_text(
+            json.dumps(combined, indent=1, sort_keys=True, default=str), encoding="utf-8")
     return combined
 
 

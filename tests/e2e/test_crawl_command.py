@@ -37,3 +37,28 @@ def test_a_crawl_of_urls_takes_scrapy_settings_and_a_database(tmp_path: Path) ->
         links = site.content.pages["news"]["/"].body.count(b"href=")
         assert 1 < len(pages) <= 1 + links
         assert len(pages) < sum(len(p) for p in site.content.pages.values()) // 2
+
+
+def test_the_commands_own_settings_given_by_the_user_are_honoured(tmp_path: Path) -> None:
+    """``-s DEDUP_SUMMARY_FILE=...`` gets the summary and the command still shows it (it
+    replaced the file the command reads, which then said the crawl did not run, exit 1);
+    with ``--processes 2`` the command names the two logs the processes write."""
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=8, zh_articles=0, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url or "",
+                   MONGO_URI=services.mongo_uri or "")
+        summary = tmp_path / "summary.json"
+        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
+                               "--processes", "2", "-s", f"DEDUP_SUMMARY_FILE={summary}",
+                               "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
+                               str(tmp_path / "cli")], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "did not run" not in done.stderr
+        import json
+
+        written = json.loads(summary.read_text())
+        assert written["dedup/unique"] > 0 and f"{written['dedup/unique']}" in done.stdout
+        logs = [tmp_path / "cli" / "crawl-1.log", tmp_path / "cli" / "crawl-2.log"]
+        assert f"(log: {logs[0]}, {logs[1]})" in done.stdout
+        assert all(log.is_file() for log in logs)
