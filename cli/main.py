@@ -12,6 +12,7 @@ It runs from any folder: the crawl uses the settings module inside the package
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import importlib
 import sys
@@ -97,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
               "commands)", file=sys.stderr)
         return EXIT_USAGE
     module = importlib.import_module(VERBS[verb])
-    return int(module.main(args, prog=f"simcrawl {verb}"))
+    # an error no verb says more about (a bad environment variable read deep down) is
+    # one line with its exit status too, not a traceback (common.run)
+    return common.run(lambda _: int(module.main(args, prog=f"simcrawl {verb}")),
+                      argparse.Namespace())
 
 
 if __name__ == "__main__":

@@ -52,4 +52,7 @@ def main(argv: list[str], prog: str = "simcrawl remove") -> int:
     p.add_argument("--fingerprint", action="append", default=[], metavar="HEX",
                    help="a fingerprint to remove from the index (repeatable)")
     service_options(p)
-    return run(remove, p.parse_args(argv))
+    args = p.parse_args(argv)
+    if not args.page_ids and not args.fingerprint:
+        p.error("name what to remove: page ids, or --fingerprint HEX")
+    return run(remove, args)

@@ -120,6 +120,7 @@ def check_whole_read(db: Any, collections: Iterable[str], verb: str,
             memory there is, how many pages that serves, and what to do.
     """
     from dedup.adapters.mongo import stored_sizes
+    from dedup.tables import human_bytes
 
     if not is_embedded_kind(db.client):
         return
@@ -135,6 +136,6 @@ def check_whole_read(db: Any, collections: Iterable[str], verb: str,
     raise StoreTooLarge(
         f"{verb}: the embedded MongoDB (SecantusDB) builds a query's whole result in memory "
         f"before answering: reading the {counts[name]:,} documents of '{db.name}.{name}' "
-        f"would take about {need / 2**30:.1f} GiB, more than the {have / 2**30:.1f} GiB "
+        f"would take about {human_bytes(need)}, more than the {human_bytes(have)} "
         f"{where} (whole reads of about {serves_pages(have):,} pages fit). Use a real "
         "MongoDB (MONGO_URI; docker compose runs one): it streams the read.")

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, check_whole_read, is_embedded_kind
+from dedup.servers.embedded_limits import (
+    READ_BYTES_PER_DOC,
+    StoreTooLarge,
+    check_whole_read,
+    is_embedded_kind,
+)
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.integration
@@ -74,6 +79,16 @@ def test_a_bad_memory_cap_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.M
         db.pages.insert_one({"url": "http://site.test/", "host": "site.test"})
         monkeypatch.setenv("SIMCRAWL_EMBEDDED_MEMORY", "lots")
         with pytest.raises(ValueError, match="SIMCRAWL_EMBEDDED_MEMORY: not a size"):
+            check_whole_read(db, ("pages",), "simcrawl export")
+        # the command says it in one line, with the usage error's exit status
+        said = verb(tmp_path / "data", services.mongo_uri or "", "", "report", "-o",
+                    str(tmp_path / "report"), memory="lots")
+        assert said.returncode == 2, said.stderr
+        assert said.stderr.strip().splitlines()[-1].startswith(
+            "error: SIMCRAWL_EMBEDDED_MEMORY: not a size") and "Traceback" not in said.stderr
+        # a small cap is said in the units that show it
+        monkeypatch.setenv("SIMCRAWL_EMBEDDED_MEMORY", "1000")
+        with pytest.raises(StoreTooLarge, match=r"more than the 1\.0 KB"):
             check_whole_read(db, ("pages",), "simcrawl export")
 
 

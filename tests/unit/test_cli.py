@@ -177,7 +177,8 @@ def test_an_unknown_verb_is_named_with_a_hint():
 
 def test_debug_shows_the_traceback_of_an_error():
     assert "Traceback" not in run("find-all", "/nonexistent").stderr
-    out = run("--debug", "remove", "--redis-url", "foo://x", "--mongo-uri", "mongodb://x")
+    out = run("--debug", "remove", "0" * 24, "--redis-url", "foo://x", "--mongo-uri",
+              "mongodb://x")
     assert out.returncode == 2 and "Traceback" in out.stderr
     assert out.stderr.rstrip().endswith("is not a Redis URL: Redis URL must specify one of "
                                         "the following schemes (redis://, rediss://, unix://)")
@@ -290,3 +291,11 @@ def test_find_all_engine_options_are_checked():
     assert out.returncode == 2 and "not both" in out.stderr
     out = run("clusters", "--stage", "/tmp/x")
     assert out.returncode == 2 and "options of --engine spark" in out.stderr
+
+
+def test_remove_without_anything_to_remove_is_a_usage_error():
+    """It exited 0 and said nothing."""
+    out = run("remove")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.rstrip().endswith(
+        "error: name what to remove: page ids, or --fingerprint HEX")
