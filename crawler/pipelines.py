@@ -42,12 +42,17 @@ log = logging.getLogger(__name__)
 RECORD_SECONDS = 5.0
 
 
+#: The stat of pages stored without a decision (``DEDUP_ENABLED`` off).
+UNDECIDED = "dedup/stored_undecided"
+
+
 def summary_adds_up(summary: dict[str, Any]) -> bool:
     """Whether a crawl process's summary (``DEDUP_SUMMARY_FILE``) adds up: every request it
-    took (``dedup/requests``) became a page decided, a skip or a loss, once."""
+    took (``dedup/requests``) became a page decided (or stored undecided, with
+    ``DEDUP_ENABLED`` off), a skip or a loss, once."""
     decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
                                                "dedup/exact_duplicate", "dedup/pinyin_copy",
-                                               "dedup/revisit"))
+                                               "dedup/revisit", UNDECIDED))
     skipped = sum(v for k, v in summary.items() if k.startswith("dedup/skipped/"))
     return bool(summary.get("dedup/requests", 0) == decided + skipped + summary.get(
         "dedup/lost/undecided", 0))
@@ -140,6 +145,7 @@ class StoragePipeline:
                 return item
             item.page_id, item.decision = new_page_id(), "new"
             item.body = b""
+            self.crawler.stats.inc_value(UNDECIDED)
         if isinstance(item, PageItem) and item.decision == "new":
             with self._lock:
                 self.pages.append(page_document(

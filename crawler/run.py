@@ -304,9 +304,9 @@ class LiveProgress:
                 print(f"progress: {self.line()}", file=self.out, flush=True)
 
 
-#: The stats that count a page handled (decided, or admitted with dedup off).
+#: The stats that count a page handled (decided, or stored undecided with dedup off).
 HANDLED = ("dedup/unique", "dedup/near_duplicate", "dedup/exact_duplicate",
-           "dedup/pinyin_copy", "dedup/revisit")
+           "dedup/pinyin_copy", "dedup/revisit", "dedup/stored_undecided")
 
 
 def outcomes(stats: dict) -> tuple[int, int, int]:
@@ -335,10 +335,15 @@ def print_summary(stats: dict) -> None:
     rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
              if k.startswith("dedup/skipped/")]
     decided, skipped, lost_pages = outcomes(stats)
+    undecided = int(stats.get("dedup/stored_undecided", 0))
+    if undecided:
+        rows.insert(1, ("stored undecided (DEDUP_ENABLED off)", undecided))
     taken = int(stats.get("dedup/requests", 0))
     open_ = taken - decided - skipped - lost_pages
+    handled = f"{decided - undecided} pages decided" + (
+        f" + {undecided} stored undecided" if undecided else "")
     rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
-                 f"{taken} = {decided} pages decided + {skipped} skipped + {lost_pages} lost"
+                 f"{taken} = {handled} + {skipped} skipped + {lost_pages} lost"
                  + (f" + {open_} in flight when the crawl stopped" if open_ else "")))
     lost = stats.get("lost_urls") or []
     if lost:

@@ -62,3 +62,23 @@ def test_the_commands_own_settings_given_by_the_user_are_honoured(tmp_path: Path
         logs = [tmp_path / "cli" / "crawl-1.log", tmp_path / "cli" / "crawl-2.log"]
         assert f"(log: {logs[0]}, {logs[1]})" in done.stdout
         assert all(log.is_file() for log in logs)
+
+
+def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> None:
+    """With ``DEDUP_ENABLED=False`` every page is stored undecided: the summary says so
+    and adds up (it said the stored pages were in flight when the crawl stopped)."""
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=6, zh_articles=0, novel_chapters=0)) as site:
+        env = dict(os.environ, REDIS_URL=services.redis_url or "",
+                   MONGO_URI=services.mongo_uri or "")
+        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
+                               "--database", "off", "-s", "DEDUP_ENABLED=False",
+                               "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
+                               str(tmp_path / "cli")], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        stored = connect_mongo(services.mongo_uri or "")["off"].pages.count_documents({})
+        assert stored > 0
+        assert "in flight" not in done.stdout
+        line = next(x for x in done.stdout.splitlines() if "requests (all accounted for)" in x)
+        assert f"0 pages decided + {stored} stored undecided" in line
