@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                 return EXIT_FAILED if stats.get("lost_urls") else EXIT_OK
             return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
         except CrawlDidNotRun as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            if not exc.said:  # a bad setting or an unreachable server said so already
+                print(f"error: {exc}", file=sys.stderr)
             return exc.status
         except DataDirError as exc:
             print(f"error: {exc}", file=sys.stderr)

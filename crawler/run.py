@@ -25,11 +25,14 @@ from dedup.progress import counted
 
 class CrawlDidNotRun(Exception):
     """A crawl process ended without a summary; ``status`` is its exit status (2: a bad
-    setting, 3: a service unreachable, 1: anything else; it said why on stderr)."""
+    setting, 3: a service unreachable, 1: anything else; it said why on stderr).
+    ``said``: it said why in its one line (a bad setting or a server out of reach), so
+    the command adds none."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status if status in (1, 2, 3) else 1
+        self.said = status in (2, 3)
 
 
 def _forward(runs: list[tuple[subprocess.Popen, Path, Path]], signum: int) -> None:
@@ -296,11 +299,13 @@ class LiveProgress:
     def stop(self) -> None:
         """Stop the display; where it prints plain lines (not a terminal), a last one with
         the final counters (each process writes its file once more as it ends), so that the
-        live lines end on the totals, not on a count some seconds old."""
+        live lines end on the totals, not on a count some seconds old; none when no process
+        wrote any (none started crawling: a bad setting, a server out of reach, whose one
+        line says so)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-            if not getattr(self.out, "isatty", lambda: False)():
+            if not getattr(self.out, "isatty", lambda: False)() and any(self.read()):
                 print(f"progress: {self.line()}", file=self.out, flush=True)
 
 

@@ -603,9 +603,15 @@ class EmbeddedServices:
             state["users"] += [p for p in pids if p not in state["users"]]
 
     def stop(self) -> None:
-        """Leave the servers; the last user stops them."""
+        """Leave the servers; the last user stops them, to the end whatever signal comes
+        meanwhile (:func:`unbroken`: a Ctrl-C as they stop left a traceback and, before
+        the servers had stopped, their state half written)."""
         if not self._joined:
             return
+        with unbroken():
+            self._leave()
+
+    def _leave(self) -> None:
         with contextlib.suppress(ValueError):
             _JOINED.remove(self)
         with self._locked() as state:
@@ -659,6 +665,25 @@ def stop_services(data_dir: str | os.PathLike[str]) -> tuple[list[str], int]:
                 stopped.append(name)
         state["users"] = []
     return stopped, users
+
+
+@contextlib.contextmanager
+def unbroken() -> Iterator[None]:
+    """Within the block, Ctrl-C, SIGTERM and SIGHUP are ignored (in the main thread: only
+    it takes signals): for steps that must end once begun, each bounded in time (a
+    server's stop waits 30 s, then kills it). The previous handlers come back afterwards."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.SIG_IGN)
+             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

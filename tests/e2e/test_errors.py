@@ -131,6 +131,9 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
      "REDIS_URL 'foo://x' is not a Redis URL"),
     (["http://127.0.0.1:{port}/"], {"MONGO_URI": "mongodb://127.0.0.1:{port}/"}, 3,
      "MongoDB at mongodb://127.0.0.1:{port}/ is unreachable"),
+    # a bad setting, which the crawl process judges: its one line, no other
+    (["http://127.0.0.1:{port}/", "-s", "DEDUP_MAX_DISTANCE=99"], {}, 2,
+     "error: DEDUP_MAX_DISTANCE must be in 0..31, got 99"),
     # (robots.txt not tried again: its RFC 9309 retries, 7 s, are not what this checks)
     (["http://127.0.0.1:{port}/"], {"SIMCRAWL_ROBOTS_RETRIES": "0"}, 1,
      "none of the start URLs could be fetched (DownloadConnectionRefusedError)"),
@@ -150,3 +153,8 @@ def test_the_simcrawl_command_exits_as_its_table_says(tmp_path: Path, args: list
     assert done.returncode == status, done.stderr
     assert message.replace("{port}", port) in done.stderr
     assert "Traceback" not in done.stderr
+    if status in (2, 3) and not done.stderr.startswith("usage:"):
+        # one line (argparse's own errors show the usage above it): no stale progress
+        # line, no "the crawl did not run" after it
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "progress:" not in done.stdout

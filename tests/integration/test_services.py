@@ -170,3 +170,30 @@ def test_a_port_taken_before_the_server_binds_it_is_retried(tmp_path: Path, monk
     finally:
         server.stop()
         taken.close()
+
+
+def test_a_ctrl_c_while_the_servers_stop_lets_them_stop(tmp_path: Path) -> None:
+    """Ctrl-C as ``./simcrawl`` stops its servers after a crawl: the stop goes on to
+    the end, no ``KeyboardInterrupt`` (a traceback before), and Ctrl-C works again
+    afterwards."""
+    services = EmbeddedServices(tmp_path / "data").start()
+    pids = server_pids(tmp_path / "data")
+    redis_server = services.servers["redis"]
+    stop = redis_server.stop
+
+    def interrupted_stop(*args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, mid-stop
+        time.sleep(0.2)
+        stop(*args, **kwargs)
+
+    redis_server.stop = interrupted_stop  # type: ignore[method-assign]
+    try:
+        services.stop()
+        broken = False
+    except KeyboardInterrupt:
+        broken = True
+    assert not broken, "the stop was broken off by the Ctrl-C"
+    assert pids and wait_gone(pids)
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
