@@ -181,8 +181,9 @@ def build(crawler: Crawler) -> Parts:
     if recovered.journals:
         crawler.stats.set_value("dedup/recovered/pages_removed", len(recovered.removed))
         log.info("dedup: %s", recovered)
-    log.info("dedup: crawl %s; index in %s (namespace %r, %s, k=%d), pages in %s database "
-             "%r, %d extraction workers", parts.crawl_id, parts.redis_url, config.namespace,
+    log.info("simcrawl add-on active (crawler.Addon): crawl %s; index in %s (namespace %r, "
+             "%s, k=%d), pages in %s database %r, %d extraction workers", parts.crawl_id,
+             parts.redis_url, config.namespace,
              index.layout.design.name, index.k, parts.mongo_uri, config.database,
              parts.extractor.workers)
     return parts

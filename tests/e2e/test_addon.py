@@ -51,13 +51,16 @@ class RulesSpider(CrawlSpider):
 
 
 def project(tmp: Path) -> Path:
-    """A project as ``scrapy startproject`` makes it, with the add-on's one line."""
+    """A project as ``scrapy startproject`` makes it, with the add-on's entry in the
+    ``ADDONS`` its settings already have (as the README says to add it)."""
     subprocess.run([sys.executable, "-m", "scrapy", "startproject", "shop", str(tmp / "shop")],
                    check=True, capture_output=True, timeout=120)
     folder = tmp / "shop"
     (folder / "shop" / "spiders" / "mine.py").write_text(SPIDERS)
-    with (folder / "shop" / "settings.py").open("a") as fh:
-        fh.write('\nADDONS = {"crawler.Addon": 300}\n')
+    settings = folder / "shop" / "settings.py"
+    text = settings.read_text()
+    assert text.count("ADDONS = {}") == 1, "startproject's settings have ADDONS = {}"
+    settings.write_text(text.replace("ADDONS = {}", 'ADDONS = {"crawler.Addon": 300}'))
     return folder
 
 
@@ -85,6 +88,10 @@ def test_the_add_on_drops_copies_and_their_links_in_any_projects_spiders(tmp_pat
         before = len(site.requests)
         items = crawl(folder, env, "pages", start, "added")
         requested = site.requests[before:]
+        # the crawl says the add-on is active, and where it stores; without it, nothing
+        said = (folder / "added.log").read_text()
+        assert "simcrawl add-on active (crawler.Addon)" in said and "database 'added'" in said
+        assert "simcrawl add-on active" not in (folder / "plain.log").read_text()
         db = connect_mongo(services.mongo_uri or "")["added"]
         copies = {m["url"]: m for m in db.matches.find({})}
         stored = {p["url"] for p in db.pages.find({}, {"url": 1})}
