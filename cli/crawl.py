@@ -85,6 +85,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     )
     from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
 
+    from dedup.setting_names import ENVIRONMENT, SETTING, unknown
+
+    for line in unknown((s.partition("=")[0] for s in args.settings), SETTING) \
+            + unknown(os.environ, ENVIRONMENT):
+        print(f"warning: {line}", file=sys.stderr)
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
     extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
     for setting in args.settings:

@@ -14,6 +14,7 @@ component reads or sets another's attributes: what they share is the
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -186,4 +187,8 @@ def build(crawler: Crawler) -> Parts:
              parts.redis_url, config.namespace,
              index.layout.design.name, index.k, parts.mongo_uri, config.database,
              parts.extractor.workers)
+    from dedup.setting_names import ENVIRONMENT, SETTING, unknown
+
+    for line in unknown(crawler.settings, SETTING) + unknown(os.environ, ENVIRONMENT):
+        log.warning("simcrawl: %s", line)
     return parts

@@ -66,13 +66,15 @@ def test_the_commands_own_settings_given_by_the_user_are_honoured(tmp_path: Path
 
 def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> None:
     """With ``DEDUP_ENABLED=False`` every page is stored undecided: the summary says so
-    and adds up (it said the stored pages were in flight when the crawl stopped)."""
+    and adds up (it said the stored pages were in flight when the crawl stopped). A
+    mistyped setting beside it is named (it was accepted silently)."""
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=6, zh_articles=0, novel_chapters=0)) as site:
         env = dict(os.environ, REDIS_URL=services.redis_url or "",
                    MONGO_URI=services.mongo_uri or "")
         done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
                                "--database", "off", "-s", "DEDUP_ENABLED=False",
+                               "-s", "DEDUP_MAX_DISTANC=3",
                                "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
                                str(tmp_path / "cli")], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=600, check=False)
@@ -82,3 +84,8 @@ def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> No
         assert "in flight" not in done.stdout
         line = next(x for x in done.stdout.splitlines() if "requests (all accounted for)" in x)
         assert f"0 pages decided + {stored} stored undecided" in line
+        # a mistyped setting is named, with the one meant, before the crawl and in its log
+        typo = ("DEDUP_MAX_DISTANC is not a simcrawl setting and does nothing; did you mean "
+                "DEDUP_MAX_DISTANCE?")
+        assert f"warning: {typo}" in done.stderr
+        assert typo in (tmp_path / "cli" / "crawl.log").read_text()

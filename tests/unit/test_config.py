@@ -78,3 +78,24 @@ def test_a_database_has_its_own_index_namespace_unless_one_is_named() -> None:
     with pytest.raises(ValueError, match="DEDUP_NAMESPACE"):
         config(DEDUP_DATABASE="sites-é")
     assert namespace_of("sites-é", "sites") == "sites"
+
+
+def test_a_name_that_does_nothing_is_named_with_the_closest_known_one() -> None:
+    """A mistyped setting was accepted silently; so was one given the other way than it
+    is read."""
+    from dedup.setting_names import ENVIRONMENT, SETTING, unknown
+
+    said = unknown(["DEDUP_MAX_DISTANC", "DEDUP_MAX_DISTANCE", "DOWNLOAD_DELAY",
+                    "SIMCRAWL_FRONTEIR", "SIMCRAWL_LOG_LEVEL"], SETTING)
+    assert said == [
+        "DEDUP_MAX_DISTANC is not a simcrawl setting and does nothing; did you mean "
+        "DEDUP_MAX_DISTANCE?",
+        "SIMCRAWL_FRONTEIR is not a simcrawl setting and does nothing; did you mean "
+        "SIMCRAWL_FRONTIER?",
+        "SIMCRAWL_LOG_LEVEL is read from the environment only: as a setting it does "
+        "nothing (set it in the environment: SIMCRAWL_LOG_LEVEL=... ./simcrawl ...)"]
+    said = unknown(["DEDUP_MAX_DISTANCE", "SIMCRAWL_DATA", "SIMCRAWL_FRONTIER", "HOME",
+                    "SIMCRAWL_BENCH_TRAFILATURA"], ENVIRONMENT)
+    assert said == ["DEDUP_MAX_DISTANCE is a Scrapy setting, not read from the environment: "
+                    "it does nothing there (-s DEDUP_MAX_DISTANCE=... or the project's "
+                    "settings)"]
