@@ -84,7 +84,6 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         exit_status,
     )
     from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
-
     from dedup.setting_names import ENVIRONMENT, SETTING, unknown
 
     for line in unknown((s.partition("=")[0] for s in args.settings), SETTING) \
