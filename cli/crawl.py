@@ -11,14 +11,15 @@ import sys
 from pathlib import Path
 
 from crawler.run import (
-    QUERY,
     CrawlDidNotRun,
     bad_start_url,
     crawl,
     demo,
+    hint_options,
     log_files,
     own_settings,
     print_summary,
+    query_hint,
     unreachable,
 )
 
@@ -115,15 +116,16 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                     print(f"error: {why}", file=sys.stderr)
                     return EXIT_FAILED
                 stored_in = database or "simcrawl"
-                print(f"\nmatch records (MongoDB, database \"{stored_in}\"):\n  "
-                      + QUERY.format(db=stored_in))
+                print(f"\nmatch records (MongoDB, database \"{stored_in}\"). "
+                      + query_hint(stored_in, hint_options(stored_in, args.data_dir)))
                 if stats.get("failed_processes"):
                     print(f"error: {stats['failed_processes']} of {args.processes} crawl "
                           "processes ended without a summary (above); the totals are the "
                           "others'. Crawl again to finish their pages.", file=sys.stderr)
                     return EXIT_FAILED
                 return EXIT_FAILED if stats.get("lost_urls") else EXIT_OK
-            return demo(redis_url, mongo_uri, extra, log_dir, args.processes)
+            return demo(redis_url, mongo_uri, extra, log_dir, args.processes,
+                        hint_options(data_dir=args.data_dir))
         except CrawlDidNotRun as exc:
             if not exc.said:  # a bad setting or an unreachable server said so already
                 print(f"error: {exc}", file=sys.stderr)

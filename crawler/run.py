@@ -382,20 +382,35 @@ def command_name() -> str:
     return "simcrawl" if shutil.which("simcrawl") else f"{sys.executable} -m cli"
 
 
-def query_hint(database: str) -> str:
+def query_hint(database: str, options: str = "") -> str:
     """How to look at the match records yourself, naming only commands this machine has:
     mongosh when it is installed, else simcrawl's own export and console, as the user runs
-    simcrawl (:func:`command_name`)."""
+    simcrawl (:func:`command_name`), with the ``options`` the crawl was given that they
+    need too (``--database``, ``--data-dir``: :func:`hint_options`)."""
     me = command_name()
     if shutil.which("mongosh"):
         return ("Query them yourself:\n  " + QUERY.format(db=database) +
-                f"\n  ({me} services prints the MongoDB URI while the servers run; "
+                f"\n  ({me} services{options} prints the MongoDB URI while the servers run; "
                 "see docs/queries.md)")
-    rows = [(f"{me} export matches --format jsonl | head", "JSON lines, one per copy"),
-            (f"{me} web", "the console: each copy beside its original")]
+    rows = [(f"{me} export matches{options} --format jsonl | head", "JSON lines, one per copy"),
+            (f"{me} web{options}", "the console: each copy beside its original")]
     width = max(47, *(len(c) + 1 for c, _ in rows))
     return "See them all:\n" + "\n".join(f"  {c:<{width}}# {what}" for c, what in rows) + \
-        f"\n  (in Python: the queries of docs/queries.md, with the URI {me} services prints)"
+        f"\n  (in Python: the queries of docs/queries.md, with the URI {me} services" \
+        f"{options} prints)"
+
+
+def hint_options(database: str | None = None, data_dir: str | None = None) -> str:
+    """The options a hint's commands need to read what a crawl wrote: its database when it
+    is not the default, its embedded servers' data folder when one was named."""
+    import shlex
+
+    out = ""
+    if database and database != "simcrawl":
+        out += f" --database {shlex.quote(database)}"
+    if data_dir:
+        out += f" --data-dir {shlex.quote(data_dir)}"
+    return out
 
 
 DEMO_SOURCE = "demo-novels"
@@ -423,9 +438,10 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
 
 
 def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
-         processes: int = 1) -> int:
+         processes: int = 1, options: str = "") -> int:
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
-    (cleared first, so every demo run starts alike)."""
+    (cleared first, so every demo run starts alike); ``options``: those the hints'
+    commands need (:func:`hint_options`)."""
     from simcrawl_examples.demosite import DemoSite
 
     from dedup.adapters.index import redis_store
@@ -482,7 +498,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
             source = f" (registered by {m['source']})" if m.get("source") else ""
             print(f"  {m['kind']:8} {how}  {m['url']}\n"
                   f"  {'':8} copies {m['original_url']}{source}")
-    print(f"  ... {len(matched)} in all. {query_hint(database)}")
+    print(f"  ... {len(matched)} in all. {query_hint(database, options)}")
     ok = not traps and right == len(copies) and all(u in stored for u in firsts) \
         and found == len(pirated) and kept == len(quoted) and not stats.get("lost_urls") \
         and not stats.get("failed_processes")

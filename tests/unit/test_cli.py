@@ -164,6 +164,13 @@ def test_the_demos_hints_name_simcrawl_as_the_user_runs_it(monkeypatch):
     hint = crawl_run.query_hint("simcrawl_demo")
     assert f"  {sys.executable} -m cli export matches" in hint  # nothing on the PATH
     assert "\n  simcrawl " not in hint
+    # a crawl into another database, on servers with their data elsewhere: the commands
+    # read the same (they left both out)
+    options = crawl_run.hint_options("mysites", "/data/my crawl")
+    hint = crawl_run.query_hint("mysites", options)
+    assert "-m cli export matches --database mysites --data-dir '/data/my crawl' " in hint
+    assert "-m cli web --database mysites --data-dir '/data/my crawl'" in hint
+    assert crawl_run.hint_options("simcrawl") == ""
 
 
 def test_an_unknown_verb_is_named_with_a_hint():
