@@ -56,8 +56,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
         from dedup.config import DedupConfig
 
         args.containment = DedupConfig().verify_containment
-    if not 0 < args.containment <= 1 or not 0 < args.target <= 1 or args.sample < 1:
-        parser.error("--containment and --target must be in (0, 1], --sample at least 1")
+    for name, ok, what in (("--containment", 0 < args.containment <= 1, "in (0, 1]"),
+                           ("--target", 0 < args.target <= 1, "in (0, 1]"),
+                           ("--sample", args.sample >= 1, "at least 1")):
+        if not ok:
+            parser.error(f"{name} must be {what}, got {getattr(args, name[2:])}")
     try:
         with open_database(args, ("fingerprints",), "simcrawl calibrate") as db:
             if sys.stderr.isatty():

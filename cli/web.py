@@ -45,7 +45,7 @@ def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     """Run ``simcrawl web`` until Ctrl-C; returns the exit status (2: bad options, 3: a
     service unreachable)."""
-    from waitress import serve
+    from waitress.server import create_server
 
     from console.store import choose_database
     from dedup.config import namespace_of
@@ -85,11 +85,13 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
                              token=token, secret_key=os.environ.get("SIMCRAWL_WEB_SECRET"),
                              uploads=args.uploads or Path(data_dir) / "uploads", k=args.k,
                              refresh=args.refresh)
+            # bound first: a busy port is the one line said, not after "Ctrl-C to stop"
+            server = create_server(app, host=args.host, port=args.port, threads=args.threads,
+                                   ident="simcrawl")
             print(f"simcrawl web: the database {db.name!r} on http://{args.host}:{args.port}/"
                   + (" (token required)" if token else "") + "; Ctrl-C to stop",
                   file=sys.stderr, flush=True)
-            serve(app, host=args.host, port=args.port, threads=args.threads,
-                  ident="simcrawl", _quiet=True)
+            server.run()
         except ServiceUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 3

@@ -197,3 +197,22 @@ def test_a_ctrl_c_while_the_servers_stop_lets_them_stop(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1)
+
+
+def test_the_console_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    """It printed "...; Ctrl-C to stop" before the error."""
+    import socket
+
+    with EmbeddedServices(tmp_path / "data") as services, socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "cli", "web", "--port", str(port),
+                               "--redis-url", services.redis_url or "", "--mongo-uri",
+                               services.mongo_uri or ""], capture_output=True, text=True,
+                              timeout=120, check=False,
+                              cwd=Path(__file__).resolve().parents[2])
+        assert done.returncode == 2, done.stderr
+        assert "Ctrl-C to stop" not in done.stderr
+        assert done.stderr.strip().splitlines()[-1].startswith(
+            f"error: cannot serve on 127.0.0.1:{port}")

@@ -306,3 +306,10 @@ def test_remove_without_anything_to_remove_is_a_usage_error():
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.rstrip().endswith(
         "error: name what to remove: page ids, or --fingerprint HEX")
+
+
+def test_a_bad_option_is_named_alone():
+    """One error covered three options (--containment, --target, --sample)."""
+    out = run("calibrate", "--sample", "-3")
+    assert out.returncode == 2
+    assert out.stderr.rstrip().endswith("error: --sample must be at least 1, got -3")
