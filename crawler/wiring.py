@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from dedup.adapters.redis_windows import open_window_index
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator
-from dedup.errors import redact
+from dedup.errors import ServiceUnavailable, redact
 from dedup.index import NearDuplicateIndex
 from dedup.index.windows import WindowIndex
 from dedup.servers.services import (
@@ -107,6 +108,33 @@ def built_parts(crawler: Crawler) -> Parts | None:
     return _BUILT.get(crawler)
 
 
+def _reach(config: DedupConfig, redis_url: str, mongo_uri: str) -> tuple[Any, PageStore]:
+    """Redis's client and the page store, once both answer: a server that does not is
+    tried again, a second apart, for ``DEDUP_START_WAIT`` seconds (said once in the log:
+    a server restarting or briefly frozen does not end the crawl at its start).
+
+    Raises:
+        ServiceUnavailable: a server still does not answer at the end of the wait.
+    """
+    deadline = time.monotonic() + config.start_wait
+    said = False
+    while True:
+        try:
+            client = connect_redis(redis_url)  # each checked with a ping
+            pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri),
+                              lazy_sizes=True)  # written with the crawl's record
+            pages.ensure_indexes()
+            return client, pages
+        except ServiceUnavailable as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not said:
+                log.warning("dedup: %s; trying again for up to %.0f s (DEDUP_START_WAIT)",
+                            exc, config.start_wait)
+                said = True
+            time.sleep(1.0)
+
+
 def build(crawler: Crawler) -> Parts:
     """The crawl's :class:`Parts`, built from the crawler's settings.
 
@@ -127,10 +155,7 @@ def build(crawler: Crawler) -> Parts:
                                              config.mongo_uri or None, config.data_dir)
     journal: AdmissionJournal | None = None
     try:
-        client = connect_redis(redis_url)
-        pages = PageStore(connect_mongo(mongo_uri), config.database, redact(mongo_uri),
-                          lazy_sizes=True)  # written with the crawl's record
-        pages.ensure_indexes()
+        client, pages = _reach(config, redis_url, mongo_uri)
         index = open_index(redis_store(client, config.namespace, url=redis_url),
                            k=config.max_distance, capacity=config.capacity,
                            batch_size=config.batch_size,

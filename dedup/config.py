@@ -124,6 +124,9 @@ class DedupConfig:
             Redis or MongoDB to answer again before the pages concerned count as lost
             (the crawl then stops and exits non-zero, naming them)
             [DEDUP_RETRY_SECONDS, 300].
+        start_wait: how long a crawl process starting waits, trying again, for Redis or
+            MongoDB to answer (a server restarting, briefly frozen) before it exits with
+            the unreachable server's status, 3 [DEDUP_START_WAIT, 30].
         lease_seconds: how long a crawl process may stop running (frozen, swapped out, cut
             off from Redis) before the other processes of its crawl take it for dead and
             repair its work; its heartbeat renews the lease every third of it
@@ -173,6 +176,7 @@ class DedupConfig:
     main_content: float = 0.5
     template_pages: int = 5
     retry_seconds: float = 300.0
+    start_wait: float = 30.0
     lease_seconds: float = 30.0
     max_body: int = 5 * 1024 * 1024
     concurrent: bool = False
@@ -209,6 +213,7 @@ class DedupConfig:
         need(0 <= self.template_pages <= 1_000_000, "DEDUP_TEMPLATE_PAGES", "in 0..1000000")
         need(0 < self.flush_seconds <= 3600, "DEDUP_FLUSH_SECONDS", "in (0, 3600]")
         need(0 <= self.retry_seconds <= 86_400, "DEDUP_RETRY_SECONDS", "in [0, 86400]")
+        need(0 <= self.start_wait <= 3600, "DEDUP_START_WAIT", "in [0, 3600]")
         need(1 <= self.lease_seconds <= 3600, "DEDUP_LEASE_SECONDS", "in [1, 3600]")
         need(self.max_body >= 1024, "DEDUP_MAX_BODY", "at least 1024 (bytes)")
         need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")

@@ -33,8 +33,9 @@ def scrapy_crawl(tmp: Path, *args: str, env: dict | None = None) -> subprocess.C
     ([], {}, 2, "give http(s) start URLs"),
     (["-a", "start_urls=http://127.0.0.1:9/"], {"MONGO_URI": "garbage"}, 2,
      "MONGO_URI 'garbage' is not a MongoDB URI"),
-    (["-a", "start_urls=http://127.0.0.1:9/"], {"REDIS_URL": "redis://127.0.0.1:{port}/0"},
-     3, "Redis at redis://127.0.0.1:{port}/0 is unreachable"),
+    (["-a", "start_urls=http://127.0.0.1:9/", "-s", "DEDUP_START_WAIT=0"],
+     {"REDIS_URL": "redis://127.0.0.1:{port}/0"}, 3,
+     "Redis at redis://127.0.0.1:{port}/0 is unreachable"),
 ])
 def test_start_errors_are_one_line(tmp_path: Path, args: list[str], env: dict, status: int,
                                    message: str) -> None:
@@ -48,6 +49,41 @@ def test_start_errors_are_one_line(tmp_path: Path, args: list[str], env: dict, s
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "Task exception was never retrieved" not in (tmp_path / "crawl.log").read_text()
     assert time.monotonic() - started < 30  # a malformed URI is refused at once
+
+
+def test_a_server_that_answers_within_the_start_wait_is_waited_for(tmp_path: Path) -> None:
+    """A crawl process started while its MongoDB is frozen exited 3 at once; it tries
+    again for DEDUP_START_WAIT seconds, says so in its log, and crawls once the server
+    answers; past the wait it exits 3 with the server's one line."""
+    with EmbeddedServices(tmp_path / "servers") as services, DemoSite() as site:
+        mongo_pid = services.servers["mongo"].pid
+        assert mongo_pid
+        env = dict(os.environ, REDIS_URL=services.redis_url or "",
+                   MONGO_URI=services.mongo_uri or "")
+        args = ["-a", f"start_urls={site.start_urls()[0]}", "-s", "DEPTH_LIMIT=0",
+                "-s", "DEDUP_DATABASE=waited"]
+        os.kill(mongo_pid, signal.SIGSTOP)  # frozen as the crawl starts
+        try:
+            crawl = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "site", *args,
+                                      "-s", f"LOG_FILE={tmp_path / 'crawl.log'}"],
+                                     cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+            time.sleep(8)
+        finally:
+            os.kill(mongo_pid, signal.SIGCONT)
+        _, err = crawl.communicate(timeout=300)
+        assert crawl.returncode == 0, err
+        said = (tmp_path / "crawl.log").read_text()
+        assert "trying again for up to 30 s (DEDUP_START_WAIT)" in said
+        os.kill(mongo_pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            done = scrapy_crawl(tmp_path, *args, "-s", "DEDUP_START_WAIT=3", env=env)
+        finally:
+            os.kill(mongo_pid, signal.SIGCONT)
+        assert done.returncode == 3, done.stderr
+        assert time.monotonic() - started >= 3
+        assert done.stderr.startswith("error: MongoDB at ") and done.stderr.count("\n") == 1
 
 
 def test_a_second_crawl_on_a_live_namespace_is_refused(tmp_path: Path) -> None:
@@ -129,7 +165,8 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
     (["example.org"], {}, 2, "not a start URL: example.org (not an http or https URL)"),
     (["http://127.0.0.1:{port}/"], {"REDIS_URL": "foo://x"}, 2,
      "REDIS_URL 'foo://x' is not a Redis URL"),
-    (["http://127.0.0.1:{port}/"], {"MONGO_URI": "mongodb://127.0.0.1:{port}/"}, 3,
+    (["http://127.0.0.1:{port}/", "-s", "DEDUP_START_WAIT=0"],
+     {"MONGO_URI": "mongodb://127.0.0.1:{port}/"}, 3,
      "MongoDB at mongodb://127.0.0.1:{port}/ is unreachable"),
     # a bad setting, which the crawl process judges: its one line, no other
     (["http://127.0.0.1:{port}/", "-s", "DEDUP_MAX_DISTANCE=99"], {}, 2,
