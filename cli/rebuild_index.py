@@ -83,6 +83,7 @@ def rebuild(args: argparse.Namespace) -> int:
 
         # every page is stored: an index that keeps sketches only until then gets none
         added = index.add_many(rows(), progress=progress, stored=True)
+        progress.total = progress.done  # the estimate counted every document
         progress.close()
         sums = register_checksums(redis_client, args.namespace, pages.iter_checksums())
         windows, other = _rebuild_windows(redis_client, args.namespace, pages)
@@ -90,10 +91,13 @@ def rebuild(args: argparse.Namespace) -> int:
         print(f"rebuilt: {added:,} fingerprints, {sums:,} text checksums and the pinyin "
               f"windows of {windows:,} registered originals in {took:.1f} s "
               f"({added / max(took, 1e-9):,.0f}/s); index holds {len(index):,}")
-        short = pages.count_fingerprints(indexed_only=False) - len(stored) - left_out
+        removed = pages.count_unindexed()
+        short = pages.count_fingerprints(indexed_only=False) - len(stored) - left_out - removed
         shared = len(stored) - added
         not_indexed = [f"{short:,} of short texts (matched by their checksum only)"
                        if short > 0 else "",
+                       f"{removed:,} removed from the index (simcrawl remove --fingerprint)"
+                       if removed > 0 else "",
                        f"{shared:,} equal to another page's (indexed once, for the first)"
                        if shared > 0 else "",
                        f"{left_out:,} without a page (see below)" if left_out else ""]

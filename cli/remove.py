@@ -27,7 +27,10 @@ def remove(args: argparse.Namespace) -> int:
         for fp_text in args.fingerprint:
             fp = parse_fingerprint(fp_text)
             done = index.remove(fp)
-            print(f"fingerprint {fp:016x}: {'removed' if done else 'not in the index'}")
+            kept_out = pages.unindex(fp)  # and out of later rebuilds of the index
+            print(f"fingerprint {fp:016x}: {'removed' if done else 'not in the index'}"
+                  + (f"; kept out of rebuilds ({kept_out} stored page"
+                     f"{'s' if kept_out != 1 else ''})" if kept_out else ""))
             status |= 0 if done else 1
         for page_id in args.page_ids:
             known.update(pages.sketches_of([page_id]))

@@ -69,6 +69,10 @@ _TWO64 = 1 << 64
 _TWO63 = 1 << 63
 
 
+#: The fingerprint documents the index holds: not short, not removed from it.
+_INDEXED = {"short": False, "unindexed": {"$ne": True}}
+
+
 def to_int64(fp: int) -> Int64:
     """An unsigned 64-bit fingerprint as the ``Int64`` stored in MongoDB (two's complement).
 
@@ -586,10 +590,29 @@ class PageStore:
         return {p: from_int64(v) for p, v in
                 self._field(self.fingerprints, page_ids, "simhash2").items()}
 
-    def count_fingerprints(self, indexed_only: bool = True) -> int:
-        """Number of fingerprint documents (by default those the index holds: not short)."""
+    def unindex(self, fp: int) -> int:
+        """Keep fingerprint ``fp`` out of the index from now on (``simcrawl remove
+        --fingerprint``): its documents stay, marked, and ``rebuild-index`` leaves them
+        out (:meth:`iter_fingerprints`). Returns how many documents hold it."""
         try:
-            return self.fingerprints.count_documents({"short": False} if indexed_only else {})
+            return int(self.fingerprints.update_many(
+                {"simhash": to_int64(fp)}, {"$set": {"unindexed": True}}).matched_count)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def count_unindexed(self) -> int:
+        """Number of fingerprint documents removed from the index (:meth:`unindex`; short
+        ones aside, which it never holds)."""
+        try:
+            return self.fingerprints.count_documents({"short": False, "unindexed": True})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+
+    def count_fingerprints(self, indexed_only: bool = True) -> int:
+        """Number of fingerprint documents (by default those the index holds: not short,
+        not removed from it, :meth:`unindex`)."""
+        try:
+            return self.fingerprints.count_documents(_INDEXED if indexed_only else {})
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
@@ -652,10 +675,11 @@ class PageStore:
 
     def iter_fingerprints(self, batch_size: int = 10_000
                           ) -> Iterator[tuple[int, str, bytes | None]]:
-        """Every ``(simhash, page id, text sketch)`` the index should hold (short texts
-        excluded; the sketch ``None`` for a page stored without one)."""
+        """Every ``(simhash, page id, text sketch)`` the index should hold (short texts and
+        fingerprints removed from the index excluded; the sketch ``None`` for a page stored
+        without one)."""
         try:
-            cursor = self.fingerprints.find({"short": False}, {"simhash": 1, "sketch": 1},
+            cursor = self.fingerprints.find(_INDEXED, {"simhash": 1, "sketch": 1},
                                             batch_size=batch_size)
             for doc in cursor:
                 sketch = doc.get("sketch")

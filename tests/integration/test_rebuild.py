@@ -92,6 +92,29 @@ def test_remove_by_page_id_and_fingerprint(services, redis_client, pages, namesp
     assert missing.returncode == 1 and "not in the index" in missing.stdout
 
 
+def test_a_fingerprint_removed_from_the_index_stays_out_of_its_rebuilds(
+        services, redis_client, pages, namespace) -> None:  # type: ignore[no-untyped-def]
+    """`remove --fingerprint` takes a fingerprint out of the index only: a rebuild put it
+    back and reported it "lost by Redis", its progress stopping at 5 of 6."""
+    index = NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=1000)
+    fps = {new_page_id(): 0x1111 * (i + 1) << 40 for i in range(6)}
+    pages.save_pages([{"_id": pid, "url": f"https://h.example/{i}", "host": "h.example"}
+                      for i, pid in enumerate(fps)],
+                     [fingerprint_doc(pid, fp, checksum=f"{i:032x}", tokens=40, short=False,
+                                      algorithm="t") for i, (pid, fp) in enumerate(fps.items())])
+    for pid, fp in fps.items():
+        index.check_and_add(fp, pid)
+    gone = next(iter(fps.values()))
+    done = cli(services, pages, namespace, "remove", "--fingerprint", f"{gone:016x}")
+    assert done.returncode == 0 and "kept out of rebuilds (1 stored page)" in done.stdout
+    done = cli(services, pages, namespace, "rebuild-index")
+    assert done.returncode == 0, done.stderr
+    assert "lost by Redis" not in done.stderr and "the store and the index agreed" in done.stdout
+    assert "1 removed from the index (simcrawl remove --fingerprint)" in done.stdout
+    rebuilt = NearDuplicateIndex(RedisStore(redis_client, namespace))
+    assert len(rebuilt) == 5 and gone not in {fp for fp, _ in rebuilt.entries()}
+
+
 def test_an_index_that_releases_sketches_is_rebuilt_and_removed_from_released(
         services, redis_client, pages, namespace) -> None:  # type: ignore[no-untyped-def]
     """An index too large to keep sketches in Redis (DEDUP_SKETCHES=until-stored): the
