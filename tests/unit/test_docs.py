@@ -125,3 +125,36 @@ def test_the_readme_names_no_issue_numbers() -> None:
     text = (ROOT / "README.md").read_text("utf-8")
     found = re.findall(r"\(\d{1,3}\)(?=[;.,])|\bissues? \d+\b", text)
     assert not found, f"the README names issue numbers: {found[:5]}"
+
+
+def test_the_settings_tables_defaults_are_the_codes() -> None:
+    """Every default docs/settings.md gives a ``DEDUP_*`` setting as a literal is
+    :class:`dedup.config.DedupConfig`'s (the table and the code drifted apart before)."""
+    from dataclasses import fields
+
+    from dedup.config import _ATTR, DedupConfig
+
+    defaults = {f.name: f.default for f in fields(DedupConfig)}
+    checked = 0
+    for row in (ROOT / "docs" / "settings.md").read_text("utf-8").splitlines():
+        if not row.startswith("| `DEDUP_"):
+            continue
+        cells = row.split(" | ")
+        names = re.findall(r"`(DEDUP_[A-Z_]+)`", cells[0])
+        values = [v.strip() for v in cells[1].split(" / ")]
+        if len(names) != len(values):
+            continue
+        for name, value in zip(names, values):
+            literal = re.fullmatch(r"`([^`]+)`(?: \(.*\))?", value)
+            if name not in _ATTR or not literal:
+                continue
+            want = defaults[_ATTR[name]]
+            got = literal.group(1)
+            if isinstance(want, bool):
+                assert got == str(want), (name, got, want)
+            elif isinstance(want, (int, float)):
+                assert float(got) == want, (name, got, want)
+            else:
+                assert got == want, (name, got, want)
+            checked += 1
+    assert checked >= 30
