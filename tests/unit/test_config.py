@@ -99,3 +99,14 @@ def test_a_name_that_does_nothing_is_named_with_the_closest_known_one() -> None:
     assert said == ["DEDUP_MAX_DISTANCE is a Scrapy setting, not read from the environment: "
                     "it does nothing there (-s DEDUP_MAX_DISTANCE=... or the project's "
                     "settings)"]
+
+
+def test_the_decisions_rules_default_to_the_crawls_settings() -> None:
+    """:class:`dedup.decide.Rules` has defaults of its own for callers without a
+    configuration (the benchmarks, the batch job's judges): they are the crawl's."""
+    from dataclasses import replace
+
+    from dedup.decide import Rules
+
+    crawl = Rules.from_config(DedupConfig())
+    assert replace(crawl, fingerprint_options={}) == Rules()
