@@ -76,7 +76,12 @@ have="$(cat "$stamp" 2>/dev/null || true)"
 extras="${SIMCRAWL_EXTRAS:-}"  # space-separated, e.g. "test spark"
 missing=""
 for extra in $extras; do [[ " $have " == *" $extra "* ]] || missing=1; done
+# the checkout the environment's simcrawl comes from (a .venv shared with another
+# checkout, SIMCRAWL_VENV, holds that one's editable install until it is made again here)
+home="$(cd / && "$venv/bin/python" -c 'import os, dedup
+print(os.path.dirname(os.path.dirname(os.path.realpath(dedup.__file__))))' 2>/dev/null || true)"
 if [ "${have%% *}" != "$want" ] || [ -n "$missing" ] \
+   || [ "$home" != "$(cd "$simcrawl_root" && pwd -P)" ] \
    || ! ls "$simcrawl_root"/dedup/_simhash.*.so "$simcrawl_root"/dedup/_pinyin.*.so \
            "$simcrawl_root"/dedup/_walk.*.so >/dev/null 2>&1; then
   say "installing simcrawl and its dependencies into $venv (first run takes a minute) ..."
