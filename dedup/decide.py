@@ -458,24 +458,31 @@ def own_passages(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSk
     return own and sketch.missing_from(values) >= evidence
 
 
-def other_items(items: Sequence[str], values: np.ndarray, sketch: TextSketch,
+def item_values(items: Sequence[str], values: np.ndarray) -> list[np.ndarray]:
+    """What a listing's reading holds of each of its ``items`` (their texts,
+    :func:`dedup.listing.listing_items`): the item's shingle values that are among the
+    page's own text's (``values``), sorted, as :func:`other_items` reads them."""
+    return [np.intersect1d(shingle_values(item), values, assume_unique=True)
+            for item in items]
+
+
+def other_items(items: Sequence[np.ndarray], sketch: TextSketch,
                 evidence: int = PASSAGE_EVIDENCE) -> bool:
     """Whether a listing and a listing it is a candidate of show other items, though
     each text is mostly in the other (two pages of a blog's listings that share four of
     their five posts): the candidate shows another number of items than the page's
-    ``items`` (their texts, :func:`dedup.listing.listing_items`; its sketch says, from
-    version 5), or one of the page's items is mostly not in the candidate (at least
+    ``items`` (each as :func:`item_values` reads it; its sketch says, from version 5), or
+    one of the page's items is mostly not in the candidate (at least
     ``evidence`` of its sampled shingles and more than half of them not found). A
     listing is a copy only of a listing of the same items (docs/fingerprints.md,
     "Listings"); between two layouts of one listing an item's text is the same but for
     the shingles across its fields. An item is judged on what the page's reading holds
-    of it (``values``: the page's own text's :func:`dedup.sketch.shingle_values`)."""
+    of it."""
     if sketch.items and sketch.items != len(items):
         return True
     if sketch.shift or not len(sketch.low):  # a version-1 sketch: not asked
         return False
-    for item in items:
-        read = np.intersect1d(shingle_values(item), values, assume_unique=True)
+    for read in items:
         found, sampled = sketch.sample_found(read)
         if 2 * found < sampled and sampled - found >= evidence:
             return True
@@ -560,6 +567,7 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
     when not given).
     """
     lines: list[np.ndarray] | None = None  # the page's passage lines, when asked
+    items: list[np.ndarray] | None = None  # what it reads of its items, when asked
     whole: np.ndarray | None = None  # the shingles of its whole text, when asked
     for m in found:
         sketch = sketches.get(m.sketch) if m.sketch else None
@@ -577,9 +585,11 @@ def choose_original(page: Page, found: Sequence[Match], verifiers: Mapping[str, 
         share = text_check(values, sketch, rules, page.listing)
         if share is None:
             continue
-        if page.items and sketch.listing \
-                and other_items(page.items, values, sketch, rules.passage_evidence):
-            continue
+        if page.items and sketch.listing:
+            if items is None:
+                items = item_values(page.items, values)
+            if other_items(items, sketch, rules.passage_evidence):
+                continue
         if sketch.on_site(page.host):
             if lines is None:
                 lines = passage_lines(page.own_text, rules.passage_tokens)

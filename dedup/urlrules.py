@@ -191,6 +191,8 @@ class UrlRules:
     def __init__(self, min_support: int = MIN_SUPPORT) -> None:
         self.min_support = min_support
         self.support: Counter[Rule] = Counter()
+        self._rules: dict[str, set[Rule]] = defaultdict(set)  # host -> its rules
+        self._aliases: dict[str, set[Rule]] = defaultdict(set)  # host -> aliases naming it
         self.against: Counter[Rule] = Counter()
         self._originals: dict[str, set[str]] = defaultdict(set)  # host -> URLs, as keyed
         self._keys: dict[str, dict[str, str]] = defaultdict(dict)  # host -> key -> URL
@@ -205,9 +207,9 @@ class UrlRules:
             return
         before = self.holding(u.host)
         self._originals[u.host].add(text)
-        for rule in [r for r in self.support if r.host == u.host]:
+        for rule in self._rules[u.host]:
             self._see(rule, text)
-        for rule in [r for r in self.support if r.kind == "host_alias" and r.arg == u.host]:
+        for rule in self._aliases[u.host]:
             self._see_alias(rule, text)
         if self.holding(u.host) != before:
             self._rekey(u.host)
@@ -224,6 +226,9 @@ class UrlRules:
         before = self.holding(host)
         for rule in rules:
             if rule not in self.support:  # judged on every stored page of its host
+                self._rules[host].add(rule)
+                if rule.kind == "host_alias":
+                    self._aliases[rule.arg].add(rule)
                 self._images[rule] = {}
                 for url in self._originals[rule.host]:
                     self._see(rule, url)
@@ -260,8 +265,8 @@ class UrlRules:
 
     def holding(self, host: str) -> list[Rule]:
         """The rules that hold on ``host``: ``min_support`` pairs and none against."""
-        return sorted((r for r, n in self.support.items() if r.host == host
-                       and n >= self.min_support and not self.against[r]),
+        return sorted((r for r in self._rules.get(host, ())
+                       if self.support[r] >= self.min_support and not self.against[r]),
                       key=lambda r: (KINDS.index(r.kind), r.arg))
 
     def key(self, url: str) -> str:
@@ -270,7 +275,7 @@ class UrlRules:
 
     def _rekey(self, host: str) -> None:
         rules = self.holding(host)
-        targets = [h for h in {r.arg for r in rules if r.kind == "host_alias"}]
+        targets = {r.arg for r in rules if r.kind == "host_alias"}
         keys: dict[str, str] = {}
         for url in self._originals[host]:
             keys.setdefault(apply(rules, url), url)

@@ -3,6 +3,7 @@ does) and the database to store into, and says which database it used."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,16 +18,23 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def simcrawl_crawl(services: EmbeddedServices, site: DemoSite, tmp: Path, *args: str
+                   ) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    """``simcrawl crawl`` of the site's first start URL on ``services``, with ``args``
+    (AutoThrottle off; the command's data folder under ``tmp``)."""
+    env = dict(os.environ, REDIS_URL=services.redis_url or "",
+               MONGO_URI=services.mongo_uri or "")
+    return subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0], *args,
+                           "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir", str(tmp / "cli")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
 def test_a_crawl_of_urls_takes_scrapy_settings_and_a_database(tmp_path: Path) -> None:
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=12, zh_articles=0, novel_chapters=0)) as site:
-        env = dict(os.environ, REDIS_URL=services.redis_url or "",
-                   MONGO_URI=services.mongo_uri or "")
-        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
-                               "--database", "mine", "-s", "DEPTH_LIMIT=1",
-                               "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
-                               str(tmp_path / "cli")], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
+        done = simcrawl_crawl(services, site, tmp_path, "--database", "mine",
+                              "-s", "DEPTH_LIMIT=1")
         assert done.returncode == 0, done.stdout + done.stderr
         assert 'database "mine"' in done.stdout
         client = connect_mongo(services.mongo_uri or "")
@@ -45,18 +53,11 @@ def test_the_commands_own_settings_given_by_the_user_are_honoured(tmp_path: Path
     with ``--processes 2`` the command names the two logs the processes write."""
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=8, zh_articles=0, novel_chapters=0)) as site:
-        env = dict(os.environ, REDIS_URL=services.redis_url or "",
-                   MONGO_URI=services.mongo_uri or "")
         summary = tmp_path / "summary.json"
-        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
-                               "--processes", "2", "-s", f"DEDUP_SUMMARY_FILE={summary}",
-                               "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
-                               str(tmp_path / "cli")], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
+        done = simcrawl_crawl(services, site, tmp_path, "--processes", "2",
+                              "-s", f"DEDUP_SUMMARY_FILE={summary}")
         assert done.returncode == 0, done.stdout + done.stderr
         assert "did not run" not in done.stderr
-        import json
-
         written = json.loads(summary.read_text())
         assert written["dedup/unique"] > 0 and f"{written['dedup/unique']}" in done.stdout
         logs = [tmp_path / "cli" / "crawl-1.log", tmp_path / "cli" / "crawl-2.log"]
@@ -70,14 +71,8 @@ def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> No
     mistyped setting beside it is named (it was accepted silently)."""
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=6, zh_articles=0, novel_chapters=0)) as site:
-        env = dict(os.environ, REDIS_URL=services.redis_url or "",
-                   MONGO_URI=services.mongo_uri or "")
-        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
-                               "--database", "off", "-s", "DEDUP_ENABLED=False",
-                               "-s", "DEDUP_MAX_DISTANC=3",
-                               "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir",
-                               str(tmp_path / "cli")], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
+        done = simcrawl_crawl(services, site, tmp_path, "--database", "off",
+                              "-s", "DEDUP_ENABLED=False", "-s", "DEDUP_MAX_DISTANC=3")
         assert done.returncode == 0, done.stdout + done.stderr
         stored = connect_mongo(services.mongo_uri or "")["off"].pages.count_documents({})
         assert stored > 0
