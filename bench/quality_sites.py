@@ -180,7 +180,8 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
     their own, ``scrapy crawl site`` from its start URL with ``processes`` processes (on
     the embedded Redis, or the Redis Cluster at ``cluster_url``, and SecantusDB), then the
     store and the server's log read back: what happened to each page requested, in the
-    order requested (stored, a copy of its recorded original, or neither: skipped)."""
+    order requested (stored, a copy of its recorded original, or neither: skipped), then
+    to each page recorded as a copy without a request (the URL rules' predictions)."""
     from simcrawl_examples.pageserver import serve
 
     from crawler.run import crawl as run_crawl
@@ -226,6 +227,12 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
                              if original.startswith(served) else None)
         else:
             outcome[mine] = ("stored" if url in stored else "skipped", None)
+    for url, original in copies.items():  # recorded without a request (URL rules)
+        mine = origin + url[len(served):]
+        if mine in site.pages and mine not in outcome:
+            listings[mine] = read_page(site.pages[mine], mine, "utf-8", params).listing
+            outcome[mine] = ("copy", origin + original[len(served):]
+                             if original.startswith(served) else None)
     return {"outcome": outcome, "listings": listings,
             "lost": len(summary.get("lost_urls", []))}
 

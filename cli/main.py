@@ -31,6 +31,7 @@ VERBS = {
     "register": "cli.register",
     "remove": "cli.remove",
     "rebuild-index": "cli.rebuild_index",
+    "rules": "cli.rules",
     "services": "cli.services",
     "export": "cli.export",
     "report": "cli.report",

@@ -72,6 +72,8 @@ class Findings:
     clusters: int = 0
     pages_in_clusters: int = 0
     largest_clusters: list[dict[str, Any]] = field(default_factory=list)
+    #: requests not sent: the URL rules' ``url_rule`` records, by rule (``host: kind arg``)
+    url_rules: dict[str, int] = field(default_factory=dict)
 
 
 def _minute(value: Any) -> str | None:
@@ -119,7 +121,8 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
         if progress:
             progress(1)
     fields = {"host": 1, "distance": 1, "kind": 1, "original_id": 1, "original_url": 1,
-              "original_host": 1, "source": 1, "detected_at": 1, "fetched_at": 1}
+              "original_host": 1, "source": 1, "detected_at": 1, "fetched_at": 1,
+              "rules": 1}
     for doc in db.matches.find(query("matches", crawl_id, since, until), fields,
                                batch_size=5000):
         kind = doc.get("kind", "")
@@ -128,6 +131,8 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
             continue
         found.matches += 1
         found.kinds[kind] = found.kinds.get(kind, 0) + 1
+        for rule in doc.get("rules") or () if kind == "url_rule" else ():
+            found.url_rules[str(rule)] = found.url_rules.get(str(rule), 0) + 1
         if doc.get("distance") is not None and kind != "exact":
             d = int(doc["distance"])
             found.distances[d] = found.distances.get(d, 0) + 1
@@ -368,6 +373,17 @@ def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str
                         if url.startswith(("http://", "https://")) else esc(url))
                 parts.append(f"<tr><td>{link}</td><td class='n'>{c['size']:,}</td></tr>")
             parts.append("</table>")
+    if found.url_rules:
+        saved = found.kinds.get("url_rule", 0)
+        parts.append(f"<h2>Requests not sent (URL rules)</h2><p>{counted(saved, 'copy', 'copies')}"
+                     " recorded without a request: the URL rules the crawls learned from "
+                     "their match records predicted each to be a stored page (match records "
+                     "of kind url_rule; <code>simcrawl rules</code> lists the rules, "
+                     "docs/url-rules.md says how they are learned and checked).</p>"
+                     "<table><tr><th>host: rule</th><th>requests not sent</th></tr>" + "".join(
+                         f"<tr><td>{esc(r)}</td><td class='n'>{n:,}</td></tr>"
+                         for r, n in sorted(found.url_rules.items(),
+                                            key=lambda t: (-t[1], t[0]))[:TOP]) + "</table>")
     if found.skip_reasons:
         parts.append("<h2>Skip reasons</h2><table>" + "".join(
             f"<tr><td>{esc(r)}</td><td class='n'>{n:,}</td></tr>"

@@ -42,6 +42,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "DOWNLOADER_MIDDLEWARES": {
         "crawler.middlewares.SettleFailures": 10,
         "crawler.middlewares.ServiceGuard": 50,
+        "crawler.url_rules.UrlRuleGate": 60,
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "crawler.middlewares.RobotsTxt": 100,
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
@@ -50,7 +51,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "EXTENSIONS": {"crawler.extensions.JobGuard": 0,
                    "crawler.scheduler.SharedCrawlEnd": 10,
                    "crawler.extensions.ProgressFile": 20,
-                   "crawler.metrics.PrometheusMetrics": 30},
+                   "crawler.metrics.PrometheusMetrics": 30,
+                   "crawler.url_rules.SendAgain": 40},
 }
 
 #: Plain settings the add-on needs, at the add-on priority (the project's win).

@@ -78,6 +78,10 @@ class MatchItem:
     # declared: the copy names its original canonical; reversed: the original (fetched
     # first) names the copy canonical
     canonical_link: str | None = None
+    # a link not requested (kind ``url_rule``): the URL rules that predicted it a copy, and
+    # the URL they took it to (its original, or a copy of it)
+    rules: list[str] | None = None
+    claimant: str | None = None
     checksum: str | None = None  # the copy's text: a re-crawl keeps its verdict while it holds
 
     def __repr__(self) -> str:  # one short line in logs
@@ -88,6 +92,8 @@ class MatchItem:
         """How close the copy is: ``distance 2``, or for pinyin ``share 0.85, run 12``."""
         if self.kind == "excerpt":
             return f"a passage of {self.characters} characters"
+        if self.kind == "url_rule":
+            return "not requested: " + "; ".join(self.rules or ())
         if self.pinyin:
             return f"share {self.pinyin['share']:.2f}, run {self.pinyin['run']} windows"
         if self.containment is not None:

@@ -27,6 +27,7 @@ from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
 from crawler.metrics import metrics_port, page_decided
 from crawler.state import CrawlState
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.url_rules import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig
 from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
@@ -119,8 +120,11 @@ class NearDuplicateMiddleware:
     """
 
     def __init__(self, crawler: Crawler, config: DedupConfig, deduplicator: Deduplicator,
-                 extractor: Extractor, state: CrawlState) -> None:
+                 extractor: Extractor, state: CrawlState,
+                 learning: RuleLearning | None = None) -> None:
         self.crawler = crawler
+        #: what each decision tells the URL rules (None: DEDUP_URL_RULES is off)
+        self.learning = learning
         self.stats = crawler.stats
         self.config = config
         self.extractor = extractor
@@ -140,7 +144,10 @@ class NearDuplicateMiddleware:
         if not dedup_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is off")
         parts = parts_of(crawler)
-        return cls(crawler, parts.config, parts.deduplicator, parts.extractor, parts.state)
+        learning = RuleLearning(parts.urlrules, crawler.stats) if parts.urlrules else None
+        parts.state.deciding = True
+        return cls(crawler, parts.config, parts.deduplicator, parts.extractor, parts.state,
+                   learning)
 
     async def _decide(self, item: PageItem) -> Decision | str:
         """Extract and fingerprint off the reactor thread, then decide together with the
@@ -225,10 +232,18 @@ class NearDuplicateMiddleware:
     async def process_spider_output(self, response: scrapy.http.Response,
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         outputs = [o async for o in result]
+        inflight = response.request.meta.get(INFLIGHT_ID, "") if response.request else ""
+        records = predicted_records(response)
+        if records is not None:  # a request not sent: a predicted copy, or held
+            self.state.count_skip()
+            for o in records:
+                yield o
+            if inflight:
+                yield FrontierReceipt(inflight)
+            return
         page = next((o for o in outputs if isinstance(o, PageItem)), None)
         if page is None and self._judges(response):  # a project's spider (the add-on)
             page = page_item_of(response)
-        inflight = response.request.meta.get(INFLIGHT_ID, "") if response.request else ""
         if page is None:
             for o in outputs:
                 yield o
@@ -258,6 +273,14 @@ class NearDuplicateMiddleware:
                 yield FrontierReceipt(inflight)
             return
         assert isinstance(outcome, Decision)
+        held: list[MatchItem] = []
+        if self.learning is not None and (outcome.dropped or outcome.kind == NEW):
+            # links held for this page, now decided: their records go with its outputs
+            held = await self.learning.decided(
+                response.request, page.url, outcome.page_id or "",
+                (outcome.original_url or None, outcome.original_id or None)
+                if outcome.dropped else None)
+            others += held
         if inflight and outcome.dropped:
             self.state.pending[page.url] = inflight  # settled once its record is stored
         page.page_id, page.decision = outcome.page_id, outcome.kind
@@ -291,6 +314,8 @@ class NearDuplicateMiddleware:
             elif self.config.debug:
                 log.info(msg, *args)
             yield match
+            for o in held:
+                yield o
             return
         if outcome.kind == NEW:
             self.stats.inc_value("dedup/unique")
@@ -318,12 +343,19 @@ class NearDuplicateMiddleware:
         yield FrontierReceipt(inflight)
 
     def process_spider_exception(self, response: scrapy.http.Response, exception: Exception
-                                 ) -> None:
+                                 ) -> list[MatchItem] | None:
         """A response whose callback failed, or that failed before it (an HTTP error status
         of a request without an errback): it yields nothing more, so its request is settled
-        in the shared frontier now (the exception goes on as Scrapy handles it)."""
+        in the shared frontier now (the exception goes on as Scrapy handles it). The empty
+        response of a request not sent (a project's callback may fail on it) gives its
+        match record all the same."""
         if response.request is not None:
             self.state.settle_request(response.request)
+        records = predicted_records(response)
+        if records is not None:
+            self.state.count_skip()
+            return records
+        return None
 
     def _judges(self, response: scrapy.http.Response) -> bool:
         """Whether a response of a spider that does not yield its pages as PageItems (a

@@ -165,6 +165,8 @@ class StoragePipeline:
                 evidence["canonical_link"] = item.canonical_link
             if item.checksum:
                 evidence["checksum"] = item.checksum
+            if item.rules:
+                evidence["rules"], evidence["claimant"] = item.rules, item.claimant
             if item.kind == "excerpt":
                 evidence["characters"] = item.characters
                 evidence["span"] = list(item.span or (0, 0))
@@ -274,6 +276,10 @@ class StoragePipeline:
                         m["original_url"], m["original_host"] = url, host
                         if source:
                             m["source"] = source
+            # a link the URL rules predicted a copy, fetched after all (a rule dropped)
+            # and stored in this same write: the page is the verdict
+            admitted = {str(p["url"]) for p in pages}
+            matches = [m for m in matches if m["kind"] != "url_rule" or m["url"] not in admitted]
             excerpts = [m for m in matches if m["kind"] == "excerpt"]
             matches = self._without_lost_originals([m for m in matches
                                                     if m["kind"] != "excerpt"])

@@ -325,7 +325,10 @@ def outcomes(stats: dict) -> tuple[int, int, int]:
 
 def print_summary(stats: dict) -> None:
     """The crawl's dedup figures as a short table."""
-    responses = int(stats.get("downloader/response_count", 0))
+    # a request the URL rules did not send has an empty response made for it
+    not_sent = sum(int(stats.get(k, 0)) for k in ("dedup/skipped/url_rule",
+                                                  "dedup/skipped/url_rule_held"))
+    responses = int(stats.get("downloader/response_count", 0)) - not_sent
     robots = int(stats.get("robotstxt/response_count", 0))
     # responses are not requests: robots.txt files are fetched beside the crawl's own
     # requests, and a request refused by robots.txt or cut at the size cap has none
@@ -337,6 +340,10 @@ def print_summary(stats: dict) -> None:
             ("copies of registered originals (pinyin)", stats.get("dedup/pinyin_copy", 0)),
             ("outlinks of duplicates not followed", stats.get("dedup/outlinks_dropped", 0)),
             ("revisits", stats.get("dedup/revisit", 0))]
+    if stats.get("dedup/url_rule") or stats.get("dedup/url_rules/resent"):
+        rows.append(("copies not requested (URL rules)",
+                     f"{stats.get('dedup/url_rule', 0)} (recorded as url_rule matches; "
+                     f"{stats.get('dedup/url_rules/resent', 0)} sent after all)"))
     rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
              if k.startswith("dedup/skipped/")]
     decided, skipped, lost_pages = outcomes(stats)

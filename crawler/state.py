@@ -54,6 +54,9 @@ class CrawlState:
     #: the storage pipeline closed: everything written, the summary too (a crawl forced
     #: out, by a second signal, never gets here: it exits 130)
     closed_cleanly: bool = False
+    #: the dedup middleware decides this crawl's pages (it says so when it is built; the
+    #: URL rules' gate sends every request when no one would record what it keeps)
+    deciding: bool = False
 
     def count_skip(self) -> None:
         """A page was skipped now (kept per minute in the crawl's summary)."""

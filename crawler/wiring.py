@@ -30,6 +30,7 @@ from dedup.adapters.index import open_index, redis_store
 from dedup.adapters.journal import AdmissionJournal, live_owners, recover
 from dedup.adapters.mongo import PageStore
 from dedup.adapters.redis_templates import HostTemplates
+from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.adapters.redis_windows import open_window_index
 from dedup.config import DedupConfig
 from dedup.decide import Rules
@@ -73,6 +74,8 @@ class Parts:
     state: CrawlState = field(default_factory=CrawlState)
     #: the shared frontier (crawler.frontier.SharedFrontier) when SIMCRAWL_FRONTIER=redis
     frontier: Any = None
+    #: the namespace's URL rules, shared by its crawls (None: DEDUP_URL_RULES is off)
+    urlrules: RedisUrlRules | None = None
 
     def close(self) -> None:
         """Stop the extraction workers, give up the journal's lease, and stop the
@@ -201,6 +204,9 @@ def build(crawler: Crawler) -> Parts:
                   crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
                   redact(redis_url), redact(mongo_uri), extractor, client,
                   windows, params, journal, state)
+    if config.url_rules:
+        parts.urlrules = RedisUrlRules(client, config.namespace, config.url_rules_support,
+                                       config.url_rules_confidence, config.url_rules_explore)
     if shared:  # the scheduler Scrapy asks for (crawler.scheduler.Scheduler) is this one
         parts.frontier = SharedFrontier.build(crawler, parts)
         state.settle_ids = parts.frontier.settle

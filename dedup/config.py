@@ -139,6 +139,16 @@ class DedupConfig:
         concurrent: let this crawl share its namespace with another live crawl process
             (without a shared frontier both would fetch every page; by default the second
             one refuses to start) [DEDUP_CONCURRENT, False].
+        url_rules: learn URL rules from the crawl's match records and do not request a
+            link they predict to be a stored page's copy (recorded as a ``url_rule``
+            match; :mod:`dedup.urlrules`) [DEDUP_URL_RULES, True].
+        url_rules_support: pairs (copy, original) a rule needs before it predicts
+            [DEDUP_URL_RULES_SUPPORT, 3].
+        url_rules_confidence: the share of a rule's checks that must agree with it (its
+            pairs against the pages it would take for another): 1 drops a rule at the
+            first page against it [DEDUP_URL_RULES_CONFIDENCE, 1.0].
+        url_rules_explore: the share of predicted links requested anyway, to check their
+            rules [DEDUP_URL_RULES_EXPLORE, 0.05].
     """
 
     enabled: bool = True
@@ -180,6 +190,10 @@ class DedupConfig:
     lease_seconds: float = 30.0
     max_body: int = 5 * 1024 * 1024
     concurrent: bool = False
+    url_rules: bool = True
+    url_rules_support: int = 3
+    url_rules_confidence: float = 1.0
+    url_rules_explore: float = 0.05
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -216,6 +230,11 @@ class DedupConfig:
         need(0 <= self.start_wait <= 3600, "DEDUP_START_WAIT", "in [0, 3600]")
         need(1 <= self.lease_seconds <= 3600, "DEDUP_LEASE_SECONDS", "in [1, 3600]")
         need(self.max_body >= 1024, "DEDUP_MAX_BODY", "at least 1024 (bytes)")
+        need(1 <= self.url_rules_support <= 1_000_000, "DEDUP_URL_RULES_SUPPORT",
+             "in 1..1000000")
+        need(0.5 <= self.url_rules_confidence <= 1, "DEDUP_URL_RULES_CONFIDENCE",
+             "in [0.5, 1]")
+        need(0 <= self.url_rules_explore <= 1, "DEDUP_URL_RULES_EXPLORE", "in [0, 1]")
         need(0 <= self.match_text <= 1_000_000, "DEDUP_MATCH_TEXT", "in 0..1000000")
         need(bool(self.database) and not set(self.database) & set('/\\. "$'),
              "DEDUP_DATABASE", "a MongoDB database name")

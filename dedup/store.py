@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from dedup.ids import url_key
 
 #: The kinds of match records that say a page copies another (an excerpt only quotes).
-COPY_KINDS = ("exact", "simhash", "pinyin")
+COPY_KINDS = ("exact", "simhash", "pinyin", "url_rule")
 
 
 class PageRecords(Protocol):

@@ -27,9 +27,10 @@ changes the page (an ``id``, a ``page``, a ``q``), and the rule never holds.
 A URL's *key* (:meth:`UrlRules.key`) is the URL with the host's holding rules applied
 (each ``any_value`` parameter's value blanked): two URLs with one key are predicted to be
 one page. Prediction (:meth:`UrlRules.predict`) names the stored original whose key a
-requested URL has, and the rules that took it there. The crawl's use of it (skipping the
-request, exploring a share, dropping a rule a fetched page contradicts) and the rules'
-store shared by every process are not here.
+requested URL has, and the rules that took it there. :class:`UrlRules` keeps a crawl's
+rules in memory (the model, and the benchmark's); the store every process of a crawl
+shares is :mod:`dedup.adapters.redis_urlrules`, over the same functions: :func:`explain`,
+:func:`apply`, :func:`holding_of`, :func:`explores`.
 """
 
 from __future__ import annotations
@@ -39,12 +40,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import xxhash
+
 #: Pairs a rule needs before it holds (and nothing against it).
 MIN_SUPPORT = 3
 
 #: Rule kinds, in the order a key applies them.
 KINDS = ("host_alias", "path_param", "drop_prefix", "drop_suffix", "slash", "lower_case",
          "drop_param", "any_value")
+
+#: The share of predicted requests sent anyway, to check their rules (MaybeDont fetches 5%).
+EXPLORE = 0.05
+
+#: A rule's confirmations over its checks (its pairs, and the pages that were against it)
+#: it needs to hold: 1.0, none against (a rule a page contradicts is dropped at once).
+CONFIDENCE = 1.0
 
 #: A blanked value (``any_value``): no URL has it.
 _ANY = "\x00"
@@ -62,6 +72,52 @@ class Rule:
 
     def __str__(self) -> str:
         return f"{self.host}: {self.kind}" + (f" {self.arg}" if self.arg else "")
+
+
+    def text(self) -> str:
+        """The rule without its host, as the store keeps it (:meth:`of`)."""
+        return f"{self.kind}\t{self.arg}"
+
+    @classmethod
+    def of(cls, host: str, text: str) -> Rule:
+        """The rule :meth:`text` wrote, on ``host``.
+
+        Raises:
+            ValueError: not a rule's text.
+        """
+        kind, _, arg = text.partition("\t")
+        if kind not in KINDS:
+            raise ValueError(f"not a URL rule: {text!r}")
+        return cls(host, kind, arg)
+
+
+def host_of(url: str) -> str:
+    """The host a URL's rules are kept under (its network location, lower case)."""
+    return urlsplit(url).netloc.lower()
+
+
+def holding_of(host: str, support: dict[str, int], against: dict[str, int],
+               min_support: int = MIN_SUPPORT, confidence: float = CONFIDENCE) -> list[Rule]:
+    """The rules of ``host`` that hold, in the order a key applies them: ``min_support``
+    pairs, and a confidence (pairs over pairs and evidence against) of at least
+    ``confidence`` (at 1.0, nothing against). ``support`` and ``against`` map a rule's
+    :meth:`Rule.text` to its counts."""
+    out = []
+    for text, n in support.items():
+        bad = against.get(text, 0)
+        if n >= min_support and (not bad if confidence >= 1.0
+                                 else n / (n + bad) >= confidence):
+            try:
+                out.append(Rule.of(host, text))
+            except ValueError:
+                continue  # written by a later simcrawl: not this one's to apply
+    return sorted(out, key=lambda r: (KINDS.index(r.kind), r.arg))
+
+
+def explores(url: str, share: float = EXPLORE) -> bool:
+    """Whether a predicted request for ``url`` is sent anyway, to check its rules: the
+    same answer in every process and every crawl (a hash of the URL, not a draw)."""
+    return share > 0 and xxhash.xxh64_intdigest(url.encode()) % 10_000 < share * 10_000
 
 
 @dataclass

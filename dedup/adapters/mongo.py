@@ -53,6 +53,7 @@ from dedup.config import DEFAULT_DATABASE
 from dedup.errors import ServiceUnavailable
 from dedup.ids import url_key
 from dedup.page import Page
+from dedup.store import COPY_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -507,15 +508,17 @@ class PageStore:
                 for r in records if r["original_id"] in alive}
 
     def forget_copies(self, urls: Iterable[str]) -> int:
-        """Delete the copy records (exact, near, pinyin) of these URLs: pages now stored,
-        which an earlier crawl had recorded as copies before they changed. Returns how
+        """Delete the copy records (exact, near, pinyin, URL rule) of these URLs: pages
+        now stored, which an earlier crawl had recorded as copies before they changed, or
+        which a URL rule predicted to be copies before the rule was dropped. Returns how
         many."""
         wanted = list(dict.fromkeys(urls))
         if not wanted:
             return 0
         try:
             deleted = int(self.matches.delete_many(
-                {"url": {"$in": wanted}, "kind": {"$in": ["exact", "simhash", "pinyin"]}}
+                {"url": {"$in": wanted},
+                 "kind": {"$in": list(COPY_KINDS)}}
             ).deleted_count)
             self._grow(matches=-deleted)
             return deleted

@@ -1,0 +1,301 @@
+"""Requests not sent: the crawl's side of the URL rules (:mod:`dedup.urlrules`, kept in
+Redis by :mod:`dedup.adapters.redis_urlrules`).
+
+- :class:`UrlRuleGate` (a downloader middleware): a request the rules predict to be a
+  copy of a decided page is not sent; it becomes that page's ``url_rule`` match record.
+  One predicted to be the page of a URL not decided yet is held until that one is. A
+  share of predictions is sent anyway, and the page it brings checks the rules. Checked
+  when the request is about to be sent, not when it is queued: the rules a crawl learns
+  meanwhile apply to what it queued before.
+- :class:`RuleLearning` (used by the dedup middleware after each decision): the rules
+  learn from the page at once, an explored page checks them, and the links held for the
+  page are recorded as its copies.
+- :class:`SendAgain` (an extension): the requests a dropped rule kept are sent, within
+  seconds; when the crawl goes idle, so are the held ones whose page never got decided.
+  A document is never lost to a rule.
+
+Settings: ``DEDUP_URL_RULES`` (on by default) and the three of docs/settings.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import scrapy
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from crawler.items import MatchItem
+from crawler.state import CrawlState
+from crawler.wiring import Parts, parts_of
+from dedup.adapters.redis_urlrules import Held, RedisUrlRules
+from dedup.errors import ServiceUnavailable
+from dedup.urlrules import Rule, host_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+log = logging.getLogger(__name__)
+
+#: A request sent to check its rules carries its prediction here: the claimant, the rules.
+META = "dedup_url_rule"
+
+#: A request not sent carries its prediction here (its response is empty, made here).
+PREDICTED = "dedup_url_rule_predicted"
+
+#: The skips a request not sent counts as: recorded as a copy now, or held.
+NOT_SENT, HELD = "dedup/skipped/url_rule", "dedup/skipped/url_rule_held"
+
+#: Seconds between two looks for links to send again.
+SEND_SECONDS = 2.0
+
+#: Seconds after the crawl goes idle before the links still held are sent.
+RELEASE_SECONDS = 2.0
+
+
+def rule_texts(rules: list[Rule]) -> list[str]:
+    return [f"{r.host} {r.text()}" for r in rules]
+
+
+def rules_of(texts: list[str]) -> list[Rule]:
+    out = []
+    for text in texts:
+        host, _, rest = text.partition(" ")
+        out.append(Rule.of(host, rest))
+    return out
+
+
+def match_of(url: str, claimant: str, rules: list[Rule], original_url: str,
+             original_id: str) -> MatchItem:
+    """The match record of a link not requested: a copy of ``original_url``, as its
+    rules predict (through ``claimant``, the URL they take it to)."""
+    return MatchItem(url=url, host=host_of(url), original_id=original_id,
+                     original_url=original_url, original_host=host_of(original_url),
+                     distance=None, kind="url_rule", outlinks_dropped=0,
+                     rules=[str(r) for r in rules], claimant=claimant)
+
+
+def rules_parts(crawler: Crawler) -> Parts:
+    """The crawl's parts, when it uses URL rules.
+
+    Raises:
+        NotConfigured: ``DEDUP_ENABLED`` or ``DEDUP_URL_RULES`` is off.
+    """
+    if not crawler.settings.getbool("DEDUP_ENABLED", True):
+        raise NotConfigured("DEDUP_ENABLED is off")
+    parts = parts_of(crawler)
+    if parts.urlrules is None:
+        raise NotConfigured("DEDUP_URL_RULES is off")
+    return parts
+
+
+def predicted_records(response: scrapy.http.Response) -> list[MatchItem] | None:
+    """The records of a response :class:`UrlRuleGate` made for a request it did not send
+    (the match record of a predicted copy; none for a held one), or ``None``: a response
+    of a request that was sent."""
+    prediction = response.meta.get(PREDICTED) if response.request is not None else None
+    if prediction is None:
+        return None
+    if not prediction.get("original_url"):
+        return []
+    return [match_of(response.url, prediction["claimant"], rules_of(prediction["rules"]),
+                     prediction["original_url"], prediction["original_id"] or "")]
+
+
+class UrlRuleGate:
+    """Do not send a request the URL rules predict to be a copy (a downloader middleware;
+    see the module docstring). Its response is an empty one made here, marked, which the
+    dedup middleware turns into the copy's match record (as Scrapy's HTTP cache answers a
+    request from its cache); it counts as a skip, ``dedup/skipped/url_rule``, or
+    ``dedup/skipped/url_rule_held`` while its page is not decided. Redirects, retries,
+    requests sent again and requests sent to check a rule pass."""
+
+    def __init__(self, rules: RedisUrlRules, stats: Any, state: CrawlState) -> None:
+        self.rules, self.stats, self.state = rules, stats, state
+        self._failed_logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UrlRuleGate:
+        parts = rules_parts(crawler)
+        return cls(parts.urlrules, crawler.stats, parts.state)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _asks(request: scrapy.Request) -> bool:
+        meta = request.meta
+        return (request.method == "GET" and not request.dont_filter
+                and request.callback is not NO_CALLBACK
+                and request.url.startswith(("http://", "https://"))
+                and not any(meta.get(k) for k in ("redirect_urls", "retry_times", META,
+                                                  "dont_dedup", "dont_obey_robotstxt")))
+
+    async def process_request(self, request: scrapy.Request, spider: Any = None
+                              ) -> scrapy.http.Response | None:
+        if not self.state.deciding or not self._asks(request):
+            return None
+        depth = int(request.meta.get("depth", 0) or 0)
+        try:
+            held = (await maybe_deferred_to_future(deferToThread(
+                self.rules.screen, [(request.url, depth)])))[0]
+        except ServiceUnavailable as exc:
+            self.stats.inc_value("dedup/url_rules/errors")
+            if not self._failed_logged:
+                self._failed_logged = True
+                log.warning("URL rules could not be read (%s): requests are sent without "
+                            "them (further failures counted in dedup/url_rules/errors)", exc)
+            return None
+        if held is None:
+            return None
+        if held.explore:
+            self.stats.inc_value("dedup/url_rules/explored")
+            request.meta[META] = {"claimant": held.claimant, "rules": rule_texts(held.rules)}
+            return None
+        request.meta[PREDICTED] = {"claimant": held.claimant,
+                                   "rules": rule_texts(held.rules),
+                                   "original_url": held.original_url,
+                                   "original_id": held.original_id}
+        if held.decided:
+            self.stats.inc_value("dedup/url_rule")
+        self.stats.inc_value(NOT_SENT if held.decided else HELD)
+        log.debug("not requested: %s, predicted a copy of %s by %s", request.url,
+                  held.original_url or f"{held.claimant} (not decided yet: held)",
+                  ", ".join(map(str, held.rules)))
+        return scrapy.http.Response(request.url, status=200, request=request,
+                                    flags=["url_rule"])
+
+
+class RuleLearning:
+    """What each decision tells the URL rules (see the module docstring)."""
+
+    def __init__(self, rules: RedisUrlRules, stats: Any) -> None:
+        self.rules, self.stats = rules, stats
+        self._failed_logged = False
+
+    async def decided(self, request: scrapy.Request | None, url: str, page_id: str,
+                      copy_of: tuple[str | None, str | None] | None) -> list[MatchItem]:
+        """A page is decided: stored as an original (``copy_of`` ``None``) or a copy of
+        ``copy_of`` (the original's URL and id). The rules learn from it at once (the
+        links of the pages decided next are screened by what it taught); a page requested
+        to check its rules checks them (a rule it contradicts is dropped, and what it kept
+        is sent again); the links held for it are returned as their match records."""
+        prediction = request.meta.get(META) if request is not None else None
+
+        def run() -> tuple[bool | None, list[Held]]:
+            verdict = None
+            if prediction and request is not None:
+                verdict = self.rules.check(request.url, prediction["claimant"],
+                                           rules_of(prediction["rules"]), copy_of)
+            if copy_of is None:
+                return verdict, self.rules.decided([(url, page_id)], [])
+            if not copy_of[0]:
+                return verdict, []
+            return verdict, self.rules.decided([], [(url, copy_of[0], copy_of[1] or "")])
+
+        try:
+            verdict, held = await maybe_deferred_to_future(deferToThread(run))
+        except (ServiceUnavailable, ValueError, KeyError) as exc:
+            self._failed(exc)
+            return []
+        if verdict is not None:
+            self.stats.inc_value(f"dedup/url_rules/{'confirmed' if verdict else 'contradicted'}")
+            if not verdict:
+                log.info("URL rules %s contradicted by %s (%s): dropped",
+                         ", ".join(prediction["rules"]), url,  # type: ignore[index]
+                         "stored as an original" if copy_of is None
+                         else f"a copy of {copy_of[0] or copy_of[1]}")
+        if held:
+            self.stats.inc_value("dedup/url_rule", len(held))
+        return [match_of(h.url, h.claimant, h.rules, h.original_url or "",
+                         h.original_id or "") for h in held]
+
+    def _failed(self, exc: Exception) -> None:
+        self.stats.inc_value("dedup/url_rules/errors")
+        if not self._failed_logged:
+            self._failed_logged = True
+            log.warning("URL rules could not be read or written (%s): links are requested "
+                        "without them meanwhile (further failures counted in "
+                        "dedup/url_rules/errors)", exc)
+
+
+class SendAgain:
+    """Request the links the URL rules kept that must be requested after all: those of a
+    rule dropped since (every few seconds), and, when the crawl goes idle, those held for
+    a page that never got decided. Counted in ``dedup/url_rules/resent``."""
+
+    def __init__(self, crawler: Crawler, rules: RedisUrlRules) -> None:
+        self.crawler, self.rules = crawler, rules
+        self._loop: Any = None
+        self._releasing = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SendAgain:
+        ext = cls(crawler, rules_parts(crawler).urlrules)  # type: ignore[arg-type]
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider: Any = None) -> None:
+        from twisted.internet import task
+
+        self._loop = task.LoopingCall(self._send_dropped)
+        self._loop.start(SEND_SECONDS, now=False)
+
+    def spider_closed(self, spider: Any = None) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+
+    def _send_dropped(self) -> Any:
+        def take() -> list[tuple[str, int]]:
+            try:
+                return self.rules.take_resend()
+            except ServiceUnavailable as exc:
+                log.debug("could not read links to send again: %s", exc)
+                return []
+
+        return deferToThread(take).addCallback(self._send)
+
+    def spider_idle(self, spider: Any = None) -> None:
+        """Links to send again are sent; links held for pages not decided are released a
+        little later (the last pages' records, written within ``DEDUP_FLUSH_SECONDS``,
+        decide most of them), and the crawl waits for that."""
+        try:
+            links = self.rules.take_resend()
+            waiting = self.rules.waiting()
+        except ServiceUnavailable as exc:
+            log.warning("could not read held links at the crawl's end: %s", exc)
+            return
+        if links:
+            self._send(links)
+        if waiting and not self._releasing:
+            from twisted.internet import reactor
+
+            self._releasing = True
+            reactor.callLater(RELEASE_SECONDS, self._release)
+        if links or waiting:
+            raise DontCloseSpider
+
+    def _release(self) -> None:
+        self._releasing = False
+        try:
+            links = self.rules.release()
+        except ServiceUnavailable as exc:
+            log.warning("could not release held links: %s", exc)
+            return
+        self._send(links)
+
+    def _send(self, links: list[tuple[str, int]]) -> None:
+        engine, spider = self.crawler.engine, self.crawler.spider
+        if not links or engine is None or spider is None:
+            return
+        callback = getattr(spider, "parse", None)
+        errback = getattr(spider, "failed", None)
+        for url, depth in links:
+            engine.crawl(scrapy.Request(url, callback=callback, errback=errback,
+                                        dont_filter=True, meta={"depth": depth}))
+        self.crawler.stats.inc_value("dedup/url_rules/resent", len(links))
+        log.info("sending %d links the URL rules had kept (a rule dropped, or the page "
+                 "they were held for never decided)", len(links))

@@ -1,0 +1,578 @@
+"""URL rules in Redis: learned from the match records of every process of a crawl, kept
+for its later crawls, and asked before a link is requested (the rules themselves, free of
+I/O, are :mod:`dedup.urlrules`).
+
+A link whose host has rules that hold is turned into its *key* (:func:`dedup.urlrules.apply`).
+The first URL with a key *claims* it: a stored page (its own URL), or else the first link
+sent. A later link with the same key is predicted to be the claimant's page and is not
+requested: if the claimant is decided, it is recorded at once as a copy of the claimant's
+original (kind ``url_rule``); if not, it is *held* until the claimant is, and then recorded
+(or sent, when the claimant never gets decided: :meth:`RedisUrlRules.release`). A share of
+predictions (:func:`dedup.urlrules.explores`) is sent anyway; one whose page is not a copy
+of the claimant's original is evidence against its rules, which then hold no more, and
+every URL they kept from being requested is sent again (:meth:`RedisUrlRules.take_resend`).
+
+Keys (``ns`` the namespace; ``p`` is ``ns:ur:{host}``, the host a hash tag, so that a Redis
+Cluster keeps a host's keys on one node):
+
+- ``p:support``, ``p:against``, ``p:saved``: hashes, rule (:meth:`Rule.text`) -> its pairs,
+  the evidence against it, the requests it kept from being sent;
+- ``p:pages``: hash, URL -> ``o<TAB>page id`` (a stored original) or
+  ``c<TAB>original URL<TAB>original id`` (a copy);
+- ``p:img:<rule>``: hash, a stored original's URL with the rule applied -> that URL (two
+  originals with one image are evidence against the rule);
+- ``p:holding``: the holding rules, one a line (the claims' generation);
+- ``p:claims:<digest of the holding rules>``: hash, key -> the URL that claimed it;
+- ``p:held:<claimant>``: list of ``URL<TAB>depth<TAB>rules`` waiting for the claimant;
+- ``p:by:<rule>``: set of the URLs recorded as copies through the rule;
+- ``ns:ur:hosts`` (hosts with rules), ``ns:ur:waiting`` (``host<TAB>claimant`` with held
+  links), ``ns:ur:resend`` (a list of ``URL<TAB>depth`` to send again).
+
+Every write is a plain command on a host's keys, or a set-if-absent, and each check
+follows the write it races with (a URL is written before a generation is read; a rule's
+evidence is counted before the URLs it kept are read), so that processes deciding at once
+lose at worst a saving, never a page.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+import xxhash
+
+from dedup.config import check_namespace
+from dedup.errors import ServiceUnavailable
+from dedup.urlrules import (
+    CONFIDENCE,
+    EXPLORE,
+    MIN_SUPPORT,
+    Rule,
+    apply,
+    explain,
+    explores,
+    holding_of,
+    host_of,
+)
+
+log = logging.getLogger(__name__)
+
+#: Pages a host's stored URLs are read in, when a rule is judged on all of them.
+SCAN = 1000
+
+
+@dataclass
+class Held:
+    """A link predicted to be the page of another URL (its ``claimant``): ``original_url``
+    and ``original_id`` are the claimant's original once the claimant is decided (``None``
+    while it is not), ``rules`` what took the link there, ``explore`` whether it is sent
+    anyway to check them."""
+
+    url: str
+    claimant: str
+    rules: list[Rule]
+    depth: int = 0
+    original_url: str | None = None
+    original_id: str | None = None
+    explore: bool = False
+
+    @property
+    def decided(self) -> bool:
+        return self.original_url is not None
+
+
+@dataclass
+class RuleRow:
+    """One rule as the store keeps it (``simcrawl rules``, the report)."""
+
+    rule: Rule
+    support: int
+    against: int
+    saved: int
+    holds: bool
+
+
+@dataclass
+class _Host:
+    support: dict[str, int] = field(default_factory=dict)
+    against: dict[str, int] = field(default_factory=dict)
+    stored: str = ""  # the holding rules as the store last wrote them
+    holding: list[Rule] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(r.text() for r in self.holding)
+
+
+def _digest(text: str) -> str:
+    return xxhash.xxh64_hexdigest(text.encode())
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisUrlRules:
+    """A namespace's URL rules in Redis (see the module docstring).
+
+    Args:
+        client: Redis (or a Redis Cluster client).
+        namespace: the index's key prefix.
+        min_support, confidence: when a rule holds (:func:`dedup.urlrules.holding_of`).
+        explore: the share of predictions sent anyway (:func:`dedup.urlrules.explores`).
+    """
+
+    def __init__(self, client: Any, namespace: str, min_support: int = MIN_SUPPORT,
+                 confidence: float = CONFIDENCE, explore: float = EXPLORE) -> None:
+        check_namespace(namespace)
+        if min_support < 1:
+            raise ValueError(f"a rule's support must be at least 1, got {min_support}")
+        if not 0 < confidence <= 1:
+            raise ValueError(f"a rule's confidence is a share in (0, 1], got {confidence}")
+        if not 0 <= explore <= 1:
+            raise ValueError(f"the exploration share is in [0, 1], got {explore}")
+        self.client, self.namespace = client, namespace
+        self.min_support, self.confidence, self.explore = min_support, confidence, explore
+
+    # ------------------------------------------------------------------ keys
+    def _p(self, host: str) -> str:
+        return f"{self.namespace}:ur:{{{host}}}"
+
+    def _shared(self, name: str) -> str:
+        return f"{self.namespace}:ur:{name}"
+
+    def _run(self, what: str, fill: Any) -> list[Any]:
+        """One pipeline (plain commands: a cluster routes each by its key)."""
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            fill(pipe)
+            return list(pipe.execute())
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed {what}: {exc}", service="Redis") from exc
+
+    def _hosts(self, hosts: Iterable[str]) -> dict[str, _Host]:
+        """Each host's counts and holding rules, read now."""
+        names = sorted(set(hosts))
+
+        def fill(pipe: Any) -> None:
+            for h in names:
+                pipe.hgetall(self._p(h) + ":support")
+                pipe.hgetall(self._p(h) + ":against")
+                pipe.get(self._p(h) + ":holding")
+
+        replies = self._run("reading URL rules", fill) if names else []
+        out = {}
+        for i, h in enumerate(names):
+            support, against, stored = replies[3 * i:3 * i + 3]
+            host = _Host({_s(k): int(v) for k, v in support.items()},
+                         {_s(k): int(v) for k, v in against.items()},
+                         _s(stored) if stored is not None else "")
+            host.holding = holding_of(h, host.support, host.against, self.min_support,
+                                      self.confidence)
+            out[h] = host
+        return out
+
+    def _key(self, url: str, hosts: dict[str, _Host]) -> tuple[str, str]:
+        """A URL's key and the host whose claims hold it (a mirror's links are claimed on
+        the host it mirrors, keyed by that host's rules too)."""
+        key = apply(hosts[host_of(url)].holding, url)
+        target = host_of(key)
+        if target != host_of(url) and target in hosts:
+            key = apply(hosts[target].holding, key)
+        return key, target
+
+    # ------------------------------------------------------------------ screening
+    def screen(self, links: Sequence[tuple[str, int]]) -> list[Held | None]:
+        """For each link (``(URL, depth)``) about to be requested: ``None`` (send it), or
+        the :class:`Held` it is predicted to be. A prediction that is not explored is
+        recorded here: a decided one's saving is counted (the caller records its match),
+        an undecided one waits for its claimant (:meth:`decided`, :meth:`release`).
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        hosts = self._hosts(host_of(u) for u, _ in links)
+        aliases = {r.arg for h in hosts.values() for r in h.holding if r.kind == "host_alias"}
+        if aliases - set(hosts):
+            hosts.update(self._hosts(aliases - set(hosts)))
+        ruled = [(i, u, d) for i, (u, d) in enumerate(links) if hosts[host_of(u)].holding]
+        out: list[Held | None] = [None] * len(links)
+        if not ruled:
+            return out
+        keyed = [(i, u, d, *self._key(u, hosts)) for i, u, d in ruled]
+        for target in {t for *_, t in keyed}:
+            if target in hosts and hosts[target].stored != hosts[target].text:
+                self._regenerate(target, hosts[target])
+
+        def claim(pipe: Any) -> None:
+            for _, u, _, key, target in keyed:
+                claims = self._claims(target, hosts)
+                pipe.hsetnx(claims, key, u)
+                pipe.hget(claims, key)
+
+        replies = self._run("claiming keys of URL rules", claim)
+        found = []
+        for n, (i, u, d, key, target) in enumerate(keyed):
+            claimant = _s(replies[2 * n + 1])
+            if claimant != u:
+                rules = [r for r in hosts[host_of(u)].holding if apply([r], u) != apply([], u)]
+                if target != host_of(u):
+                    rules += [r for r in hosts[target].holding
+                              if apply([r], key) != apply([], key)]
+                found.append((i, Held(u, claimant, rules, d, explore=explores(u, self.explore))))
+        if not found:
+            return out
+        statuses = self._status([h.claimant for _, h in found])
+        for (i, held), status in zip(found, statuses):
+            if status is not None:
+                held.original_url, held.original_id = status
+            out[i] = held
+        self._record([h for _, h in found if not h.explore])
+        return out
+
+    def _claims(self, host: str, hosts: dict[str, _Host]) -> str:
+        return f"{self._p(host)}:claims:{_digest(hosts[host].text)}"
+
+    def _regenerate(self, host: str, state: _Host) -> None:
+        """The host's holding rules changed: write them, then claim the new keys of every
+        URL the host has decided (originals first). A URL decided meanwhile reads the new
+        rules after it is written, so it is claimed by one of the two."""
+        text = state.text
+        self._run("writing URL rules", lambda pipe: pipe.set(self._p(host) + ":holding", text))
+        state.stored = text
+        claims = f"{self._p(host)}:claims:{_digest(text)}"
+        scanned = self._scan(host)
+        urls = [u for u, v in scanned if v.startswith("o")] + \
+            [u for u, v in scanned if not v.startswith("o")]
+        for at in range(0, len(urls), SCAN):
+            part = urls[at:at + SCAN]
+            self._run("claiming stored URLs", lambda pipe, part=part: [
+                pipe.hsetnx(claims, apply(state.holding, u), u) for u in part])
+
+    def _scan(self, host: str) -> list[tuple[str, str]]:
+        try:
+            return [(_s(k), _s(v)) for k, v in
+                    self.client.hscan_iter(self._p(host) + ":pages", count=SCAN)]
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed reading stored URLs: {exc}",
+                                     service="Redis") from exc
+
+    def _status(self, urls: Sequence[str]) -> list[tuple[str, str] | None]:
+        """Each URL's original (URL, page id) if it is decided: itself for an original."""
+        replies = self._run("reading decided URLs", lambda pipe: [
+            pipe.hget(self._p(host_of(u)) + ":pages", u) for u in urls])
+        out: list[tuple[str, str] | None] = []
+        for url, value in zip(urls, replies):
+            if value is None:
+                out.append(None)
+                continue
+            kind, *rest = _s(value).split("\t")
+            out.append((url, rest[0]) if kind == "o" else (rest[0], rest[1]))
+        return out
+
+    def _record(self, held: list[Held]) -> None:
+        """Record predictions that are not sent: a decided one is counted as a saving
+        (and its URL kept under each rule, to be sent again if one is dropped); an
+        undecided one waits on its claimant."""
+        if not held:
+            return
+
+        def fill(pipe: Any) -> None:
+            for h in held:
+                p = self._p(host_of(h.url))
+                if h.decided:
+                    for r in h.rules:
+                        pipe.sadd(f"{p}:by:{r.text()}", h.url)
+                        pipe.hincrby(p + ":saved", r.text(), 1)
+                else:
+                    cp = self._p(host_of(h.claimant))
+                    pipe.rpush(f"{cp}:held:{h.claimant}", self._entry(h))
+                    pipe.sadd(self._shared("waiting"), f"{host_of(h.claimant)}\t{h.claimant}")
+
+        self._run("recording predicted copies", fill)
+        self._recheck([h for h in held if h.decided])
+
+    @staticmethod
+    def _entry(h: Held) -> str:
+        return f"{h.url}\t{h.depth}\t" + "|".join(f"{r.host} {r.text()}" for r in h.rules)
+
+    @staticmethod
+    def _parse(entry: str) -> tuple[str, int, list[Rule]]:
+        url, depth, rules = entry.split("\t", 2)
+        out = []
+        for part in rules.split("|") if rules else []:
+            host, _, text = part.partition(" ")
+            out.append(Rule.of(host, text))
+        return url, int(depth), out
+
+    def _recheck(self, held: list[Held]) -> None:
+        """A rule dropped while its predictions were recorded: their URLs are sent again
+        (the evidence is counted before the URLs are read, so one side sees the other)."""
+        rules = sorted({r for h in held for r in h.rules}, key=str)
+        if not rules:
+            return
+        replies = self._run("reading URL rules' evidence", lambda pipe: [
+            pipe.hget(self._p(r.host) + ":against", r.text()) for r in rules])
+        dropped = {r for r, v in zip(rules, replies) if v is not None and int(v) > 0}
+        again = [h for h in held if dropped & set(h.rules)]
+        if again:
+            self._run("sending predicted copies again", lambda pipe: pipe.rpush(
+                self._shared("resend"), *[f"{h.url}\t{h.depth}" for h in again]))
+
+    # ------------------------------------------------------------------ learning
+    def decided(self, originals: Sequence[tuple[str, str]],
+                copies: Sequence[tuple[str, str, str]]) -> list[Held]:
+        """Pages stored: ``originals`` (URL, page id) and ``copies`` (URL, original URL,
+        original id). The stored URLs judge the host's rules, the copies' pairs teach
+        them, and the links held for these URLs are returned decided (to be recorded as
+        copies), except those whose rules no longer hold, which are sent again.
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        if not originals and not copies:
+            return []
+
+        def write(pipe: Any) -> None:
+            for url, page_id in originals:
+                pipe.hset(self._p(host_of(url)) + ":pages", url, f"o\t{page_id}")
+            for url, original_url, original_id in copies:
+                pipe.hset(self._p(host_of(url)) + ":pages", url,
+                          f"c\t{original_url}\t{original_id}")
+
+        self._run("recording decided URLs", write)
+        pairs = [(url, explain(url, original) or explain(original, url))
+                 for url, original, _ in copies]  # either way: the two have one key
+        hosts = self._hosts({host_of(u) for u, _ in originals}
+                            | {host_of(u) for u, _, _ in copies})
+        new_rules = self._learn([r for _, rules in pairs for r in rules or ()])
+        self._judge(originals, hosts, new_rules)
+        hosts = self._hosts(hosts)  # after the evidence of these pages
+        self._claim_decided([u for u, _ in originals] + [u for u, _, _ in copies], hosts)
+        resolved = {url: (url, page_id) for url, page_id in originals}
+        resolved.update({url: (o, oid) for url, o, oid in copies})
+        return self._resolve(resolved, hosts)
+
+    def _learn(self, rules: list[Rule]) -> list[Rule]:
+        """Count the pairs' rules; the rules seen for the first time are returned."""
+        if not rules:
+            return []
+
+        def fill(pipe: Any) -> None:
+            for r in rules:
+                pipe.hincrby(self._p(r.host) + ":support", r.text(), 1)
+            for h in {r.host for r in rules}:
+                pipe.sadd(self._shared("hosts"), h)
+
+        replies = self._run("counting URL rules' pairs", fill)
+        return sorted({r for r, n in zip(rules, replies) if int(n) == 1}, key=str)
+
+    def _judge(self, originals: Sequence[tuple[str, str]], hosts: dict[str, _Host],
+               new_rules: list[Rule]) -> None:
+        """Judge rules on stored originals: each known rule of a stored page's host on the
+        page, and each new rule on every original of its host stored so far (a rule
+        counted before it scans, a page written before it is judged: every pair is judged
+        by one side). A rule that turns two originals into one URL, or one into another,
+        gets evidence against it."""
+        checks: list[tuple[Rule, str]] = []
+        for url, _ in originals:
+            host = host_of(url)
+            for text in hosts[host].support:
+                try:
+                    checks.append((Rule.of(host, text), url))
+                except ValueError:
+                    continue
+        for rule in new_rules:
+            checks += [(rule, url) for url, value in self._scan(rule.host)
+                       if value.startswith("o")]
+        for at in range(0, len(checks), SCAN):
+            part = checks[at:at + SCAN]
+
+            def fill(pipe: Any, part: list[tuple[Rule, str]] = part) -> None:
+                for rule, url in part:
+                    image = apply([rule], url)
+                    img = f"{self._p(rule.host)}:img:{rule.text()}"
+                    pipe.hsetnx(img, image, url)
+                    pipe.hget(img, image)
+                    if rule.kind == "host_alias":  # the mirror's own page of the path
+                        pipe.hget(self._p(rule.arg) + ":pages", image)
+                    else:
+                        pipe.hget(self._p(rule.host) + ":pages", image)
+
+            replies = self._run("judging URL rules", fill)
+            against = []
+            for n, (rule, url) in enumerate(part):
+                owner, other = replies[3 * n + 1], replies[3 * n + 2]
+                image = apply([rule], url)
+                if _s(owner) != url or (image != url and other is not None
+                                        and _s(other).startswith("o")):
+                    against.append(rule)
+            self.contradict(against)
+
+    def contradict(self, rules: Iterable[Rule]) -> int:
+        """Evidence against ``rules`` (a page they would take for another): each holds no
+        more, and the URLs it kept from being requested are sent again. Returns how many
+        URLs are to be sent again."""
+        rules = sorted(set(rules), key=str)
+        if not rules:
+            return 0
+        counts = self._run("counting evidence against URL rules", lambda pipe: [
+            pipe.hincrby(self._p(r.host) + ":against", r.text(), 1) for r in rules])
+        first = [r for r, n in zip(rules, counts) if int(n) == 1]
+        if not first:
+            return 0
+        replies = self._run("reading URLs kept by dropped rules", lambda pipe: [
+            pipe.smembers(f"{self._p(r.host)}:by:{r.text()}") for r in first])
+        urls = sorted({_s(u) for members in replies for u in members})
+        log.info("URL rules dropped (a page contradicts them): %s; %d requests they kept "
+                 "are sent again", ", ".join(map(str, first)), len(urls))
+
+        def fill(pipe: Any) -> None:
+            if urls:
+                pipe.rpush(self._shared("resend"), *[f"{u}\t0" for u in urls])
+            for r in first:
+                pipe.delete(f"{self._p(r.host)}:by:{r.text()}")
+
+        self._run("sending predicted copies again", fill)
+        return len(urls)
+
+    def _claim_decided(self, urls: list[str], hosts: dict[str, _Host]) -> None:
+        ruled = [u for u in urls if host_of(u) in hosts and hosts[host_of(u)].holding]
+        for host in {host_of(u) for u in ruled}:
+            if hosts[host].stored != hosts[host].text:
+                self._regenerate(host, hosts[host])  # claims every decided URL
+        rest = [u for u in ruled if hosts[host_of(u)].stored == hosts[host_of(u)].text]
+        if rest:
+            self._run("claiming decided URLs", lambda pipe: [
+                pipe.hsetnx(self._claims(host_of(u), hosts), apply(hosts[host_of(u)].holding, u),
+                            u) for u in rest])
+
+    def _resolve(self, resolved: dict[str, tuple[str, str]], hosts: dict[str, _Host]
+                 ) -> list[Held]:
+        """The links held for the decided URLs: decided now, when their rules still hold
+        (recorded, as :meth:`_record` does), else sent again."""
+        urls = list(resolved)
+
+        def fill(pipe: Any) -> None:
+            for u in urls:
+                key = f"{self._p(host_of(u))}:held:{u}"
+                pipe.lrange(key, 0, -1)
+                pipe.delete(key)
+                pipe.srem(self._shared("waiting"), f"{host_of(u)}\t{u}")
+
+        replies = self._run("reading held links", fill)
+        out, again = [], []
+        for n, u in enumerate(urls):
+            for entry in replies[3 * n]:
+                url, depth, rules = self._parse(_s(entry))
+                holds = all(r in hosts.get(r.host, _Host()).holding for r in rules) \
+                    if all(r.host in hosts for r in rules) else None
+                if holds is None:
+                    holds = all(r in self._hosts([r.host])[r.host].holding for r in rules)
+                if holds:
+                    original_url, original_id = resolved[u]
+                    out.append(Held(url, u, rules, depth, original_url, original_id))
+                else:
+                    again.append(f"{url}\t{depth}")
+        if again:
+            self._run("sending held links", lambda pipe: pipe.rpush(self._shared("resend"),
+                                                                    *again))
+        self._record(out)
+        return out
+
+    # ------------------------------------------------------------------ checks
+    def check(self, url: str, claimant: str, rules: Sequence[Rule],
+              copy_of: tuple[str | None, str | None] | None) -> bool | None:
+        """An explored prediction's page is decided: ``copy_of`` is the original it copies
+        (its URL and page id, either may be unknown; ``None``: it was stored as an
+        original). Returns ``True`` (it is what its rules said), ``False`` (it is not: the
+        rules are dropped) or ``None`` (its claimant is not decided yet: no judgement)."""
+        status = self._status([claimant])[0]
+        if status is None:
+            return None
+        if copy_of is not None:
+            original_url, original_id = copy_of
+            if (original_url is not None and original_url in (status[0], claimant)) \
+                    or (original_id is not None and original_id == status[1]):
+                return True
+        self.contradict(rules)
+        return False
+
+    # ------------------------------------------------------------------ sending again
+    def take_resend(self, count: int = 1000) -> list[tuple[str, int]]:
+        """URLs to request again (a rule that kept them was dropped), taken from the list:
+        one process sends each."""
+        replies = self._run("taking URLs to send again", lambda pipe: pipe.lpop(
+            self._shared("resend"), count))
+        out = []
+        for entry in replies[0] or []:
+            url, _, depth = _s(entry).rpartition("\t")
+            out.append((url, int(depth) if depth.isdigit() else 0))
+        return out
+
+    def waiting(self) -> int:
+        """How many claimants have links held for them."""
+        try:
+            return int(self.client.scard(self._shared("waiting")))
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed reading held links: {exc}",
+                                     service="Redis") from exc
+
+    def release(self) -> list[tuple[str, int]]:
+        """Every held link whose claimant is not decided (the crawl went idle without it:
+        its fetch failed, it was skipped or filtered), taken to be sent."""
+        try:
+            waiting = [_s(m) for m in self.client.smembers(self._shared("waiting"))]
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed reading held links: {exc}",
+                                     service="Redis") from exc
+        out = []
+        for member in waiting:
+            host, _, claimant = member.partition("\t")
+            key = f"{self._p(host)}:held:{claimant}"
+            replies = self._run("taking held links", lambda pipe, key=key, member=member: (
+                pipe.lrange(key, 0, -1), pipe.delete(key),
+                pipe.srem(self._shared("waiting"), member)))
+            for entry in replies[0]:
+                url, depth, _ = self._parse(_s(entry))
+                out.append((url, depth))
+        return out
+
+    # ------------------------------------------------------------------ listing
+    def rows(self) -> list[RuleRow]:
+        """Every rule of every host, with its counts (hosts in name order)."""
+        try:
+            hosts = sorted(_s(h) for h in self.client.smembers(self._shared("hosts")))
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed reading URL rules: {exc}",
+                                     service="Redis") from exc
+        state = self._hosts(hosts)
+        saved = self._run("reading URL rules' savings", lambda pipe: [
+            pipe.hgetall(self._p(h) + ":saved") for h in hosts])
+        out = []
+        for h, s in zip(hosts, saved):
+            s = {_s(k): int(v) for k, v in s.items()}
+            for text, n in sorted(state[h].support.items()):
+                try:
+                    rule = Rule.of(h, text)
+                except ValueError:
+                    continue
+                out.append(RuleRow(rule, n, state[h].against.get(text, 0), s.get(text, 0),
+                                   rule in state[h].holding))
+        return out
+
+    def clear(self) -> int:
+        """Forget every rule and what they learned from (the namespace's URL rules start
+        again); returns the keys removed."""
+        try:
+            keys = list(self.client.scan_iter(match=f"{self.namespace}:ur:*", count=1000))
+            for at in range(0, len(keys), 500):
+                for key in keys[at:at + 500]:
+                    self.client.delete(key)  # one key a command: a cluster routes each
+            return len(keys)
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed clearing URL rules: {exc}",
+                                     service="Redis") from exc
