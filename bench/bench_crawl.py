@@ -247,6 +247,9 @@ def main() -> None:
                         help="with --real: request the listing's links only (DEPTH_LIMIT=1), "
                         "so that every response is a real page; their relative links lead "
                         "to 404s on this host, where a real site serves more pages")
+    parser.add_argument("--no-rules-row", action="store_true",
+                        help="a fourth row, norules: dedup on without URL rules "
+                             "(DEDUP_URL_RULES=False), taking turns with the others")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run each crawl N times, taking turns, and report each one's "
                         "median run (this machine's speed drifts from run to run)")
@@ -275,11 +278,15 @@ def main() -> None:
     else:
         content = build(articles=args.articles, zh_articles=60, novel_chapters=0)
     runs: dict[str, list[tuple]] = {"off": [], "on": [], "before": []}
+    modes = [("off", False, []), ("on", True, []),
+             ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])]
+    if args.no_rules_row:
+        runs["norules"] = []
+        modes.append(("norules", True, ["DEDUP_URL_RULES=False"]))
     floors: list[dict[str, float]] = []
     with EmbeddedServices(tmp / "data") as services, DemoSite(content) as site:
         for turn in range(args.repeat):  # the crawls take turns: the machine's speed drifts
-            for name, enabled, extra in (("off", False, []), ("on", True, []),
-                                         ("before", True, ["DEDUP_EXTRACTOR=trafilatura"])):
+            for name, enabled, extra in modes:
                 site.forget_requests()
                 print(f"[bench] crawling with dedup {name} ({turn + 1} of {args.repeat}) ...",
                       file=sys.stderr, flush=True)
@@ -298,7 +305,7 @@ def main() -> None:
                 print("[bench] crawling with a bare Scrapy spider ...", file=sys.stderr,
                       flush=True)
                 floors.append(bare(site, tmp, 1 if args.pages_only else None))
-    rows = [_median_run(runs[name]) for name in ("off", "on", "before")]
+    rows = [_median_run(runs[name]) for name in runs]
     floor = sorted(floors, key=lambda f: f["responses"] / f["seconds"])[
         (len(floors) - 1) // 2] if floors else None
     what = (f"the development pages ({sum(len(p) for p in content.pages.values()) - 2:,} "
@@ -322,7 +329,7 @@ def main() -> None:
               f"{(stored + dropped) / seconds:>9.1f} "
               f"{(stored + dropped) / max(seconds - start, 1e-9):>14.1f} "
               f"{(stored + dropped) / max(seconds - start - end, 1e-9):>8.1f}")
-    off, on, before = rows
+    off, on, before = rows[:3]
     print("handled = pages extracted, fingerprinted and stored or dropped; the trap pages "
           "that dedup off also fetches are 404s, cheap to fetch; before = dedup on with "
           "DEDUP_EXTRACTOR=trafilatura, the crawl's reading before simcrawl's own; start-up "
@@ -331,6 +338,10 @@ def main() -> None:
           "is stored, to the process's exit; after start-up = handled a second from the "
           "first request to the exit; crawling = handled a second from the first request to "
           "the summary, what a long crawl keeps up")
+    if args.no_rules_row:
+        norules = rows[3]
+        print("norules = dedup on with DEDUP_URL_RULES=False; handled/s with dedup on / "
+              f"norules: {(on[2] + on[3]) / on[4] / ((norules[2] + norules[3]) / norules[4]):.2f}")
     print(f"handled/s with dedup on / before: "
           f"{(on[2] + on[3]) / on[4] / ((before[2] + before[3]) / before[4]):.2f}")
     print(f"handled/s with dedup on / off: "

@@ -134,7 +134,10 @@ class NearDuplicateMiddleware:
         self.outage = Outage("deciding pages", config.retry_seconds, log)
         #: pages being read (extracted) now: each will ask for a decision soon
         self._reading = 0
-        self.batcher = Batcher(deduplicator.decide, config.batch_size, config.batch_wait,
+        self.deduplicator = deduplicator
+        #: page URL -> the records of the links held for it, decided with its batch
+        self._held: dict[str, list[MatchItem]] = {}
+        self.batcher = Batcher(self._decide_batch, config.batch_size, config.batch_wait,
                                alone=self._alone)
         # each decision's latency goes to the metrics (a signal), when they are served
         self._timed = bool(metrics_port(crawler.settings))
@@ -148,6 +151,17 @@ class NearDuplicateMiddleware:
         parts.state.deciding = True
         return cls(crawler, parts.config, parts.deduplicator, parts.extractor, parts.state,
                    learning)
+
+    def _decide_batch(self, items: list[PageItem]) -> list[Decision]:
+        """Decide a batch (in a worker thread); the URL rules then learn from it in the
+        same thread, and the records of the links held for its pages are kept for them."""
+        decisions = self.deduplicator.decide(items)
+        if self.learning is not None:
+            self._held.update(self.learning.learn([
+                (item.url, d.page_id or "", (d.original_url or None, d.original_id or None)
+                 if d.dropped else None)
+                for item, d in zip(items, decisions) if d.dropped or d.kind == NEW]))
+        return decisions
 
     async def _decide(self, item: PageItem) -> Decision | str:
         """Extract and fingerprint off the reactor thread, then decide together with the
@@ -255,6 +269,8 @@ class NearDuplicateMiddleware:
         reason = skip_reason(page, isinstance(response, scrapy.http.HtmlResponse),
                              self.config.max_body)
         if reason is None:
+            if self.learning is not None:
+                self.learning.expect(response.request, page.url)
             outcome = await self._decide(page)
             reason = outcome if isinstance(outcome, str) else None
         page.body = b""
@@ -273,14 +289,8 @@ class NearDuplicateMiddleware:
                 yield FrontierReceipt(inflight)
             return
         assert isinstance(outcome, Decision)
-        held: list[MatchItem] = []
-        if self.learning is not None and (outcome.dropped or outcome.kind == NEW):
-            # links held for this page, now decided: their records go with its outputs
-            held = await self.learning.decided(
-                response.request, page.url, outcome.page_id or "",
-                (outcome.original_url or None, outcome.original_id or None)
-                if outcome.dropped else None)
-            others += held
+        held = self._held.pop(page.url, [])  # links held for it: now its copies
+        others += held
         if inflight and outcome.dropped:
             self.state.pending[page.url] = inflight  # settled once its record is stored
         page.page_id, page.decision = outcome.page_id, outcome.kind

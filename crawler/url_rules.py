@@ -27,12 +27,13 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from crawler.items import MatchItem
 from crawler.state import CrawlState
 from crawler.wiring import Parts, parts_of
-from dedup.adapters.redis_urlrules import Held, RedisUrlRules
+from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.errors import ServiceUnavailable
 from dedup.urlrules import Rule, host_of
 
@@ -117,11 +118,20 @@ class UrlRuleGate:
     def __init__(self, rules: RedisUrlRules, stats: Any, state: CrawlState) -> None:
         self.rules, self.stats, self.state = rules, stats, state
         self._failed_logged = False
+        #: host -> the requests waiting for the read of its rules on its way (one read a
+        #: host at a time: when the cached answer lapses, the requests in flight to the
+        #: host do not each read it)
+        self._reading: dict[str, list[Deferred]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlRuleGate:
         parts = rules_parts(crawler)
         return cls(parts.urlrules, crawler.stats, parts.state)  # type: ignore[arg-type]
+
+    def _wake(self, host: str) -> None:
+        """The read of ``host``'s rules is done: the requests that waited for it go on."""
+        for done in self._reading.pop(host, None) or []:
+            done.callback(None)
 
     @staticmethod
     def _asks(request: scrapy.Request) -> bool:
@@ -134,9 +144,21 @@ class UrlRuleGate:
 
     async def process_request(self, request: scrapy.Request, spider: Any = None
                               ) -> scrapy.http.Response | None:
-        if not self.state.deciding or not self._asks(request):
+        if not self.state.deciding or not self._asks(request) \
+                or self.rules.unruled(request.url):
             return None
         depth = int(request.meta.get("depth", 0) or 0)
+        host = host_of(request.url)
+        waiting = self._reading.get(host)
+        reader = waiting is None
+        if waiting is not None:  # a read of the host's rules is on its way: its answer
+            done: Deferred = Deferred()
+            waiting.append(done)
+            await maybe_deferred_to_future(done)
+            if self.rules.unruled(request.url):
+                return None
+        else:
+            self._reading[host] = []
         try:
             held = (await maybe_deferred_to_future(deferToThread(
                 self.rules.screen, [(request.url, depth)])))[0]
@@ -147,6 +169,9 @@ class UrlRuleGate:
                 log.warning("URL rules could not be read (%s): requests are sent without "
                             "them (further failures counted in dedup/url_rules/errors)", exc)
             return None
+        finally:
+            if reader:
+                self._wake(host)
         if held is None:
             return None
         if held.explore:
@@ -173,43 +198,57 @@ class RuleLearning:
     def __init__(self, rules: RedisUrlRules, stats: Any) -> None:
         self.rules, self.stats = rules, stats
         self._failed_logged = False
+        #: page URL -> (the URL requested, its prediction) for pages sent to check rules
+        self._checks: dict[str, tuple[str, dict[str, Any]]] = {}
 
-    async def decided(self, request: scrapy.Request | None, url: str, page_id: str,
-                      copy_of: tuple[str | None, str | None] | None) -> list[MatchItem]:
-        """A page is decided: stored as an original (``copy_of`` ``None``) or a copy of
-        ``copy_of`` (the original's URL and id). The rules learn from it at once (the
-        links of the pages decided next are screened by what it taught); a page requested
-        to check its rules checks them (a rule it contradicts is dropped, and what it kept
-        is sent again); the links held for it are returned as their match records."""
+    def expect(self, request: scrapy.Request | None, url: str) -> None:
+        """The page of ``url`` comes from a request sent to check its rules: its
+        decision checks them (:meth:`learn`)."""
         prediction = request.meta.get(META) if request is not None else None
+        if prediction and request is not None:
+            self._checks[url] = (request.url, prediction)
 
-        def run() -> tuple[bool | None, list[Held]]:
-            verdict = None
-            if prediction and request is not None:
-                verdict = self.rules.check(request.url, prediction["claimant"],
-                                           rules_of(prediction["rules"]), copy_of)
-            if copy_of is None:
-                return verdict, self.rules.decided([(url, page_id)], [])
-            if not copy_of[0]:
-                return verdict, []
-            return verdict, self.rules.decided([], [(url, copy_of[0], copy_of[1] or "")])
-
+    def learn(self, pages: list[tuple[str, str, tuple[str | None, str | None] | None]]
+              ) -> dict[str, list[MatchItem]]:
+        """Pages just decided, ``(URL, page id, copy_of)`` (``copy_of``: the original's
+        URL and id, ``None`` for a page stored as an original), in the worker thread that
+        decided them, with their batch (one Redis pipeline for it, no wait of its own):
+        the rules learn from them at once; a page requested to check its rules checks
+        them (a rule it contradicts is dropped, and what it kept is sent again); the
+        links held for them are returned as their match records, by page URL. Redis
+        failing costs savings only: it is counted and said once."""
+        originals = [(url, page_id) for url, page_id, copy_of in pages if copy_of is None]
+        copies = [(url, copy_of[0], copy_of[1] or "") for url, _, copy_of in pages
+                  if copy_of is not None and copy_of[0]]
         try:
-            verdict, held = await maybe_deferred_to_future(deferToThread(run))
+            for url, _, copy_of in pages:
+                check = self._checks.pop(url, None)
+                if check is not None:
+                    self._check(url, check[0], check[1], copy_of)
+            held = self.rules.decided(originals, copies)
         except (ServiceUnavailable, ValueError, KeyError) as exc:
             self._failed(exc)
-            return []
-        if verdict is not None:
-            self.stats.inc_value(f"dedup/url_rules/{'confirmed' if verdict else 'contradicted'}")
-            if not verdict:
-                log.info("URL rules %s contradicted by %s (%s): dropped",
-                         ", ".join(prediction["rules"]), url,  # type: ignore[index]
-                         "stored as an original" if copy_of is None
-                         else f"a copy of {copy_of[0] or copy_of[1]}")
+            return {}
         if held:
             self.stats.inc_value("dedup/url_rule", len(held))
-        return [match_of(h.url, h.claimant, h.rules, h.original_url or "",
-                         h.original_id or "") for h in held]
+        out: dict[str, list[MatchItem]] = {}
+        for h in held:
+            out.setdefault(h.claimant, []).append(match_of(
+                h.url, h.claimant, h.rules, h.original_url or "", h.original_id or ""))
+        return out
+
+    def _check(self, url: str, requested: str, prediction: dict[str, Any],
+               copy_of: tuple[str | None, str | None] | None) -> None:
+        verdict = self.rules.check(requested, prediction["claimant"],
+                                   rules_of(prediction["rules"]), copy_of)
+        if verdict is None:
+            return
+        self.stats.inc_value(f"dedup/url_rules/{'confirmed' if verdict else 'contradicted'}")
+        if not verdict:
+            log.info("URL rules %s contradicted by %s (%s): dropped",
+                     ", ".join(prediction["rules"]), url,
+                     "stored as an original" if copy_of is None
+                     else f"a copy of {copy_of[0] or copy_of[1]}")
 
     def _failed(self, exc: Exception) -> None:
         self.stats.inc_value("dedup/url_rules/errors")

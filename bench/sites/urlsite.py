@@ -3,7 +3,7 @@ page: the URL conventions a crawl meets on the web (bench/quality_urlrules.py cr
 
 Built from the development articles (``http://urls.test``):
 
-* **articles** ``/news/<slug>.html``, linked from the home page, their section's listing
+* **articles** ``/news/<slug>.html`` (every development article), linked from the home page, their section's listing
   and other articles, and under variants, each one the same page:
   - ``?utm_source=share`` (a share link on the article itself) and ``?ref=related`` (the
     related articles of another article), ``?ref=popular`` (the home page's sidebar):
@@ -47,8 +47,8 @@ def _page(title: str, main: str, aside: str = "") -> str:
             "<p>Urls Daily, an independent newsroom since 1999.</p></footer></body></html>")
 
 
-def build_urls(articles: list[Article], seed: int = 7, count: int = 60) -> Site:
-    """The site (see the module docstring)."""
+def build_urls(articles: list[Article], seed: int = 7, count: int | None = None) -> Site:
+    """The site (see the module docstring), of ``count`` articles (default: all)."""
     rng = random.Random(seed)
     site = Site("urls", HOST + "/")
     items = articles[:count]

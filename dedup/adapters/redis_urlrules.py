@@ -37,6 +37,7 @@ lose at worst a saving, never a page.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,13 @@ log = logging.getLogger(__name__)
 
 #: Pages a host's stored URLs are read in, when a rule is judged on all of them.
 SCAN = 1000
+
+#: Seconds a process takes a host without a holding rule at its word before it reads the
+#: host's rules again (a request to it is sent without a read meanwhile: most hosts have
+#: no rule, and a read a request cost the crawl a sixth of its pages a second). A host
+#: that gains a rule is predicted for by this process that much later: a saving missed,
+#: never a page, since a request sent is decided as any other.
+REFRESH = 0.2
 
 
 @dataclass
@@ -123,10 +131,13 @@ class RedisUrlRules:
         namespace: the index's key prefix.
         min_support, confidence: when a rule holds (:func:`dedup.urlrules.holding_of`).
         explore: the share of predictions sent anyway (:func:`dedup.urlrules.explores`).
+        refresh: seconds a host seen without a holding rule is taken to have none
+            (:meth:`unruled`; :data:`REFRESH`).
     """
 
     def __init__(self, client: Any, namespace: str, min_support: int = MIN_SUPPORT,
-                 confidence: float = CONFIDENCE, explore: float = EXPLORE) -> None:
+                 confidence: float = CONFIDENCE, explore: float = EXPLORE,
+                 refresh: float = REFRESH) -> None:
         check_namespace(namespace)
         if min_support < 1:
             raise ValueError(f"a rule's support must be at least 1, got {min_support}")
@@ -136,6 +147,14 @@ class RedisUrlRules:
             raise ValueError(f"the exploration share is in [0, 1], got {explore}")
         self.client, self.namespace = client, namespace
         self.min_support, self.confidence, self.explore = min_support, confidence, explore
+        self.refresh = refresh
+        self._unruled: dict[str, float] = {}  # host -> until when it has no holding rule
+
+    def unruled(self, url: str) -> bool:
+        """Whether ``url``'s host had no holding rule when last read, less than
+        ``refresh`` seconds ago (no I/O: a request to it is sent without asking)."""
+        until = self._unruled.get(host_of(url))
+        return until is not None and time.monotonic() < until
 
     # ------------------------------------------------------------------ keys
     def _p(self, host: str) -> str:
@@ -156,14 +175,17 @@ class RedisUrlRules:
     def _hosts(self, hosts: Iterable[str]) -> dict[str, _Host]:
         """Each host's counts and holding rules, read now."""
         names = sorted(set(hosts))
+        replies = self._run("reading URL rules", lambda pipe: self._read_hosts(pipe, names)) \
+            if names else []
+        return self._parse_hosts(names, replies)
 
-        def fill(pipe: Any) -> None:
-            for h in names:
-                pipe.hgetall(self._p(h) + ":support")
-                pipe.hgetall(self._p(h) + ":against")
-                pipe.get(self._p(h) + ":holding")
+    def _read_hosts(self, pipe: Any, names: list[str]) -> None:
+        for h in names:
+            pipe.hgetall(self._p(h) + ":support")
+            pipe.hgetall(self._p(h) + ":against")
+            pipe.get(self._p(h) + ":holding")
 
-        replies = self._run("reading URL rules", fill) if names else []
+    def _parse_hosts(self, names: list[str], replies: list[Any]) -> dict[str, _Host]:
         out = {}
         for i, h in enumerate(names):
             support, against, stored = replies[3 * i:3 * i + 3]
@@ -173,6 +195,12 @@ class RedisUrlRules:
             host.holding = holding_of(h, host.support, host.against, self.min_support,
                                       self.confidence)
             out[h] = host
+            if host.holding or self.refresh <= 0:
+                self._unruled.pop(h, None)
+            else:
+                if len(self._unruled) > 100_000:  # hosts seen long ago
+                    self._unruled.clear()
+                self._unruled[h] = time.monotonic() + self.refresh
         return out
 
     def _key(self, url: str, hosts: dict[str, _Host]) -> tuple[str, str]:
@@ -336,25 +364,37 @@ class RedisUrlRules:
         if not originals and not copies:
             return []
 
-        def write(pipe: Any) -> None:
+        urls = [u for u, _ in originals] + [u for u, _, _ in copies]
+        names = sorted({host_of(u) for u in urls})
+
+        def write(pipe: Any) -> None:  # the URLs, the links held for them, their hosts
             for url, page_id in originals:
                 pipe.hset(self._p(host_of(url)) + ":pages", url, f"o\t{page_id}")
             for url, original_url, original_id in copies:
                 pipe.hset(self._p(host_of(url)) + ":pages", url,
                           f"c\t{original_url}\t{original_id}")
+            for u in urls:
+                key = f"{self._p(host_of(u))}:held:{u}"
+                pipe.lrange(key, 0, -1)
+                pipe.delete(key)
+                pipe.srem(self._shared("waiting"), f"{host_of(u)}\t{u}")
+            self._read_hosts(pipe, names)
 
-        self._run("recording decided URLs", write)
-        pairs = [(url, explain(url, original) or explain(original, url))
+        replies = self._run("recording decided URLs", write)[len(urls):]
+        held = {u: [_s(e) for e in replies[3 * n]] for n, u in enumerate(urls)}
+        hosts = self._parse_hosts(names, replies[3 * len(urls):])
+        pairs = [explain(url, original) or explain(original, url)
                  for url, original, _ in copies]  # either way: the two have one key
-        hosts = self._hosts({host_of(u) for u, _ in originals}
-                            | {host_of(u) for u, _, _ in copies})
-        new_rules = self._learn([r for _, rules in pairs for r in rules or ()])
-        self._judge(originals, hosts, new_rules)
-        hosts = self._hosts(hosts)  # after the evidence of these pages
-        self._claim_decided([u for u, _ in originals] + [u for u, _, _ in copies], hosts)
+        new_rules = self._learn([r for rules in pairs for r in rules or ()])
+        if new_rules or any(hosts[host_of(u)].support for u, _ in originals):
+            self._judge(originals, hosts, new_rules)
+            hosts = self._hosts(names)  # after the evidence of these pages
+        elif any(pairs):
+            hosts = self._hosts(names)  # the pairs' counts
+        self._claim_decided(urls, hosts)
         resolved = {url: (url, page_id) for url, page_id in originals}
         resolved.update({url: (o, oid) for url, o, oid in copies})
-        return self._resolve(resolved, hosts)
+        return self._resolve(resolved, held, hosts)
 
     def _learn(self, rules: list[Rule]) -> list[Rule]:
         """Count the pairs' rules; the rules seen for the first time are returned."""
@@ -450,24 +490,14 @@ class RedisUrlRules:
                 pipe.hsetnx(self._claims(host_of(u), hosts), apply(hosts[host_of(u)].holding, u),
                             u) for u in rest])
 
-    def _resolve(self, resolved: dict[str, tuple[str, str]], hosts: dict[str, _Host]
-                 ) -> list[Held]:
-        """The links held for the decided URLs: decided now, when their rules still hold
-        (recorded, as :meth:`_record` does), else sent again."""
-        urls = list(resolved)
-
-        def fill(pipe: Any) -> None:
-            for u in urls:
-                key = f"{self._p(host_of(u))}:held:{u}"
-                pipe.lrange(key, 0, -1)
-                pipe.delete(key)
-                pipe.srem(self._shared("waiting"), f"{host_of(u)}\t{u}")
-
-        replies = self._run("reading held links", fill)
+    def _resolve(self, resolved: dict[str, tuple[str, str]], held: dict[str, list[str]],
+                 hosts: dict[str, _Host]) -> list[Held]:
+        """The links ``held`` for the decided URLs (taken from their lists): decided now,
+        when their rules still hold (recorded, as :meth:`_record` does), else sent again."""
         out, again = [], []
-        for n, u in enumerate(urls):
-            for entry in replies[3 * n]:
-                url, depth, rules = self._parse(_s(entry))
+        for u, entries in held.items():
+            for entry in entries:
+                url, depth, rules = self._parse(entry)
                 holds = all(r in hosts.get(r.host, _Host()).holding for r in rules) \
                     if all(r.host in hosts for r in rules) else None
                 if holds is None:

@@ -34,7 +34,9 @@ def rules(redis_client, namespace: str):  # type: ignore[no-untyped-def]
 def test_links_are_predicted_once_a_rule_holds(rules: RedisUrlRules) -> None:
     taught(rules, pairs=2)
     assert rules.screen([(f"{story(5)}?ref=rss", 1)]) == [None]  # two pairs: not yet
+    assert rules.unruled(f"{story(5)}?ref=rss")  # a request is sent without asking now
     rules.decided([], [(f"{story(2)}?ref=feed", story(2), "id2")])
+    assert not rules.unruled(f"{story(5)}?ref=rss")  # what it learned, it knows at once
     held = rules.screen([(f"{story(5)}?ref=rss", 1), (story(6), 1),
                          (f"http://{H}/new.html?ref=rss", 1), (f"http://{H}/x?page=2", 1)])
     assert held[1:] == [None, None, None]  # stored, not stored, no rule for it
