@@ -112,7 +112,7 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
 
 def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool = False,
             cluster_url: str | None = None, sketches: str = "auto",
-            shuffle: int | None = None) -> dict:
+            shuffle: int | None = None, settings: list[str] | None = None) -> dict:
     port = free_port()
     pages, names = site(data, port)
     starts = list(pages)
@@ -132,7 +132,8 @@ def measure(data: Path, processes: int, run: int, workdir: Path, clusters: bool 
                             ["-s", f"DEDUP_DATABASE={database}", "-s",
                              f"DEDUP_NAMESPACE={namespace}", "-s", "AUTOTHROTTLE_ENABLED=0",
                              "-s", "ROBOTSTXT_OBEY=0", "-s", "DEPTH_LIMIT=1",
-                             "-s", "LOG_LEVEL=INFO", "-s", f"DEDUP_SKETCHES={sketches}"],
+                             "-s", "LOG_LEVEL=INFO", "-s", f"DEDUP_SKETCHES={sketches}",
+                             *[x for kv in settings or [] for x in ("-s", kv)]],
                             workdir / f"{database}.log", processes)
             db = connect_mongo(services.mongo_uri)[database]
             stored = [names[d["url"]] for d in db.pages.find({}, {"url": 1})
@@ -175,6 +176,8 @@ def main() -> int:
                         default="auto",
                         help="where the index keeps stored pages' text sketches "
                         "(DEDUP_SKETCHES; until-stored: as past one Redis node)")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the crawls (repeatable)")
     parser.add_argument("--shuffle", type=int, metavar="SEED",
                         help="start from the pages in a shuffled order (seeded by SEED and "
                         "the run), not in the set's: how much the figures owe to the crawl "
@@ -208,7 +211,7 @@ def main() -> int:
             for processes in args.processes:
                 for run in range(1, args.repeat + 1):
                     r = measure(data, processes, run, Path(tmp), args.clusters, cluster_url,
-                                args.sketches, args.shuffle)
+                                args.sketches, args.shuffle, args.set)
                     results.append({"data": data.name, **r})
                     print(f"| {processes} | {run} | {r['decided']} / {r['pages']} | "
                           f"{r['stored']} | {r['drops']} | {r['copies_admitted']} | "

@@ -174,8 +174,8 @@ def crawl(site: Site, decide: bool = True) -> dict[str, Any]:
     return {"outcome": outcome, "listings": listings}
 
 
-def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | None = None
-               ) -> dict[str, Any]:
+def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | None = None,
+               settings: list[str] | None = None) -> dict[str, Any]:
     """The real crawl of the site over HTTP: its pages served on a loopback address of
     their own, ``scrapy crawl site`` from its start URL with ``processes`` processes (on
     the embedded Redis, or the Redis Cluster at ``cluster_url``, and SecantusDB), then the
@@ -202,7 +202,8 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
                                 ["-s", f"DEDUP_DATABASE={database}",
                                  "-s", f"DEDUP_NAMESPACE={namespace}",
                                  "-s", "AUTOTHROTTLE_ENABLED=0", "-s", "ROBOTSTXT_OBEY=0",
-                                 "-s", "DEPTH_LIMIT=0", "-s", "LOG_LEVEL=INFO"],
+                                 "-s", "DEPTH_LIMIT=0", "-s", "LOG_LEVEL=INFO",
+                                 *[x for kv in settings or [] for x in ("-s", kv)]],
                                 workdir / f"{database}.log", processes)
             db = connect_mongo(services.mongo_uri)[database]
             stored = {key(d["url"]) for d in db.pages.find({}, {"url": 1})}
@@ -306,6 +307,8 @@ def main() -> int:
                         help="list the wrong drops, missed copies, skipped pages and pages never "
                              "requested")
     parser.add_argument("--keep", type=Path, help="build the sites here and keep them")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the crawls over HTTP (repeatable)")
     parser.add_argument("--crawl", type=int, nargs="+", metavar="PROCESSES",
                         help="also crawl each site over HTTP with the real crawler, at each "
                         "of these numbers of processes (sharing one frontier), on the "
@@ -338,7 +341,8 @@ def main() -> int:
         for processes in args.crawl or []:
             results += [(site, f"crawl, {processes} process{'es' * (processes > 1)}"
                          + (", Redis Cluster" if cluster_url else ""),
-                         measure(site, crawl_http(site, processes, Path(tmp), cluster_url)))
+                         measure(site, crawl_http(site, processes, Path(tmp), cluster_url,
+                                                   args.set)))
                         for site in sites]
     print(f"{len(texts)} articles and {len(set(args.sites) & set(BUILDERS))} generators' sites; the crawl's settings; {os.cpu_count()} cores; "
           f"{time.perf_counter() - started:.0f} s (development figures)\n")

@@ -149,6 +149,7 @@ class RedisUrlRules:
         self.min_support, self.confidence, self.explore = min_support, confidence, explore
         self.refresh = refresh
         self._unruled: dict[str, float] = {}  # host -> until when it has no holding rule
+        self._read: dict[str, tuple[float, _Host]] = {}  # host -> (when read, its rules)
 
     def unruled(self, url: str) -> bool:
         """Whether ``url``'s host had no holding rule when last read, less than
@@ -195,12 +196,30 @@ class RedisUrlRules:
             host.holding = holding_of(h, host.support, host.against, self.min_support,
                                       self.confidence)
             out[h] = host
+            now = time.monotonic()
+            if len(self._read) > 100_000:
+                self._read.clear()
+            self._read[h] = (now, host)
             if host.holding or self.refresh <= 0:
                 self._unruled.pop(h, None)
             else:
                 if len(self._unruled) > 100_000:  # hosts seen long ago
                     self._unruled.clear()
-                self._unruled[h] = time.monotonic() + self.refresh
+                self._unruled[h] = now + self.refresh
+        return out
+
+    def _recent(self, hosts: Iterable[str]) -> dict[str, _Host]:
+        """Each host's rules as read less than ``refresh`` seconds ago, else read now (a
+        screen's view: a rule dropped meanwhile is caught when its prediction is
+        recorded, :meth:`_record`, and the request is sent again)."""
+        now, out, stale = time.monotonic(), {}, []
+        for h in set(hosts):
+            seen = self._read.get(h)
+            if seen is not None and now - seen[0] < self.refresh:
+                out[h] = seen[1]
+            else:
+                stale.append(h)
+        out.update(self._hosts(stale))
         return out
 
     def _key(self, url: str, hosts: dict[str, _Host]) -> tuple[str, str]:
@@ -222,10 +241,10 @@ class RedisUrlRules:
         Raises:
             ServiceUnavailable: Redis failed.
         """
-        hosts = self._hosts(host_of(u) for u, _ in links)
+        hosts = self._recent(host_of(u) for u, _ in links)
         aliases = {r.arg for h in hosts.values() for r in h.holding if r.kind == "host_alias"}
         if aliases - set(hosts):
-            hosts.update(self._hosts(aliases - set(hosts)))
+            hosts.update(self._recent(aliases - set(hosts)))
         ruled = [(i, u, d) for i, (u, d) in enumerate(links) if hosts[host_of(u)].holding]
         out: list[Held | None] = [None] * len(links)
         if not ruled:
@@ -303,10 +322,13 @@ class RedisUrlRules:
 
     def _record(self, held: list[Held]) -> None:
         """Record predictions that are not sent: a decided one is counted as a saving
-        (and its URL kept under each rule, to be sent again if one is dropped); an
-        undecided one waits on its claimant."""
+        (and its URL kept under each rule, to be sent again if one is dropped: the
+        evidence against the rule is read after the URL is kept, in the same pipeline, so
+        a rule dropped meanwhile is seen by one side or the other); an undecided one
+        waits on its claimant."""
         if not held:
             return
+        checks: list[tuple[Held, Rule]] = []
 
         def fill(pipe: Any) -> None:
             for h in held:
@@ -319,9 +341,17 @@ class RedisUrlRules:
                     cp = self._p(host_of(h.claimant))
                     pipe.rpush(f"{cp}:held:{h.claimant}", self._entry(h))
                     pipe.sadd(self._shared("waiting"), f"{host_of(h.claimant)}\t{h.claimant}")
+            for h in held:
+                for r in h.rules if h.decided else ():
+                    pipe.hget(self._p(r.host) + ":against", r.text())
+                    checks.append((h, r))
 
-        self._run("recording predicted copies", fill)
-        self._recheck([h for h in held if h.decided])
+        replies = self._run("recording predicted copies", fill)
+        replies = replies[len(replies) - len(checks):]
+        again = {h.url: h for (h, _), v in zip(checks, replies) if v is not None and int(v) > 0}
+        if again:
+            self._run("sending predicted copies again", lambda pipe: pipe.rpush(
+                self._shared("resend"), *[f"{h.url}\t{h.depth}" for h in again.values()]))
 
     @staticmethod
     def _entry(h: Held) -> str:
@@ -335,20 +365,6 @@ class RedisUrlRules:
             host, _, text = part.partition(" ")
             out.append(Rule.of(host, text))
         return url, int(depth), out
-
-    def _recheck(self, held: list[Held]) -> None:
-        """A rule dropped while its predictions were recorded: their URLs are sent again
-        (the evidence is counted before the URLs are read, so one side sees the other)."""
-        rules = sorted({r for h in held for r in h.rules}, key=str)
-        if not rules:
-            return
-        replies = self._run("reading URL rules' evidence", lambda pipe: [
-            pipe.hget(self._p(r.host) + ":against", r.text()) for r in rules])
-        dropped = {r for r, v in zip(rules, replies) if v is not None and int(v) > 0}
-        again = [h for h in held if dropped & set(h.rules)]
-        if again:
-            self._run("sending predicted copies again", lambda pipe: pipe.rpush(
-                self._shared("resend"), *[f"{h.url}\t{h.depth}" for h in again]))
 
     # ------------------------------------------------------------------ learning
     def decided(self, originals: Sequence[tuple[str, str]],
