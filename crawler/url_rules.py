@@ -59,15 +59,11 @@ RELEASE_SECONDS = 2.0
 
 
 def rule_texts(rules: list[Rule]) -> list[str]:
-    return [f"{r.host} {r.text()}" for r in rules]
+    return [r.whole() for r in rules]
 
 
 def rules_of(texts: list[str]) -> list[Rule]:
-    out = []
-    for text in texts:
-        host, _, rest = text.partition(" ")
-        out.append(Rule.of(host, rest))
-    return out
+    return [Rule.parse(text) for text in texts]
 
 
 def match_of(url: str, claimant: str, rules: list[Rule], original_url: str,

@@ -78,6 +78,21 @@ class Rule:
         """The rule without its host, as the store keeps it (:meth:`of`)."""
         return f"{self.kind}\t{self.arg}"
 
+    def whole(self) -> str:
+        """The rule with its host, as a request or a held link carries it
+        (:meth:`parse`)."""
+        return f"{self.host} {self.text()}"
+
+    @classmethod
+    def parse(cls, whole: str) -> Rule:
+        """The rule :meth:`whole` wrote.
+
+        Raises:
+            ValueError: not a rule's text.
+        """
+        host, _, text = whole.partition(" ")
+        return cls.of(host, text)
+
     @classmethod
     def of(cls, host: str, text: str) -> Rule:
         """The rule :meth:`text` wrote, on ``host``.
@@ -320,7 +335,9 @@ class UrlRules:
             self.against[rule] += 1
 
     def holding(self, host: str) -> list[Rule]:
-        """The rules that hold on ``host``: ``min_support`` pairs and none against."""
+        """The rules that hold on ``host``: ``min_support`` pairs and none against (the
+        rule of :func:`holding_of` at confidence 1, on the rules themselves: a link's
+        check asks twice)."""
         return sorted((r for r in self._rules.get(host, ())
                        if self.support[r] >= self.min_support and not self.against[r]),
                       key=lambda r: (KINDS.index(r.kind), r.arg))

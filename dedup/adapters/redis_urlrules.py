@@ -355,16 +355,12 @@ class RedisUrlRules:
 
     @staticmethod
     def _entry(h: Held) -> str:
-        return f"{h.url}\t{h.depth}\t" + "|".join(f"{r.host} {r.text()}" for r in h.rules)
+        return f"{h.url}\t{h.depth}\t" + "|".join(r.whole() for r in h.rules)
 
     @staticmethod
     def _parse(entry: str) -> tuple[str, int, list[Rule]]:
         url, depth, rules = entry.split("\t", 2)
-        out = []
-        for part in rules.split("|") if rules else []:
-            host, _, text = part.partition(" ")
-            out.append(Rule.of(host, text))
-        return url, int(depth), out
+        return url, int(depth), [Rule.parse(part) for part in rules.split("|") if part]
 
     # ------------------------------------------------------------------ learning
     def decided(self, originals: Sequence[tuple[str, str]],
@@ -510,15 +506,14 @@ class RedisUrlRules:
                  hosts: dict[str, _Host]) -> list[Held]:
         """The links ``held`` for the decided URLs (taken from their lists): decided now,
         when their rules still hold (recorded, as :meth:`_record` does), else sent again."""
+        parsed = {u: [self._parse(e) for e in entries] for u, entries in held.items()}
+        unread = {r.host for entries in parsed.values() for *_, rules in entries
+                  for r in rules} - set(hosts)
+        hosts = {**hosts, **self._hosts(unread)} if unread else hosts  # one read for all
         out, again = [], []
-        for u, entries in held.items():
-            for entry in entries:
-                url, depth, rules = self._parse(entry)
-                holds = all(r in hosts.get(r.host, _Host()).holding for r in rules) \
-                    if all(r.host in hosts for r in rules) else None
-                if holds is None:
-                    holds = all(r in self._hosts([r.host])[r.host].holding for r in rules)
-                if holds:
+        for u, entries in parsed.items():
+            for url, depth, rules in entries:
+                if all(r in hosts[r.host].holding for r in rules):
                     original_url, original_id = resolved[u]
                     out.append(Held(url, u, rules, depth, original_url, original_id))
                 else:
