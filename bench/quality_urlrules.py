@@ -76,7 +76,9 @@ def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, A
             "lost": len(summary.get("lost_urls", [])),
             "saved": summary.get("dedup/url_rule", 0),
             "resent": summary.get("dedup/url_rules/resent", 0),
-            "contradicted": summary.get("dedup/url_rules/contradicted", 0)}
+            "contradicted": summary.get("dedup/url_rules/contradicted", 0),
+            "screens": summary.get("dedup/url_rules/screens", 0),
+            "screened": summary.get("dedup/url_rules/screened", 0)}
 
 
 def measure(site: Site, run: dict[str, Any], reference: set[str] | None) -> dict[str, Any]:
@@ -101,7 +103,9 @@ def measure(site: Site, run: dict[str, Any], reference: set[str] | None) -> dict
             "wrong": wrong[:5], "lost_groups": len((reference or groups) - groups),
             "same_groups": reference is None or groups == reference,
             "groups": len(groups), "lost_pages": run["lost"], "resent": run["resent"],
-            "contradicted": run["contradicted"], "copy_requests_by_kind": dict(by_kind)}
+            "contradicted": run["contradicted"], "copy_requests_by_kind": dict(by_kind),
+            "links_a_screen": round(run["screened"] / run["screens"], 2) if run["screens"]
+            else None}
 
 
 def main() -> int:
@@ -135,7 +139,9 @@ def main() -> int:
         out.append({"run": name, **{k: v for k, v in m.items() if k != "wrong"},
                     "cut": round(cut, 3), "documents_lost": lost})
         print("    requests for copies by kind: " + ", ".join(
-            f"{k} {v}" for k, v in sorted(m["copy_requests_by_kind"].items())))
+            f"{k} {v}" for k, v in sorted(m["copy_requests_by_kind"].items()))
+            + (f"; links the gate screened a call: {m['links_a_screen']}"
+               if m["links_a_screen"] else ""))
         for u, o in m["wrong"]:
             print(f"    wrong: {u} recorded as a copy of {o}")
     print(json.dumps({"bench": "quality_urlrules", "runs": out}))

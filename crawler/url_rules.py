@@ -6,7 +6,8 @@ Redis by :mod:`dedup.adapters.redis_urlrules`).
   One predicted to be the page of a URL not decided yet is held until that one is. A
   share of predictions is sent anyway, and the page it brings checks the rules. Checked
   when the request is about to be sent, not when it is queued: the rules a crawl learns
-  meanwhile apply to what it queued before.
+  meanwhile apply to what it queued before. The requests that come while a screen is out
+  are screened together, in one round trip a host.
 - :class:`RuleLearning` (used by the dedup middleware after each decision): the rules
   learn from the page at once, an explored page checks them, and the links held for the
   page are recorded as its copies.
@@ -114,20 +115,37 @@ class UrlRuleGate:
     def __init__(self, rules: RedisUrlRules, stats: Any, state: CrawlState) -> None:
         self.rules, self.stats, self.state = rules, stats, state
         self._failed_logged = False
-        #: host -> the requests waiting for the read of its rules on its way (one read a
-        #: host at a time: when the cached answer lapses, the requests in flight to the
-        #: host do not each read it)
-        self._reading: dict[str, list[Deferred]] = {}
+        #: the links that came while a screen was out: screened together, next
+        self._batch: list[tuple[str, int, Deferred]] = []
+        self._screening = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlRuleGate:
         parts = rules_parts(crawler)
         return cls(parts.urlrules, crawler.stats, parts.state)  # type: ignore[arg-type]
 
-    def _wake(self, host: str) -> None:
-        """The read of ``host``'s rules is done: the requests that waited for it go on."""
-        for done in self._reading.pop(host, None) or []:
-            done.callback(None)
+    def _screen_next(self, _: Any = None) -> None:
+        """Screen every link that came while the last screen was out, in one call (one
+        round trip a host: a crawl at full speed pays for a screen once a batch, and one
+        at a walk waits for nothing), then the links that come meanwhile."""
+        batch, self._batch = self._batch, []
+        self._screening = bool(batch)
+        if not batch:
+            return
+        self.stats.inc_value("dedup/url_rules/screens")
+        self.stats.inc_value("dedup/url_rules/screened", len(batch))
+        screened = deferToThread(self.rules.screen, [(url, depth) for url, depth, _ in batch])
+
+        def answer(held: list[Any]) -> None:
+            for (*_, done), one in zip(batch, held):
+                done.callback(one)
+
+        def fail(failure: Any) -> None:
+            for *_, done in batch:
+                done.errback(failure)
+
+        screened.addCallbacks(answer, fail)
+        screened.addBoth(self._screen_next)
 
     @staticmethod
     def _asks(request: scrapy.Request) -> bool:
@@ -143,21 +161,12 @@ class UrlRuleGate:
         if not self.state.deciding or not self._asks(request) \
                 or self.rules.unruled(request.url):
             return None
-        depth = int(request.meta.get("depth", 0) or 0)
-        host = host_of(request.url)
-        waiting = self._reading.get(host)
-        reader = waiting is None
-        if waiting is not None:  # a read of the host's rules is on its way: its answer
-            done: Deferred = Deferred()
-            waiting.append(done)
-            await maybe_deferred_to_future(done)
-            if self.rules.unruled(request.url):
-                return None
-        else:
-            self._reading[host] = []
+        done: Deferred = Deferred()
+        self._batch.append((request.url, int(request.meta.get("depth", 0) or 0), done))
+        if not self._screening:
+            self._screen_next()
         try:
-            held = (await maybe_deferred_to_future(deferToThread(
-                self.rules.screen, [(request.url, depth)])))[0]
+            held = await maybe_deferred_to_future(done)
         except ServiceUnavailable as exc:
             self.stats.inc_value("dedup/url_rules/errors")
             if not self._failed_logged:
@@ -165,9 +174,6 @@ class UrlRuleGate:
                 log.warning("URL rules could not be read (%s): requests are sent without "
                             "them (further failures counted in dedup/url_rules/errors)", exc)
             return None
-        finally:
-            if reader:
-                self._wake(host)
         if held is None:
             return None
         if held.explore:

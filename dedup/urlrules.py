@@ -207,9 +207,10 @@ def explain(copy: str, original: str) -> list[Rule] | None:
     return rules or None
 
 
-def apply(rules: Iterable[Rule], url: str) -> str:
+def apply(rules: Iterable[Rule], url: str, fired: list[Rule] | None = None) -> str:
     """``url`` with ``rules`` applied (those of its host, in the order of :data:`KINDS`;
-    an ``any_value`` parameter's value blanked)."""
+    an ``any_value`` parameter's value blanked). ``fired``, when given, gains each rule
+    that changed the URL at its step (what took the URL to its key)."""
     u = _Url.of(url)
     by_kind: dict[str, set[str]] = defaultdict(set)
     for r in rules:
@@ -217,26 +218,51 @@ def apply(rules: Iterable[Rule], url: str) -> str:
             by_kind[r.kind].add(r.arg)
     if not by_kind:
         return u.text()
+    host = u.host
+    trace = fired.append if fired is not None else None
+
+    def fire(kind: str, arg: str = "") -> None:
+        if trace is not None:
+            trace(Rule(host, kind, arg))
+
     if by_kind.get("host_alias"):
         u.host = min(by_kind["host_alias"])
+        fire("host_alias", u.host)
     if by_kind.get("path_param"):
         kept = []
         for segment in u.path.split("/"):
             bare, *extra = segment.split(";")
-            kept.append(";".join([bare, *(e for e in extra
-                                          if e.split("=", 1)[0] not in by_kind["path_param"])]))
+            names = [e.split("=", 1)[0] for e in extra]
+            for name in sorted({n for n in names if n in by_kind["path_param"]}):
+                fire("path_param", name)
+            kept.append(";".join([bare, *(e for e, n in zip(extra, names)
+                                          if n not in by_kind["path_param"])]))
         u.path = "/".join(kept)
     segments = _segments(u.path)
     trailing = u.path.endswith("/")
     if segments and segments[0] in by_kind.get("drop_prefix", ()):
+        fire("drop_prefix", segments[0])
         segments = segments[1:]
     if segments and segments[-1] in by_kind.get("drop_suffix", ()):
+        fire("drop_suffix", segments[-1])
         segments, trailing = segments[:-1], True
     u.path = "/" + "/".join(segments) + ("/" if trailing and segments else "")
     if "slash" in by_kind:
-        u.path = u.path.rstrip("/") or "/"
+        bare = u.path.rstrip("/") or "/"
+        if bare != u.path:
+            fire("slash")
+        u.path = bare
     if "lower_case" in by_kind:
-        u.path = u.path.lower()
+        lower = u.path.lower()
+        if lower != u.path:
+            fire("lower_case")
+        u.path = lower
+    if trace is not None:
+        for name in sorted({k for k, _ in u.params}):
+            if name in by_kind.get("drop_param", ()):
+                fire("drop_param", name)
+            elif name in by_kind.get("any_value", ()):
+                fire("any_value", name)
     u.params = [(k, _ANY if k in by_kind.get("any_value", ()) else v)
                 for k, v in u.params if k not in by_kind.get("drop_param", ())]
     return u.text()

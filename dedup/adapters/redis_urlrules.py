@@ -24,9 +24,15 @@ Cluster keeps a host's keys on one node):
 - ``p:holding``: the holding rules, one a line (the claims' generation);
 - ``p:claims:<digest of the holding rules>``: hash, key -> the URL that claimed it;
 - ``p:held:<claimant>``: list of ``URL<TAB>depth<TAB>rules`` waiting for the claimant;
+- ``p:waiting``: set of the host's claimants with links held for them;
 - ``p:by:<rule>``: set of the URLs recorded as copies through the rule;
-- ``ns:ur:hosts`` (hosts with rules), ``ns:ur:waiting`` (``host<TAB>claimant`` with held
-  links), ``ns:ur:resend`` (a list of ``URL<TAB>depth`` to send again).
+- ``ns:ur:hosts`` (hosts with rules, or with links held), ``ns:ur:resend`` (a list of
+  ``URL<TAB>depth`` to send again).
+
+A link's screen is one Lua script a host (:data:`_SCREEN`): the claim, the claimant's
+state and the prediction's record, in one round trip for every link of the host in the
+batch. Only a link of a mirror host, whose claimant or rules are another host's, takes a
+second and third.
 
 Every write is a plain command on a host's keys, or a set-if-absent, and each check
 follows the write it races with (a URL is written before a generation is read; a rule's
@@ -70,6 +76,47 @@ SCAN = 1000
 #: that gains a rule is predicted for by this process that much later: a saving missed,
 #: never a page, since a request sent is decided as any other.
 REFRESH = 0.2
+
+#: The screen of a batch of one host's links (``KEYS[1]``: the host's claims of its
+#: holding rules; ``ARGV``: the host's key prefix, the host, then five fields a link: URL,
+#: key, whether to record a prediction here (``1``: not explored, and the link, its rules
+#: and its claimant all of this host), the held entry, the rules' texts a line each).
+#: Returns a string a link: empty (it claims its key: send it), else
+#: ``claimant<TAB>here<TAB>against<TAB>state``: ``here`` whether the claimant is of this
+#: host (its ``state`` read: its ``p:pages`` value, empty while it is not decided),
+#: ``against`` whether a rule recorded here has evidence against it (send it again).
+_SCREEN = r"""
+local claims, p, host = KEYS[1], ARGV[1], ARGV[2]
+local out = {}
+for b = 3, #ARGV, 5 do
+  local url, key, record, entry, rules = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+  redis.call('HSETNX', claims, key, url)
+  local claimant = redis.call('HGET', claims, key)
+  if claimant == url then
+    out[#out + 1] = ''
+  else
+    local netloc = string.lower(string.match(claimant, '^[^:/?#]+://([^/?#]*)') or '')
+    local here, state, against = netloc == host, '', 0
+    if here then
+      state = redis.call('HGET', p .. ':pages', claimant) or ''
+      if record == '1' and state ~= '' then
+        for rule in string.gmatch(rules, '[^\n]+') do
+          redis.call('SADD', p .. ':by:' .. rule, url)
+          redis.call('HINCRBY', p .. ':saved', rule, 1)
+          if tonumber(redis.call('HGET', p .. ':against', rule) or '0') > 0 then
+            against = 1
+          end
+        end
+      elseif record == '1' then
+        redis.call('RPUSH', p .. ':held:' .. claimant, entry)
+        redis.call('SADD', p .. ':waiting', claimant)
+      end
+    end
+    out[#out + 1] = claimant .. '\t' .. (here and '1' or '0') .. '\t' .. against .. '\t' .. state
+  end
+end
+return out
+"""
 
 
 @dataclass
@@ -148,6 +195,7 @@ class RedisUrlRules:
         self.client, self.namespace = client, namespace
         self.min_support, self.confidence, self.explore = min_support, confidence, explore
         self.refresh = refresh
+        self._screen = client.register_script(_SCREEN)
         self._unruled: dict[str, float] = {}  # host -> until when it has no holding rule
         self._read: dict[str, tuple[float, _Host]] = {}  # host -> (when read, its rules)
 
@@ -222,14 +270,17 @@ class RedisUrlRules:
         out.update(self._hosts(stale))
         return out
 
-    def _key(self, url: str, hosts: dict[str, _Host]) -> tuple[str, str]:
-        """A URL's key and the host whose claims hold it (a mirror's links are claimed on
-        the host it mirrors, keyed by that host's rules too)."""
-        key = apply(hosts[host_of(url)].holding, url)
-        target = host_of(key)
-        if target != host_of(url) and target in hosts:
-            key = apply(hosts[target].holding, key)
-        return key, target
+    @staticmethod
+    def _key(url: str, host: str, hosts: dict[str, _Host]) -> tuple[str, str, list[Rule]]:
+        """A URL's key (``host`` its host), the host whose claims hold it (a mirror's
+        links are claimed on the host it mirrors, keyed by that host's rules too) and the
+        rules that took the URL there."""
+        fired: list[Rule] = []
+        key = apply(hosts[host].holding, url, fired)
+        target = next((r.arg for r in fired if r.kind == "host_alias"), host)
+        if target != host and target in hosts:
+            key = apply(hosts[target].holding, key, fired)
+        return key, target, fired
 
     # ------------------------------------------------------------------ screening
     def screen(self, links: Sequence[tuple[str, int]]) -> list[Held | None]:
@@ -237,48 +288,74 @@ class RedisUrlRules:
         the :class:`Held` it is predicted to be. A prediction that is not explored is
         recorded here: a decided one's saving is counted (the caller records its match),
         an undecided one waits for its claimant (:meth:`decided`, :meth:`release`).
+        One round trip a host of the links (:data:`_SCREEN`): a batch costs little more
+        than one link.
 
         Raises:
             ServiceUnavailable: Redis failed.
         """
-        hosts = self._recent(host_of(u) for u, _ in links)
+        names = [host_of(u) for u, _ in links]
+        hosts = self._recent(names)
         aliases = {r.arg for h in hosts.values() for r in h.holding if r.kind == "host_alias"}
         if aliases - set(hosts):
             hosts.update(self._recent(aliases - set(hosts)))
-        ruled = [(i, u, d) for i, (u, d) in enumerate(links) if hosts[host_of(u)].holding]
         out: list[Held | None] = [None] * len(links)
-        if not ruled:
+        by_target: dict[str, list[tuple[int, Held, str, bool]]] = {}
+        for i, ((u, d), host) in enumerate(zip(links, names)):
+            if hosts[host].holding:
+                key, target, rules = self._key(u, host, hosts)
+                held = Held(u, "", rules, d, explore=explores(u, self.explore))
+                here = not held.explore and target == host \
+                    and all(r.host == host for r in rules)
+                by_target.setdefault(target, []).append((i, held, key, here))
+        if not by_target:
             return out
-        keyed = [(i, u, d, *self._key(u, hosts)) for i, u, d in ruled]
-        for target in {t for *_, t in keyed}:
+        for target in by_target:
             if target in hosts and hosts[target].stored != hosts[target].text:
                 self._regenerate(target, hosts[target])
-
-        def claim(pipe: Any) -> None:
-            for _, u, _, key, target in keyed:
-                claims = self._claims(target, hosts)
-                pipe.hsetnx(claims, key, u)
-                pipe.hget(claims, key)
-
-        replies = self._run("claiming keys of URL rules", claim)
-        found = []
-        for n, (i, u, d, key, target) in enumerate(keyed):
-            claimant = _s(replies[2 * n + 1])
-            if claimant != u:
-                rules = [r for r in hosts[host_of(u)].holding if apply([r], u) != apply([], u)]
-                if target != host_of(u):
-                    rules += [r for r in hosts[target].holding
-                              if apply([r], key) != apply([], key)]
-                found.append((i, Held(u, claimant, rules, d, explore=explores(u, self.explore))))
-        if not found:
-            return out
-        statuses = self._status([h.claimant for _, h in found])
-        for (i, held), status in zip(found, statuses):
+        elsewhere: list[Held] = []  # predictions whose claimant or rules are another host's
+        again: list[str] = []
+        for target, group in by_target.items():
+            args: list[str] = [self._p(target), target]
+            for _, held, key, here in group:
+                args += [held.url, key, "1" if here else "0", self._entry(held),
+                         "\n".join(r.text() for r in held.rules)]
+            try:
+                replies = self._screen(keys=[self._claims(target, hosts)], args=args)
+            except redis.RedisError as exc:
+                raise ServiceUnavailable(f"Redis failed screening links: {exc}",
+                                         service="Redis") from exc
+            for (i, held, _, here), reply in zip(group, replies):
+                if not reply:
+                    continue  # it claims its key: sent
+                claimant, local, against, state = _s(reply).split("\t", 3)
+                held.claimant = claimant
+                out[i] = held
+                if local == "1":
+                    held.original_url, held.original_id = self._state_of(claimant, state) \
+                        or (None, None)
+                if local != "1" or (not here and not held.explore):
+                    elsewhere.append(held)
+                elif against == "1":
+                    again.append(f"{held.url}\t{held.depth}")
+        if again:
+            self._run("sending predicted copies again", lambda pipe: pipe.rpush(
+                self._shared("resend"), *again))
+        unread = [h for h in elsewhere if h.original_url is None]
+        for held, status in zip(unread, self._status([h.claimant for h in unread])):
             if status is not None:
                 held.original_url, held.original_id = status
-            out[i] = held
-        self._record([h for _, h in found if not h.explore])
+        self._record([h for h in elsewhere if not h.explore])
         return out
+
+    @staticmethod
+    def _state_of(url: str, value: str) -> tuple[str, str] | None:
+        """A decided URL's original (URL, page id) from its ``p:pages`` value: itself
+        for an original; ``None`` for an empty value (not decided)."""
+        if not value:
+            return None
+        kind, *rest = value.split("\t")
+        return (url, rest[0]) if kind == "o" else (rest[0], rest[1])
 
     def _claims(self, host: str, hosts: dict[str, _Host]) -> str:
         return f"{self._p(host)}:claims:{_digest(hosts[host].text)}"
@@ -311,14 +388,8 @@ class RedisUrlRules:
         """Each URL's original (URL, page id) if it is decided: itself for an original."""
         replies = self._run("reading decided URLs", lambda pipe: [
             pipe.hget(self._p(host_of(u)) + ":pages", u) for u in urls])
-        out: list[tuple[str, str] | None] = []
-        for url, value in zip(urls, replies):
-            if value is None:
-                out.append(None)
-                continue
-            kind, *rest = _s(value).split("\t")
-            out.append((url, rest[0]) if kind == "o" else (rest[0], rest[1]))
-        return out
+        return [self._state_of(url, _s(value) if value is not None else "")
+                for url, value in zip(urls, replies)]
 
     def _record(self, held: list[Held]) -> None:
         """Record predictions that are not sent: a decided one is counted as a saving
@@ -332,15 +403,15 @@ class RedisUrlRules:
 
         def fill(pipe: Any) -> None:
             for h in held:
-                p = self._p(host_of(h.url))
                 if h.decided:
-                    for r in h.rules:
-                        pipe.sadd(f"{p}:by:{r.text()}", h.url)
-                        pipe.hincrby(p + ":saved", r.text(), 1)
+                    for r in h.rules:  # under the rule's host, where it is judged
+                        pipe.sadd(f"{self._p(r.host)}:by:{r.text()}", h.url)
+                        pipe.hincrby(self._p(r.host) + ":saved", r.text(), 1)
                 else:
                     cp = self._p(host_of(h.claimant))
                     pipe.rpush(f"{cp}:held:{h.claimant}", self._entry(h))
-                    pipe.sadd(self._shared("waiting"), f"{host_of(h.claimant)}\t{h.claimant}")
+                    pipe.sadd(cp + ":waiting", h.claimant)
+                    pipe.sadd(self._shared("hosts"), host_of(h.claimant))
             for h in held:
                 for r in h.rules if h.decided else ():
                     pipe.hget(self._p(r.host) + ":against", r.text())
@@ -389,7 +460,7 @@ class RedisUrlRules:
                 key = f"{self._p(host_of(u))}:held:{u}"
                 pipe.lrange(key, 0, -1)
                 pipe.delete(key)
-                pipe.srem(self._shared("waiting"), f"{host_of(u)}\t{u}")
+                pipe.srem(self._p(host_of(u)) + ":waiting", u)
             self._read_hosts(pipe, names)
 
         replies = self._run("recording decided URLs", write)[len(urls):]
@@ -554,32 +625,37 @@ class RedisUrlRules:
             out.append((url, int(depth) if depth.isdigit() else 0))
         return out
 
-    def waiting(self) -> int:
-        """How many claimants have links held for them."""
+    def _waiting(self) -> list[tuple[str, list[str]]]:
+        """Each host (of ``ns:ur:hosts``) with the claimants its links are held for."""
         try:
-            return int(self.client.scard(self._shared("waiting")))
+            hosts = sorted(_s(h) for h in self.client.smembers(self._shared("hosts")))
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis failed reading held links: {exc}",
                                      service="Redis") from exc
+        replies = self._run("reading held links", lambda pipe: [
+            pipe.smembers(self._p(h) + ":waiting") for h in hosts]) if hosts else []
+        return [(h, sorted(_s(m) for m in members))
+                for h, members in zip(hosts, replies) if members]
+
+    def waiting(self) -> int:
+        """How many claimants have links held for them."""
+        return sum(len(claimants) for _, claimants in self._waiting())
 
     def release(self) -> list[tuple[str, int]]:
         """Every held link whose claimant is not decided (the crawl went idle without it:
         its fetch failed, it was skipped or filtered), taken to be sent."""
-        try:
-            waiting = [_s(m) for m in self.client.smembers(self._shared("waiting"))]
-        except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed reading held links: {exc}",
-                                     service="Redis") from exc
         out = []
-        for member in waiting:
-            host, _, claimant = member.partition("\t")
-            key = f"{self._p(host)}:held:{claimant}"
-            replies = self._run("taking held links", lambda pipe, key=key, member=member: (
-                pipe.lrange(key, 0, -1), pipe.delete(key),
-                pipe.srem(self._shared("waiting"), member)))
-            for entry in replies[0]:
-                url, depth, _ = self._parse(_s(entry))
-                out.append((url, depth))
+        for host, claimants in self._waiting():
+            p = self._p(host)
+            for claimant in claimants:
+                key = f"{p}:held:{claimant}"
+                replies = self._run("taking held links", lambda pipe, key=key, p=p,
+                                    claimant=claimant: (pipe.lrange(key, 0, -1),
+                                                        pipe.delete(key),
+                                                        pipe.srem(p + ":waiting", claimant)))
+                for entry in replies[0]:
+                    url, depth, _ = self._parse(_s(entry))
+                    out.append((url, depth))
         return out
 
     # ------------------------------------------------------------------ listing

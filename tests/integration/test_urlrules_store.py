@@ -129,6 +129,26 @@ def test_processes_share_the_rules(redis_client, namespace: str) -> None:  # typ
         one.clear()
 
 
+def test_a_mirror_hosts_links_are_held_recorded_and_sent_again(rules: RedisUrlRules) -> None:
+    """A mirror's link claims the key on the host it mirrors, so the host's own link of
+    the page waits for it (a claimant of another host: held, released when it is never
+    decided); a link recorded through the mirror's rule is sent again when a page
+    contradicts that rule."""
+    taught(rules)
+    mirror = f"http://www.{H}"
+    rules.decided([], [(f"{mirror}/story-{n}.html", story(n), f"id{n}") for n in range(3)])
+    fresh = "/fresh.html"
+    first, second = rules.screen([(mirror + fresh, 1), (f"http://{H}{fresh}", 1)])
+    assert first is None and second is not None and second.claimant == mirror + fresh
+    assert not second.decided and rules.waiting() == 1
+    assert rules.release() == [(f"http://{H}{fresh}", 1)] and rules.waiting() == 0
+    kept = rules.screen([(f"{mirror}/story-6.html", 2)])[0]
+    assert kept is not None and kept.original_url == story(6)
+    assert Rule(f"www.{H}", "host_alias", H) in kept.rules
+    rules.decided([(f"{mirror}/story-7.html", "id7w")], [])  # the mirror has its own page
+    assert (f"{mirror}/story-6.html", 0) in rules.take_resend()
+
+
 def test_a_cluster_keeps_a_hosts_rules_on_one_node(redis_cluster: str) -> None:
     client = connect_redis(redis_cluster)
     rules = RedisUrlRules(client, "urlrules-cluster", explore=0.0)

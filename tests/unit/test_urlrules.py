@@ -92,3 +92,19 @@ def test_a_mirror_host_and_a_print_view_are_predicted() -> None:
     assert rules.predict(f"http://www.{H}/a/4.html") is None
     assert apply([Rule(H, "any_value", "sort")], f"http://{H}/l?sort=a") \
         == apply([Rule(H, "any_value", "sort")], f"http://{H}/l?sort=b")
+
+
+def test_a_key_names_the_rules_that_took_the_url_there() -> None:
+    """The rules a match record of a link not requested names: those that changed its URL,
+    not every rule of its host."""
+    host = "news.test"
+    rules = [Rule(host, "drop_prefix", "print"), Rule(host, "drop_suffix", "index.html"),
+             Rule(host, "slash"), Rule(host, "drop_param", "ref"), Rule(host, "any_value", "sort"),
+             Rule(host, "path_param", "jsessionid")]
+    fired: list[Rule] = []
+    key = apply(rules, "http://news.test/print/a/b;jsessionid=9/index.html?ref=x&id=3", fired)
+    assert key == apply(rules, "http://news.test/a/b?id=3")
+    assert set(fired) == {rules[0], rules[1], rules[2], rules[3], rules[5]}
+    fired.clear()
+    assert apply(rules, "http://news.test/a/b?id=3", fired) == "http://news.test/a/b?id=3"
+    assert fired == []
