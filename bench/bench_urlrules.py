@@ -32,9 +32,10 @@ from dedup.urlrules import UrlRules
 
 LIMIT_US = 20.0
 
-#: Links a screen: one at a time (a crawl at a walk), and the batch of a crawl at full
-#: speed (Scrapy's CONCURRENT_REQUESTS, 16, arriving at the gate while a screen is out).
-BATCHES = (1, 16)
+#: Links a screen: one at a time (a crawl at a walk), the gate's mean in a crawl of the URL
+#: site (bench/quality_urlrules.py prints it: 4-5), and a crawl's full batch (Scrapy's
+#: CONCURRENT_REQUESTS, 16, arriving at the gate while a screen is out).
+BATCHES = (1, 5, 16)
 
 
 def build(pages: int) -> tuple[UrlRules, list[str]]:

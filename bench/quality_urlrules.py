@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from quality_sites import DEFAULT_DATA, articles
 from sitegen import Site
-from urlsite import build_urls
+from urlsite import HOST, MIRROR, build_urls
 
 
 def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, Any]:
@@ -45,9 +45,17 @@ def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, A
     from crawler.run import crawl as run_crawl
     from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
-    port, origin = free_port(), site.start.rstrip("/")
-    served = f"http://127.0.0.2:{port}"
-    pages = {url.replace(origin, served, 1): body for url, body in site.pages.items()}
+    port = free_port()
+    hosts = {HOST: f"http://127.0.0.2:{port}", MIRROR: f"http://127.0.0.3:{port}"}
+    served = hosts[HOST]
+
+    def out(text: str) -> str:  # the site's hosts as served (the mirror first: it ends so)
+        for name in (MIRROR, HOST):
+            text = text.replace(name, hosts[name])
+        return text
+
+    pages = {out(url): out(body.decode("utf-8")).encode("utf-8")
+             for url, body in site.pages.items()}
     server, asked = serve(pages, port)  # type: ignore[arg-type]
     database = f"urlrules_{'on' if rules else 'off'}_{processes}"
     try:
@@ -57,7 +65,8 @@ def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, A
                                 ["-s", f"DEDUP_DATABASE={database}",
                                  "-s", f"DEDUP_URL_RULES={rules}",
                                  "-s", "AUTOTHROTTLE_ENABLED=0", "-s", "ROBOTSTXT_OBEY=0",
-                                 "-s", "DEPTH_LIMIT=0", "-s", "LOG_LEVEL=INFO"],
+                                 "-s", "DEPTH_LIMIT=0", "-s", "LOG_LEVEL=INFO",
+                                 "-a", "allowed_domains=127.0.0.2,127.0.0.3"],
                                 workdir / f"{database}.log", processes)
             db = connect_mongo(services.mongo_uri)[database]
             stored = [d["url"] for d in db.pages.find({}, {"url": 1})]
@@ -68,7 +77,10 @@ def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, A
 
     def mine(url: str) -> str:
         url = urldefrag(url)[0]
-        return origin + url[len(served):] if url.startswith(served) else url
+        for name, at in hosts.items():
+            if url.startswith(at):
+                return name + url[len(at):]
+        return url
 
     return {"asked": [mine(u) for u in asked if not u.endswith("/robots.txt")],
             "stored": [mine(u) for u in stored],

@@ -4,7 +4,8 @@ frontier in Redis shared by every crawl process on the namespace (``redis``).
 The shared frontier is scrapy-redis's scheduler, request dupefilter and priority queue,
 configured by this adapter (it subclasses, never copies):
 
-- keys under the crawl's namespace: ``{ns}:frontier:queue`` (a sorted set by priority),
+- keys under the crawl's namespace: ``{ns}:frontier:queue`` (a sorted set by priority,
+  then by the time each request was queued: :class:`ArrivalQueue`),
   ``{ns}:frontier:seen`` (request fingerprints), ``{ns}:frontier:inflight:{owner}``;
 - requests are stored as JSON (bytes as base64), never pickled: a shared store must not
   be a way to run code in every crawler;
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter
+from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
 from crawler.steps import Outage, stop_crawl
@@ -133,6 +135,42 @@ class JsonSerializer:
         return json.loads(data, object_hook=_unplain)
 
 
+#: The start of the queue's clock (ms): 2^42 ms after it is the year 2165.
+ARRIVAL_EPOCH_MS = 1_767_225_600_000  # 2026-01-01 UTC
+
+#: A priority step in the queue's scores: a request's priority weighs more than any time.
+PRIORITY_STEP = 2 ** 42
+
+
+def arrival_score(priority: int, now_ms: int) -> float:
+    """A request's score in the shared queue (the lowest is taken first): its priority,
+    then the time it was queued (ms), so that requests of one priority are taken in the
+    order they came, breadth-first, as Scrapy's own FIFO queues take them. A sorted set
+    alone breaks ties by the members' bytes: by URL, so that a crawl took one URL
+    pattern in a block (every ``/print/`` link, then every ``/section/`` link, one host
+    after another) and every process's requests were in flight to one host at once.
+    Exact for priorities within +-2047 (a double's 53 bits).
+
+    >>> arrival_score(0, ARRIVAL_EPOCH_MS + 5) < arrival_score(0, ARRIVAL_EPOCH_MS + 6)
+    True
+    >>> arrival_score(1, ARRIVAL_EPOCH_MS + 10**9) < arrival_score(0, ARRIVAL_EPOCH_MS)
+    True
+    """
+    return float(-priority * PRIORITY_STEP + max(0, now_ms - ARRIVAL_EPOCH_MS))
+
+
+class ArrivalQueue(PriorityQueue):
+    """scrapy-redis's priority queue, taking requests of one priority in the order they
+    came (:func:`arrival_score`)."""
+
+    def push(self, request: Request) -> None:
+        import time
+
+        self.server.execute_command("ZADD", self.key,
+                                    arrival_score(request.priority, int(time.time() * 1000)),
+                                    self._encode_request(request))
+
+
 def frontier_keys(namespace: str) -> dict[str, str]:
     """The shared frontier's Redis keys for a namespace (``inflight`` is a prefix: one
     key per process)."""
@@ -150,15 +188,16 @@ redis.call('HSET', KEYS[2], redis.sha1hex(m[1]), m[1])
 return m[1]
 """
 
-# Move an in-flight hash back into the queue, each request at its own priority, in one
-# step: KEYS = queue, in-flight hash.
+# Move an in-flight hash back into the queue, each request at its own priority (at its
+# front: the score of the epoch, arrival_score's PRIORITY_STEP), in one step: KEYS =
+# queue, in-flight hash.
 _REQUEUE = """
 local members = redis.call('HVALS', KEYS[2])
 for _, m in ipairs(members) do
   local ok, r = pcall(cjson.decode, m)
   local p = 0
   if ok and type(r) == 'table' and tonumber(r['priority']) then p = tonumber(r['priority']) end
-  redis.call('ZADD', KEYS[1], -p, m)
+  redis.call('ZADD', KEYS[1], -p * 4398046511104, m)
 end
 redis.call('DEL', KEYS[2])
 return #members
@@ -218,7 +257,7 @@ class SharedFrontier(RedisScheduler):
         dupefilter = RFPDupeFilter(server, keys["seen"],
                                    debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         scheduler = cls(server=server, persist=True, queue_key=keys["queue"],
-                        queue_cls="scrapy_redis.queue.PriorityQueue", dupefilter=dupefilter,
+                        queue_cls="crawler.frontier.ArrivalQueue", dupefilter=dupefilter,
                         dupefilter_key=keys["seen"], serializer=JsonSerializer)
         scheduler.stats = crawler.stats
         scheduler.owner = parts.journal.owner if parts.journal else uuid.uuid4().hex[:16]

@@ -17,7 +17,9 @@ Built from the development articles (``http://urls.test``):
 * **search pages** ``/search?q=<tag>``: the articles of a tag (``q`` changes the page);
 * **the archive** ``/archive/``, every title, and the same list ``?sort=title`` and
   ``?sort=date`` in other orders (one page: ``sort`` does not change what it shows);
-* **the home page** ``/`` (the ten newest and five popular articles).
+* **the home page** ``/`` (the ten newest and five popular articles);
+* **a mirror host** ``http://www.urls.test``: every page of the site again, the same
+  bytes, linked from each article's "permalink" (its links, relative, stay on the mirror).
 
 The truth: each URL's *group* (the URLs of one group are one page; the first requested is
 its original) and its *kind*.
@@ -34,6 +36,7 @@ SESSION_SECTIONS = ("business", "living")  # their listings link articles with a
 TAGS = ("health", "money", "home", "food", "work", "travel")
 PER_PAGE = 5
 HOST = "http://urls.test"
+MIRROR = "http://www.urls.test"
 
 
 def _page(title: str, main: str, aside: str = "") -> str:
@@ -65,7 +68,8 @@ def build_urls(articles: list[Article], seed: int = 7, count: int | None = None)
         related = rng.sample([m for m in range(len(items)) if m != n], 3)
         body = (f"<article><h1>{esc(a.title)}</h1>{paragraphs(a.lines)}</article>"
                 f'<p><a href="/print{url[n]}">Print</a> · <a href="/amp{url[n]}">AMP</a> · '
-                f'<a href="{url[n]}?utm_source=share">Share</a></p>')
+                f'<a href="{url[n]}?utm_source=share">Share</a> · '
+                f'<a href="{MIRROR}{url[n]}">Permalink</a></p>')
         aside = "<h2>Related</h2><ul>" + "".join(
             f"<li>{link(m, '?ref=related')}</li>" for m in related) + "</ul>"
         page = _page(a.title, body, aside)
@@ -129,6 +133,8 @@ def build_urls(articles: list[Article], seed: int = 7, count: int | None = None)
     aside = "<h2>Popular</h2><ul>" + "".join(
         f"<li>{link(n, '?ref=popular')}</li>" for n in popular) + "</ul>"
     site.add(HOST + "/", _page("Urls Daily", main, aside), "home", "listing")
+    for url_, body in list(site.pages.items()):
+        site.add(MIRROR + url_[len(HOST):], body.decode("utf-8"), site.group[url_], "mirror")
     return site
 
 

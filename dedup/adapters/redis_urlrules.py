@@ -77,6 +77,10 @@ SCAN = 1000
 #: never a page, since a request sent is decided as any other.
 REFRESH = 0.2
 
+#: Seconds the claims of a host's rules before a change are kept (a process that read the
+#: rules before still claims there, for at most :data:`REFRESH` seconds).
+OLD_CLAIMS = 600
+
 #: The screen of a batch of one host's links (``KEYS[1]``: the host's claims of its
 #: holding rules; ``ARGV``: the host's key prefix, the host, then five fields a link: URL,
 #: key, whether to record a prediction here (``1``: not explored, and the link, its rules
@@ -362,22 +366,35 @@ class RedisUrlRules:
 
     def _regenerate(self, host: str, state: _Host) -> None:
         """The host's holding rules changed: write them, then claim the new keys of every
-        URL the host has decided (originals first). A URL decided meanwhile reads the new
-        rules after it is written, so it is claimed by one of the two."""
+        URL the host has decided (originals first), then of the URLs that claimed a key
+        under the rules before and are not decided yet (requests on their way: a link of
+        their page that comes now is still theirs, not a second request). A URL decided
+        meanwhile reads the new rules after it is written, so it is claimed by one of the
+        two. The claims of the rules before expire (:data:`OLD_CLAIMS`)."""
         text = state.text
         self._run("writing URL rules", lambda pipe: pipe.set(self._p(host) + ":holding", text))
+        before = f"{self._p(host)}:claims:{_digest(state.stored)}" if state.stored else None
         state.stored = text
         claims = f"{self._p(host)}:claims:{_digest(text)}"
         scanned = self._scan(host)
+        decided = {u for u, _ in scanned}
+        pending = [u for u, _ in self._scan(host, before) if u not in decided
+                   and host_of(u) == host] if before else []
         urls = [u for u, v in scanned if v.startswith("o")] + \
-            [u for u, v in scanned if not v.startswith("o")]
+            [u for u, v in scanned if not v.startswith("o")] + sorted(pending)
         for at in range(0, len(urls), SCAN):
             part = urls[at:at + SCAN]
             self._run("claiming stored URLs", lambda pipe, part=part: [
                 pipe.hsetnx(claims, apply(state.holding, u), u) for u in part])
+        if before:
+            self._run("letting old claims expire", lambda pipe: pipe.expire(before, OLD_CLAIMS))
 
-    def _scan(self, host: str) -> list[tuple[str, str]]:
+    def _scan(self, host: str, claims: str | None = None) -> list[tuple[str, str]]:
+        """The host's decided URLs with their ``p:pages`` values; or, given a ``claims``
+        hash, its claimants (URL, key)."""
         try:
+            if claims is not None:
+                return [(_s(v), _s(k)) for k, v in self.client.hscan_iter(claims, count=SCAN)]
             return [(_s(k), _s(v)) for k, v in
                     self.client.hscan_iter(self._p(host) + ":pages", count=SCAN)]
         except redis.RedisError as exc:
