@@ -25,6 +25,8 @@ Cluster keeps a host's keys on one node):
 - ``p:claims:<digest of the holding rules>``: hash, key -> the URL that claimed it;
 - ``p:held:<claimant>``: list of ``URL<TAB>depth<TAB>rules`` waiting for the claimant;
 - ``p:waiting``: set of the host's claimants with links held for them;
+- ``p:mirrors``: set of the hosts whose ``host_alias`` rules name this host (its
+  originals judge those rules too);
 - ``p:by:<rule>``: set of the URLs recorded as copies through the rule;
 - ``ns:ur:hosts`` (hosts with rules, or with links held), ``ns:ur:resend`` (a list of
   ``URL<TAB>depth`` to send again).
@@ -47,6 +49,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import xxhash
@@ -479,10 +482,16 @@ class RedisUrlRules:
                 pipe.delete(key)
                 pipe.srem(self._p(host_of(u)) + ":waiting", u)
             self._read_hosts(pipe, names)
+            for h in names:
+                pipe.smembers(self._p(h) + ":mirrors")
 
         replies = self._run("recording decided URLs", write)[len(urls):]
         held = {u: [_s(e) for e in replies[3 * n]] for n, u in enumerate(urls)}
-        hosts = self._parse_hosts(names, replies[3 * len(urls):])
+        hosts = self._parse_hosts(names, replies[3 * len(urls):3 * len(urls) + 3 * len(names)])
+        mirrors = {h: sorted(_s(m) for m in ms)
+                   for h, ms in zip(names, replies[3 * len(urls) + 3 * len(names):]) if ms}
+        if mirrors:
+            self._judge_mirrors(originals, mirrors)
         pairs = [explain(url, original) or explain(original, url)
                  for url, original, _ in copies]  # either way: the two have one key
         new_rules = self._learn([r for rules in pairs for r in rules or ()])
@@ -506,9 +515,28 @@ class RedisUrlRules:
                 pipe.hincrby(self._p(r.host) + ":support", r.text(), 1)
             for h in {r.host for r in rules}:
                 pipe.sadd(self._shared("hosts"), h)
+            for r in rules:
+                if r.kind == "host_alias":  # the host it names judges it too
+                    pipe.sadd(self._p(r.arg) + ":mirrors", r.host)
 
         replies = self._run("counting URL rules' pairs", fill)
         return sorted({r for r, n in zip(rules, replies) if int(n) == 1}, key=str)
+
+    def _judge_mirrors(self, originals: Sequence[tuple[str, str]],
+                       mirrors: dict[str, list[str]]) -> None:
+        """Judge the ``host_alias`` rules that name the originals' hosts (``mirrors``:
+        host -> the hosts whose alias rules name it): an original whose path the mirror
+        holds as an original of its own is evidence against the mirror's rule (the
+        mirror's side judges it when the mirror's page comes second, :meth:`_judge`)."""
+        checks = [(Rule(m, "host_alias", host_of(url)),
+                   urlunsplit(urlsplit(url)._replace(netloc=m)))
+                  for url, _ in originals for m in mirrors.get(host_of(url), ())]
+        if not checks:
+            return
+        replies = self._run("judging mirror hosts' rules", lambda pipe: [
+            pipe.hget(self._p(rule.host) + ":pages", mirrored) for rule, mirrored in checks])
+        self.contradict(rule for (rule, _), value in zip(checks, replies)
+                        if value is not None and _s(value).startswith("o"))
 
     def _judge(self, originals: Sequence[tuple[str, str]], hosts: dict[str, _Host],
                new_rules: list[Rule]) -> None:

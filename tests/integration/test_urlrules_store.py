@@ -149,6 +149,21 @@ def test_a_mirror_hosts_links_are_held_recorded_and_sent_again(rules: RedisUrlRu
     assert (f"{mirror}/story-6.html", 0) in rules.take_resend()
 
 
+def test_a_mirror_rule_is_judged_by_the_host_it_names(rules: RedisUrlRules) -> None:
+    """The mirror stored a page as an original of its own while the host it names had
+    none under that path; when the host stores one there too, the mirror's rule holds no
+    more (two originals under one key), judged from the named host's side."""
+    taught(rules)
+    mirror = f"http://www.{H}"
+    rules.decided([], [(f"{mirror}/story-{n}.html", story(n), f"id{n}") for n in range(3)])
+    rules.decided([(f"{mirror}/about.html", "mirror-about")], [])
+    alias = Rule(f"www.{H}", "host_alias", H)
+    assert next(r for r in rules.rows() if r.rule == alias).holds
+    rules.decided([(f"http://{H}/about.html", "about")], [])
+    assert not next(r for r in rules.rows() if r.rule == alias).holds
+    assert rules.screen([(f"{mirror}/story-5.html", 1)]) == [None]
+
+
 def test_a_cluster_keeps_a_hosts_rules_on_one_node(redis_cluster: str) -> None:
     client = connect_redis(redis_cluster)
     rules = RedisUrlRules(client, "urlrules-cluster", explore=0.0)
