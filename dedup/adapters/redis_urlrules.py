@@ -206,11 +206,21 @@ class RedisUrlRules:
         self._unruled: dict[str, float] = {}  # host -> until when it has no holding rule
         self._read: dict[str, tuple[float, _Host]] = {}  # host -> (when read, its rules)
 
-    def unruled(self, url: str) -> bool:
+    def unruled(self, url: str, lapsed: bool = False) -> bool:
         """Whether ``url``'s host had no holding rule when last read, less than
-        ``refresh`` seconds ago (no I/O: a request to it is sent without asking)."""
+        ``refresh`` seconds ago (no I/O: a request to it is sent without asking); with
+        ``lapsed``, however long ago (a request to it is sent while the caller looks
+        again, :meth:`look`: the crawl never waits for a host that had no rule)."""
         until = self._unruled.get(host_of(url))
-        return until is not None and time.monotonic() < until
+        return until is not None and (lapsed or time.monotonic() < until)
+
+    def look(self, hosts: Iterable[str]) -> None:
+        """Read the hosts' rules again (what :meth:`unruled` answers from).
+
+        Raises:
+            ServiceUnavailable: Redis failed.
+        """
+        self._hosts(hosts)
 
     # ------------------------------------------------------------------ keys
     def _p(self, host: str) -> str:
