@@ -35,7 +35,7 @@ from twisted.python.failure import Failure
 from crawler.items import MatchItem
 from crawler.state import CrawlState
 from crawler.wiring import Parts, parts_of
-from dedup.adapters.redis_urlrules import RedisUrlRules
+from dedup.adapters.redis_urlrules import Link, RedisUrlRules
 from dedup.errors import ServiceUnavailable
 from dedup.urlrules import Rule, host_of
 
@@ -58,6 +58,44 @@ SEND_SECONDS = 2.0
 
 #: Seconds after the crawl goes idle before the links still held are sent.
 RELEASE_SECONDS = 2.0
+
+
+#: Meta keys a request sent again may do without (Scrapy's own, set on the way, and the
+#: crawl's): a request with others carries them (:func:`carry_of`).
+PLAIN_META = frozenset({"depth", "download_slot", "download_latency", "download_timeout"})
+
+
+def carry_of(request: scrapy.Request, spider: Any) -> str:
+    """What a request kept from being sent must carry to be sent again as it was: ``""``
+    for the spider's plain request of a URL (its ``parse``, its default errback, no
+    arguments, no data), else the request serialized (as the shared frontier keeps it).
+    Serializing costs about 30 us, paid by requests that need it only."""
+    callback, errback = request.callback, request.errback
+    plain = (callback is None or callback == getattr(spider, "parse", None)) \
+        and (errback is None or errback == getattr(spider, "failed", None)) \
+        and not request.cb_kwargs \
+        and all(k in PLAIN_META or k.startswith(("dedup", "simcrawl")) for k in request.meta) \
+        and all(k.lower() == b"referer" for k in request.headers)
+    if plain:
+        return ""
+    from crawler.frontier import JsonSerializer
+
+    return JsonSerializer.dumps(request.to_dict(spider=spider)).decode("utf-8")
+
+
+def request_again(url: str, depth: int, carry: str, spider: Any) -> scrapy.Request:
+    """The request of a link kept by the rules, to send after all (never filtered as seen:
+    it was, when it was kept): as it was (:func:`carry_of`), or the spider's plain one."""
+    if carry:
+        from scrapy.utils.request import request_from_dict
+
+        from crawler.frontier import JsonSerializer
+
+        request = request_from_dict(JsonSerializer.loads(carry), spider=spider)
+        return request.replace(dont_filter=True, meta={**request.meta, "depth": depth})
+    return scrapy.Request(url, callback=getattr(spider, "parse", None),
+                          errback=getattr(spider, "failed", None), dont_filter=True,
+                          meta={"depth": depth})
 
 
 def rule_texts(rules: list[Rule]) -> list[str]:
@@ -113,18 +151,20 @@ class UrlRuleGate:
     ``dedup/skipped/url_rule_held`` while its page is not decided. Redirects, retries,
     requests sent again and requests sent to check a rule pass."""
 
-    def __init__(self, rules: RedisUrlRules, stats: Any, state: CrawlState) -> None:
-        self.rules, self.stats, self.state = rules, stats, state
+    def __init__(self, rules: RedisUrlRules, stats: Any, state: CrawlState,
+                 crawler: Crawler | None = None) -> None:
+        self.rules, self.stats, self.state, self.crawler = rules, stats, state, crawler
         self._failed_logged = False
-        #: the links that came while a screen was out: screened together, next
-        self._batch: list[tuple[str, int, Deferred]] = []
+        #: the links that came while a screen was out (URL, depth, what the request
+        #: carries, its answer): screened together, next
+        self._batch: list[tuple[str, int, str, Deferred]] = []
         self._screening = False
         self._looking: set[str] = set()  # hosts without a rule being read again
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlRuleGate:
         parts = rules_parts(crawler)
-        return cls(parts.urlrules, crawler.stats, parts.state)  # type: ignore[arg-type]
+        return cls(parts.urlrules, crawler.stats, parts.state, crawler)  # type: ignore[arg-type]
 
     def _screen_next(self, _: Any = None) -> None:
         """Screen every link that came while the last screen was out, in one call (one
@@ -136,7 +176,8 @@ class UrlRuleGate:
             return
         self.stats.inc_value("dedup/url_rules/screens")
         self.stats.inc_value("dedup/url_rules/screened", len(batch))
-        screened = deferToThread(self.rules.screen, [(url, depth) for url, depth, _ in batch])
+        screened = deferToThread(self.rules.screen,
+                                 [(url, depth, carry) for url, depth, carry, _ in batch])
 
         def answer(held: list[Any]) -> None:
             for (*_, done), one in zip(batch, held):
@@ -186,7 +227,9 @@ class UrlRuleGate:
             self._look(host_of(request.url))
             return None
         done: Deferred = Deferred()
-        self._batch.append((request.url, int(request.meta.get("depth", 0) or 0), done))
+        self._batch.append((request.url, int(request.meta.get("depth", 0) or 0),
+                            carry_of(request, getattr(self.crawler, "spider", None) or spider),
+                            done))
         if not self._screening:
             self._screen_next()
         try:
@@ -314,7 +357,7 @@ class SendAgain:
             self._loop.stop()
 
     def _send_dropped(self) -> Any:
-        def take() -> list[tuple[str, int]]:
+        def take() -> list[Link]:
             try:
                 return self.rules.take_resend()
             except ServiceUnavailable as exc:
@@ -352,15 +395,19 @@ class SendAgain:
             return
         self._send(links)
 
-    def _send(self, links: list[tuple[str, int]]) -> None:
+    def _send(self, links: list[Link]) -> None:
         engine, spider = self.crawler.engine, self.crawler.spider
         if not links or engine is None or spider is None:
             return
-        callback = getattr(spider, "parse", None)
-        errback = getattr(spider, "failed", None)
-        for url, depth in links:
-            engine.crawl(scrapy.Request(url, callback=callback, errback=errback,
-                                        dont_filter=True, meta={"depth": depth}))
+        for url, depth, carry in links:
+            try:
+                request = request_again(url, depth, carry, spider)
+            except (ValueError, KeyError, TypeError) as exc:  # a spider that changed since
+                self.crawler.stats.inc_value("dedup/url_rules/errors")
+                log.warning("%s is sent as the spider's plain request: what its request "
+                            "carried cannot be read again (%s)", url, exc)
+                request = request_again(url, depth, "", spider)
+            engine.crawl(request)
         self.crawler.stats.inc_value("dedup/url_rules/resent", len(links))
         log.info("sending %d links the URL rules had kept (a rule dropped, or the page "
                  "they were held for never decided)", len(links))

@@ -23,13 +23,16 @@ Cluster keeps a host's keys on one node):
   originals with one image are evidence against the rule);
 - ``p:holding``: the holding rules, one a line (the claims' generation);
 - ``p:claims:<digest of the holding rules>``: hash, key -> the URL that claimed it;
-- ``p:held:<claimant>``: list of ``URL<TAB>depth<TAB>rules`` waiting for the claimant;
+- ``p:held:<claimant>``: list of ``URL<TAB>depth<TAB>rules<RS>carry`` waiting for the
+  claimant (``carry``: the caller's request, when it is not the spider's plain one; RS
+  the ASCII record separator, which neither holds);
 - ``p:waiting``: set of the host's claimants with links held for them;
 - ``p:mirrors``: set of the hosts whose ``host_alias`` rules name this host (its
   originals judge those rules too);
-- ``p:by:<rule>``: set of the URLs recorded as copies through the rule;
+- ``p:by:<rule>``: set of the links (``URL<TAB>depth<TAB>carry``) recorded as copies
+  through the rule;
 - ``ns:ur:hosts`` (hosts with rules, or with links held), ``ns:ur:resend`` (a list of
-  ``URL<TAB>depth`` to send again).
+  ``URL<TAB>depth<TAB>carry`` to send again).
 
 A link's screen is one Lua script a host (:data:`_SCREEN`): the claim, the claimant's
 state and the prediction's record, in one round trip for every link of the host in the
@@ -85,9 +88,10 @@ REFRESH = 0.2
 OLD_CLAIMS = 600
 
 #: The screen of a batch of one host's links (``KEYS[1]``: the host's claims of its
-#: holding rules; ``ARGV``: the host's key prefix, the host, then five fields a link: URL,
+#: holding rules; ``ARGV``: the host's key prefix, the host, then six fields a link: URL,
 #: key, whether to record a prediction here (``1``: not explored, and the link, its rules
-#: and its claimant all of this host), the held entry, the rules' texts a line each).
+#: and its claimant all of this host), the held entry, the rules' texts a line each, the
+#: link as a rule's set of recorded links keeps it).
 #: Returns a string a link: empty (it claims its key: send it), else
 #: ``claimant<TAB>here<TAB>against<TAB>state``: ``here`` whether the claimant is of this
 #: host (its ``state`` read: its ``p:pages`` value, empty while it is not decided),
@@ -95,8 +99,9 @@ OLD_CLAIMS = 600
 _SCREEN = r"""
 local claims, p, host = KEYS[1], ARGV[1], ARGV[2]
 local out = {}
-for b = 3, #ARGV, 5 do
+for b = 3, #ARGV, 6 do
   local url, key, record, entry, rules = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+  local member = ARGV[b + 5]
   redis.call('HSETNX', claims, key, url)
   local claimant = redis.call('HGET', claims, key)
   if claimant == url then
@@ -108,7 +113,7 @@ for b = 3, #ARGV, 5 do
       state = redis.call('HGET', p .. ':pages', claimant) or ''
       if record == '1' and state ~= '' then
         for rule in string.gmatch(rules, '[^\n]+') do
-          redis.call('SADD', p .. ':by:' .. rule, url)
+          redis.call('SADD', p .. ':by:' .. rule, member)
           redis.call('HINCRBY', p .. ':saved', rule, 1)
           if tonumber(redis.call('HGET', p .. ':against', rule) or '0') > 0 then
             against = 1
@@ -140,6 +145,11 @@ class Held:
     original_url: str | None = None
     original_id: str | None = None
     explore: bool = False
+    carry: str = ""
+
+    def sent(self) -> str:
+        """The link as a list of links to send again keeps it (:func:`parse_sent`)."""
+        return sent_entry(self.url, self.depth, self.carry)
 
     @property
     def decided(self) -> bool:
@@ -167,6 +177,23 @@ class _Host:
     @property
     def text(self) -> str:
         return "\n".join(r.text() for r in self.holding)
+
+
+#: A link to send again: its URL, depth, and what its request carries (opaque here: the
+#: caller's serialized request when it is not the spider's plain one, else "").
+Link = tuple[str, int, str]
+
+
+def sent_entry(url: str, depth: int, carry: str = "") -> str:
+    return f"{url}\t{depth}\t{carry}"
+
+
+def parse_sent(entry: str) -> Link:
+    """A link :func:`sent_entry` wrote (a bare URL, or ``URL<TAB>depth``, as earlier
+    versions kept them, too)."""
+    url, _, rest = entry.partition("\t")
+    depth, _, carry = rest.partition("\t")
+    return url, int(depth) if depth.isdigit() else 0, carry
 
 
 def _digest(text: str) -> str:
@@ -300,8 +327,9 @@ class RedisUrlRules:
         return key, target, fired
 
     # ------------------------------------------------------------------ screening
-    def screen(self, links: Sequence[tuple[str, int]]) -> list[Held | None]:
-        """For each link (``(URL, depth)``) about to be requested: ``None`` (send it), or
+    def screen(self, links: Sequence[tuple[str, int] | Link]) -> list[Held | None]:
+        """For each link (``(URL, depth)``, or with what its request carries, kept to send
+        it again: :data:`Link`) about to be requested: ``None`` (send it), or
         the :class:`Held` it is predicted to be. A prediction that is not explored is
         recorded here: a decided one's saving is counted (the caller records its match),
         an undecided one waits for its claimant (:meth:`decided`, :meth:`release`).
@@ -311,17 +339,19 @@ class RedisUrlRules:
         Raises:
             ServiceUnavailable: Redis failed.
         """
-        names = [host_of(u) for u, _ in links]
+        names = [host_of(link[0]) for link in links]
         hosts = self._recent(names)
         aliases = {r.arg for h in hosts.values() for r in h.holding if r.kind == "host_alias"}
         if aliases - set(hosts):
             hosts.update(self._recent(aliases - set(hosts)))
         out: list[Held | None] = [None] * len(links)
         by_target: dict[str, list[tuple[int, Held, str, bool]]] = {}
-        for i, ((u, d), host) in enumerate(zip(links, names)):
+        for i, (link, host) in enumerate(zip(links, names)):
             if hosts[host].holding:
+                u, d = link[0], link[1]
                 key, target, rules = self._key(u, host, hosts)
-                held = Held(u, "", rules, d, explore=explores(u, self.explore))
+                held = Held(u, "", rules, d, explore=explores(u, self.explore),
+                            carry=link[2] if len(link) > 2 else "")  # type: ignore[misc]
                 here = not held.explore and target == host \
                     and all(r.host == host for r in rules)
                 by_target.setdefault(target, []).append((i, held, key, here))
@@ -336,7 +366,7 @@ class RedisUrlRules:
             args: list[str] = [self._p(target), target]
             for _, held, key, here in group:
                 args += [held.url, key, "1" if here else "0", self._entry(held),
-                         "\n".join(r.text() for r in held.rules)]
+                         "\n".join(r.text() for r in held.rules), held.sent()]
             try:
                 replies = self._screen(keys=[self._claims(target, hosts)], args=args)
             except redis.RedisError as exc:
@@ -354,7 +384,7 @@ class RedisUrlRules:
                 if local != "1" or (not here and not held.explore):
                     elsewhere.append(held)
                 elif against == "1":
-                    again.append(f"{held.url}\t{held.depth}")
+                    again.append(held.sent())
         if again:
             self._run("sending predicted copies again", lambda pipe: pipe.rpush(
                 self._shared("resend"), *again))
@@ -435,7 +465,7 @@ class RedisUrlRules:
             for h in held:
                 if h.decided:
                     for r in h.rules:  # under the rule's host, where it is judged
-                        pipe.sadd(f"{self._p(r.host)}:by:{r.text()}", h.url)
+                        pipe.sadd(f"{self._p(r.host)}:by:{r.text()}", h.sent())
                         pipe.hincrby(self._p(r.host) + ":saved", r.text(), 1)
                 else:
                     cp = self._p(host_of(h.claimant))
@@ -452,16 +482,17 @@ class RedisUrlRules:
         again = {h.url: h for (h, _), v in zip(checks, replies) if v is not None and int(v) > 0}
         if again:
             self._run("sending predicted copies again", lambda pipe: pipe.rpush(
-                self._shared("resend"), *[f"{h.url}\t{h.depth}" for h in again.values()]))
+                self._shared("resend"), *[h.sent() for h in again.values()]))
 
     @staticmethod
     def _entry(h: Held) -> str:
-        return f"{h.url}\t{h.depth}\t" + "|".join(r.whole() for r in h.rules)
+        return f"{h.url}\t{h.depth}\t" + "|".join(r.whole() for r in h.rules) + f"\x1e{h.carry}"
 
     @staticmethod
-    def _parse(entry: str) -> tuple[str, int, list[Rule]]:
-        url, depth, rules = entry.split("\t", 2)
-        return url, int(depth), [Rule.parse(part) for part in rules.split("|") if part]
+    def _parse(entry: str) -> tuple[str, int, list[Rule], str]:
+        url, depth, rest = entry.split("\t", 2)
+        rules, _, carry = rest.partition("\x1e")  # none before this version
+        return url, int(depth), [Rule.parse(part) for part in rules.split("|") if part], carry
 
     # ------------------------------------------------------------------ learning
     def decided(self, originals: Sequence[tuple[str, str]],
@@ -604,13 +635,13 @@ class RedisUrlRules:
             return 0
         replies = self._run("reading URLs kept by dropped rules", lambda pipe: [
             pipe.smembers(f"{self._p(r.host)}:by:{r.text()}") for r in first])
-        urls = sorted({_s(u) for members in replies for u in members})
+        urls = sorted({_s(u) for members in replies for u in members})  # links to send
         log.info("URL rules dropped (a page contradicts them): %s; %d requests they kept "
                  "are sent again", ", ".join(map(str, first)), len(urls))
 
         def fill(pipe: Any) -> None:
             if urls:
-                pipe.rpush(self._shared("resend"), *[f"{u}\t0" for u in urls])
+                pipe.rpush(self._shared("resend"), *[sent_entry(*parse_sent(u)) for u in urls])
             for r in first:
                 pipe.delete(f"{self._p(r.host)}:by:{r.text()}")
 
@@ -633,17 +664,18 @@ class RedisUrlRules:
         """The links ``held`` for the decided URLs (taken from their lists): decided now,
         when their rules still hold (recorded, as :meth:`_record` does), else sent again."""
         parsed = {u: [self._parse(e) for e in entries] for u, entries in held.items()}
-        unread = {r.host for entries in parsed.values() for *_, rules in entries
+        unread = {r.host for entries in parsed.values() for _, _, rules, _ in entries
                   for r in rules} - set(hosts)
         hosts = {**hosts, **self._hosts(unread)} if unread else hosts  # one read for all
         out, again = [], []
         for u, entries in parsed.items():
-            for url, depth, rules in entries:
+            for url, depth, rules, carry in entries:
                 if all(r in hosts[r.host].holding for r in rules):
                     original_url, original_id = resolved[u]
-                    out.append(Held(url, u, rules, depth, original_url, original_id))
+                    out.append(Held(url, u, rules, depth, original_url, original_id,
+                                    carry=carry))
                 else:
-                    again.append(f"{url}\t{depth}")
+                    again.append(sent_entry(url, depth, carry))
         if again:
             self._run("sending held links", lambda pipe: pipe.rpush(self._shared("resend"),
                                                                     *again))
@@ -669,16 +701,12 @@ class RedisUrlRules:
         return False
 
     # ------------------------------------------------------------------ sending again
-    def take_resend(self, count: int = 1000) -> list[tuple[str, int]]:
-        """URLs to request again (a rule that kept them was dropped), taken from the list:
-        one process sends each."""
+    def take_resend(self, count: int = 1000) -> list[Link]:
+        """Links to request again (a rule that kept them was dropped), taken from the
+        list: one process sends each."""
         replies = self._run("taking URLs to send again", lambda pipe: pipe.lpop(
             self._shared("resend"), count))
-        out = []
-        for entry in replies[0] or []:
-            url, _, depth = _s(entry).rpartition("\t")
-            out.append((url, int(depth) if depth.isdigit() else 0))
-        return out
+        return [parse_sent(_s(entry)) for entry in replies[0] or []]
 
     def _waiting(self) -> list[tuple[str, list[str]]]:
         """Each host (of ``ns:ur:hosts``) with the claimants its links are held for."""
@@ -696,7 +724,7 @@ class RedisUrlRules:
         """How many claimants have links held for them."""
         return sum(len(claimants) for _, claimants in self._waiting())
 
-    def release(self) -> list[tuple[str, int]]:
+    def release(self) -> list[Link]:
         """Every held link whose claimant is not decided (the crawl went idle without it:
         its fetch failed, it was skipped or filtered), taken to be sent."""
         out = []
@@ -709,8 +737,8 @@ class RedisUrlRules:
                                                         pipe.delete(key),
                                                         pipe.srem(p + ":waiting", claimant)))
                 for entry in replies[0]:
-                    url, depth, _ = self._parse(_s(entry))
-                    out.append((url, depth))
+                    url, depth, _, carry = self._parse(_s(entry))
+                    out.append((url, depth, carry))
         return out
 
     # ------------------------------------------------------------------ listing

@@ -62,8 +62,21 @@ def test_a_link_waits_for_its_claimant_and_is_decided_with_it(rules: RedisUrlRul
     assert {(h.original_url, h.original_id, h.depth) for h in done} == {(new, "idF", 2)}
     gone = f"http://{H}/gone.html"
     rules.screen([(gone, 1), (f"{gone}?ref=nav", 1)])
-    assert rules.release() == [(f"{gone}?ref=nav", 1)]
+    assert rules.release() == [(f"{gone}?ref=nav", 1, "")]
     assert rules.release() == []
+
+
+def test_a_link_sent_again_keeps_what_its_request_carried(rules: RedisUrlRules) -> None:
+    """What a request carries (its callback, its data: the crawl's serialized request) comes
+    back with it when it is sent again: held and released, or kept by a rule dropped."""
+    taught(rules)
+    gone = f"http://{H}/gone.html"
+    rules.screen([(gone, 1, ""), (f"{gone}?ref=nav", 1, '{"callback":"parse_item"}')])
+    assert rules.release() == [(f"{gone}?ref=nav", 1, '{"callback":"parse_item"}')]
+    kept = rules.screen([(f"{story(5)}?ref=rss", 3, '{"cb_kwargs":{"a":1}}')])[0]
+    assert kept is not None and kept.decided
+    rules.decided([(f"{story(8)}?ref=print", "id8p")], [])  # the rule is dropped
+    assert rules.take_resend() == [(f"{story(5)}?ref=rss", 3, '{"cb_kwargs":{"a":1}}')]
 
 
 def test_a_claimant_stored_as_a_copy_names_its_original(rules: RedisUrlRules) -> None:
@@ -93,7 +106,7 @@ def test_a_wrong_rule_is_dropped_and_its_urls_sent_again(rules: RedisUrlRules) -
     kept = [(f"{story(n)}?ref=rss", 3) for n in (5, 6)]
     assert all(h is not None and h.decided for h in rules.screen(kept))
     rules.decided([(f"{story(8)}?ref=print", "id8p")], [])  # stored: two originals, one key
-    assert sorted(u for u, _ in rules.take_resend()) == [u for u, _ in kept]
+    assert sorted(rules.take_resend()) == [(u, d, "") for u, d in kept]
     assert rules.take_resend() == []
     assert rules.screen([(f"{story(9)}?ref=rss", 1)]) == [None]
     row = next(r for r in rules.rows() if r.rule.arg == "ref")
@@ -141,12 +154,12 @@ def test_a_mirror_hosts_links_are_held_recorded_and_sent_again(rules: RedisUrlRu
     first, second = rules.screen([(mirror + fresh, 1), (f"http://{H}{fresh}", 1)])
     assert first is None and second is not None and second.claimant == mirror + fresh
     assert not second.decided and rules.waiting() == 1
-    assert rules.release() == [(f"http://{H}{fresh}", 1)] and rules.waiting() == 0
+    assert rules.release() == [(f"http://{H}{fresh}", 1, "")] and rules.waiting() == 0
     kept = rules.screen([(f"{mirror}/story-6.html", 2)])[0]
     assert kept is not None and kept.original_url == story(6)
     assert Rule(f"www.{H}", "host_alias", H) in kept.rules
     rules.decided([(f"{mirror}/story-7.html", "id7w")], [])  # the mirror has its own page
-    assert (f"{mirror}/story-6.html", 0) in rules.take_resend()
+    assert (f"{mirror}/story-6.html", 2, "") in rules.take_resend()
 
 
 def test_a_mirror_rule_is_judged_by_the_host_it_names(rules: RedisUrlRules) -> None:
