@@ -17,6 +17,10 @@ Built from the development articles (``http://urls.test``):
 * **search pages** ``/search?q=<tag>``: the articles of a tag (``q`` changes the page);
 * **the archive** ``/archive/``, every title, and the same list ``?sort=title`` and
   ``?sort=date`` in other orders (one page: ``sort`` does not change what it shows);
+* the first related article of each article is linked as an older CMS wrote it,
+  ``/News/<Slug>.html``: the path's letter case;
+* each article's breadcrumb links its section as ``/section/<name>``: a trailing slash
+  left out;
 * **the home page** ``/`` (the ten newest and five popular articles);
 * **a mirror host** ``http://www.urls.test``: every page of the site again, the same
   bytes, linked from each article's "permalink" (its links, relative, stay on the mirror).
@@ -66,17 +70,21 @@ def build_urls(articles: list[Article], seed: int = 7, count: int | None = None)
     for n, a in enumerate(items):
         group = f"article:{n}"
         related = rng.sample([m for m in range(len(items)) if m != n], 3)
-        body = (f"<article><h1>{esc(a.title)}</h1>{paragraphs(a.lines)}</article>"
+        body = (f'<p class="crumbs"><a href="/section/{section[n]}">{section[n].title()}</a></p>'
+                f"<article><h1>{esc(a.title)}</h1>{paragraphs(a.lines)}</article>"
                 f'<p><a href="/print{url[n]}">Print</a> · <a href="/amp{url[n]}">AMP</a> · '
                 f'<a href="{url[n]}?utm_source=share">Share</a> · '
                 f'<a href="{MIRROR}{url[n]}">Permalink</a></p>')
         aside = "<h2>Related</h2><ul>" + "".join(
-            f"<li>{link(m, '?ref=related')}</li>" for m in related) + "</ul>"
+            f'<li><a href="{_cased(url[m])}">{esc(items[m].title)}</a></li>' if k == 0
+            else f"<li>{link(m, '?ref=related')}</li>" for k, m in enumerate(related)) + \
+            "</ul>"
         page = _page(a.title, body, aside)
         site.add(HOST + url[n], page, group, "article")
         for suffix, kind in (("?utm_source=share", "tracking"), ("?ref=related", "tracking"),
                              ("?ref=popular", "tracking")):
             site.add(HOST + url[n] + suffix, page, group, kind)
+        site.add(HOST + _cased(url[n]), page, group, "letter case")
         if section[n] in SESSION_SECTIONS:
             site.add(f"{HOST}{url[n]};jsessionid={_session(n)}", page, group, "session id")
         site.add(f"{HOST}/print{url[n]}",
@@ -109,6 +117,7 @@ def build_urls(articles: list[Article], seed: int = 7, count: int | None = None)
                               f"/section/{s}/index.html"):
                     site.add(HOST + alias, page, group, "listing" if alias.endswith("/")
                              else "listing alias")
+                site.add(f"{HOST}/section/{s}", page, group, "trailing slash")
             else:
                 site.add(f"{HOST}/section/{s}/?page={p}", page, group, "listing")
 
@@ -136,6 +145,11 @@ def build_urls(articles: list[Article], seed: int = 7, count: int | None = None)
     for url_, body in list(site.pages.items()):
         site.add(MIRROR + url_[len(HOST):], body.decode("utf-8"), site.group[url_], "mirror")
     return site
+
+
+def _cased(path: str) -> str:
+    """An older CMS's spelling of an article's path: ``/News/<Slug>.html``."""
+    return "/News/" + path.removeprefix("/news/").capitalize()
 
 
 def _session(n: int) -> str:
