@@ -250,6 +250,10 @@ def main() -> None:
     parser.add_argument("--no-rules-row", action="store_true",
                         help="a fourth row, norules: dedup on without URL rules "
                              "(DEDUP_URL_RULES=False), taking turns with the others")
+    parser.add_argument("--warc-row", action="store_true",
+                        help="another row, warc: dedup on writing the crawl as WARC "
+                             "(DEDUP_WARC_DIR), taking turns with the others (goal: it "
+                             "costs at most 10%% of on's pages a second)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run each crawl N times, taking turns, and report each one's "
                         "median run (this machine's speed drifts from run to run)")
@@ -283,6 +287,9 @@ def main() -> None:
     if args.no_rules_row:
         runs["norules"] = []
         modes.append(("norules", True, ["DEDUP_URL_RULES=False"]))
+    if args.warc_row:
+        runs["warc"] = []
+        modes.append(("warc", True, [f"DEDUP_WARC_DIR={tmp / 'warc'}"]))
     floors: list[dict[str, float]] = []
     with EmbeddedServices(tmp / "data") as services, DemoSite(content) as site:
         for turn in range(args.repeat):  # the crawls take turns: the machine's speed drifts
@@ -342,6 +349,15 @@ def main() -> None:
         norules = rows[3]
         print("norules = dedup on with DEDUP_URL_RULES=False; handled/s with dedup on / "
               f"norules: {(on[2] + on[3]) / on[4] / ((norules[2] + norules[3]) / norules[4]):.2f}")
+    if args.warc_row:
+        warc = rows[-1]
+        ratio = (warc[2] + warc[3]) / warc[4] / ((on[2] + on[3]) / on[4])
+        written = sum(f.stat().st_size for f in (tmp / "warc").glob("*.warc.gz"))
+        print(f"warc = dedup on writing WARC (DEDUP_WARC_DIR; {written / 1e6:.1f} MB written "
+              f"by its {args.repeat} runs); handled/s with warc / on: {ratio:.2f} (goal: at "
+              "least 0.90)")
+        print(json.dumps({"bench": "bench_crawl", "warc_over_on": round(ratio, 3),
+                          "goal_met": ratio >= 0.90}))
     print(f"handled/s with dedup on / before: "
           f"{(on[2] + on[3]) / on[4] / ((before[2] + before[3]) / before[4]):.2f}")
     print(f"handled/s with dedup on / off: "

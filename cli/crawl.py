@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     parser.add_argument("--database", default=None,
                         help="the MongoDB database the crawl stores into (default simcrawl; "
                         "the demo: simcrawl_demo); the same as -s DEDUP_DATABASE=NAME")
+    parser.add_argument("--warc", default=None, metavar="DIR",
+                        help="also write the crawl as WARC files in DIR, with a CDXJ index "
+                        "beside each (the same as -s DEDUP_WARC_DIR=DIR; docs/warc.md)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         dest="settings", help="a Scrapy setting, as scrapy crawl takes it "
                         "(repeatable: -s DOWNLOAD_DELAY=1 -s DEDUP_MAX_DISTANCE=3)")
@@ -99,6 +102,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         None)
     if args.database:
         extra += ["-s", f"DEDUP_DATABASE={args.database}"]
+    if args.warc:
+        extra += ["-s", f"DEDUP_WARC_DIR={Path(args.warc).resolve()}"]
     services = None
     with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
         try:

@@ -60,21 +60,10 @@ def usage() -> str:
 
 
 def version() -> str:
-    """simcrawl's version: the installed package's, else (a checkout never installed) the
-    one ``pyproject.toml`` beside the package names."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-    from pathlib import Path
+    """simcrawl's version (:func:`dedup.about.version`)."""
+    from dedup.about import version as of_package
 
-    try:
-        return installed("simcrawl")
-    except PackageNotFoundError:
-        import re
-
-        project = Path(__file__).resolve().parents[1] / "pyproject.toml"
-        found = re.search(r'^version = "([^"]+)"', project.read_text("utf-8"), re.MULTILINE) \
-            if project.is_file() else None
-        return found.group(1) if found else "unknown"
+    return of_package()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,7 +52,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
                    "crawler.scheduler.SharedCrawlEnd": 10,
                    "crawler.extensions.ProgressFile": 20,
                    "crawler.metrics.PrometheusMetrics": 30,
-                   "crawler.url_rules.SendAgain": 40},
+                   "crawler.url_rules.SendAgain": 40,
+                   "crawler.warc.WarcOut": 50},
 }
 
 #: Plain settings the add-on needs, at the add-on priority (the project's win).

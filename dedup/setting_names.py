@@ -23,6 +23,9 @@ SETTING, ENVIRONMENT, EITHER = "a Scrapy setting", "the environment", "either"
 OTHER_DEDUP = {
     "DEDUP_SUMMARY_FILE": SETTING,  # the crawl's summary as JSON, at its end
     "DEDUP_CRAWL_ID": SETTING,  # the crawl's id (default: a new one)
+    "DEDUP_WARC_DIR": SETTING,  # write the crawl as WARC files there (crawler/warc.py)
+    "DEDUP_WARC_FILE_BYTES": SETTING,
+    "DEDUP_WARC_NEAR": SETTING,
 }
 
 #: ``SIMCRAWL_*`` names and how each is read (docs/settings.md says what each does).

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
     """``simcrawl crawl`` (the demo crawl) once for the session, on embedded
     services kept up while the session runs: ``(finished process, the demo's database)``;
-    ``process.folder`` is the data folder (the crawl's log is there)."""
+    ``process.folder`` is the data folder (the crawl's log is there, and its WARC files
+    in ``warc/``)."""
     import os
 
     from dedup.servers.services import connect_mongo
@@ -27,7 +28,8 @@ def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
     folder = tmp_path_factory.mktemp("demo")
     with EmbeddedServices(folder) as services:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
-        proc = subprocess.run([sys.executable, "-m", "cli", "crawl", "--data-dir", str(folder)],
+        proc = subprocess.run([sys.executable, "-m", "cli", "crawl", "--data-dir", str(folder),
+                               "--warc", str(folder / "warc")],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
                               check=False)
         db = connect_mongo(services.mongo_uri)["simcrawl_demo"]

@@ -1,0 +1,161 @@
+"""The crawl written as WARC files as it goes (``DEDUP_WARC_DIR``, ``./simcrawl --warc
+DIR``): the Scrapy side of :mod:`dedup.warc`.
+
+:class:`WarcOut` (an extension) takes each decided page as it leaves the item pipelines
+(an original stored, a copy recorded: Scrapy's ``item_scraped`` and, under the add-on,
+whose records do not go on to the project's pipelines, ``item_dropped``) with its response,
+and hands it to one writer thread: compressing and writing never hold the crawl's reactor.
+Links not requested (``url_rule`` records) and excerpts are not fetches of their own and
+are not written. When the crawl closes, the thread writes what is left, closes the last
+file and indexes it.
+
+Settings (docs/settings.md): ``DEDUP_WARC_DIR`` (unset: no archive),
+``DEDUP_WARC_FILE_BYTES`` (1 GiB), ``DEDUP_WARC_NEAR`` (``response`` or ``metadata``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import queue
+import threading
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from crawler.items import MatchItem, PageItem
+from dedup.warc import FILE_BYTES, NEAR_CHOICES, Fetch, WarcWriter
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+log = logging.getLogger(__name__)
+
+#: Copies of these kinds were fetched and decided (a ``url_rule`` link was never sent; an
+#: ``excerpt`` names a kept page's quotation).
+FETCHED_COPIES = ("exact", "simhash", "pinyin")
+
+#: Pages waiting for the writer thread at most (past it, the crawl waits for the disk).
+QUEUE = 1000
+
+
+def fetch_of(response: Any, when: dt.datetime | None = None) -> Fetch:
+    """A Scrapy response and its request as :class:`dedup.warc.Fetch`."""
+    def pairs(headers: Any) -> list[tuple[str, str]]:
+        return [(k.decode("latin-1"), v.decode("latin-1"))
+                for k, values in headers.items() for v in values]
+
+    from http import HTTPStatus
+
+    try:
+        reason = HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = ""
+    request = response.request
+    return Fetch(url=response.url, status=response.status, headers=pairs(response.headers),
+                 body=response.body, date=when or dt.datetime.now(dt.timezone.utc),
+                 reason=reason, protocol=getattr(response, "protocol", None) or "HTTP/1.1",
+                 method=request.method if request is not None else "GET",
+                 request_headers=pairs(request.headers) if request is not None else [])
+
+
+class WarcOut:
+    """Write the crawl's pages as WARC (see the module docstring). Counts
+    ``dedup/warc/records`` and ``dedup/warc/files``; a failure to write (a full disk) is
+    said once and counted in ``dedup/warc/errors``, and the crawl goes on without the
+    archive."""
+
+    def __init__(self, crawler: Crawler, writer: WarcWriter) -> None:
+        self.crawler, self.writer = crawler, writer
+        self._queue: queue.Queue[tuple[str, Fetch, Any] | None] = queue.Queue(QUEUE)
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="simcrawl-warc", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcOut:
+        settings = crawler.settings
+        folder = settings.get("DEDUP_WARC_DIR")
+        if not folder:
+            raise NotConfigured("DEDUP_WARC_DIR is not set")
+        near = settings.get("DEDUP_WARC_NEAR", "response")
+        if near not in NEAR_CHOICES:
+            raise ValueError(f"DEDUP_WARC_NEAR must be one of {', '.join(NEAR_CHOICES)}, "
+                             f"got {near!r}")
+        size = settings.getint("DEDUP_WARC_FILE_BYTES", FILE_BYTES)
+        from dedup.about import version
+
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d%H%M%S")
+        prefix = f"simcrawl-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        info = {"software": f"simcrawl/{version()}", "format": "WARC File Format 1.1",
+                "isPartOf": settings.get("DEDUP_CRAWL_ID") or "",
+                "simcrawl-settings": json.dumps(
+                    {k: v for k, v in sorted(settings.copy_to_dict().items())
+                     if k.startswith(("DEDUP_", "SIMCRAWL_")) and isinstance(
+                         v, (str, int, float, bool)) and "URI" not in k and "URL" not in k},
+                    sort_keys=True)}
+        ext = cls(crawler, WarcWriter(Path(folder), prefix, info, size, near))
+        crawler.signals.connect(ext.item_out, signal=signals.item_scraped)
+        crawler.signals.connect(ext.item_out, signal=signals.item_dropped)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        log.info("writing the crawl as WARC in %s (%s-*.warc.gz)", folder, prefix)
+        return ext
+
+    def item_out(self, item: Any, response: Any = None, spider: Any = None,
+                 **kwargs: Any) -> None:
+        if response is None or self._failed is not None:
+            return
+        if isinstance(item, PageItem) and item.decision in ("new", "changed"):
+            self._queue.put(("original", fetch_of(response), item.page_id or ""))
+        elif isinstance(item, MatchItem) and item.kind in FETCHED_COPIES:
+            match = {"kind": item.kind, "original_url": item.original_url,
+                     "original_id": item.original_id, "distance": item.distance,
+                     "containment": item.containment, "pinyin": item.pinyin,
+                     "canonical_link": item.canonical_link}
+            self._queue.put(("copy", fetch_of(response, item.fetched_at), match))
+
+    def _run(self) -> None:
+        while True:
+            work = self._queue.get()
+            if work is None:
+                break
+            if self._failed is not None:
+                continue
+            what, fetch, extra = work
+            try:
+                before = self.writer.records
+                if what == "original":
+                    self.writer.original(fetch, extra)
+                else:
+                    self.writer.copy(fetch, extra)
+                self.crawler.stats.inc_value("dedup/warc/records",
+                                             self.writer.records - before)
+            except Exception as exc:  # noqa: BLE001  (said and counted: the crawl goes on)
+                self._fail(exc)
+        try:
+            self.writer.close()
+        except Exception as exc:  # noqa: BLE001
+            self._fail(exc)
+        self.crawler.stats.set_value("dedup/warc/files", len(self.writer.files))
+
+    def _fail(self, exc: BaseException) -> None:
+        self.crawler.stats.inc_value("dedup/warc/errors")
+        if self._failed is None:
+            self._failed = exc
+            log.error("writing WARC in %s failed (%s): the crawl goes on without the "
+                      "archive from here", self.writer.folder, exc)
+
+    def spider_closed(self, spider: Any = None) -> Any:
+        """Write what is left and close the last file, off the reactor."""
+        from twisted.internet.threads import deferToThread
+
+        def finish() -> None:
+            self._queue.put(None)
+            self._thread.join()
+
+        return deferToThread(finish)
