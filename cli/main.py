@@ -32,6 +32,7 @@ VERBS = {
     "remove": "cli.remove",
     "rebuild-index": "cli.rebuild_index",
     "rules": "cli.rules",
+    "warc": "cli.warc",
     "services": "cli.services",
     "export": "cli.export",
     "report": "cli.report",

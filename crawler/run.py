@@ -114,8 +114,9 @@ def log_files(log_file: Path, processes: int) -> list[Path]:
 
 
 def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str],
-          log_file: Path, processes: int = 1) -> dict:
-    """Run ``scrapy crawl site`` in subprocesses (``processes`` of them share one crawl
+          log_file: Path, processes: int = 1, spider: list[str] | None = None) -> dict:
+    """Run ``scrapy crawl site`` (or ``spider``: the spider's name and ``-a`` arguments,
+    ``simcrawl warc``'s) in subprocesses (``processes`` of them share one crawl
     through the frontier in Redis); return the combined summary (dedup stats summed over
     the processes that finished, ``lost_urls``: pages that could not be decided or
     stored, ``per_process``: each finished one's pages handled, ``outcomes``: a line per
@@ -147,8 +148,8 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         metrics = os.environ.get("SIMCRAWL_METRICS_PORT", "")
         ports = ["-s", f"SIMCRAWL_METRICS_PORT={int(metrics) + n}"] \
             if metrics.isdigit() and int(metrics) else []  # one port per process
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a",
-               "start_urls=" + ",".join(start_urls), "-s", f"DEDUP_SUMMARY_FILE={summary}",
+        which = spider or ["site", "-a", "start_urls=" + ",".join(start_urls)]
+        cmd = [sys.executable, "-m", "scrapy", "crawl", *which, "-s", f"DEDUP_SUMMARY_FILE={summary}",
                "-s", f"LOG_FILE={log}", "-s", f"SIMCRAWL_PROGRESS_FILE={progress_files[-1]}",
                *shared, *ports, *extra]
         # in a session of its own: a signal to this command's process group (Ctrl-C in a
