@@ -55,6 +55,14 @@ if [[ " ${SIMCRAWL_EXTRAS:-} " == *" test "* ]] && ! command -v chromium >/dev/n
     || say "could not install chromium; the browser tests will be skipped"
 fi
 
+# The WARC test reads what GNU Wget's --warc-file writes of the demo site.
+if [[ " ${SIMCRAWL_EXTRAS:-} " == *" test "* ]] && ! command -v wget >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "installing wget (its WARC files are read in a test) ..."
+  apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wget >/dev/null 2>&1 \
+    || say "could not install wget; its WARC test will be skipped"
+fi
+
 # The batch job on Spark (simcrawl find-all --engine spark) runs on Java 17.
 if [[ " ${SIMCRAWL_EXTRAS:-} " == *" spark "* ]] && ! java -version >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   say "installing Java (openjdk-17-jre-headless, for the Spark engine) ..."

@@ -5,6 +5,7 @@ fetched is a metadata record naming its original (after its own response or a re
 from __future__ import annotations
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -81,7 +82,7 @@ def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # typ
 def test_a_truncated_archive_is_named_with_its_offset_and_the_run_goes_on(demo_run,  # type: ignore[no-untyped-def]
                                                                           tmp_path) -> None:
     proc, _ = demo_run
-    whole = sorted((proc.folder / "warc").glob("*.warc.gz"))[0]
+    whole = min((proc.folder / "warc").glob("*.warc.gz"))
     data = whole.read_bytes()
     # cut in the middle of a response record past the first half of the file (its CDXJ
     # line says where each record is)
@@ -100,3 +101,41 @@ def test_a_truncated_archive_is_named_with_its_offset_and_the_run_goes_on(demo_r
     decided = int(next(line.split()[-1] for line in ran.stdout.splitlines()
                        if "admitted (unique)" in line))
     assert decided > 0  # the records before the cut were decided
+
+
+@pytest.mark.skipif(shutil.which("wget") is None, reason="GNU Wget is not installed "
+                    "(./run-tests installs it with apt-get where it can)")
+def test_wgets_archive_of_the_demo_site_gives_the_demos_groups(demo_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``wget --recursive --warc-file`` of the demo site (WARC/1.0, every page and trap
+    it links), read by ``simcrawl warc``: the groups of copies are the demo's known
+    ones, those the crawl finds."""
+    import subprocess
+
+    from simcrawl_examples.demosite import DemoSite, build
+
+    from dedup.servers.services import connect_mongo
+
+    proc, _ = demo_run
+    content = build(novel_chapters=0)  # no registered chapters in this database
+    with DemoSite(content) as site:
+        got = subprocess.run(["wget", "--recursive", "--level=6", "--span-hosts",
+                              "--domains=127.0.0.1", "--no-verbose", "-e", "robots=off",
+                              f"--warc-file={tmp_path / 'wget'}", "--delete-after",
+                              "-P", str(tmp_path / "files"), site.start_urls()[0]],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert (tmp_path / "wget.warc.gz").is_file(), got.stderr[-2000:]
+        bases = {name: site.url(name) for name in content.pages}
+    ran = _warc_in(proc, str(tmp_path / "wget.warc.gz"), "--database", "warc_wget")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+    def key(url: str) -> str:
+        return next((name + url[len(base):] for name, base in bases.items()
+                     if url.startswith(base)), url)
+
+    by_original: dict[str, set[str]] = {}
+    for d in connect_mongo(proc.services.mongo_uri)["warc_wget"].matches.find(
+            {"kind": {"$in": ["exact", "simhash"]}}, {"url": 1, "original_url": 1}):
+        original = key(d["original_url"])
+        by_original.setdefault(original, {original}).add(key(d["url"]))
+    assert {frozenset(g) for g in by_original.values()} == \
+        {frozenset(c) for c in content.expected.clusters}
