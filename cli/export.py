@@ -24,6 +24,9 @@ def build_parser(prog: str = "simcrawl export") -> argparse.ArgumentParser:
                         help="csv (a header row, lists joined with ';') or jsonl (default csv)")
     parser.add_argument("-o", "--output", default="-",
                         help="file to write (default: standard output)")
+    parser.add_argument("--text", action="store_true",
+                        help="pages: each page's text too (the originals' texts of a crawl "
+                        "or of simcrawl warc: a deduplicated dataset; docs/warc.md)")
     add_options(parser)
     return parser
 
@@ -58,9 +61,10 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
 
 
 def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextIO) -> int:
-    records = rows(db, args.what, where)
+    text = args.text and args.what == "pages"
+    records = rows(db, args.what, where, text)
     if not sys.stderr.isatty():
-        return write(out, args.what, args.format, records)
+        return write(out, args.what, args.format, records, text=text)
     from rich.progress import Progress
 
     from dedup.adapters.mongo import stored_sizes
@@ -71,4 +75,4 @@ def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextI
     with Progress(transient=True) as progress:
         task = progress.add_task(f"export {args.what}", total=total)
         return write(out, args.what, args.format, records,
-                     step=lambda: progress.advance(task))
+                     step=lambda: progress.advance(task), text=text)

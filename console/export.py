@@ -32,6 +32,12 @@ FIELDS: dict[str, list[str]] = {
               "crawl_id"],
 }
 
+def columns(kind: str, text: bool = False) -> list[str]:
+    """An export's columns: :data:`FIELDS`, and a page's stored ``text`` with ``text``
+    (``DEDUP_STORE_TEXT``: empty when the crawl did not keep it)."""
+    return FIELDS[kind] + (["text"] if text and kind == "pages" else [])
+
+
 #: The time field ``--since`` / ``--until`` filter on.
 TIME_FIELD = {"matches": "detected_at", "pages": "fetched_at"}
 
@@ -52,8 +58,8 @@ def query(kind: str, crawl_id: str | None = None, since: dt.datetime | None = No
     return where
 
 
-def row(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """One record as the export's columns (:data:`FIELDS`)."""
+def row(kind: str, doc: dict[str, Any], text: bool = False) -> dict[str, Any]:
+    """One record as the export's columns (:func:`columns`)."""
     doc = dict(doc)
     if kind == "pages":
         doc["page_id"] = doc.pop("_id", None)
@@ -62,7 +68,7 @@ def row(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
         doc["pinyin_share"], doc["pinyin_run"] = pinyin.get("share"), pinyin.get("run")
         doc.setdefault("crawl_ids", [doc["crawl_id"]] if doc.get("crawl_id") else [])
         doc.setdefault("first_detected_at", doc.get("detected_at"))
-    return {name: _plain(doc.get(name)) for name in FIELDS[kind]}
+    return {name: _plain(doc.get(name)) for name in columns(kind, text)}
 
 
 def _plain(value: Any) -> Any:
@@ -77,27 +83,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def rows(db: Any, kind: str, where: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Stream the records of ``kind`` matching ``where`` as export rows."""
-    fields = {name: 1 for name in FIELDS[kind]}
+def rows(db: Any, kind: str, where: dict[str, Any], text: bool = False
+         ) -> Iterator[dict[str, Any]]:
+    """Stream the records of ``kind`` matching ``where`` as export rows (with the pages'
+    texts: ``text``)."""
+    fields = {name: 1 for name in columns(kind, text)}
     fields.pop("page_id", None)
     fields.update({"pinyin": 1, "crawl_id": 1} if kind == "matches" else {})
     cursor = db[kind].find(where, fields, batch_size=BATCH).sort("_id", 1)
     try:
         for doc in cursor:
-            yield row(kind, doc)
+            yield row(kind, doc, text)
     finally:
         cursor.close()
 
 
 def write(out: TextIO, kind: str, fmt: str, records: Iterator[dict[str, Any]],
-          step: Any = None) -> int:
+          step: Any = None, text: bool = False) -> int:
     """Write ``records`` to ``out`` as ``csv`` (a header row; lists joined with ``;``;
     empty cells for missing values) or ``jsonl`` (one JSON object a line); ``step()`` is
     called after each. Returns how many were written."""
     n = 0
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=FIELDS[kind], lineterminator="\n")
+        writer = csv.DictWriter(out, fieldnames=columns(kind, text), lineterminator="\n")
         writer.writeheader()
         for record in records:
             writer.writerow({k: ";".join(map(str, v)) if isinstance(v, list) else

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -77,6 +78,21 @@ def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # typ
     # the same groups; which page of a group is its original follows the files' order
     # (the order the crawl's pages left its pipelines), not always the crawl's
     assert groups(db) and groups(again) == groups(db)
+    # the deduplicated dataset: every original's text, no copy's
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MONGO_URI=proc.services.mongo_uri)
+    out = subprocess.run([sys.executable, "-m", "cli", "export", "pages", "--text",
+                          "--format", "jsonl", "--database", "warc_in"],
+                         cwd=Path(__file__).resolve().parents[2], env=env,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    texts = {r["url"]: r["text"] for r in map(json.loads, out.stdout.splitlines())}
+    assert set(texts) == {d["url"] for d in again.pages.find({}, {"url": 1})}
+    assert all(texts.values()) and not set(texts) & {
+        u for g in groups(again) for u in g} - {d["original_url"] for d in again.matches.find()}
 
 
 def test_a_truncated_archive_is_named_with_its_offset_and_the_run_goes_on(demo_run,  # type: ignore[no-untyped-def]
