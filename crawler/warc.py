@@ -99,7 +99,12 @@ class WarcOut:
                      if k.startswith(("DEDUP_", "SIMCRAWL_")) and isinstance(
                          v, (str, int, float, bool)) and "URI" not in k and "URL" not in k},
                     sort_keys=True)}
-        ext = cls(crawler, WarcWriter(Path(folder), prefix, info, size, near))
+        try:
+            writer = WarcWriter(Path(folder), prefix, info, size, near)
+        except OSError as exc:  # a bad setting: one line, exit status 2
+            raise ValueError(f"DEDUP_WARC_DIR {folder} cannot be written: "
+                             f"{exc.strerror or exc}") from None
+        ext = cls(crawler, writer)
         crawler.signals.connect(ext.item_out, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_out, signal=signals.item_dropped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)

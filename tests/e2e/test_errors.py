@@ -171,6 +171,10 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
     # a bad setting, which the crawl process judges: its one line, no other
     (["http://127.0.0.1:{port}/", "-s", "DEDUP_MAX_DISTANCE=99"], {}, 2,
      "error: DEDUP_MAX_DISTANCE must be in 0..31, got 99"),
+    (["http://127.0.0.1:{port}/", "--warc", "/proc/no-archive-here"], {}, 2,
+     "error: DEDUP_WARC_DIR /proc/no-archive-here cannot be written"),
+    (["http://127.0.0.1:{port}/", "--warc", "archive", "-s", "DEDUP_WARC_NEAR=all"], {}, 2,
+     "error: DEDUP_WARC_NEAR must be one of response, metadata, got 'all'"),
     # (robots.txt not tried again: its RFC 9309 retries, 7 s, are not what this checks)
     (["http://127.0.0.1:{port}/"], {"SIMCRAWL_ROBOTS_RETRIES": "0"}, 1,
      "none of the start URLs could be fetched (DownloadConnectionRefusedError)"),
