@@ -87,8 +87,39 @@ class _Held:
     digest: str
 
 
-#: The record types a CDXJ index lists (cdxj-indexer's default).
+#: The record types a CDXJ index lists (cdxj-indexer's default), but a metadata or
+#: resource record of :data:`FIELDS_TYPE`, which describes another record: a replay of the
+#: copy's URL is its response, not its match.
 _INDEXED = ("response", "revisit", "resource", "metadata")
+
+#: A metadata record's content type: ``name: value`` lines (WARC's own ``warc-fields``).
+FIELDS_TYPE = "application/warc-fields"
+
+
+def match_fields(match: Mapping[str, Any]) -> bytes:
+    r"""A copy's match as a metadata record holds it: ``simcrawl-match: copy``, then a
+    ``name: value`` line a field that is set (lists and mappings as JSON).
+
+    >>> match_fields({"kind": "simhash", "distance": 2, "original_url": "http://a.test/x"})
+    b'simcrawl-match: copy\r\nkind: simhash\r\ndistance: 2\r\noriginal_url: http://a.test/x\r\n'
+    """
+    lines = ["simcrawl-match: copy"]
+    for name, value in match.items():
+        if value is None:
+            continue
+        text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+        lines.append(f"{name}: {' '.join(text.split())}")
+    return ("\r\n".join(lines) + "\r\n").encode("utf-8")
+
+
+def parse_fields(body: bytes) -> dict[str, str]:
+    """The ``name: value`` lines of a metadata record (:func:`match_fields`)."""
+    out = {}
+    for line in body.decode("utf-8").splitlines():
+        name, sep, value = line.partition(": ")
+        if sep:
+            out[name] = value
+    return out
 
 
 def _cdxj_line(record: Any, offset: int, length: int, filename: str) -> str:
@@ -99,6 +130,9 @@ def _cdxj_line(record: Any, offset: int, length: int, filename: str) -> str:
 
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
+    if record.rec_type in ("metadata", "resource") and \
+            (headers.get_header("Content-Type") or "") == FIELDS_TYPE:
+        return ""  # described, not replayed (cdxj-indexer leaves them out too)
     if record.rec_type == "revisit":
         mime = "warc/revisit"
     elif record.rec_type == "response":
@@ -204,9 +238,10 @@ class WarcWriter:
         fh.write(member.compress(self._buffer.getbuffer()))
         fh.write(member.flush())
         self.records += 1
-        if record.rec_type in _INDEXED:
-            self._index.append(_cdxj_line(record, offset, fh.tell() - offset,
-                                          self.files[-1].name))
+        line = _cdxj_line(record, offset, fh.tell() - offset, self.files[-1].name) \
+            if record.rec_type in _INDEXED else ""
+        if line:
+            self._index.append(line)
         return record.rec_headers.get_header("WARC-Record-ID")
 
     def _ready(self) -> None:
@@ -289,13 +324,11 @@ class WarcWriter:
             kept = "response"
         else:
             kept = "metadata"
-        body = json.dumps({"simcrawl": "copy", **{k: v for k, v in match.items()
-                                                  if v is not None}},
-                          sort_keys=True, default=str).encode("utf-8")
+        body = match_fields(match)
         headers = {"WARC-Date": date, **refers}
         if concurrent is not None:
             headers["WARC-Concurrent-To"] = concurrent
         self._write(self._writer.create_warc_record(
             fetch.url, "metadata", payload=BytesIO(body), length=len(body),
-            warc_content_type="application/json", warc_headers_dict=headers))
+            warc_content_type=FIELDS_TYPE, warc_headers_dict=headers))
         return kept

@@ -13,6 +13,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
+from dedup.warc import parse_fields
+
 pytestmark = pytest.mark.e2e
 
 
@@ -32,7 +34,7 @@ def test_the_demo_crawl_is_a_valid_archive_of_originals_and_copies(demo_run) -> 
                 if record.rec_type == "response":
                     responses.add(uri)
                 elif record.rec_type == "metadata":
-                    copies[uri] = (json.loads(record.content_stream().read()),
+                    copies[uri] = (parse_fields(record.content_stream().read()),
                                    record.rec_headers.get_header("WARC-Refers-To-Target-URI"))
     stored = {d["url"] for d in db.pages.find({"host": {"$ne": "registered"}}, {"url": 1})}
     assert stored and stored <= responses
