@@ -77,6 +77,11 @@ class SiteSpider(scrapy.Spider):
         else:
             self.allowed_domains = sorted({urlsplit(u).hostname or "" for u in urls})
         # Domains are matched on the host name (ports ignored), like Scrapy's offsite check.
+        self._start_state()
+
+    def _start_state(self) -> None:
+        """What the spider keeps while it crawls (a subclass without start URLs calls it
+        itself)."""
         self._capped_logged = False
         #: the crawl's shared state (crawler.state), handed over in from_crawler
         self.state: CrawlState | None = None

@@ -84,8 +84,7 @@ class WarcSpider(SiteSpider):
         scrapy.Spider.__init__(self, **kwargs)  # no start URLs: the files are the crawl
         self.files = warc_files([f for f in files.split(",") if f])
         self.start_urls, self.allowed_domains = [], []  # every page of the files
-        self._capped_logged, self.state, self.links_from_workers = False, None, False
-        self._requested, self._scope = {}, {}
+        self._start_state()
 
     async def start(self) -> AsyncIterator[Any]:
         from warcio.archiveiterator import ArchiveIterator

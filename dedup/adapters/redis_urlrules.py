@@ -421,7 +421,7 @@ class RedisUrlRules:
         claims = f"{self._p(host)}:claims:{_digest(text)}"
         scanned = self._scan(host)
         decided = {u for u, _ in scanned}
-        pending = [u for u, _ in self._scan(host, before) if u not in decided
+        pending = [u for u in self._hscan(before, values=True) if u not in decided
                    and host_of(u) == host] if before else []
         urls = [u for u, v in scanned if v.startswith("o")] + \
             [u for u, v in scanned if not v.startswith("o")] + sorted(pending)
@@ -432,16 +432,20 @@ class RedisUrlRules:
         if before:
             self._run("letting old claims expire", lambda pipe: pipe.expire(before, OLD_CLAIMS))
 
-    def _scan(self, host: str, claims: str | None = None) -> list[tuple[str, str]]:
-        """The host's decided URLs with their ``p:pages`` values; or, given a ``claims``
-        hash, its claimants (URL, key)."""
+    def _scan(self, host: str) -> list[tuple[str, str]]:
+        """The host's decided URLs with their ``p:pages`` values."""
+        pairs = self._hscan(self._p(host) + ":pages")
+        return list(zip(pairs[::2], pairs[1::2]))
+
+    def _hscan(self, key: str, values: bool = False) -> list[str]:
+        """A hash read in pages: its fields and values in turn, or its values alone."""
         try:
-            if claims is not None:
-                return [(_s(v), _s(k)) for k, v in self.client.hscan_iter(claims, count=SCAN)]
-            return [(_s(k), _s(v)) for k, v in
-                    self.client.hscan_iter(self._p(host) + ":pages", count=SCAN)]
+            out: list[str] = []
+            for k, v in self.client.hscan_iter(key, count=SCAN):
+                out += [_s(v)] if values else [_s(k), _s(v)]
+            return out
         except redis.RedisError as exc:
-            raise ServiceUnavailable(f"Redis failed reading stored URLs: {exc}",
+            raise ServiceUnavailable(f"Redis failed reading {key}: {exc}",
                                      service="Redis") from exc
 
     def _status(self, urls: Sequence[str]) -> list[tuple[str, str] | None]:
