@@ -33,8 +33,10 @@ from typing import Any
 from bson import ObjectId
 
 from console.web import create_app
-from dedup.adapters.mongo import PageStore, fingerprint_doc, match_doc
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+from dedup.store.mongo import PageStore
+from dedup.store.mongo_reads import MongoReads
+from dedup.store.records import fingerprint_row, match_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,14 +79,14 @@ def generate(db: Any, pages: int, copy_rate: float, seed: int = 1) -> dict[str, 
                          "status": 200, "fetched_at": when, "depth": rng.randint(0, 5),
                          "text": text, "text_length": len(text), "extraction": "trafilatura",
                          "crawl_id": f"crawl{n * 4 // pages}", "checksum": f"{n:032x}"})
-            fps.append(fingerprint_doc(str(oid), rng.getrandbits(64), checksum=f"{n:032x}",
+            fps.append(fingerprint_row(str(oid), rng.getrandbits(64), checksum=f"{n:032x}",
                                        tokens=130, short=False, algorithm="simhash64-xxh3",
                                        created_at=when))
             page_ids.append(oid)
             if rng.random() < copy_rate:
                 original = page_ids[rng.randrange(len(page_ids))]
                 copy_host = rng.choices(hosts, weights)[0]
-                doc = match_doc(url=f"https://{copy_host}/copy/{n}.html", host=copy_host,
+                doc = match_record(url=f"https://{copy_host}/copy/{n}.html", host=copy_host,
                                 original_id=str(original), original_url=None,
                                 original_host=None, distance=rng.choice([0, 1, 1, 2, 2, 3]),
                                 kind="simhash", crawl_id=f"crawl{n * 4 // pages}",
@@ -113,7 +115,7 @@ def generate(db: Any, pages: int, copy_rate: float, seed: int = 1) -> dict[str, 
     for n in range(pages // 100):
         original, source = rng.choice(originals)
         when = start + step * rng.randrange(pages)
-        doc = match_doc(url=f"https://pirate{n % 50}.example/read/{n}.html",
+        doc = match_record(url=f"https://pirate{n % 50}.example/read/{n}.html",
                         host=f"pirate{n % 50}.example", original_id=str(original),
                         original_url=None, original_host="registered", distance=None,
                         kind="pinyin", pinyin={"share": 0.9, "run": 20, "span": 25},
@@ -166,7 +168,7 @@ def main() -> int:
                   file=sys.stderr)
             facts = generate(db, args.pages, args.copy_rate)
             marker.write_text(json.dumps(facts))
-        app = create_app(db, refresh=10 ** 9)
+        app = create_app(MongoReads(db), refresh=10 ** 9)
         started = time.monotonic()
         cache = app.extensions["simcrawl_figures"]
         cache.wait(timeout=3600)

@@ -37,11 +37,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dedup.adapters.mongo import PageStore, fingerprint_document, match_doc, page_document
 from dedup.config import DedupConfig
 from dedup.pages import fingerprint_params, read_html
 from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
 from dedup.servers.services import EmbeddedServices, connect_mongo
+from dedup.store.mongo import PageStore
+from dedup.store.records import fingerprint_record, match_record, page_record
 
 #: One match record for this many pages stored (the development crawls drop about a
 #: third of what they meet on sites with mirrors).
@@ -104,10 +105,10 @@ def fill(store: PageStore, start: int, stop: int, text_chars: int) -> None:
             one = dataclasses.replace(page, page_id=pid, url=url, host=f"h{i % 997}.example",
                                       text=text, simhash=(page.simhash * (i + 1)) % 2**64,
                                       checksum=f"{i:032x}")
-            docs.append(page_document(one, crawl_id="bench", status=200, depth=2))
-            fps.append(fingerprint_document(one))
+            docs.append(page_record(one, crawl_id="bench", status=200, depth=2))
+            fps.append(fingerprint_record(one))
             if i % PAGES_PER_MATCH == 0:
-                matches.append(match_doc(url=f"https://mirror{i % 89}.example/{i}",
+                matches.append(match_record(url=f"https://mirror{i % 89}.example/{i}",
                                          host=f"mirror{i % 89}.example", original_id=pid,
                                          original_url=url, original_host=one.host,
                                          distance=2, kind="simhash", crawl_id="bench",
@@ -135,7 +136,7 @@ def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     from console.store import holds_crawl, require_crawl
 
     out = {}
-    from dedup.adapters.mongo import stored_sizes
+    from dedup.store.mongo import stored_sizes
 
     for name, ask in (("sizes", lambda: stored_sizes(db)),
                       ("holds_crawl", lambda: holds_crawl(db)),

@@ -57,7 +57,6 @@ from pathlib import Path
 import numpy as np
 
 from dedup.adapters.index import ClusterStore, RedisStore, ShardedIndex
-from dedup.adapters.mongo import PageStore, fingerprint_doc, object_id
 from dedup.config import DEFAULT_MAX_DISTANCE
 from dedup.index import NearDuplicateIndex
 from dedup.servers.services import (
@@ -69,6 +68,8 @@ from dedup.servers.services import (
     redis_server_binary,
 )
 from dedup.sketch import TextSketch
+from dedup.store.mongo import PageStore, fingerprint_document, object_id
+from dedup.store.records import fingerprint_row
 from dedup.tables import Design, Table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,9 +143,9 @@ def sketch_store(folder: Path, stored: np.ndarray, n: int) -> tuple[EmbeddedServ
     pages.ensure_indexes()
     met = sorted(set(offered(n, stored)[1][::10]))
     ids = page_ids(0, len(stored))
-    pages.fingerprints.insert_many([fingerprint_doc(
+    pages.fingerprints.insert_many([fingerprint_document(fingerprint_row(
         ids[p], int(stored[p]), checksum=f"{p:032x}", tokens=150, short=False,
-        algorithm="bench", sketch=sketch_of(p)) for p in met])
+        algorithm="bench", sketch=sketch_of(p))) for p in met])
     return svc, pages
 
 
@@ -278,7 +279,7 @@ def rebuild(n: int, folder: Path) -> dict[str, float]:
                  "url_key": f"https://p{i % 997}.example/{i}", "host": f"p{i % 997}.example",
                  "checksum": f"{i:032x}"} for i in chunk])
             pages._insert(pages.fingerprints, [
-                fingerprint_doc(ids[i], fps[i], checksum=f"{i:032x}", tokens=100, short=False,
+                fingerprint_row(ids[i], fps[i], checksum=f"{i:032x}", tokens=100, short=False,
                                 algorithm="bench", sketch=sketch_of(i)) for i in chunk])
             if at % 200_000 == 0:
                 log(f"rebuild: {at:,} pages and fingerprints written")

@@ -24,9 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from dedup.adapters.mongo import PageStore, fingerprint_doc, match_doc
 from dedup.ids import new_page_id
 from dedup.servers.services import connect_mongo, free_port
+from dedup.store.mongo import PageStore
+from dedup.store.records import fingerprint_row, match_record
 
 TEXT = ("The harbour wall repairs will go ahead after months of delay, the council said. "
         * 40)
@@ -62,9 +63,9 @@ def run(uri: str, pages: int, batch: int) -> float:
             pid = new_page_id()
             docs.append({"_id": pid, "url": f"https://a.example/{n}", "host": "a.example",
                          "text": TEXT, "checksum": f"{n:032x}"})
-            fps.append(fingerprint_doc(pid, n * 7919, checksum=f"{n:032x}", tokens=600,
+            fps.append(fingerprint_row(pid, n * 7919, checksum=f"{n:032x}", tokens=600,
                                        short=False, algorithm="bench"))
-            matches.append(match_doc(url=f"https://b.example/{n}", host="b.example",
+            matches.append(match_record(url=f"https://b.example/{n}", host="b.example",
                                      original_id=pid, original_url=f"https://a.example/{n}",
                                      original_host="a.example", distance=1, kind="simhash"))
         store.save_pages(docs, fps)

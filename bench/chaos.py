@@ -421,7 +421,7 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
     """Every invariant of a finished crawl, each violation one line."""
     from crawler.pipelines import summary_adds_up
     from dedup.adapters.index import open_index, redis_store
-    from dedup.adapters.mongo import from_int64
+    from dedup.store.mongo import from_int64
 
     violations: list[str] = []
     pages = list(db.pages.find({}, {"url": 1}))

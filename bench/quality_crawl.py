@@ -43,7 +43,6 @@ from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
 from dedup.adapters.deduplicator import on_servers
 from dedup.adapters.index import RedisStore
-from dedup.adapters.mongo import PageStore
 from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
 from dedup.decide import NEW, Rules
@@ -52,6 +51,7 @@ from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.pages import EXTRACTIONS, fingerprint_params, read_html
 from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.store.mongo import PageStore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
 

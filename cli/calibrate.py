@@ -62,23 +62,21 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
         if not ok:
             parser.error(f"{name} must be {what}, got {getattr(args, name[2:])}")
     try:
-        with open_database(args, ("fingerprints",), "simcrawl calibrate") as db:
+        with open_database(args, ("fingerprints",), "simcrawl calibrate") as reads:
             if sys.stderr.isatty():
                 from rich.progress import Progress
 
                 with Progress(transient=True) as bar:
                     task = bar.add_task("reading fingerprints",
-                                        total=db.fingerprints.estimated_document_count())
-                    result = calibrate(db, args.max_distance, args.sample, args.examples,
+                                        total=reads.estimated("fingerprints"))
+                    result = calibrate(reads, args.max_distance, args.sample, args.examples,
                                        args.containment, args.verify, args.target, args.seed,
                                        progress=lambda n: bar.advance(task, n))
             else:
-                result = calibrate(db, args.max_distance, args.sample, args.examples,
+                result = calibrate(reads, args.max_distance, args.sample, args.examples,
                                    args.containment, args.verify, args.target, args.seed)
             if args.k is None:
-                from dedup.adapters.mongo import index_k
-
-                args.k = index_k(db)
+                args.k = reads.index_k()
     except store_errors() as exc:  # unreachable, or nothing to read: not an empty result
         return store_failure(exc)
     print(table(result, args.k))

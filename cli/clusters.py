@@ -88,7 +88,6 @@ def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, r
 
 def reconcile(args: argparse.Namespace) -> int:
     from console.store import choose_database, require_crawl
-    from dedup.adapters.mongo import PageStore, index_k
     from dedup.adapters.redis_templates import HostTemplates
     from dedup.config import DedupConfig, namespace_of
     from dedup.decide import Rules
@@ -103,12 +102,12 @@ def reconcile(args: argparse.Namespace) -> int:
         redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri, args.data_dir)
         if services is not None:
             stack.callback(services.stop)
-        db = require_crawl(choose_database(connect_mongo(mongo_uri), args.database))
-        check_whole_read(db, ("fingerprints", "pages"), "simcrawl clusters")
-        store = PageStore(db.client, db.name)
-        namespace = namespace_of(db.name, args.namespace)
+        reads = require_crawl(choose_database(connect_mongo(mongo_uri), args.database))
+        check_whole_read(reads, ("fingerprints", "pages"), "simcrawl clusters")
+        store = reads.page_store()
+        namespace = namespace_of(reads.name, args.namespace)
         if args.k is None:  # the k the crawl's index was built with
-            args.k = index_k(db, args.namespace)
+            args.k = reads.index_k(args.namespace)
         config = DedupConfig(max_distance=args.k)
         templates = HostTemplates(connect_redis(redis_url), namespace,
                                   config.template_pages) if config.template_pages else None
@@ -130,7 +129,7 @@ def reconcile(args: argparse.Namespace) -> int:
         best = batch_copies(copies)
         written = store.save_clusters(clusters, args.k)
         recorded = store.save_batch_matches(best, cluster_of, facts)
-        pages = store.pages.estimated_document_count()
+        pages = reads.estimated("pages")
     print(f"{pages:,} pages in {len(clusters):,} clusters of two or more "
           f"({sum(len(c.members) for c in clusters):,} pages) and "
           f"{pages - sum(len(c.members) for c in clusters):,} alone; k = {args.k}, "

@@ -23,13 +23,11 @@ from dedup.errors import (
 
 def store_errors() -> tuple[type[Exception], ...]:
     """What reading the crawl's store can raise that :func:`store_failure` reports."""
-    from pymongo.errors import PyMongoError
-
     from console.store import NoCrawl
     from dedup.errors import ServiceUnavailable
     from dedup.servers.embedded_limits import StoreTooLarge
 
-    return ServiceUnavailable, PyMongoError, NoCrawl, StoreTooLarge
+    return ServiceUnavailable, NoCrawl, StoreTooLarge
 
 
 #: Set by ``simcrawl --debug``: errors print their traceback too.
@@ -96,8 +94,8 @@ def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:
 
 def service_options(p: argparse.ArgumentParser) -> None:
     """``--redis-url``, ``--mongo-uri``, ``--database``, ``--namespace``, ``--data-dir``."""
-    from dedup.adapters.mongo import DEFAULT_DATABASE
     from dedup.servers.services import DEFAULT_DATA_DIR
+    from dedup.config import DEFAULT_DATABASE
 
     g = p.add_argument_group("services (default: $REDIS_URL / $MONGO_URI, else embedded)")
     g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
@@ -116,10 +114,10 @@ def connect(args: argparse.Namespace, op_timeout: float | None = 60.0
             ) -> tuple[Any, Any, Any]:
     """Connect to Redis and MongoDB (or start the embedded servers): returns
     ``(redis client, page store, embedded services or None)``."""
-    from dedup.adapters.mongo import PageStore
     from dedup.config import namespace_of
     from dedup.errors import redact
     from dedup.servers.services import connect_mongo, connect_redis, resolve
+    from dedup.store.mongo import PageStore
 
     try:  # the database's own index unless one is named
         args.namespace = namespace_of(args.database, args.namespace)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from cli.common import parser as common_parser
 from cli.common import store_errors, store_failure
-from console.export import FIELDS, query, rows, write
+from console.export import FIELDS, rows, write
 from console.store import add_options, open_database
+from dedup.store.reads import Span, StoreReads
 
 HELP = "stream the store's match records or pages to CSV or JSON lines"
 
@@ -38,8 +39,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
 
     args = build_parser(prog).parse_args(argv)
     try:
-        with open_database(args, (args.what,), "simcrawl export") as db:
-            where = query(args.what, args.crawl_id, args.since, args.until)
+        with open_database(args, (args.what,), "simcrawl export") as reads:
+            span = Span(args.crawl_id, args.since, args.until)
             try:
                 out = sys.stdout if args.output == "-" else open(  # noqa: SIM115
                     args.output, "w", encoding="utf-8", newline="")
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
                 print(f"error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
                 return 2
             try:
-                n = _export(db, args, where, out)
+                n = _export(reads, args, span, out)
             finally:
                 if out is not sys.stdout:
                     out.close()
@@ -60,18 +61,14 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl export") -> int:
     return 0
 
 
-def _export(db: Any, args: argparse.Namespace, where: dict[str, Any], out: TextIO) -> int:
+def _export(reads: StoreReads, args: argparse.Namespace, span: Span, out: TextIO) -> int:
     text = args.text and args.what == "pages"
-    records = rows(db, args.what, where, text)
+    records = rows(reads, args.what, span, text)
     if not sys.stderr.isatty():
         return write(out, args.what, args.format, records, text=text)
     from rich.progress import Progress
 
-    from dedup.adapters.mongo import stored_sizes
-
-    sizes = stored_sizes(db) if not where else None  # a count reads it all on SecantusDB
-    total = sizes[args.what] if sizes and args.what in sizes \
-        else db[args.what].count_documents(where)
+    total = reads.count(args.what, span)  # the store's count when the span is everything
     with Progress(transient=True) as progress:
         task = progress.add_task(f"export {args.what}", total=total)
         return write(out, args.what, args.format, records,

@@ -91,13 +91,12 @@ def _chunks(args: argparse.Namespace, stack: ExitStack
     of the store's indexed fingerprints."""
     if args.store:
         from console.store import open_database
-        from dedup.adapters.mongo import PageStore, index_k
         from sparkjob.stage import store_chunks
 
-        db = stack.enter_context(open_database(args, ("fingerprints",), "simcrawl find-all"))
+        reads = stack.enter_context(open_database(args, ("fingerprints",), "simcrawl find-all"))
         if args.k is None:  # the k the crawl's index was built with
-            args.k = index_k(db)
-        return store_chunks(PageStore(db.client, db.name))
+            args.k = reads.index_k()
+        return store_chunks(reads.page_store())
     if args.k is None:
         args.k = DEFAULT_MAX_DISTANCE
     if args.input == "-":

@@ -39,10 +39,12 @@ def rebuild(args: argparse.Namespace) -> int:
     from dedup.index import IndexLayout
     from dedup.progress import Progress
     from dedup.servers.embedded_limits import check_whole_read
+    from dedup.store.mongo_reads import MongoReads
 
     redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
     try:
-        check_whole_read(pages.db, ("fingerprints", "pages"), "simcrawl rebuild-index")
+        check_whole_read(MongoReads(pages.db), ("fingerprints", "pages"),
+                         "simcrawl rebuild-index")
         store = redis_store(redis_client, args.namespace)
         total = pages.estimated_fingerprints()
         legacy = getattr(store, "legacy_layout", lambda: None)()  # one slot, on a cluster

@@ -40,22 +40,18 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl report") -> int:
         print(f"error: {out} exists and is not a folder", file=sys.stderr)
         return 2
     try:
-        with open_database(args, ("pages", "matches"), "simcrawl report") as db:
+        with open_database(args, ("pages", "matches"), "simcrawl report") as reads:
             if sys.stderr.isatty():
                 from rich.progress import Progress
 
-                from dedup.adapters.mongo import stored_sizes
-
-                sizes = stored_sizes(db)  # a count reads it all on SecantusDB
-                total = (sizes.get("pages", 0) + sizes.get("matches", 0) if sizes else
-                         db.pages.estimated_document_count()
-                         + db.matches.estimated_document_count())
+                # the store's counts (a count reads it all on SecantusDB)
+                total = reads.estimated("pages") + reads.estimated("matches")
                 with Progress(transient=True) as bar:
                     task = bar.add_task("reading the store", total=total)
-                    found = write_report(db, out, args.k, args.crawl_id, args.since,
+                    found = write_report(reads, out, args.k, args.crawl_id, args.since,
                                          args.until, progress=lambda n: bar.advance(task, n))
             else:
-                found = write_report(db, out, args.k, args.crawl_id, args.since, args.until)
+                found = write_report(reads, out, args.k, args.crawl_id, args.since, args.until)
     except store_errors() as exc:  # unreachable, or nothing to read: not an empty result
         return store_failure(exc)
     except OSError as exc:

@@ -79,16 +79,16 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
         try:
             redis_url, mongo_uri, services = resolve(args.redis_url, args.mongo_uri,
                                                      data_dir)
-            db = choose_database(connect_mongo(mongo_uri), args.database)
-            namespace = namespace_of(db.name, args.namespace)
-            app = create_app(db, redis_client=connect_redis(redis_url), namespace=namespace,
+            reads = choose_database(connect_mongo(mongo_uri), args.database)
+            namespace = namespace_of(reads.name, args.namespace)
+            app = create_app(reads, redis_client=connect_redis(redis_url), namespace=namespace,
                              token=token, secret_key=os.environ.get("SIMCRAWL_WEB_SECRET"),
                              uploads=args.uploads or Path(data_dir) / "uploads", k=args.k,
                              refresh=args.refresh)
             # bound first: a busy port is the one line said, not after "Ctrl-C to stop"
             server = create_server(app, host=args.host, port=args.port, threads=args.threads,
                                    ident="simcrawl")
-            print(f"simcrawl web: the database {db.name!r} on http://{args.host}:{args.port}/"
+            print(f"simcrawl web: the database {reads.name!r} on http://{args.host}:{args.port}/"
                   + (" (token required)" if token else "") + "; Ctrl-C to stop",
                   file=sys.stderr, flush=True)
             server.run()

@@ -37,6 +37,7 @@ import numpy as np
 
 from console.diff import side_by_side
 from dedup.simhash import hamming
+from dedup.store.reads import StoreReads
 
 #: Distances examined by default (the issue's 0-12: k = 3 and well beyond).
 MAX_DISTANCE = 12
@@ -118,12 +119,11 @@ def wilson(copies: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
+def calibrate(reads: StoreReads, max_distance: int = MAX_DISTANCE, sample: int = 30,
               examples: int = 2, containment: float | None = None, verify: int = 10,
               target: float = 0.9, seed: int = 1, progress: Any = None) -> Calibration:
     """Gather, sample and judge the pairs (see the module docstring; ``containment``: the
     text check's threshold, the crawl's when not given)."""
-    from dedup.adapters.mongo import from_int64
     from dedup.batch import find_all
     from dedup.decide import Rules
 
@@ -131,15 +131,14 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
 
     rng = random.Random(seed)
     result = Calibration()
-    ids: list[Any] = []
+    ids: list[str] = []
     simhashes: list[int] = []
-    verifiers: dict[Any, int] = {}
-    for doc in db.fingerprints.find({"short": {"$ne": True}},
-                                    {"simhash": 1, "simhash2": 1}, batch_size=10_000):
-        ids.append(doc["_id"])
-        simhashes.append(from_int64(doc["simhash"]))
-        if doc.get("simhash2") is not None:
-            verifiers[doc["_id"]] = from_int64(doc["simhash2"])
+    verifiers: dict[str, int] = {}
+    for page_id, simhash, second in reads.fingerprints():
+        ids.append(page_id)
+        simhashes.append(simhash)
+        if second is not None:
+            verifiers[page_id] = second
         if progress:
             progress(1)
     result.fingerprints = len(ids)
@@ -147,15 +146,13 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
     if len(ids) > 1:
         for i, j, d in find_all(np.array(simhashes, dtype=np.uint64), max_distance):
             by_distance.setdefault(int(d), []).append(("stored", ids[int(i)], ids[int(j)]))
-    for m in db.matches.find({"kind": "simhash", "distance": {"$lte": max_distance}},
-                             {"_id": 1, "distance": 1, "original_id": 1}, batch_size=10_000):
-        by_distance.setdefault(int(m["distance"]), []).append(
-            ("dropped", m["_id"], m["original_id"]))
+    for match_id, distance, original_id in reads.near_matches(max_distance):
+        by_distance.setdefault(distance, []).append(("dropped", match_id, original_id))
     for d in range(max_distance + 1):
         candidates = by_distance.get(d, [])
         result.found[d] = len(candidates)
         chosen = rng.sample(candidates, min(sample, len(candidates)))
-        judged = [_judge(db, d, kind, a, b, rules, verify, verifiers)
+        judged = [_judge(reads, d, kind, a, b, rules, verify, verifiers)
                   for kind, a, b in chosen]
         judged = [p for p in judged if p.copy is not None]
         result.judged[d] = len(judged)
@@ -173,14 +170,11 @@ def calibrate(db: Any, max_distance: int = MAX_DISTANCE, sample: int = 30,
     return result
 
 
-def _judge(db: Any, d: int, kind: str, a: Any, b: Any, rules: Any, verify: int,
-           verifiers: dict[Any, int]) -> Pair:
-    first = (db.matches if kind == "dropped" else db.pages).find_one(
-        {"_id": a}, {"url": 1, "text": 1}) or {}
-    left_url, left_text = first.get("url", ""), first.get("text") or ""
-    original = db.pages.find_one({"_id": b}, {"url": 1, "text": 1}) or {}
-    pair = Pair(d, left_url, original.get("url", ""), kind, left_text=left_text,
-                right_text=original.get("text") or "")
+def _judge(reads: StoreReads, d: int, kind: str, a: str, b: str, rules: Any, verify: int,
+           verifiers: dict[str, int]) -> Pair:
+    left_url, left_text = reads.url_and_text("matches" if kind == "dropped" else "pages", a)
+    right_url, right_text = reads.url_and_text("pages", b)
+    pair = Pair(d, left_url, right_url, kind, left_text=left_text, right_text=right_text)
     if pair.left_text and pair.right_text:
         pair.overlap = judge_texts(pair.left_text, pair.right_text, rules,
                                    both_ways=kind == "stored")

@@ -1,7 +1,8 @@
 """``simcrawl export matches|pages``: stream the store's match records or pages to CSV or
 JSON lines, for spreadsheets and other tools.
 
-The export reads MongoDB with one cursor in ``_id`` order (the primary index: no sort, no
+The export reads the store (:meth:`dedup.store.reads.StoreReads.records`) with one cursor in
+``_id`` order (the primary index: no sort, no
 full materialisation) and writes each row as it arrives, so a store of millions of
 records exports in constant memory. ``--crawl-id`` limits it to one crawl (a match record
 belongs to every crawl that saw the copy: its ``crawl_ids``), ``--since`` / ``--until``
@@ -19,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from bson import ObjectId
+from dedup.store.reads import EVERYTHING, Span, StoreReads
 
 #: The columns of each export, in order: the fields users query (docs/queries.md).
 FIELDS: dict[str, list[str]] = {
@@ -38,26 +39,6 @@ def columns(kind: str, text: bool = False) -> list[str]:
     return FIELDS[kind] + (["text"] if text and kind == "pages" else [])
 
 
-#: The time field ``--since`` / ``--until`` filter on.
-TIME_FIELD = {"matches": "detected_at", "pages": "fetched_at"}
-
-#: Documents MongoDB sends per batch.
-BATCH = 2000
-
-
-def query(kind: str, crawl_id: str | None = None, since: dt.datetime | None = None,
-          until: dt.datetime | None = None) -> dict[str, Any]:
-    """The MongoDB filter for an export of ``kind`` (``matches`` or ``pages``)."""
-    where: dict[str, Any] = {}
-    if crawl_id:
-        where = ({"$or": [{"crawl_ids": crawl_id}, {"crawl_id": crawl_id}]}
-                 if kind == "matches" else {"crawl_id": crawl_id})
-    span = {op: t for op, t in (("$gte", since), ("$lt", until)) if t is not None}
-    if span:
-        where[TIME_FIELD[kind]] = span
-    return where
-
-
 def row(kind: str, doc: dict[str, Any], text: bool = False) -> dict[str, Any]:
     """One record as the export's columns (:func:`columns`)."""
     doc = dict(doc)
@@ -72,30 +53,22 @@ def row(kind: str, doc: dict[str, Any], text: bool = False) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, ObjectId):
-        return str(value)
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None:  # MongoDB returns naive UTC unless tz_aware
-            value = value.replace(tzinfo=dt.timezone.utc)
         return value.isoformat()
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
 
 
-def rows(db: Any, kind: str, where: dict[str, Any], text: bool = False
+def rows(reads: StoreReads, kind: str, span: Span = EVERYTHING, text: bool = False
          ) -> Iterator[dict[str, Any]]:
-    """Stream the records of ``kind`` matching ``where`` as export rows (with the pages'
-    texts: ``text``)."""
-    fields = {name: 1 for name in columns(kind, text)}
-    fields.pop("page_id", None)
-    fields.update({"pinyin": 1, "crawl_id": 1} if kind == "matches" else {})
-    cursor = db[kind].find(where, fields, batch_size=BATCH).sort("_id", 1)
-    try:
-        for doc in cursor:
-            yield row(kind, doc, text)
-    finally:
-        cursor.close()
+    """Stream the records of ``kind`` in ``span`` as export rows (with the pages' texts:
+    ``text``), in the order they were stored."""
+    fields = [name for name in columns(kind, text) if name != "page_id"]
+    if kind == "matches":
+        fields += ["pinyin", "crawl_id"]
+    for doc in reads.records(kind, span, fields):
+        yield row(kind, doc, text)
 
 
 def write(out: TextIO, kind: str, fmt: str, records: Iterator[dict[str, Any]],

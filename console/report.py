@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.export import query
 from dedup.progress import counted
+from dedup.store.reads import Span, StoreReads
 
 #: Rows of the "top" figures and tables.
 TOP = 20
@@ -97,7 +97,7 @@ def bin_seconds(span: dt.timedelta) -> int:
     return 10 if span <= FINE_SPAN else 60
 
 
-def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = None,
+def collect(reads: StoreReads, crawl_id: str | None = None, since: dt.datetime | None = None,
             until: dt.datetime | None = None, progress: Any = None) -> Findings:
     """Read the store once and count what the figures need; ``progress(n)`` is called as
     records are read."""
@@ -105,8 +105,8 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
     per_original: Counter[str] = Counter()
     names: dict[str, str] = {}
     hosts: dict[str, Counter[str]] = {}
-    for doc in db.pages.find(query("pages", crawl_id, since, until),
-                             {"host": 1, "fetched_at": 1, "source": 1}, batch_size=5000):
+    span = Span(crawl_id, since, until)
+    for doc in reads.records("pages", span, ("host", "fetched_at", "source")):
         if doc.get("source"):  # registered originals are not crawled pages
             found.registered += 1
         else:
@@ -120,11 +120,9 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
                 found.admitted_per_second[second] = found.admitted_per_second.get(second, 0) + 1
         if progress:
             progress(1)
-    fields = {"host": 1, "distance": 1, "kind": 1, "original_id": 1, "original_url": 1,
-              "original_host": 1, "source": 1, "detected_at": 1, "fetched_at": 1,
-              "rules": 1}
-    for doc in db.matches.find(query("matches", crawl_id, since, until), fields,
-                               batch_size=5000):
+    fields = ("host", "distance", "kind", "original_id", "original_url", "original_host",
+              "source", "detected_at", "fetched_at", "rules")
+    for doc in reads.records("matches", span, fields):
         kind = doc.get("kind", "")
         if kind == "batch":  # a stored page the batch job found to be a copy: not dropped
             found.batch_copies += 1
@@ -161,7 +159,7 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
     found.copies_per_original = [
         {"original_id": oid, "original_url": names[oid], "copies": n,
          "hosts": len(hosts[oid])} for oid, n in per_original.most_common(TOP)]
-    for doc in db["clusters"].find({}, {"size": 1, "original_url": 1}, batch_size=5000):
+    for doc in reads.clusters():
         found.clusters += 1
         found.pages_in_clusters += int(doc.get("size") or 0)
         found.largest_clusters.append({"original_id": str(doc["_id"]),
@@ -169,8 +167,7 @@ def collect(db: Any, crawl_id: str | None = None, since: dt.datetime | None = No
                                        "size": int(doc.get("size") or 0)})
         found.largest_clusters = sorted(found.largest_clusters,
                                         key=lambda c: (-c["size"], c["original_id"]))[:TOP]
-    crawls = {"_id": crawl_id} if crawl_id else {}
-    for doc in db["crawls"].find(crawls):
+    for doc in reads.crawls(crawl_id):
         found.crawls.append(str(doc["_id"]))
         for key, value in (doc.get("stats") or {}).items():
             if key.startswith("dedup/skipped/") and isinstance(value, (int, float)):
@@ -393,17 +390,15 @@ def page(found: Findings, drawn: list[tuple[str, Path, str]], title: str) -> str
     return "\n".join(parts)
 
 
-def write_report(db: Any, out: Path, k: int | None = None, crawl_id: str | None = None,
+def write_report(reads: StoreReads, out: Path, k: int | None = None, crawl_id: str | None = None,
                  since: dt.datetime | None = None, until: dt.datetime | None = None,
                  progress: Any = None, title: str = "simcrawl report") -> Findings:
     """Collect, draw and write ``report.html``, the PNG files and ``report.json`` to
     ``out`` (created if missing); ``k`` (marked on the distance histogram) defaults to the
-    k the crawl's index was built with (:func:`dedup.adapters.mongo.index_k`)."""
-    from dedup.adapters.mongo import index_k
-
+    k the crawl's index was built with (:meth:`dedup.store.reads.StoreReads.index_k`)."""
     out.mkdir(parents=True, exist_ok=True)
-    k = index_k(db) if k is None else k
-    found = collect(db, crawl_id, since, until, progress)
+    k = reads.index_k() if k is None else k
+    found = collect(reads, crawl_id, since, until, progress)
     drawn = figures(found, k, out)
     (out / "report.html").write_text(page(found, drawn, title), encoding="utf-8")
     (out / "report.json").write_text(json.dumps({"k": k, **found.__dict__}, indent=1,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dedup.config import DEMO_DATABASE
+from dedup.store.reads import StoreReads
 
 
 def iso_time(text: str) -> dt.datetime:
@@ -42,8 +43,8 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
     """The store's options: ``--mongo-uri``, ``--database``, ``--data-dir`` (with
     ``redis``: ``--redis-url`` and ``--namespace`` too)."""
     from dedup.adapters.index import DEFAULT_NAMESPACE
-    from dedup.adapters.mongo import DEFAULT_DATABASE
     from dedup.servers.services import DEFAULT_DATA_DIR
+    from dedup.config import DEFAULT_DATABASE
 
     g = parser.add_argument_group("services (default: $MONGO_URI" +
                                   (" / $REDIS_URL" if redis else "") + ", else embedded)")
@@ -61,71 +62,55 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
                    f"(default $SIMCRAWL_DATA or ./{DEFAULT_DATA_DIR})")
 
 
-def _counted(db: Any) -> tuple[set[str], dict[str, int] | None]:
-    """``db``'s collection names, and its sizes when the store keeps them (one read each;
-    :func:`dedup.adapters.mongo.stored_sizes`)."""
-    from dedup.adapters.mongo import stored_sizes
-
-    names = set(db.list_collection_names())
-    return names, stored_sizes(db) if "meta" in names else None
+def holds_crawl(reads: StoreReads) -> bool:
+    """Whether the database holds a crawl (:meth:`dedup.store.reads.StoreReads.holds_crawl`:
+    registered originals alone are not one)."""
+    return reads.holds_crawl()
 
 
-def holds_crawl(db: Any) -> bool:
-    """Whether ``db`` holds a crawl: a crawled page (not only registered originals) or a
-    match record. Read from the store's sizes (one document) when it keeps them, else with
-    one lookup each (on SecantusDB a lookup without a filter an index serves reads the
-    whole collection; a count too)."""
-    names, sizes = _counted(db)
-    if sizes is not None:
-        return sizes.get("pages", 0) > sizes.get("registered", 0) or sizes.get("matches", 0) > 0
-    return ("matches" in names and db.matches.find_one({}, {"_id": 1}) is not None) or (
-        "pages" in names and db.pages.find_one({"source": None}, {"_id": 1}) is not None)
-
-
-def choose_database(client: Any, name: str | None, say: bool = True) -> Any:
-    """The database the store's verbs read, chosen one way for all of them: the one
-    named (``--database``), else ``simcrawl``, unless it holds no crawl
+def choose_database(client: Any, name: str | None, say: bool = True) -> StoreReads:
+    """The reads of the database the store's verbs read, chosen one way for all of them:
+    the one named (``--database``), else ``simcrawl``, unless it holds no crawl
     (:func:`holds_crawl`: registered originals alone are not one) and the demo's
     ``simcrawl_demo`` does. With ``say``, one line on stderr names the database read and
     why."""
-    from dedup.adapters.mongo import DEFAULT_DATABASE
+    from dedup.config import DEFAULT_DATABASE
+    from dedup.store.mongo_reads import MongoReads
 
     if name:
-        db, why = client[name], "--database"
+        reads, why = MongoReads(client[name]), "--database"
     else:
-        db, why = client[DEFAULT_DATABASE], "the default"
-        if not holds_crawl(db) and holds_crawl(client[DEMO_DATABASE]):
-            db, why = client[DEMO_DATABASE], (f"{DEFAULT_DATABASE!r} holds no crawl, the "
-                                              "demo's does; --database to choose")
+        reads, why = MongoReads(client[DEFAULT_DATABASE]), "the default"
+        if not reads.holds_crawl():
+            demo = MongoReads(client[DEMO_DATABASE])
+            if demo.holds_crawl():
+                reads, why = demo, (f"{DEFAULT_DATABASE!r} holds no crawl, the demo's "
+                                    "does; --database to choose")
     if say:
-        print(f"simcrawl: database {db.name!r} ({why})", file=sys.stderr)
-    return db
+        print(f"simcrawl: database {reads.name!r} ({why})", file=sys.stderr)
+    return reads
 
 
 class NoCrawl(LookupError):
     """The database holds no crawl: no pages and no match records."""
 
 
-def require_crawl(db: Any) -> Any:
-    """``db``, when it holds a crawl (pages or match records).
+def require_crawl(reads: StoreReads) -> StoreReads:
+    """``reads``, when its database holds a crawl (pages or match records).
 
     Raises:
         NoCrawl: it holds neither (a mistyped ``--database``, or nothing crawled yet).
     """
-    names, sizes = _counted(db)
-    if sizes is not None and (sizes.get("pages", 0) or sizes.get("matches", 0)):
-        return db
-    if not names & {"pages", "matches"} or not any(
-            db[n].find_one({}, {"_id": 1}) for n in ("pages", "matches") if n in names):
-        raise NoCrawl(f"the database {db.name!r} holds no crawl (no pages or match records): "
-                      "crawl first, or name the crawl's database with --database")
-    return db
+    if not reads.has_records():
+        raise NoCrawl(f"the database {reads.name!r} holds no crawl (no pages or match "
+                      "records): crawl first, or name the crawl's database with --database")
+    return reads
 
 
 @contextlib.contextmanager
 def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
-                  verb: str = "simcrawl") -> Iterator[Any]:
-    """The database the options name (see :func:`choose_database`), holding a crawl; the
+                  verb: str = "simcrawl") -> Iterator[StoreReads]:
+    """The reads of the database the options name (see :func:`choose_database`), holding a crawl; the
     embedded MongoDB is started (and stopped after) when neither ``--mongo-uri`` nor
     ``$MONGO_URI`` is given. ``whole``: the collections the verb reads whole, checked
     first against what the embedded MongoDB can serve
@@ -141,9 +126,9 @@ def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
 
     _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:
-        db = require_crawl(choose_database(connect_mongo(uri), args.database))
-        check_whole_read(db, whole, verb)
-        yield db
+        reads = require_crawl(choose_database(connect_mongo(uri), args.database))
+        check_whole_read(reads, whole, verb)
+        yield reads
     finally:
         if services is not None:
             services.stop()

@@ -42,8 +42,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bson import ObjectId
-from bson.errors import InvalidId
 from flask import (
     Flask,
     abort,
@@ -64,6 +62,8 @@ from wtforms.validators import DataRequired, Length
 
 from console.diff import side_by_side
 from console.report import TOP, Findings, collect, figures
+from dedup.store.reads import StoreReads, Where
+from dedup.store.reads import search as search_of
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +89,14 @@ class FigureCache:
     ``refresh`` seconds, so that no request waits for a scan of the store.
 
     Args:
-        db: the store's database.
+        reads: the store's reads (:class:`dedup.store.reads.StoreReads`).
         k: the crawl's k (marked on the distance histogram).
         refresh: seconds before the figures are drawn again (on the next request).
         folder: where the PNG files go (one sub-folder per drawing).
     """
 
-    def __init__(self, db: Any, k: int, refresh: float, folder: Path) -> None:
-        self.db, self.k, self.refresh, self.folder = db, k, refresh, folder
+    def __init__(self, reads: StoreReads, k: int, refresh: float, folder: Path) -> None:
+        self.reads, self.k, self.refresh, self.folder = reads, k, refresh, folder
         self.drawn: list[tuple[str, Path, str]] = []
         self.found: Findings | None = None
         self.made_at: dt.datetime | None = None
@@ -139,7 +139,7 @@ class FigureCache:
         out = self.folder / str(self._generation)
         try:
             out.mkdir(parents=True, exist_ok=True)
-            found = collect(self.db, progress=self._count)
+            found = collect(self.reads, progress=self._count)
             drawn = figures(found, self.k, out)
         except Exception as exc:  # noqa: BLE001 - shown on the dashboard, tried again later
             log.warning("drawing the dashboard's figures failed: %s", exc)
@@ -194,90 +194,6 @@ class LoginForm(FlaskForm):  # type: ignore[misc]
     token = PasswordField("Token", validators=[DataRequired()])
 
 
-def search_filter(q: str) -> tuple[list[dict[str, Any]], str]:
-    """The MongoDB filters of a search (the results are their union) and how it reads: a
-    host (exact, case-insensitive; without a port, on any port), or a URL prefix (with a
-    scheme, or a host followed by a path; a prefix that is a whole host, like
-    ``https://example.org/``, is searched as that host)."""
-    q = q.strip()
-    if "://" in q:
-        rest = q.partition("://")[2]
-        if rest and "/" not in rest.rstrip("/"):
-            return search_filter(rest.rstrip("/"))
-        return [{"url": {"$gte": q, "$lt": q + "\U0010ffff"}}], f"URLs starting with {q}"
-    if "/" in q:
-        prefixes = [f"{scheme}://{q}" for scheme in ("http", "https")]
-        return ([{"url": {"$gte": p, "$lt": p + "\U0010ffff"}} for p in prefixes],
-                f"URLs starting with http(s)://{q}")
-    host = q.lower().rstrip(".")
-    if ":" in host:
-        return [{"host": host}], f"host {host}"
-    # the host on any port too (hosts are stored with their port when it is not the default)
-    return [{"host": host}, {"host": {"$gte": host + ":", "$lt": host + ";"}}], f"host {host}"
-
-
-#: No record is older than this (the windows of :func:`newest` stop here).
-EPOCH = dt.datetime(2009, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def newest(collection: Any, filters: list[dict[str, Any]], limit: int,
-           before: ObjectId | None = None, projection: dict[str, Any] | None = None,
-           field: str = "_id") -> tuple[list[dict[str, Any]], ObjectId | None]:
-    """The ``limit`` newest records matching any of ``filters``, in ``field`` order
-    (``_id``: admission or first detection, with keyset pages: ``before``, an ``_id``; or
-    a time field such as ``detected_at``, first page only); and the ``before`` of the next
-    page (None: no more).
-
-    The records are read in windows of time going back from ``before`` (one minute, then
-    four times longer each time), so each query reads a bounded range of an index (a
-    compound index led by the filter's field and ending with ``field``) even on a server
-    that reads a whole range before applying a limit (SecantusDB does): the cost follows
-    the records shown, not the store's size.
-    """
-    by_id = field == "_id"
-    top_time = (before.generation_time if before is not None
-                else dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1))
-    top: Any = before or (ObjectId.from_datetime(top_time) if by_id else top_time)
-    span = dt.timedelta(minutes=1)
-    rows: list[dict[str, Any]] = []
-    while len(rows) <= limit:
-        bottom_time = top_time - span
-        bound: dict[str, Any] = {"$lt": top}
-        if bottom_time > EPOCH:
-            bound["$gte"] = ObjectId.from_datetime(bottom_time) if by_id else bottom_time
-        found: list[dict[str, Any]] = []
-        for filter_ in filters:
-            found += collection.find({**filter_, field: bound}, projection).sort(
-                [(field, -1)]).limit(limit + 1 - len(rows))
-        rows += sorted(found, key=lambda d: d[field], reverse=True)
-        if "$gte" not in bound:
-            break
-        top, top_time = bound["$gte"], bottom_time
-        span *= 4
-    more = len(rows) > limit and by_id
-    return rows[:limit], (rows[limit - 1]["_id"] if more else None)
-
-
-def _object_id(text: str) -> ObjectId:
-    try:
-        return ObjectId(text)
-    except (InvalidId, TypeError):
-        abort(404)
-
-
-def _after(filter_: dict[str, Any], after: str | None) -> dict[str, Any]:
-    return {"$and": [filter_, {"url": {"$gt": after}}]} if after else filter_
-
-
-def _page_of(cursor: Any) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of results (one more is read to know whether another page follows) and the
-    ``after`` of the next page."""
-    rows = list(cursor.limit(PAGE_SIZE + 1))
-    more = len(rows) > PAGE_SIZE
-    rows = rows[:PAGE_SIZE]
-    return rows, (rows[-1]["url"] if more and rows else None)
-
-
 def crawl_state(record: dict[str, Any], now: dt.datetime) -> str:
     """``running``, ``not reporting`` (a running record not rewritten lately),
     ``interrupted`` (its process was found gone without a summary) or ``finished``."""
@@ -294,11 +210,12 @@ def crawl_state(record: dict[str, Any], now: dt.datetime) -> str:
     return "running"
 
 
-def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = None,
+def create_app(reads: StoreReads, *, redis_client: Any = None, namespace: str | None = None,
                token: str | None = None, secret_key: str | None = None,
                uploads: Path | None = None, k: int | None = None, refresh: float = 60.0,
                figures_folder: Path | None = None) -> Flask:
-    """The console's Flask application over the database ``db``.
+    """The console's Flask application over a database's reads
+    (:class:`dedup.store.reads.StoreReads`).
 
     Args:
         redis_client: the crawl's Redis (for the register form; without it the form is
@@ -309,11 +226,10 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         secret_key: signs the session and CSRF tokens (default: random per start).
         uploads: where uploaded originals are kept (their ``file://`` URL names them).
         k: marked on the distance histogram (default: the k the crawl's index was
-            built with, :func:`dedup.adapters.mongo.index_k`).
+            built with, :meth:`dedup.store.reads.StoreReads.index_k`).
         refresh: seconds between two drawings of the dashboard's figures.
         figures_folder: where the figures are drawn (default: a temporary folder).
     """
-    from dedup.adapters.mongo import PageStore, index_k
     from dedup.config import namespace_of
 
     here = Path(__file__).resolve().parent
@@ -323,12 +239,12 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
                       MAX_CONTENT_LENGTH=MAX_UPLOAD, SESSION_COOKIE_SAMESITE="Lax",
                       SESSION_COOKIE_HTTPONLY=True, WTF_CSRF_TIME_LIMIT=None)
     CSRFProtect(app)
-    named, namespace = namespace, namespace_of(db.name, namespace)
-    cache = FigureCache(db, index_k(db, named) if k is None else k, refresh, figures_folder or Path(tempfile.mkdtemp(
-        prefix="simcrawl-web-")))
+    named, namespace = namespace, namespace_of(reads.name, namespace)
+    cache = FigureCache(reads, reads.index_k(named) if k is None else k, refresh,
+                        figures_folder or Path(tempfile.mkdtemp(prefix="simcrawl-web-")))
     app.extensions["simcrawl_figures"] = cache
     cache.current()  # the first drawing starts now, not on the first visit
-    store = PageStore(db.client, db.name)
+    store = reads.page_store()  # the register form writes
     store.ensure_indexes()
     # signed-in sessions, by a random id given at sign-in: a session cookie is signed, not
     # secret-bound, so signing out must make the old cookie worthless on the server too
@@ -354,7 +270,7 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
 
     @app.context_processor
     def common() -> dict[str, Any]:
-        return {"database": db.name, "can_register": redis_client is not None,
+        return {"database": reads.name, "can_register": redis_client is not None,
                 "signed_in": token is not None and authorised()}
 
     @app.template_filter("when")
@@ -414,16 +330,14 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
     @app.get("/")
     def dashboard() -> Any:
         now = dt.datetime.now(dt.timezone.utc)
-        crawls = list(db["crawls"].find({}, {"stats": 0, "skipped_per_minute": 0})
-                      .sort([("updated_at", -1)]).limit(20))
+        crawls = reads.recent_crawls(20)
         for c in crawls:
             c["shown_state"] = crawl_state(c, now)
             counters = c.get("counters") or {}
             elapsed = counters.get("elapsed") or 0
             c["rate"] = counters.get("fetched", 0) / elapsed if elapsed else 0.0
         drawn, found = cache.current()
-        recent, _ = newest(db.matches, [{}], 20, projection={"text": 0},
-                           field="detected_at")
+        recent, _ = reads.newest("matches", Where(), 20, by="detected_at")
         return render_template(
             "dashboard.html", crawls=crawls, drawn=drawn, found=found,
             drawing=cache.busy, read=cache.read, made_at=cache.made_at, error=cache.error,
@@ -441,25 +355,23 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
         q = request.args.get("q", "").strip()
         what = request.args.get("what", "")
         before = request.args.get("before") or None
-        results: dict[str, tuple[list[dict[str, Any]], ObjectId | None]] = {}
+        results: dict[str, tuple[list[dict[str, Any]], str | None]] = {}
         described = ""
         if q:
-            filters, described = search_filter(q)
-            start = _object_id(before) if before and what else None
-            if what in ("", "matches"):
-                results["matches"] = newest(db.matches, filters, PAGE_SIZE, start,
-                                            {"text": 0})
-            if what in ("", "pages"):
-                results["pages"] = newest(db.pages, filters, PAGE_SIZE, start, {"text": 0})
+            where, described = search_of(q)
+            start = before if before and what else None
+            for kind in ("matches", "pages"):
+                if what in ("", kind):
+                    results[kind] = reads.newest(kind, where, PAGE_SIZE, start)
         return render_template("search.html", q=q, what=what, results=results,
                                described=described)
 
     @app.get("/match/<match_id>")
     def match(match_id: str) -> Any:
-        record = db.matches.find_one({"_id": _object_id(match_id)})
+        record = reads.match(match_id)
         if record is None:
             abort(404)
-        original = db.pages.find_one({"_id": record.get("original_id")})
+        original = reads.page(str(record.get("original_id")))
         compared = None
         if original is not None and original.get("text") and record.get("text"):
             compared = side_by_side(original["text"], record["text"])
@@ -469,25 +381,19 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
 
     @app.get("/page/<page_id>")
     def page(page_id: str) -> Any:
-        doc = db.pages.find_one({"_id": _object_id(page_id)}, {"text": 0})
+        doc = reads.page(page_id, text=False)
         if doc is None:
             abort(404)
-        copies = list(db.matches.find({"original_id": doc["_id"]}, {"text": 0})
-                      .sort([("detected_at", -1)]).limit(100))
-        total = db.matches.count_documents({"original_id": doc["_id"]})
-        cluster = db["clusters"].find_one({"_id": doc["cluster"]}) \
-            if doc.get("cluster") is not None else None
-        members = list(db.pages.find({"_id": {"$in": cluster["members"][:100]}},
-                                     {"url": 1, "fetched_at": 1})) if cluster else []
-        batch = db.matches.find_one({"url": doc["url"], "kind": "batch"}, {"text": 0})
+        copies, total = reads.copies_of(doc["_id"], 100)
+        cluster = reads.cluster(str(doc["cluster"])) if doc.get("cluster") is not None else None
+        members = reads.pages_of(cluster["members"][:100]) if cluster else []
+        batch = reads.batch_record(doc["url"])
         return render_template("page.html", p=doc, copies=copies, total=total,
                                cluster=cluster, members=members, batch=batch)
 
     @app.get("/sources")
     def sources() -> Any:
-        originals = {d["_id"]: d["n"] for d in db.pages.aggregate([
-            {"$match": {"source": {"$gt": ""}}},
-            {"$group": {"_id": "$source", "n": {"$sum": 1}}}])}
+        originals = reads.source_counts()
         _, found = cache.current()
         copies = {s: sum(days.values()) for s, days in
                   (found.copies_per_source_day if found else {}).items()}
@@ -498,21 +404,15 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
     @app.get("/sources/<path:name>")
     def source(name: str) -> Any:
         after = request.args.get("after") or None
-        originals, next_after = _page_of(db.pages.find(
-            _after({"source": name}, after), {"url": 1, "title": 1, "registered_at": 1})
-            .sort([("source", 1), ("url", 1)]))
+        originals, next_after = reads.originals(name, after, PAGE_SIZE)
         if not originals and not after:
             abort(404)
-        counts = {d["_id"]: d["n"] for d in db.matches.aggregate([
-            {"$match": {"original_id": {"$in": [o["_id"] for o in originals]}}},
-            {"$group": {"_id": "$original_id", "n": {"$sum": 1}}}])}
+        counts = reads.copy_counts(o["_id"] for o in originals)
         for o in originals:
             o["copies"] = counts.get(o["_id"], 0)
-        latest, _ = newest(db.matches, [{"source": name}], PAGE_SIZE, projection={"text": 0},
-                           field="detected_at")
+        latest, _ = reads.newest("matches", Where(source=name), PAGE_SIZE, by="detected_at")
         # pages kept because they only quote the source's originals (excerpt records)
-        quoted, _ = newest(db.excerpts, [{"source": name}], PAGE_SIZE,
-                           projection={"text": 0}, field="detected_at")
+        quoted, _ = reads.newest("excerpts", Where(source=name), PAGE_SIZE, by="detected_at")
         return render_template("source.html", name=name, originals=originals,
                                next_after=next_after, after=after, latest=latest,
                                quoted=quoted)
@@ -552,7 +452,7 @@ def create_app(db: Any, *, redis_client: Any = None, namespace: str | None = Non
             else:
                 path.write_bytes(data)
             paths.append(path)
-        config = DedupConfig(namespace=namespace, database=db.name)
+        config = DedupConfig(namespace=namespace, database=reads.name)
         try:
             done = register_files(paths, source_name, store, redis_client, config)
         except (IndexMismatchError, ServiceUnavailable, ValueError) as exc:

@@ -71,7 +71,8 @@ class JobGuard:
 
 def crawl_counters(crawler: Crawler) -> dict[str, Any]:
     """A crawl process's counters now, from its Scrapy stats: fetched, admitted, dropped,
-    revisits, skipped, lost, queue length (-1: unknown) and seconds since it started. What
+    revisits, skipped, lost, queue length (-1: unknown) and seconds since it started (and
+    for ``simcrawl warc``, the bytes of its files read and their size). What
     the live display, the progress file and the ``crawls`` record of a running crawl show."""
     stats = crawler.stats.get_stats()
     started = stats.get("start_time")
@@ -90,7 +91,10 @@ def crawl_counters(crawler: Crawler) -> dict[str, Any]:
         return int(sum(v for k, v in stats.items() if k.startswith(prefix)
                        and isinstance(v, (int, float))))
 
-    return {"fetched": int(stats.get("downloader/response_count", 0)),
+    archive = {"archive_read": int(stats["dedup/warc/bytes_read"]),
+               "archive_total": int(stats["dedup/warc/bytes_total"])} \
+        if "dedup/warc/bytes_total" in stats and "dedup/warc/bytes_read" in stats else {}
+    return {**archive, "fetched": int(stats.get("downloader/response_count", 0)),
             "admitted": int(stats.get("dedup/unique", 0)),
             "dropped": sum(int(stats.get(f"dedup/{k}", 0)) for k in (
                 "near_duplicate", "exact_duplicate", "pinyin_copy")),

@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import socket
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -19,17 +18,11 @@ from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, MatchItem, PageItem
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Parts, parts_of
-from dedup.adapters.journal import lost_pages, withdraw
-from dedup.adapters.mongo import (
-    fingerprint_document,
-    from_int64,
-    match_doc,
-    object_id,
-    page_document,
-)
 from dedup.errors import ServiceUnavailable
-from dedup.ids import new_page_id, url_key
+from dedup.ids import new_page_id
 from dedup.servers.services import process_alive
+from dedup.store.records import fingerprint_record, match_record_of, page_record
+from dedup.store.writer import RecordWriter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -65,12 +58,12 @@ def failed_services(services: set[str], parts: Parts) -> str:
 
 
 class StoragePipeline:
-    """Write admitted pages (with their fingerprints) and match records to MongoDB.
+    """Write admitted pages (with their fingerprints) and match records to the store.
 
-    Documents are buffered and written by a worker thread every ``DEDUP_BATCH_SIZE``
-    items or ``DEDUP_FLUSH_SECONDS``, so the crawl does not wait for MongoDB; one write
-    runs at a time. Written pages are confirmed to the admission journal
-    (:mod:`dedup.adapters.journal`). When MongoDB does not answer, the buffer is kept and the
+    The records (:mod:`dedup.store.records`) are buffered and written by a worker thread
+    every ``DEDUP_BATCH_SIZE`` items or ``DEDUP_FLUSH_SECONDS``, so the crawl does not wait
+    for MongoDB; one write runs at a time, by the store's write protocol (fence, write,
+    confirm, release: :mod:`dedup.store.writer`). When MongoDB does not answer, the buffer is kept and the
     crawl waits (retrying with backoff) for up to ``DEDUP_RETRY_SECONDS``; past that the
     buffered pages count as lost (``dedup/lost/pages``, ``dedup/lost/matches``), the
     crawl stops, and it exits non-zero naming them. Everything buffered is written when
@@ -82,14 +75,10 @@ class StoragePipeline:
         self.parts = parts  # nearly all of them: the store, the index, the journal, ...
         self.state = parts.state
         self.config = parts.config
-        self.pages: list[dict[str, Any]] = []
-        self.fingerprints: list[dict[str, Any]] = []
-        self.matches: list[dict[str, Any]] = []
-        self._lock = threading.Lock()  # guards the buffers
-        self._flush_lock = threading.Lock()  # one write at a time
+        self.writer = RecordWriter(parts.pages, parts.index, parts.journal, parts.client,
+                                   parts.config.namespace, parts.config.retry_seconds)
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
-        self._unconfirmed: list[str] = []
         self.outage = Outage("writing pages", parts.config.retry_seconds, log)
 
     @classmethod
@@ -147,43 +136,15 @@ class StoragePipeline:
             item.body = b""
             self.crawler.stats.inc_value(UNDECIDED)
         if isinstance(item, PageItem) and item.decision == "new":
-            with self._lock:
-                self.pages.append(page_document(
-                    item, store_text=self.config.store_text, status=item.status,
-                    depth=item.depth, referer=item.referer, crawl_id=self.parts.crawl_id,
-                    encoding=item.encoding))
-                self.fingerprints.append(fingerprint_document(item, self.parts.pinyin_params))
+            self.writer.add_page(
+                page_record(item, store_text=self.config.store_text, status=item.status,
+                            depth=item.depth, referer=item.referer,
+                            crawl_id=self.parts.crawl_id, encoding=item.encoding),
+                fingerprint_record(item, self.parts.pinyin_params))
         elif isinstance(item, MatchItem):
-            evidence: dict[str, Any] = {"title": item.title, "fetched_at": item.fetched_at}
-            if item.source:
-                evidence["source"] = item.source
-            if item.pinyin:
-                evidence["pinyin"] = item.pinyin
-            if item.containment is not None:
-                evidence["containment"] = item.containment
-            if item.canonical_link:
-                evidence["canonical_link"] = item.canonical_link
-            if item.checksum:
-                evidence["checksum"] = item.checksum
-            if item.rules:
-                evidence["rules"], evidence["claimant"] = item.rules, item.claimant
-            if item.kind == "excerpt":
-                evidence["characters"] = item.characters
-                evidence["span"] = list(item.span or (0, 0))
-                evidence["page_id"] = object_id(item.page_id or "")
-            cap = self.config.match_text
-            if cap and item.text and item.kind != "excerpt":  # the copy's text, to show it beside its original
-                evidence["text"] = item.text[:cap]
-                if len(item.text) > cap:
-                    evidence["text_truncated"] = True
-            with self._lock:
-                self.matches.append(match_doc(
-                    url=item.url, host=item.host, original_id=item.original_id,
-                    original_url=item.original_url, original_host=item.original_host,
-                    distance=item.distance, kind=item.kind,
-                    outlinks_dropped=item.outlinks_dropped, crawl_id=self.parts.crawl_id,
-                    **evidence))
-        if len(self.pages) + len(self.matches) >= self.config.batch_size:
+            self.writer.add_match(match_record_of(item, crawl_id=self.parts.crawl_id,
+                                                  text_cap=self.config.match_text))
+        if self.writer.pending() >= self.config.batch_size:
             await self._flush_or_wait()
         if isinstance(item, (PageItem, MatchItem)) and \
                 not getattr(self.crawler.spider, "yields_pages", False):
@@ -206,9 +167,7 @@ class StoragePipeline:
         outage = self.outage
         if outage.since is None or outage.lasted < self.config.retry_seconds:
             return False
-        with self._lock:
-            pages, matches = self.pages, self.matches
-            self.pages, self.fingerprints, self.matches = [], [], []
+        pages, matches = self.writer.take()
         if pages or matches:
             self.state.lost.extend(str(d["url"]) for d in [*pages, *matches])
             self.state.abandon(str(d["url"]) for d in pages)  # their links stay unqueued
@@ -226,78 +185,38 @@ class StoragePipeline:
         return deferToThread(self.flush)
 
     def flush(self) -> bool:
-        """Write everything buffered (called in a worker thread; one write at a time).
+        """Write everything buffered (called in a worker thread; one write at a time;
+        :meth:`dedup.store.writer.RecordWriter.flush`), and account for what the write did.
 
         Returns:
-            Whether the buffer is written (``False``: MongoDB failed; the buffer is kept
+            Whether the buffer is written (``False``: a service failed; the buffer is kept
             for the next attempt).
         """
-        with self._flush_lock:
-            with self._lock:
-                pages, fps, matches = self.pages, self.fingerprints, self.matches
-                self.pages, self.fingerprints, self.matches = [], [], []
-            try:
-                pages, fps = self._fence(pages, fps)
-            except ServiceUnavailable as exc:
-                ok = False
-                self.outage.failed(exc, "Redis", said=(
-                    "checking this process's admitted pages against the recoveries failed "
-                    f"(its lease is in doubt); retrying: {exc}"))
-            else:
-                ok = not (pages or matches) or self._write(pages, fps, matches)
-            if not ok:
-                with self._lock:  # keep them for the next attempt
-                    self.pages[:0], self.fingerprints[:0] = pages, fps
-                    self.matches[:0] = matches
-                return False
-            try:  # a recovery that ran while they were being written
-                self._fence(pages, fps, stored=True)
-            except ServiceUnavailable as exc:
-                log.debug("checking stored pages against the recoveries failed: %s", exc)
-            self._confirm([str(p["_id"]) for p in pages])
-            self._release(fps)
-            self.state.settle([str(d["url"]) for d in [*pages, *matches]])
-            return True
-
-    def _write(self, pages: list[dict[str, Any]], fps: list[dict[str, Any]],
-               matches: list[dict[str, Any]]) -> bool:
-        store = self.parts.pages
-        try:
-            store.save_pages(pages, fps)
-            # a page an earlier crawl recorded as a copy, admitted now that it changed,
-            # is not a copy any more: one verdict per URL
-            store.forget_copies(str(p["url"]) for p in pages)
-            unnamed = {str(m["original_id"]) for m in matches if not m.get("original_url")}
-            if unnamed:
-                named = store.urls_of(unnamed)
-                for m in matches:
-                    if not m.get("original_url") and str(m["original_id"]) in named:
-                        url, host, source = named[str(m["original_id"])]
-                        m["original_url"], m["original_host"] = url, host
-                        if source:
-                            m["source"] = source
-            # a link the URL rules predicted a copy, fetched after all (a rule dropped)
-            # and stored in this same write: the page is the verdict
-            admitted = {str(p["url"]) for p in pages}
-            matches = [m for m in matches if m["kind"] != "url_rule" or m["url"] not in admitted]
-            excerpts = [m for m in matches if m["kind"] == "excerpt"]
-            matches = self._without_lost_originals([m for m in matches
-                                                    if m["kind"] != "excerpt"])
-            matches = self._without_self_copies(matches)
-            store.save_matches(matches)
-            store.save_excerpts(excerpts)
-        except ServiceUnavailable as exc:
-            self.crawler.stats.inc_value("dedup/retries/store")
-            self.outage.failed(exc, "MongoDB", said=(
-                f"writing {len(pages)} pages and {len(matches)} match records failed; "
-                f"retrying for up to {self.config.retry_seconds:.0f} s "
-                f"(DEDUP_RETRY_SECONDS): {exc}"))
+        done = self.writer.flush()
+        stats, state = self.crawler.stats, self.state
+        if done.again:  # copies whose records named a withdrawn or lost page
+            state.recovered_copies.extend(done.again)
+            state.settle(done.again)
+        if done.withdrawn:
+            state.abandon(done.withdrawn)  # their links stay unqueued
+            stats.inc_value("dedup/withdrawn/pages", len(done.withdrawn))
+        if done.copies_of_lost_pages:
+            stats.inc_value("dedup/requeued/copies_of_lost_pages", done.copies_of_lost_pages)
+        if done.self_copies:
+            stats.inc_value("dedup/self_copies_dropped", done.self_copies)
+        if not done.ok:
+            if done.stage == "write":
+                stats.inc_value("dedup/retries/store")
+            self.outage.failed(done.failure or ServiceUnavailable(done.said),
+                               done.failed_service, said=done.said)
             return False
-        self.outage.answered("the buffered records are written")
-        self.crawler.stats.inc_value("dedup/stored/pages", len(pages))
-        self.crawler.stats.inc_value("dedup/stored/matches", len(matches))
-        if excerpts:
-            self.crawler.stats.inc_value("dedup/stored/excerpts", len(excerpts))
+        if done.settled:  # a batch was written
+            self.outage.answered("the buffered records are written")
+            stats.inc_value("dedup/stored/pages", done.pages)
+            stats.inc_value("dedup/stored/matches", done.matches)
+            if done.excerpts:
+                stats.inc_value("dedup/stored/excerpts", done.excerpts)
+        state.settle(done.settled)
         return True
 
     def _save_crawl(self, summary: dict[str, Any]) -> None:
@@ -311,94 +230,6 @@ class StoragePipeline:
             self.parts.pages.save_crawl(self.parts.crawl_id, record)
         except ServiceUnavailable as exc:
             log.warning("could not keep the crawl's summary in MongoDB: %s", exc)
-
-    def _without_self_copies(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A page is never a copy of itself. A copy decided against a page that another
-        process had admitted and not stored yet, whose URL the decision could not read,
-        is named only here; when that page is the same URL (its request was fetched
-        twice: put back by a recovery while the first fetch was still being stored), the
-        URL is stored already and the record is not written (counted in ``dedup/self_copies_dropped``)."""
-        own = [m for m in matches if m.get("original_url")
-               and url_key(str(m["original_url"])) == url_key(str(m["url"]))]
-        if not own:
-            return matches
-        self.crawler.stats.inc_value("dedup/self_copies_dropped", len(own))
-        return [m for m in matches if not any(m is o for o in own)]
-
-    def _without_lost_originals(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Match records naming a page a recovery removed (its process died before storing
-        it) are not written: their copies are queued to be decided again."""
-        lost = lost_pages(self.parts.client, self.config.namespace,
-                          [str(m["original_id"]) for m in matches])
-        if not lost:
-            return matches
-        again = [m for m in matches if str(m["original_id"]) in lost]
-        self.state.recovered_copies.extend(str(m["url"]) for m in again)
-        self.state.settle(str(m["url"]) for m in again)
-        self.crawler.stats.inc_value("dedup/requeued/copies_of_lost_pages", len(again))
-        return [m for m in matches if str(m["original_id"]) not in lost]
-
-    def _fence(self, pages: list[dict[str, Any]], fps: list[dict[str, Any]],
-               stored: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Pages this process admitted that a recovery has since removed (it took this
-        process for dead: frozen, or cut off from Redis, for longer than its lease) are
-        withdrawn, not stored (``stored``: after they were written, for a recovery that
-        ran meanwhile): out of the index, whatever is stored of them deleted, their links
-        never followed; the requests the recovery put back fetch them again. Checked only
-        while the journal's lease is in doubt. Returns the pages and fingerprints to
-        keep.
-
-        Raises:
-            ServiceUnavailable: Redis or MongoDB failed.
-        """
-        journal = self.parts.journal
-        if journal is None or not pages or not journal.in_doubt():
-            return pages, fps
-        client, namespace = self.parts.client, self.config.namespace
-        gone = lost_pages(client, namespace, [str(p["_id"]) for p in pages])
-        if not gone:
-            return pages, fps
-        found = {str(d["_id"]): (from_int64(d["simhash"]), str(d.get("checksum", "")))
-                 for d in fps if str(d["_id"]) in gone}
-        copies = withdraw(client, namespace, self.parts.pages, self.parts.index,
-                          {pid: found.get(pid) for pid in gone})
-        self.state.recovered_copies.extend(copies)  # their records named a withdrawn page
-        self.state.settle(copies)
-        urls = [str(p["url"]) for p in pages if str(p["_id"]) in gone]
-        self.state.abandon(urls)
-        self.crawler.stats.inc_value("dedup/withdrawn/pages", len(gone))
-        log.warning("withdrew %d pages this process admitted%s: a recovery removed them "
-                    "while this process was taken for dead (it did not run for longer "
-                    "than its lease); they are fetched again: %s", len(gone),
-                    " and stored" if stored else "", ", ".join(urls[:5]))
-        return ([p for p in pages if str(p["_id"]) not in gone],
-                [d for d in fps if str(d["_id"]) not in gone])
-
-    def _release(self, fps: list[dict[str, Any]]) -> None:
-        """The stored pages' text sketches leave Redis where the index's layout says so
-        (MongoDB holds them now, and a decision that meets one of these pages reads it
-        there); kept in Redis if Redis does not answer (it costs memory, not a
-        decision)."""
-        index = self.parts.index
-        if not index.layout.release_sketches:
-            return
-        rows = [(from_int64(d["simhash"]), str(d["_id"])) for d in fps
-                if d.get("sketch") and not d.get("short")]
-        try:
-            index.release(rows)
-        except ServiceUnavailable as exc:
-            log.warning("%d stored pages' text sketches stay in Redis: %s", len(rows), exc)
-
-    def _confirm(self, page_ids: list[str]) -> None:
-        journal = self.parts.journal
-        if journal is None:
-            return
-        ids, self._unconfirmed = self._unconfirmed + page_ids, []
-        try:
-            journal.confirm(ids)
-        except ServiceUnavailable as exc:  # stored all the same; confirmed next time
-            self._unconfirmed = ids
-            log.debug("confirming %d stored pages to the journal failed: %s", len(ids), exc)
 
     def _flush_before_close(self) -> bool:
         """The last write: retried with backoff while MongoDB fails, for up to

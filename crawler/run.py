@@ -230,7 +230,8 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
 
 class LiveProgress:
     """One live line for the crawl processes of ``./simcrawl``, from the files their
-    :class:`crawler.extensions.ProgressFile` writes: fetched (and per second), admitted,
+    :class:`crawler.extensions.ProgressFile` writes: for ``simcrawl warc`` how much of its
+    files is read, then fetched (and per second), admitted,
     dropped, skipped, queue length, pages handled per process, elapsed. On a terminal it
     is a rich live line; otherwise (a log, a pipe) one plain line every ``quiet_every``
     seconds.
@@ -266,7 +267,11 @@ class LiveProgress:
         fetched = total("fetched")
         queues = [int(r["queue"]) for r in rows if int(r.get("queue", -1)) >= 0]
         queue = (max(queues) if len(rows) > 1 else sum(queues)) if queues else "?"
-        text = (f"{elapsed:6.1f} s  fetched {fetched} ({fetched / max(elapsed, 1e-9):.1f}/s)"
+        read, size = total("archive_read"), total("archive_total")
+        # simcrawl warc: how far through its files
+        archive = f"  read {read / 1e6:.1f} of {size / 1e6:.1f} MB ({read / size:.0%})" \
+            if size else ""
+        text = (f"{elapsed:6.1f} s{archive}  fetched {fetched} ({fetched / max(elapsed, 1e-9):.1f}/s)"
                 f"  admitted {total('admitted')}  dropped {total('dropped')}  skipped "
                 f"{total('skipped')}  queue {queue}")
         if total("lost"):
@@ -429,10 +434,10 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     """Write the demo's registered chapters to ``folder`` and register them (as
     ``simcrawl register FOLDER --source demo-novels`` would); returns file name →
     the registered page's URL."""
-    from dedup.adapters.mongo import PageStore
     from dedup.adapters.register import register_files
     from dedup.config import DedupConfig
     from dedup.servers.services import connect_mongo, connect_redis
+    from dedup.store.mongo import PageStore
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
@@ -455,10 +460,12 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     from dedup.adapters.index import redis_store
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
     from dedup.servers.services import connect_mongo, connect_redis
+    from dedup.store.mongo import PageStore
+    from dedup.store.mongo_reads import MongoReads
 
     database, namespace = DEMO_DATABASE, DEMO_NAMESPACE
     mongo = connect_mongo(mongo_uri)
-    mongo.drop_database(database)
+    PageStore(mongo, database).clear()
     redis_store(connect_redis(redis_url), namespace).clear()
     with DemoSite() as site:
         corpus = register_demo_corpus(site.content.expected.registered, log_dir / "demo-corpus",
@@ -471,9 +478,9 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
                       log_dir / "demo-crawl.log", processes)
         requested = set(site.requests)
         expected = site.content.expected
-        db = mongo[database]
-        stored = {d["url"] for d in db.pages.find({}, {"url": 1})}
-        matched = {d["url"]: d for d in db.matches.find({})}
+        reads = MongoReads(mongo[database])
+        stored = {d["url"] for d in reads.records("pages", fields=("url",))}
+        matched = {d["url"]: d for d in reads.records("matches")}
         traps = sorted(t for t in expected.traps if t in requested)
         firsts = [site.path_url(c[0]) for c in expected.clusters] + \
             [site.path_url(u) for u in expected.unique]
@@ -484,7 +491,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
                    expected.pirated.items()]
         found = sum(1 for p, o in pirated if p in matched and matched[p]["original_url"] == o
                     and matched[p].get("source") == DEMO_SOURCE)
-        excerpts = {d["url"]: d for d in db.excerpts.find({})}
+        excerpts = {d["url"]: d for d in reads.records("excerpts")}
         quoted = [(site.path_url(p), corpus[name]) for p, name in expected.quoted.items()]
         kept = sum(1 for p, o in quoted if p in stored and p in excerpts
                    and excerpts[p]["original_url"] == o)
@@ -500,7 +507,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     print(f"  trap pages requested      {len(traps)} (must be 0)")
     print("\nthe match records, in MongoDB (database \"simcrawl_demo\"):")
     for kind in ("exact", "simhash", "pinyin"):
-        for m in db.matches.find({"kind": kind}).sort([("distance", 1), ("url", 1)]).limit(2):
+        for m in reads.examples(kind, 2):
             how = (f"share {m['pinyin']['share']:.2f}, run {m['pinyin']['run']}"
                    if kind == "pinyin" else f"d={m['distance']}")
             source = f" (registered by {m['source']})" if m.get("source") else ""

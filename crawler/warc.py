@@ -29,7 +29,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from crawler.items import MatchItem, PageItem
-from dedup.warc import FILE_BYTES, NEAR_CHOICES, Fetch, WarcWriter
+from dedup.store.records import match_record_of
+from dedup.warc import FILE_BYTES, NEAR_CHOICES, WARC_FIELDS, Fetch, WarcWriter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -118,10 +119,8 @@ class WarcOut:
         if isinstance(item, PageItem) and item.decision in ("new", "changed"):
             self._queue.put(("original", fetch_of(response), item.page_id or ""))
         elif isinstance(item, MatchItem) and item.kind in FETCHED_COPIES:
-            match = {"kind": item.kind, "original_url": item.original_url,
-                     "original_id": item.original_id, "distance": item.distance,
-                     "containment": item.containment, "pinyin": item.pinyin,
-                     "canonical_link": item.canonical_link}
+            record = match_record_of(item, crawl_id=None)  # as the store keeps it
+            match = {name: record.get(name) for name in WARC_FIELDS}
             self._queue.put(("copy", fetch_of(response, item.fetched_at), match))
 
     def _run(self) -> None:

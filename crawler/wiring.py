@@ -28,7 +28,6 @@ from crawler.state import CrawlState
 from dedup.adapters.deduplicator import on_servers
 from dedup.adapters.index import open_index, redis_store
 from dedup.adapters.journal import AdmissionJournal, live_owners, recover
-from dedup.adapters.mongo import PageStore
 from dedup.adapters.redis_templates import HostTemplates
 from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.adapters.redis_windows import open_window_index
@@ -45,6 +44,7 @@ from dedup.servers.services import (
     durability_warning,
     resolve,
 )
+from dedup.store.mongo import PageStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

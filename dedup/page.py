@@ -3,7 +3,7 @@
 The crawl reads a page (:func:`dedup.pages.read_html`: its text, the URL it declares
 canonical, its fingerprints, and in the crawler its links, title and language), decides it
 (:class:`dedup.deduplicator.Deduplicator`) and stores it
-(:func:`dedup.adapters.mongo.page_document`, :func:`dedup.adapters.mongo.fingerprint_document`), all on
+(:func:`dedup.store.records.page_record`, :func:`dedup.store.records.fingerprint_record`), all on
 one :class:`Page`; the crawler's item (``crawler.items.PageItem``) is a :class:`Page`
 extended with what only a crawl knows (the HTTP status, depth, body, ...).
 """

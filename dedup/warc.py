@@ -47,6 +47,11 @@ FILE_BYTES = 1 << 30
 #: What a near copy keeps: its response (``response``) or its metadata record alone.
 NEAR_CHOICES = ("response", "metadata")
 
+#: The fields of a copy's match record (:func:`dedup.store.records.match_record`) that its
+#: metadata record holds, in this order (:func:`match_fields`).
+WARC_FIELDS = ("kind", "original_url", "original_id", "distance", "similarity",
+               "containment", "pinyin", "canonical_link")
+
 #: Originals whose records a writer remembers, for the copies that refer to them.
 REMEMBERED = 1_000_000
 

@@ -89,6 +89,8 @@ class WarcSpider(SiteSpider):
     async def start(self) -> AsyncIterator[Any]:
         from warcio.archiveiterator import ArchiveIterator
 
+        done = 0  # bytes of the files read before this one: the progress line's share
+        self._set("dedup/warc/bytes_total", sum(p.stat().st_size for p in self.files))
         for path in self.files:
             with open(path, "rb") as fh:  # noqa: ASYNC230  (a local file, read a record at a time)
                 # digests checked as the records are read: a record cut short is caught
@@ -98,6 +100,7 @@ class WarcSpider(SiteSpider):
                     for record in records:
                         offset = records.get_record_offset()
                         records.read_to_end(record)  # its digests checked, its length too
+                        self._set("dedup/warc/bytes_read", done + records.offset)
                         if getattr(record.raw_stream, "limit", 0) > 0:
                             raise ValueError("the record is cut short")
                         if not _is_html(record):
@@ -116,10 +119,16 @@ class WarcSpider(SiteSpider):
                     self._count("dedup/warc/bad_records")
                     log.error("%s: the record at offset %d or after it cannot be read (%s); "
                               "the rest of this file is skipped", path, offset, exc)
+            done += path.stat().st_size
+            self._set("dedup/warc/bytes_read", done)
 
     def _count(self, key: str) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(key)
+
+    def _set(self, key: str, value: int) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value(key, value)
 
     def follow(self, urls: list[str], source: str, depth: int = 0) -> list[scrapy.Request]:
         return []  # the archive is the crawl: its pages' links are not requested

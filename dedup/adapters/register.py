@@ -18,7 +18,6 @@ from pathlib import Path
 
 import redis
 
-from dedup.adapters.mongo import PageStore, fingerprint_document, page_document
 from dedup.adapters.redis_registry import register_checksums
 from dedup.config import DedupConfig
 from dedup.decide import second_opinion
@@ -29,6 +28,8 @@ from dedup.page import Page
 from dedup.pages import extraction
 from dedup.pinyin import PinyinFingerprinter
 from dedup.simhash import fingerprint
+from dedup.store import PageRecords
+from dedup.store.records import fingerprint_record, page_record
 
 REGISTERED_HOST = "registered"
 
@@ -52,7 +53,7 @@ class RegisterResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def register(files: Iterable[Path], source: str, pages: PageStore, index: NearDuplicateIndex,
+def register(files: Iterable[Path], source: str, pages: PageRecords, index: NearDuplicateIndex,
              windows: WindowIndex | None, client: redis.Redis, config: DedupConfig,
              batch: int = 200, progress: Callable[[int], None] | None = None
              ) -> RegisterResult:
@@ -85,7 +86,7 @@ def register(files: Iterable[Path], source: str, pages: PageStore, index: NearDu
     return result
 
 
-def register_files(files: Iterable[Path], source: str, pages: PageStore, client: redis.Redis,
+def register_files(files: Iterable[Path], source: str, pages: PageRecords, client: redis.Redis,
                    config: DedupConfig, capacity: int | None = None,
                    progress: Callable[[int], None] | None = None) -> RegisterResult:
     """Register ``files`` as originals of ``source`` in the index of ``config.namespace``:
@@ -113,7 +114,7 @@ def register_files(files: Iterable[Path], source: str, pages: PageStore, client:
     return register(files, source, pages, index, windows, client, config, progress=progress)
 
 
-def _register_batch(paths: list[Path], source: str, pages: PageStore,
+def _register_batch(paths: list[Path], source: str, pages: PageRecords,
                     index: NearDuplicateIndex, windows: WindowIndex | None,
                     client: redis.Redis, config: DedupConfig,
                     fingerprinter: PinyinFingerprinter | None, result: RegisterResult) -> None:
@@ -151,9 +152,9 @@ def _register_batch(paths: list[Path], source: str, pages: PageStore,
             result.unchanged += 1
         else:
             result.added += 1
-            docs.append(page_document(page, source=source,
+            docs.append(page_record(page, source=source,
                                       registered_at=dt.datetime.now(dt.timezone.utc)))
-            fps.append(fingerprint_document(
+            fps.append(fingerprint_record(
                 page, fingerprinter.describe() if fingerprinter is not None else None,
                 source=source))
         index_rows.append(page)

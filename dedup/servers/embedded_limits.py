@@ -79,16 +79,6 @@ def available_memory() -> int:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
-def is_embedded_kind(client: Any) -> bool:
-    """Whether ``client`` talks to a SecantusDB server."""
-    from pymongo.errors import OperationFailure
-
-    try:
-        return "secantusVersion" in client.admin.command("buildInfo")
-    except OperationFailure:  # a server that refuses buildInfo (rights) is not SecantusDB
-        return False
-
-
 def read_memory(counts: dict[str, int]) -> int:
     """Server memory a whole read of each collection in ``counts`` (documents) takes on
     SecantusDB, one after another: the largest of them."""
@@ -109,9 +99,10 @@ def embedded_serves(memory: int | None = None) -> int:
     return have // (WRITE_BYTES_PER_PAGE + READ_BYTES_PER_DOC["pages"])
 
 
-def check_whole_read(db: Any, collections: Iterable[str], verb: str,
+def check_whole_read(reads: Any, collections: Iterable[str], verb: str,
                      memory: int | None = None) -> None:
-    """Refuse, before it starts, a whole read of ``collections`` of database ``db`` that
+    """Refuse, before it starts, a whole read of ``collections`` of a database (its
+    :class:`dedup.store.reads.StoreReads`) that
     the embedded server cannot hold in ``memory`` bytes (default: what this machine has
     available now). Nothing is checked on a real MongoDB.
 
@@ -119,14 +110,12 @@ def check_whole_read(db: Any, collections: Iterable[str], verb: str,
         StoreTooLarge: the message names the collection, the memory it would take, the
             memory there is, how many pages that serves, and what to do.
     """
-    from dedup.adapters.mongo import stored_sizes
     from dedup.tables import human_bytes
 
-    if not is_embedded_kind(db.client):
+    if not reads.is_embedded():
         return
-    known = stored_sizes(db) or {}  # read at once; a count reads the whole collection
-    counts = {name: known[name] if name in known else int(db[name].estimated_document_count())
-              for name in collections}
+    # the store's counts, read at once (a count reads the whole collection)
+    counts = {name: reads.estimated(name) for name in collections}
     need = read_memory(counts)
     have = available_memory() if memory is None else memory
     if need <= have:
@@ -135,7 +124,7 @@ def check_whole_read(db: Any, collections: Iterable[str], verb: str,
     where = f"{MEMORY_ENV} allows" if os.environ.get(MEMORY_ENV) else "this machine has available"
     raise StoreTooLarge(
         f"{verb}: the embedded MongoDB (SecantusDB) builds a query's whole result in memory "
-        f"before answering: reading the {counts[name]:,} documents of '{db.name}.{name}' "
+        f"before answering: reading the {counts[name]:,} documents of '{reads.name}.{name}' "
         f"would take about {human_bytes(need)}, more than the {human_bytes(have)} "
         f"{where} (whole reads of about {serves_pages(have):,} pages fit). Use a real "
         "MongoDB (MONGO_URI; docker compose runs one): it streams the read.")

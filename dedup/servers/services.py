@@ -33,22 +33,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-import pymongo
 import redis
-from pymongo.errors import OperationFailure, PyMongoError
 
 from dedup.errors import ServiceUnavailable, redact
+from dedup.store.mongo import connect_mongo
 
 log = logging.getLogger(__name__)
 
-#: Default folder for the embedded servers' data.
-DEFAULT_DATA_DIR = "simcrawl-data"
-
-#: Seconds to wait for a server to answer.
+#: Seconds to wait for Redis to answer.
 DEFAULT_TIMEOUT = 5.0
 
-#: Milliseconds a heartbeat may wait while a long scan runs (``op_timeout=None``).
-LONG_SCAN_MS = 600_000
+#: Default folder for the embedded servers' data.
+DEFAULT_DATA_DIR = "simcrawl-data"
 
 #: Seconds to wait for an embedded server to answer after it started (one that exits is
 #: reported at once): SecantusDB opens a store of 10 million pages (7 GB) in 66–84 s.
@@ -194,57 +190,6 @@ def durability_warning(client: redis.Redis) -> str | None:
     return None
 
 
-def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
-                  op_timeout: float | None = 60.0) -> pymongo.MongoClient:
-    """A pymongo client for ``uri``, checked with a ping.
-
-    Args:
-        uri: ``mongodb://...``.
-        timeout: seconds to find and connect to the server.
-        op_timeout: seconds to wait for one reply (``None``: no limit, for long scans
-            such as ``rebuild-index``, whose first batch can take a minute on the
-            embedded server with a million fingerprints). It bounds pymongo's heartbeats
-            too: a server busy with a long scan (SecantusDB answers one request at a time)
-            must not be taken for a dead one, which cancels the scan.
-
-    Raises:
-        ServiceUnavailable: no server answers (the message names the URI).
-        ValueError: the URI is malformed.
-    """
-    ms = int(timeout * 1000)
-    # pymongo's monitor waits connectTimeoutMS for a heartbeat's reply, and a missed one
-    # clears the pool, cancelling what runs on it: as long as one reply may take
-    heartbeat_ms = max(ms, LONG_SCAN_MS if op_timeout is None else int(op_timeout * 1000))
-    if not uri.startswith(("mongodb://", "mongodb+srv://")):
-        raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: it must start "
-                         "with mongodb:// or mongodb+srv://")
-    try:
-        client: pymongo.MongoClient = pymongo.MongoClient(
-            uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=heartbeat_ms,
-            socketTimeoutMS=None if op_timeout is None else int(op_timeout * 1000),
-            tz_aware=True)
-    except (PyMongoError, ValueError, TypeError) as exc:
-        raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: {exc}") from exc
-    try:
-        client.admin.command("ping")
-    except OperationFailure as exc:
-        client.close()
-        if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
-            raise ServiceUnavailable(
-                f"MongoDB at {redact(uri)} refused the login ({exc.details and exc.details.get('errmsg') or exc}). "
-                "Fix the user name and password in MONGO_URI.",
-                                     service="MongoDB") from exc
-        raise ServiceUnavailable(f"MongoDB at {redact(uri)} failed: {exc}",
-                                 service="MongoDB") from exc
-    except PyMongoError as exc:
-        client.close()
-        raise ServiceUnavailable(
-            f"MongoDB at {redact(uri)} is unreachable ({type(exc).__name__}). Start it or "
-            "fix MONGO_URI; unset MONGO_URI to use the embedded server.",
-                                 service="MongoDB") from exc
-    return client
-
-
 # ------------------------------------------------------------------ embedded servers
 def redis_server_binary() -> str:
     """Path of a redis-server: ``$SIMCRAWL_REDIS_SERVER``, else one on ``PATH`` (Debian's
@@ -380,11 +325,9 @@ class EmbeddedServer:
                 redis.Redis(host="127.0.0.1", port=self.port or 0, socket_timeout=1,
                             socket_connect_timeout=1).ping()
             else:
-                client: pymongo.MongoClient
-                with pymongo.MongoClient(self.url, serverSelectionTimeoutMS=1000) as client:
-                    client.admin.command("ping")
+                connect_mongo(self.url, timeout=1.0).close()
             return True
-        except (redis.RedisError, PyMongoError, OSError):
+        except (redis.RedisError, ServiceUnavailable, ValueError, OSError):
             return False
 
     def adopt(self, pid: int, port: int) -> bool:

@@ -150,8 +150,8 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
     # is the index's promise, no two stored pages within k of each other
     import numpy as np
 
-    from dedup.adapters.mongo import from_int64
     from dedup.batch import find_all
+    from dedup.store.mongo import from_int64
 
     fps = [from_int64(d["simhash"]) for d in db.fingerprints.find({"short": False})]
     pairs = find_all(np.array(fps, dtype=np.uint64), 3)

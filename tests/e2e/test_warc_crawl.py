@@ -69,6 +69,9 @@ def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # typ
     ran = _warc_in(proc, str(proc.folder / "warc"), "--database", "warc_in")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "files cut short by a record that cannot be read: 0" in ran.stdout
+    # the progress line says how far through its files the run is: at its end, all of them
+    size = sum(p.stat().st_size for p in (proc.folder / "warc").glob("*.warc.gz"))
+    assert f"read {size / 1e6:.1f} of {size / 1e6:.1f} MB (100%)" in ran.stdout, ran.stdout
     again = connect_mongo(proc.services.mongo_uri)["warc_in"]
     def groups(database) -> set[frozenset[str]]:  # type: ignore[no-untyped-def]
         by_original: dict[str, set[str]] = {}

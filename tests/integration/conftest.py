@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from dedup.adapters.index import RedisStore
-from dedup.adapters.mongo import PageStore
 from dedup.index import MemoryStore
 from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.store.mongo import PageStore
 
 
 @pytest.fixture(scope="session")

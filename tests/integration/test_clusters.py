@@ -14,9 +14,10 @@ import sys
 import pytest
 from bson import ObjectId
 
-from dedup.adapters.mongo import fingerprint_doc, match_doc
 from dedup.simhash import fingerprint
 from dedup.sketch import TextSketch
+from dedup.store.mongo import fingerprint_document, match_document
+from dedup.store.records import fingerprint_row, match_record
 
 WORDS = ["river", "harbour", "council", "budget", "school", "winter", "market", "bridge", "station", "library", "museum", "festival", "election", "doctor", "hospital", "teacher", "farmer", "engine", "railway", "storm", "garden", "village", "mayor", "report", "study", "price", "house", "road", "water", "energy", "forest", "coast", "island", "mountain", "valley", "music", "theatre", "science", "history", "courts", "police", "museum"]
 
@@ -60,21 +61,21 @@ def crawled(pages):  # type: ignore[no-untyped-def]
                                 "host": host, "text": body, "title": name,
                                 "fetched_at": start + dt.timedelta(minutes=n)})
         fp = fingerprint(body)
-        pages.fingerprints.insert_one(fingerprint_doc(
+        pages.fingerprints.insert_one(fingerprint_document(fingerprint_row(
             ids[name], fp.simhash, checksum=f"{fp.checksum:032x}", tokens=fp.tokens, short=False,
             algorithm="test", sketch=TextSketch.of_text(body, host=host,
-                                                        title=name).to_bytes()))
-    pages.matches.insert_one(match_doc(url="http://c.example/copy", host="c.example",
+                                                        title=name).to_bytes())))
+    pages.matches.insert_one(match_document(match_record(url="http://c.example/copy", host="c.example",
                                        original_id=ids["other"],
                                        original_url="http://a.example/other",
                                        original_host="a.example", distance=1,
-                                       kind="simhash"))
+                                       kind="simhash")))
     for n in (1, 2):  # two copies the crawl dropped for the page the batch finds a copy
-        pages.matches.insert_one(match_doc(url=f"http://c.example/second-{n}", host="c.example",
+        pages.matches.insert_one(match_document(match_record(url=f"http://c.example/second-{n}", host="c.example",
                                            original_id=ids["second"],
                                            original_url="http://b.example/second",
                                            original_host="b.example", distance=0,
-                                           kind="exact"))
+                                           kind="exact")))
     return ids
 
 
@@ -118,9 +119,9 @@ def test_rewrites_stay_apart(services, pages, namespace: str) -> None:
                                 "host": "a.example", "text": body, "title": "same title",
                                 "fetched_at": dt.datetime(2026, 11, 1, 0, n)})
         fp = fingerprint(body)
-        pages.fingerprints.insert_one(fingerprint_doc(
+        pages.fingerprints.insert_one(fingerprint_document(fingerprint_row(
             pid, fp.simhash, checksum=f"{fp.checksum:032x}", tokens=fp.tokens, short=False,
-            algorithm="test", sketch=TextSketch.of_text(body).to_bytes()))
+            algorithm="test", sketch=TextSketch.of_text(body).to_bytes())))
     result = run_clusters(services, pages.db.name, namespace, "-k", "31")
     assert result.returncode == 0, result.stderr
     assert "1 kept apart" in result.stdout
@@ -147,14 +148,15 @@ def test_report_and_console_show_clusters_and_batch_copies(services, pages, craw
                                                           namespace: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from console.report import write_report
     from console.web import create_app
+    from dedup.store.mongo_reads import MongoReads
 
     assert run_clusters(services, pages.db.name, namespace).returncode == 0
-    found = write_report(pages.db, tmp_path / "report")
+    found = write_report(MongoReads(pages.db), tmp_path / "report")
     assert (found.clusters, found.pages_in_clusters, found.batch_copies) == (1, 2, 1)
     assert found.matches == 3  # the crawl's own records; the batch one is not a drop
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>Clusters</h2>" in html and "1 copy the crawl admitted" in html
-    app = create_app(pages.db, figures_folder=tmp_path / "figures", refresh=3600)
+    app = create_app(MongoReads(pages.db), figures_folder=tmp_path / "figures", refresh=3600)
     app.extensions["simcrawl_figures"].wait(60)
     client = app.test_client()
     dashboard = client.get("/").get_data(as_text=True)

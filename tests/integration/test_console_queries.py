@@ -8,7 +8,9 @@ import random
 
 from bson import ObjectId
 
-from console.web import PAGE_SIZE, newest, search_filter
+from console.web import PAGE_SIZE
+from dedup.store.mongo_reads import MongoReads
+from dedup.store.reads import Where, search
 
 
 def _oid(when: dt.datetime) -> ObjectId:
@@ -27,17 +29,18 @@ def test_newest_pages_through_every_record_in_order_whatever_their_age(pages) ->
         docs.append({"_id": _oid(now - age), "url": f"https://a.example/{n}",
                      "host": rng.choice(["a.example", "a.example:8080", "b.example"])})
     pages.matches.insert_many(docs)
-    filters, _ = search_filter("a.example")
-    seen: list[ObjectId] = []
+    where, _ = search("a.example")
+    reads = MongoReads(pages.db)
+    seen: list[str] = []
     before = None
     while True:
-        rows, before = newest(pages.matches, filters, PAGE_SIZE, before)
+        rows, before = reads.newest("matches", where, PAGE_SIZE, before)
         seen += [r["_id"] for r in rows]
         assert len(rows) == PAGE_SIZE or before is None
         if before is None:
             break
     expected = sorted((d["_id"] for d in docs if d["host"].startswith("a.example")),
                       reverse=True)
-    assert seen == expected
-    everything, more = newest(pages.matches, [{}], 1000)
+    assert seen == [str(e) for e in expected]  # ids as their hex, newest first
+    everything, more = reads.newest("matches", Where(), 1000)
     assert len(everything) == 400 and more is None

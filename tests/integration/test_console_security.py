@@ -60,8 +60,9 @@ class Browser:
 @pytest.fixture
 def console(pages, tmp_path: Path) -> Iterator[int]:  # type: ignore[no-untyped-def]
     from console.web import create_app
+    from dedup.store.mongo_reads import MongoReads
 
-    app = create_app(pages.db, token=TOKEN, figures_folder=tmp_path / "figures",
+    app = create_app(MongoReads(pages.db), token=TOKEN, figures_folder=tmp_path / "figures",
                      refresh=3600)
     port = free_port()
     server = make_server("127.0.0.1", port, app, threaded=True)

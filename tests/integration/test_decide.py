@@ -6,7 +6,6 @@ import pytest
 
 from dedup.adapters.deduplicator import on_servers
 from dedup.adapters.index import RedisStore
-from dedup.adapters.mongo import page_document
 from dedup.decide import (
     CHANGED,
     EXACT,
@@ -17,6 +16,7 @@ from dedup.decide import (
 )
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
+from dedup.store.records import page_record
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_new_exact_near_and_short(dedup_, pages) -> None:  # type: ignore[no-unt
 def test_revisits_are_not_duplicates_of_themselves(dedup_, pages) -> None:  # type: ignore[no-untyped-def]
     first = cand("http://a/page", "1" * 32, A)
     assert dedup_.decide([first])[0].kind == NEW
-    pages.save_pages([page_document(first)])
+    pages.save_pages([page_record(first)])
     same = dedup_.decide([cand("http://a/page", "1" * 32, A)])[0]
     assert (same.kind, same.page_id) == (UNCHANGED, first.page_id)
     assert dedup_.decide([cand("http://a/page", "2" * 32, A ^ 3)])[0].kind == CHANGED
@@ -67,7 +67,7 @@ def test_originals_from_another_process_are_named_from_the_store(redis_client, p
     two = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace)
     original = cand("http://a/x", "9" * 32, A)
     one.decide([original])
-    pages.save_pages([page_document(original)])
+    pages.save_pages([page_record(original)])
     copy = two.decide([cand("http://b/x", "8" * 32, A ^ 1)])[0]
     assert (copy.kind, copy.original_url, copy.original_host) == (NEAR, "http://a/x", "a")
     store.clear()
@@ -90,10 +90,11 @@ def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pa
     # an original whose second opinion is only in MongoDB (another process admitted it)
     other = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace,
                          Rules(verify_distance=10))
-    from dedup.adapters.mongo import fingerprint_doc, to_int64
+    from dedup.store.mongo import to_int64
+    from dedup.store.records import fingerprint_row
 
-    pages.save_pages([page_document(original)],
-                     [fingerprint_doc(original.page_id, A, checksum="1" * 32, tokens=99,
+    pages.save_pages([page_record(original)],
+                     [fingerprint_row(original.page_id, A, checksum="1" * 32, tokens=99,
                                       short=False, algorithm="t", simhash2=to_int64(0))])
     far = Page("http://e/1", "e", "5" * 32, A ^ (3 << 40), False,  # rewrite: 4 bits
                     verify=(1 << 30) - 1)
@@ -131,13 +132,13 @@ def test_a_page_is_the_same_page_whatever_the_order_of_its_query_arguments(  # t
     before url_key existed is given its key and found too."""
     first = cand("http://a/list?page=2&sort=new", "1" * 32, A)
     assert dedup_.decide([first])[0].kind == NEW
-    pages.save_pages([page_document(first)], [])
+    pages.save_pages([page_record(first)], [])
     again = cand("http://a/list?sort=new&page=2#top", "1" * 32, A)
     got = dedup_.decide([again])[0]
     assert (got.kind, got.page_id) == (UNCHANGED, first.page_id)
     # a page stored by an older simcrawl, without url_key
     old = cand("http://b/item?id=7&lang=en", "2" * 32, A ^ (0xFF << 40))
-    doc = page_document(old)
+    doc = page_record(old)
     del doc["url_key"]
     from bson import ObjectId
 

@@ -9,11 +9,11 @@ from decision_cases import *  # the shared cases, collected here
 
 from dedup.adapters.deduplicator import on_servers
 from dedup.adapters.index import open_index, redis_store
-from dedup.adapters.mongo import fingerprint_document, match_doc, page_document
 from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator
+from dedup.store.records import fingerprint_record, match_record, page_record
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +36,13 @@ class ServerWorld:
                           rules or Rules.from_config(CONFIG), templates=templates)
 
     def store(self, p) -> None:  # type: ignore[no-untyped-def]
-        self.pages.save_pages([page_document(p)], [fingerprint_document(p)])  # the crawl's
+        self.pages.save_pages([page_record(p)], [fingerprint_record(p)])  # the crawl's
 
     def indexed(self) -> int:
         return self.tables.count()
 
     def record_copy(self, p, d) -> None:  # type: ignore[no-untyped-def]
-        self.pages.save_matches([match_doc(  # as the crawl's storage pipeline writes it
+        self.pages.save_matches([match_record(  # as the crawl's storage pipeline writes it
             url=p.url, host=p.host, original_id=d.original_id, original_url=None,
             original_host=None, distance=d.distance, kind=d.kind, checksum=p.checksum,
             containment=d.containment)])

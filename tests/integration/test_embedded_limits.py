@@ -17,9 +17,9 @@ from dedup.servers.embedded_limits import (
     READ_BYTES_PER_DOC,
     StoreTooLarge,
     check_whole_read,
-    is_embedded_kind,
 )
 from dedup.servers.services import EmbeddedServices, connect_mongo
+from dedup.store.mongo_reads import MongoReads
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_whole_store_verbs_refuse_a_store_the_embedded_server_cannot_hold(tmp_pa
                                      for i, p in enumerate(db.pages.find({}, {"_id": 1}))])
         db.matches.insert_one({"url": "http://copy.test/0", "host": "copy.test",
                                "original_url": "http://site.test/0", "kind": "exact"})
-        assert is_embedded_kind(db.client)
+        assert MongoReads(db).is_embedded()
         # a cap one byte short of what the verb's heaviest whole read takes
         out = tmp_path / "pages.jsonl"
         for heaviest, args in (("pages", ("export", "pages", "--format", "jsonl", "-o", str(out))),
@@ -79,7 +79,7 @@ def test_a_bad_memory_cap_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.M
         db.pages.insert_one({"url": "http://site.test/", "host": "site.test"})
         monkeypatch.setenv("SIMCRAWL_EMBEDDED_MEMORY", "lots")
         with pytest.raises(ValueError, match="SIMCRAWL_EMBEDDED_MEMORY: not a size"):
-            check_whole_read(db, ("pages",), "simcrawl export")
+            check_whole_read(MongoReads(db), ("pages",), "simcrawl export")
         # the command says it in one line, with the usage error's exit status
         said = verb(tmp_path / "data", services.mongo_uri or "", "", "report", "-o",
                     str(tmp_path / "report"), memory="lots")
@@ -89,7 +89,7 @@ def test_a_bad_memory_cap_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.M
         # a small cap is said in the units that show it
         monkeypatch.setenv("SIMCRAWL_EMBEDDED_MEMORY", "1000")
         with pytest.raises(StoreTooLarge, match=r"more than the 1\.0 KB"):
-            check_whole_read(db, ("pages",), "simcrawl export")
+            check_whole_read(MongoReads(db), ("pages",), "simcrawl export")
 
 
 def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> None:
@@ -98,7 +98,8 @@ def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> N
     (1 s a 100,000 pages), and so does a lookup no index serves."""
     from bson import ObjectId
 
-    from dedup.adapters.mongo import PageStore, fingerprint_doc, match_doc, stored_sizes
+    from dedup.store.mongo import PageStore, stored_sizes
+    from dedup.store.records import fingerprint_row, match_record
 
     with EmbeddedServices(tmp_path / "data", redis=False) as services:
         client = connect_mongo(services.mongo_uri or "")
@@ -108,11 +109,11 @@ def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> N
         pages = [{"_id": i, "url": f"http://s.test/{n}", "host": "s.test"} for n, i in
                  enumerate(ids)]
         pages[0]["source"] = "novels"
-        fps = [fingerprint_doc(i, n, checksum=f"{n:032x}", tokens=50, short=False,
+        fps = [fingerprint_row(i, n, checksum=f"{n:032x}", tokens=50, short=False,
                                algorithm="test") for n, i in enumerate(ids)]
         assert store.save_pages(pages, fps) == 5
         assert store.save_pages(pages[:2], fps[:2]) == 0  # stored already: not counted
-        copies = [match_doc(url=f"http://c.test/{n}", host="c.test", original_id=ids[1],
+        copies = [match_record(url=f"http://c.test/{n}", host="c.test", original_id=ids[1],
                             original_url=pages[1]["url"], original_host="s.test",
                             distance=1, kind="simhash") for n in range(3)]
         store.save_matches(copies)

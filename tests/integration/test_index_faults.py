@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from dedup.adapters.index import RedisStore
-from dedup.adapters.mongo import PageStore, fingerprint_doc
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.index import Match, NearDuplicateIndex
@@ -25,6 +24,8 @@ from dedup.servers.services import (
     connect_redis,
     free_port,
 )
+from dedup.store.mongo import PageStore
+from dedup.store.records import fingerprint_row
 
 pytestmark = pytest.mark.integration
 
@@ -177,7 +178,7 @@ def test_the_embedded_mongodb_keeps_every_acknowledged_write_across_a_kill(tmp_p
         for at in range(0, 300, 30):  # the crawl's pattern: batches, acknowledged
             store.save_pages([{"_id": pid, "url": f"https://d.example/{at + n}", "host": "d"}
                               for n, pid in enumerate(ids[at:at + 30])],
-                             [fingerprint_doc(pid, at + n, checksum="0" * 32, tokens=50,
+                             [fingerprint_row(pid, at + n, checksum="0" * 32, tokens=50,
                                               short=False, algorithm="t")
                               for n, pid in enumerate(ids[at:at + 30])])
         server.kill()  # SIGKILL right after the last acknowledgement

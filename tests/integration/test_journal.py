@@ -12,10 +12,10 @@ import pytest
 from dedup.adapters.deduplicator import on_servers
 from dedup.adapters.index import RedisStore
 from dedup.adapters.journal import AdmissionJournal, live_owners, owners, recover
-from dedup.adapters.mongo import fingerprint_doc, match_doc, page_document
 from dedup.decide import EXACT, NEAR, NEW
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
+from dedup.store.records import fingerprint_row, match_record, page_record
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ def cand(url: str, checksum: str, fp: int) -> Page:
 
 
 def store_page(pages, c: Page) -> None:  # type: ignore[no-untyped-def]
-    pages.save_pages([page_document(c)], [fingerprint_doc(
+    pages.save_pages([page_record(c)], [fingerprint_row(
         c.page_id, c.simhash, checksum=c.checksum, tokens=50, short=False, algorithm="t")])
 
 
@@ -52,7 +52,7 @@ def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, na
     store_page(pages, stored)
     journal.confirm([stored.page_id])
     # the copy's record was written, the lost original's page was not: then the crawl dies
-    pages.save_matches([match_doc(url="http://b/2", host="b", original_id=lost.page_id,
+    pages.save_matches([match_record(url="http://b/2", host="b", original_id=lost.page_id,
                                   original_url="http://a/2", original_host="a", distance=1,
                                   kind="simhash")])
     journal._stop.set()  # the heartbeat dies with the process ...
@@ -77,7 +77,7 @@ def test_a_page_stored_without_its_fingerprint_is_removed_too(redis_client, page
     crawl = on_servers(index, redis_client, pages, namespace, journal=journal)
     half = cand("http://a/3", "4" * 32, A)
     crawl.decide([half])
-    pages.save_pages([page_document(half)])  # killed between the page and its fingerprint
+    pages.save_pages([page_record(half)])  # killed between the page and its fingerprint
     journal.close()  # a clean stop with unconfirmed entries: recovered at once
     done = recover(redis_client, namespace, pages, index)
     assert done.removed == [half.page_id] and pages.pages.count_documents({}) == 0

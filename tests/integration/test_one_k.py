@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dedup.adapters.mongo import index_k, page_document
 from dedup.index import IndexLayout
 from dedup.page import Page
+from dedup.store.mongo import index_k
+from dedup.store.records import page_record
 
 pytestmark = pytest.mark.integration
 
@@ -19,19 +20,20 @@ def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path
     from cli.calibrate import main as calibrate
     from console.report import write_report
     from console.web import create_app
+    from dedup.store.mongo_reads import MongoReads
 
     db = pages.db
-    pages.save_pages([page_document(Page("http://a.example/1", "a.example", "0" * 32, 1,
+    pages.save_pages([page_record(Page("http://a.example/1", "a.example", "0" * 32, 1,
                                          False, text="a page"))])
     assert index_k(db) == 3  # nothing saved: the crawl's default
     pages.save_layout("simcrawl", IndexLayout.plan(1000, 4).describe())
     pages.save_layout("other", IndexLayout.plan(1000, 2).describe())
     assert (index_k(db), index_k(db, "other")) == (4, 2)
-    write_report(db, tmp_path / "report")
+    write_report(MongoReads(db), tmp_path / "report")
     assert json.loads((tmp_path / "report" / "report.json").read_text())["k"] == 4
-    app = create_app(db, figures_folder=tmp_path / "figures", refresh=3600)
+    app = create_app(MongoReads(db), figures_folder=tmp_path / "figures", refresh=3600)
     assert app.extensions["simcrawl_figures"].k == 4
-    assert create_app(db, namespace="other", figures_folder=tmp_path / "f2",
+    assert create_app(MongoReads(db), namespace="other", figures_folder=tmp_path / "f2",
                       refresh=3600).extensions["simcrawl_figures"].k == 2
     uri = f"mongodb://{db.client.address[0]}:{db.client.address[1]}/"
     assert calibrate(["--mongo-uri", uri, "--database", db.name, "-o",

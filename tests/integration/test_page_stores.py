@@ -1,6 +1,6 @@
 """The page store's interface (:class:`dedup.store.PageRecords`) kept by both stores: the
-same writes give the same answers in memory (:class:`dedup.store.MemoryPageStore`) and
-in MongoDB (:class:`dedup.adapters.mongo.PageStore`, on the embedded SecantusDB)."""
+same writes give the same answers in memory (:class:`dedup.store.memory.MemoryPageStore`) and
+in MongoDB (:class:`dedup.store.mongo.PageStore`, on the embedded SecantusDB)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from dedup.adapters.mongo import (
-    PageStore,
-    fingerprint_doc,
-    fingerprint_document,
-    match_doc,
-    page_document,
-)
 from dedup.ids import new_page_id
 from dedup.page import Page
-from dedup.store import MemoryPageStore, PageRecords
+from dedup.store import PageRecords
+from dedup.store.memory import MemoryPageStore
+from dedup.store.mongo import PageStore
+from dedup.store.records import fingerprint_record, fingerprint_row, match_record, page_record
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +42,14 @@ def page(url: str, text: str = "the harbour opened its new pier", **kw) -> Page:
 def save(store: PageRecords, *pages: Page, source: str | None = None) -> int:
     """Store pages as the crawl does (``source``: the last page is a registered
     original's)."""
-    docs = [page_document(p, crawl_id="c1") for p in pages]
+    docs = [page_record(p, crawl_id="c1") for p in pages]
     if source:
         docs[-1]["source"] = source
-    return store.save_pages(docs, [fingerprint_document(p) for p in pages])
+    return store.save_pages(docs, [fingerprint_record(p) for p in pages])
 
 
 def copy_of(original: Page, url: str, kind: str = "simhash", crawl: str = "c1") -> dict:  # type: ignore[type-arg]
-    return match_doc(url=url, host="copy.example", original_id=original.page_id,
+    return match_record(url=url, host="copy.example", original_id=original.page_id,
                      original_url=original.url, original_host=original.host, distance=2,
                      kind=kind, crawl_id=crawl, checksum="c" * 32, containment=0.97)
 
@@ -129,8 +125,8 @@ def test_fingerprints_of_pages_never_kept_are_not_kept(store: PageRecords) -> No
     a = page("https://a.example/1")
     save(store, a)
     other = new_page_id()  # a fingerprint for a page whose URL another page holds
-    store.save_pages([dict(page_document(a), _id=other)],
-                     [fingerprint_doc(other, 7, checksum="0" * 32, tokens=40, short=False,
+    store.save_pages([dict(page_record(a), _id=other)],
+                     [fingerprint_row(other, 7, checksum="0" * 32, tokens=40, short=False,
                                       algorithm="t", created_at=dt.datetime(2026, 1, 1))])
     assert store.fingerprint_of(other) is None
     assert store.complete_pages([other]) == set()

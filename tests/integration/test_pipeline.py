@@ -11,8 +11,8 @@ from scrapy.utils.test import get_crawler
 
 from crawler.pipelines import StoragePipeline
 from crawler.wiring import parts_of
-from dedup.adapters.mongo import fingerprint_doc
 from dedup.ids import new_page_id
+from dedup.store.records import fingerprint_row
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +41,8 @@ def test_the_last_write_waits_for_one_already_running(services, mongo_client, na
         monkeypatch.setattr(runtime.pages, "save_pages", slow)
         for n in range(5):
             pid = new_page_id()
-            pipeline.pages.append({"_id": pid, "url": f"https://p.example/{n}", "host": "p"})
-            pipeline.fingerprints.append(fingerprint_doc(pid, n, checksum="0" * 32, tokens=50,
+            pipeline.writer.pages.append({"_id": pid, "url": f"https://p.example/{n}", "host": "p"})
+            pipeline.writer.fingerprints.append(fingerprint_row(pid, n, checksum="0" * 32, tokens=50,
                                                          short=False, algorithm="t"))
         periodic = threading.Thread(target=pipeline.flush)  # the periodic flush, running
         periodic.start()
@@ -75,16 +75,16 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
     """One verdict per URL: an earlier crawl recorded the URL as a copy; its text changed
     and it is admitted now; once stored, its old copy record is gone (its excerpt and
     batch records are other collections' or kinds' and stay)."""
-    from dedup.adapters.mongo import match_doc
+    from dedup.store.records import match_record
 
     database = namespace.replace("-", "_")
     crawler, runtime = wired(services, namespace, database)
     try:
         original = new_page_id()
         runtime.pages.save_pages([{"_id": original, "url": "https://o.example/", "host": "o"}],
-                                 [fingerprint_doc(original, 1, checksum="1" * 32, tokens=50,
+                                 [fingerprint_row(original, 1, checksum="1" * 32, tokens=50,
                                                   short=False, algorithm="t")])
-        runtime.pages.save_matches([match_doc(
+        runtime.pages.save_matches([match_record(
             url="https://c.example/", host="c", original_id=original,
             original_url="https://o.example/", original_host="o", distance=2,
             kind="simhash", checksum="2" * 32)])
@@ -92,8 +92,8 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
             "checksum"] == "2" * 32
         pipeline = StoragePipeline(crawler, runtime)
         pid = new_page_id()
-        pipeline.pages.append({"_id": pid, "url": "https://c.example/", "host": "c"})
-        pipeline.fingerprints.append(fingerprint_doc(pid, 9, checksum="3" * 32, tokens=50,
+        pipeline.writer.pages.append({"_id": pid, "url": "https://c.example/", "host": "c"})
+        pipeline.writer.fingerprints.append(fingerprint_row(pid, 9, checksum="3" * 32, tokens=50,
                                                      short=False, algorithm="t"))
         assert pipeline.flush()
         db = mongo_client[database]
@@ -112,9 +112,9 @@ def test_pages_a_recovery_removed_while_the_process_was_frozen_are_not_stored(
     their requests go back to the queue). Woken, it does not store them: they are
     withdrawn and counted, and the next write stores what it admits after."""
     from dedup.adapters.journal import recover
-    from dedup.adapters.mongo import fingerprint_document, page_document
     from dedup.decide import NEW
     from dedup.page import Page
+    from dedup.store.records import fingerprint_record, page_record
 
     database = namespace.replace("-", "_")
     crawler, runtime = wired(services, namespace, database)
@@ -124,8 +124,8 @@ def test_pages_a_recovery_removed_while_the_process_was_frozen_are_not_stored(
         def admit(url: str, fp: int) -> Page:
             page = Page(url, "p.example", f"{fp:032x}", fp, False)
             assert runtime.deduplicator.decide([page])[0].kind == NEW
-            pipeline.pages.append(page_document(page))
-            pipeline.fingerprints.append(fingerprint_document(page))
+            pipeline.writer.pages.append(page_record(page))
+            pipeline.writer.fingerprints.append(fingerprint_record(page))
             return page
 
         frozen = admit("https://p.example/1", 0x0F0F0F0F0F0F0F0F)
@@ -155,19 +155,19 @@ def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
     decided the second time against the first's page, which was not stored yet and whose
     URL the decision could not read: named at the write, the original is the same URL,
     and no record saying the page copies itself is written."""
-    from dedup.adapters.mongo import match_doc
+    from dedup.store.records import match_record
 
     database = namespace.replace("-", "_")
     crawler, runtime = wired(services, namespace, database)
     try:
         pipeline = StoragePipeline(crawler, runtime)
         pid = new_page_id()
-        pipeline.pages.append({"_id": pid, "url": "https://p.example/a", "host": "p"})
-        pipeline.fingerprints.append(fingerprint_doc(pid, 5, checksum="0" * 32, tokens=50,
+        pipeline.writer.pages.append({"_id": pid, "url": "https://p.example/a", "host": "p"})
+        pipeline.writer.fingerprints.append(fingerprint_row(pid, 5, checksum="0" * 32, tokens=50,
                                                      short=False, algorithm="t"))
         assert pipeline.flush()
         for url in ("https://p.example/a", "https://q.example/a"):
-            pipeline.matches.append(match_doc(
+            pipeline.writer.matches.append(match_record(
                 url=url, host=url.split("/")[2], original_id=pid, original_url=None,
                 original_host=None, distance=0, kind="exact"))
         assert pipeline.flush()

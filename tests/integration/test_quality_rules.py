@@ -15,13 +15,13 @@ import pytest
 from crawler.extraction import extract_and_fingerprint, fingerprint_params
 from dedup.adapters.deduplicator import on_servers
 from dedup.adapters.index import RedisStore
-from dedup.adapters.mongo import page_document
 from dedup.config import DedupConfig
 from dedup.decide import NEAR, NEW, Rules
 from dedup.deduplicator import Deduplicator
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.simhash import hamming
+from dedup.store.records import page_record
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +93,7 @@ def test_a_copy_under_other_boilerplate_is_found_by_its_text(  # type: ignore[no
 
     # Another process, whose recent admissions do not include the original, reads its
     # text from the store.
-    pages.save_pages([page_document(original)])
+    pages.save_pages([page_record(original)])
     other = crawl_deduplicator(redis_client, pages, namespace)
     again = other.decide([page(dev_data, dev_pages, "4a44ab3e4c-AB")])[0]
     assert (again.kind, again.original_id) == (NEAR, original.page_id)
@@ -216,7 +216,7 @@ def test_a_copy_is_recorded_against_the_page_it_declares_canonical(  # type: ign
     other = page(dev_data, dev_pages, "4a44ab3e4c-AB", text=False)
     assert [d.kind for d in crawl.decide([original])] == [NEW]
     assert [d.kind for d in crawl.decide([other])] == [NEW]
-    pages.save_pages([page_document(other, text=page(dev_data, dev_pages,
+    pages.save_pages([page_record(other, text=page(dev_data, dev_pages,
                                                      "4a44ab3e4c-AB").text)])
     copy = page(dev_data, dev_pages, "4a44ab3e4c-B2", canonical=other.url)
     assert hamming(copy.simhash, original.simhash) < hamming(copy.simhash, other.simhash)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from bson import Int64
 
-from dedup.adapters.mongo import fingerprint_doc, from_int64, match_doc, to_int64
 from dedup.ids import new_page_id
+from dedup.store.mongo import from_int64, match_document, to_int64
+from dedup.store.records import fingerprint_row, match_record
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ def test_uint64_round_trips_through_the_server(pages) -> None:
     ids = [new_page_id() for _ in EDGES]
     pages.save_pages([{"_id": pid, "url": f"https://x.example/{i}", "host": "x.example"}
                       for i, pid in enumerate(ids)],
-                     [fingerprint_doc(pid, fp, checksum="0" * 32, tokens=50, short=False,
+                     [fingerprint_row(pid, fp, checksum="0" * 32, tokens=50, short=False,
                                       algorithm="test") for pid, fp in zip(ids, EDGES)])
     assert [pages.fingerprint_of(pid) for pid in ids] == EDGES
     assert sorted(fp for fp, _, _ in pages.iter_fingerprints()) == EDGES
@@ -47,7 +48,7 @@ def test_uint64_round_trips_through_the_server(pages) -> None:
 def test_pages_are_stored_once_and_removed_with_their_fingerprint(pages) -> None:
     pid = new_page_id()
     page = {"_id": pid, "url": "https://a.example/1", "host": "a.example"}
-    fp = fingerprint_doc(pid, 12345, checksum="c" * 32, tokens=80, short=False, algorithm="t")
+    fp = fingerprint_row(pid, 12345, checksum="c" * 32, tokens=80, short=False, algorithm="t")
     assert pages.save_pages([page], [fp]) == 1
     again = {"_id": new_page_id(), "url": "https://a.example/1", "host": "a.example"}
     assert pages.save_pages([again]) == 0  # same URL: kept once
@@ -55,7 +56,7 @@ def test_pages_are_stored_once_and_removed_with_their_fingerprint(pages) -> None
     assert pages.count_fingerprints() == 1
     short = new_page_id()
     pages.save_pages([{"_id": short, "url": "https://a.example/2", "host": "a.example"}],
-                     [fingerprint_doc(short, 7, checksum="d" * 32, tokens=3, short=True,
+                     [fingerprint_row(short, 7, checksum="d" * 32, tokens=3, short=True,
                                       algorithm="t")])
     assert pages.count_fingerprints() == 1 and pages.count_fingerprints(False) == 2
     assert [p for _, p, _ in pages.iter_fingerprints()] == [pid]  # short texts are not indexed
@@ -74,14 +75,14 @@ def crawl(pages):  # type: ignore[no-untyped-def]
         url = f"https://{host}/{path}"
         originals[url] = pid
         pages.save_pages([{"_id": pid, "url": url, "host": host, "fetched_at": t0}],
-                         [fingerprint_doc(pid, int(path) << 32, checksum=path * 32, tokens=99,
+                         [fingerprint_row(pid, int(path) << 32, checksum=path * 32, tokens=99,
                                           short=False, algorithm="t")])
     a1, a2 = "https://a.example/1", "https://a.example/2"
     copies = [("https://b.example/c1", "b.example", a1, 1, "simhash", 1),
               ("https://b.example/c2", "b.example", a1, 3, "simhash", 2),
               ("https://a.example/print/1", "a.example", a1, 0, "exact", 3),
               ("https://c.example/x", "c.example", a2, 2, "simhash", 4)]
-    pages.save_matches(match_doc(url=u, host=h, original_id=originals[o], original_url=o,
+    pages.save_matches(match_record(url=u, host=h, original_id=originals[o], original_url=o,
                                  original_host=o.split("/")[2], distance=d, kind=k,
                                  outlinks_dropped=5, detected_at=t0 + dt.timedelta(minutes=m))
                        for u, h, o, d, k, m in copies)
@@ -95,14 +96,14 @@ def tracked(pages):  # type: ignore[no-untyped-def]
     chapter = new_page_id()
     pages.save_pages([{"_id": chapter, "url": "file:///novels/1.txt", "host": "registered",
                        "source": "novels"}])
-    pages.save_matches(match_doc(
+    pages.save_matches(match_record(
         url=u, host=u.split("/")[2], original_id=chapter, original_url="file:///novels/1.txt",
         original_host="registered", distance=0, kind="pinyin", source="novels",
         pinyin={"share": s, "run": r, "span": [0, 99]}, title="第1章", fetched_at=t0,
         detected_at=t0 + dt.timedelta(hours=h)) for u, s, r, h in [
             ("https://pirate.example/1", 1.0, 40, 1), ("https://pirate.example/2", 0.9, 30, 2),
             ("https://forum.example/t/9", 0.2, 8, 3)])
-    pages.save_excerpts(match_doc(
+    pages.save_excerpts(match_record(
         url=u, host=u.split("/")[2], original_id=chapter, original_url="file:///novels/1.txt",
         original_host="registered", distance=None, kind="excerpt", source="novels",
         characters=c, span=[10, 10 + c], containment=0.1, page_id=new_page_id(),
@@ -200,7 +201,7 @@ def test_a_url_has_one_match_record_however_often_it_is_seen(pages) -> None:
     original = new_page_id()
 
     def record(crawl: str, distance: int) -> dict:
-        return match_doc(url="https://b.example/copy", host="b.example", original_id=original,
+        return match_record(url="https://b.example/copy", host="b.example", original_id=original,
                          original_url="https://a.example/", original_host="a.example",
                          distance=distance, kind="simhash", crawl_id=crawl)
 
@@ -218,7 +219,7 @@ def test_a_batch_of_new_and_seen_urls_is_written_as_upserts_in_order_would(pages
     original = new_page_id()
 
     def record(url: str, crawl: str, distance: int) -> dict:
-        return match_doc(url=url, host="b.example", original_id=original,
+        return match_record(url=url, host="b.example", original_id=original,
                          original_url="https://a.example/", original_host="a.example",
                          distance=distance, kind="simhash", crawl_id=crawl)
 
@@ -235,15 +236,15 @@ def test_a_batch_of_new_and_seen_urls_is_written_as_upserts_in_order_would(pages
 
 
 def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> None:
-    from dedup.adapters.mongo import PageStore
+    from dedup.store.mongo import PageStore
 
     db = mongo_client["test_old_matches"]
     try:
         for n in range(3):
-            db.matches.insert_one(match_doc(
+            db.matches.insert_one(match_document(match_record(
                 url="https://b.example/copy", host="b.example", original_id=new_page_id(),
                 original_url=None, original_host=None, distance=n, kind="simhash",
-                detected_at=dt.datetime(2026, 1, 1 + n, tzinfo=dt.timezone.utc)))
+                detected_at=dt.datetime(2026, 1, 1 + n, tzinfo=dt.timezone.utc))))
         PageStore(mongo_client, "test_old_matches").ensure_indexes()
         assert [d["distance"] for d in db.matches.find({})] == [2]  # the latest is kept
     finally:
@@ -263,11 +264,11 @@ def test_matches_of_one_crawl(crawl) -> None:
 def test_a_write_repeated_after_a_failure_keeps_the_fingerprints(pages) -> None:
     pid = new_page_id()
     page = {"_id": pid, "url": "https://a.example/again", "host": "a.example"}
-    fp = fingerprint_doc(pid, 99, checksum="e" * 32, tokens=80, short=False, algorithm="t")
+    fp = fingerprint_row(pid, 99, checksum="e" * 32, tokens=80, short=False, algorithm="t")
     pages.save_pages([page])  # the first try stored the page, then failed
     pages.save_pages([page], [fp])  # the retry: the page is ours, its fingerprint goes in
     assert pages.fingerprint_of(pid) == 99
     other = {"_id": new_page_id(), "url": "https://a.example/again", "host": "a.example"}
-    pages.save_pages([other], [fingerprint_doc(other["_id"], 7, checksum="f" * 32, tokens=80,
+    pages.save_pages([other], [fingerprint_row(other["_id"], 7, checksum="f" * 32, tokens=80,
                                                short=False, algorithm="t")])
     assert pages.fingerprint_of(other["_id"]) is None  # another page's URL: not ours

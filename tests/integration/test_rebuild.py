@@ -9,10 +9,11 @@ import sys
 import pytest
 
 from dedup.adapters.index import RedisStore
-from dedup.adapters.mongo import fingerprint_doc
 from dedup.ids import new_page_id
 from dedup.index import NearDuplicateIndex
 from dedup.sketch import TextSketch
+from dedup.store.mongo import fingerprint_document
+from dedup.store.records import fingerprint_row
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,7 @@ def test_rebuild_index_reproduces_the_index(services, redis_client, pages, names
             sketch = {"sketch": TextSketch.of_text(" ".join(f"w{i}x{j}" for j in range(40)))
                       .to_bytes()} \
                 if i < 10 else {}
-            fps.append(fingerprint_doc(pid, fp, checksum="0" * 32, tokens=40, short=False,
+            fps.append(fingerprint_row(pid, fp, checksum="0" * 32, tokens=40, short=False,
                                        algorithm="t", **sketch))
     pages.save_pages(docs, fps)
     before, layout = sorted(index.entries()), store.read_layout()
@@ -83,7 +84,7 @@ def test_remove_by_page_id_and_fingerprint(services, redis_client, pages, namesp
     index.check_and_add(0xABCDEF, pid)
     index.check_and_add(0xF000000000000000, "other")
     pages.save_pages([{"_id": pid, "url": "https://h.example/x", "host": "h.example"}],
-                     [fingerprint_doc(pid, 0xABCDEF, checksum="0" * 32, tokens=40, short=False,
+                     [fingerprint_row(pid, 0xABCDEF, checksum="0" * 32, tokens=40, short=False,
                                       algorithm="t")])
     done = cli(services, pages, namespace, "remove", pid, "--fingerprint", "f000000000000000")
     assert done.returncode == 0, done.stderr + done.stdout
@@ -100,7 +101,7 @@ def test_a_fingerprint_removed_from_the_index_stays_out_of_its_rebuilds(
     fps = {new_page_id(): 0x1111 * (i + 1) << 40 for i in range(6)}
     pages.save_pages([{"_id": pid, "url": f"https://h.example/{i}", "host": "h.example"}
                       for i, pid in enumerate(fps)],
-                     [fingerprint_doc(pid, fp, checksum=f"{i:032x}", tokens=40, short=False,
+                     [fingerprint_row(pid, fp, checksum=f"{i:032x}", tokens=40, short=False,
                                       algorithm="t") for i, (pid, fp) in enumerate(fps.items())])
     for pid, fp in fps.items():
         index.check_and_add(fp, pid)
@@ -130,7 +131,7 @@ def test_an_index_that_releases_sketches_is_rebuilt_and_removed_from_released(
     fps = {pid: random.Random(i).getrandbits(64) for i, pid in enumerate(text)}
     pages.save_pages([{"_id": pid, "url": f"https://h.example/{pid}", "host": "h.example",
                        "checksum": f"{i:032x}"} for i, pid in enumerate(text)],
-                     [fingerprint_doc(pid, fps[pid], checksum=f"{i:032x}", tokens=60,
+                     [fingerprint_row(pid, fps[pid], checksum=f"{i:032x}", tokens=60,
                                       short=False, algorithm="t", sketch=sketches[pid])
                       for i, pid in enumerate(text)])
     pages.save_layout(namespace, layout.describe())
@@ -172,12 +173,12 @@ def test_rebuild_index_reports_where_store_and_index_disagree(services, redis_cl
     pages.save_pages([{"_id": ok, "url": "https://h/1", "host": "h"},
                       {"_id": no_fp, "url": "https://h/2", "host": "h"},
                       {"_id": lost, "url": "https://h/3", "host": "h"}],
-                     [fingerprint_doc(ok, 1 << 40, checksum="1" * 32, tokens=40, short=False,
+                     [fingerprint_row(ok, 1 << 40, checksum="1" * 32, tokens=40, short=False,
                                       algorithm="t"),
-                      fingerprint_doc(lost, 3 << 40, checksum="3" * 32, tokens=40, short=False,
+                      fingerprint_row(lost, 3 << 40, checksum="3" * 32, tokens=40, short=False,
                                       algorithm="t")])  # lost: stored, not in the index
-    pages.fingerprints.insert_one(fingerprint_doc(orphan, 4 << 40, checksum="4" * 32,
-                                                  tokens=40, short=False, algorithm="t"))
+    pages.fingerprints.insert_one(fingerprint_document(fingerprint_row(orphan, 4 << 40, checksum="4" * 32,
+                                                  tokens=40, short=False, algorithm="t")))
     done = cli(services, pages, namespace, "rebuild-index")
     assert done.returncode == 0, done.stderr
     for text in ("1 pages have no fingerprint", "1 fingerprints have no page",
@@ -201,9 +202,9 @@ def test_a_healthy_store_agrees_with_its_index_and_says_what_is_not_indexed(
     pages.save_pages(
         [{"_id": p, "url": f"https://h.example/{n}", "host": "h.example",
           "checksum": f"{n:032x}"} for n, p in enumerate((first, second, short))],
-        [fingerprint_doc(first, fp, checksum="0" * 32, tokens=40, short=False, algorithm="t"),
-         fingerprint_doc(second, fp, checksum="1" * 32, tokens=40, short=False, algorithm="t"),
-         fingerprint_doc(short, 7, checksum="2" * 32, tokens=4, short=True, algorithm="t")])
+        [fingerprint_row(first, fp, checksum="0" * 32, tokens=40, short=False, algorithm="t"),
+         fingerprint_row(second, fp, checksum="1" * 32, tokens=40, short=False, algorithm="t"),
+         fingerprint_row(short, 7, checksum="2" * 32, tokens=4, short=True, algorithm="t")])
     index = NearDuplicateIndex(RedisStore(redis_client, namespace), capacity=1000)
     index.add_many([(fp, first), (fp, second)])  # as the crawl admits them: one entry
     pages.save_layout(namespace, RedisStore(redis_client, namespace).read_layout())

@@ -118,14 +118,15 @@ def test_cli_without_java_says_how_to_install_it(tmp_path: Path) -> None:
 def test_store_input_on_both_engines(services, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from bson import ObjectId
 
-    from dedup.adapters.mongo import fingerprint_doc
+    from dedup.store.mongo import fingerprint_document
+    from dedup.store.records import fingerprint_row
 
     values = planted(3_000, 100, 3, seed=5)
-    docs = [fingerprint_doc(str(ObjectId()), int(v), checksum="0" * 32, tokens=200,
+    docs = [fingerprint_row(str(ObjectId()), int(v), checksum="0" * 32, tokens=200,
                             short=False, algorithm="test") for v in values]
-    docs.append(fingerprint_doc(str(ObjectId()), int(values[0]), checksum="0" * 32,
+    docs.append(fingerprint_row(str(ObjectId()), int(values[0]), checksum="0" * 32,
                                 tokens=3, short=True, algorithm="test"))  # not indexed
-    pages.fingerprints.insert_many(docs)
+    pages.fingerprints.insert_many([fingerprint_document(d) for d in docs])
     pages.pages.insert_one({"url": "http://a.test/", "host": "a.test"})
     store = ["--store", "--mongo-uri", services.mongo_uri, "--database", pages.db.name]
     local = run_cli(*store)

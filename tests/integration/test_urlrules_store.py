@@ -195,15 +195,17 @@ def test_a_cluster_keeps_a_hosts_rules_on_one_node(redis_cluster: str) -> None:
 def test_the_report_names_the_rules_and_the_requests_they_saved(mongo_client, namespace: str,  # type: ignore[no-untyped-def]
                                                                  tmp_path) -> None:
     from console.report import write_report
-    from dedup.adapters.mongo import PageStore, match_doc
+    from dedup.store.mongo import PageStore
+    from dedup.store.mongo_reads import MongoReads
+    from dedup.store.records import match_record
 
     store = PageStore(mongo_client, namespace.replace("-", "_"))
     try:
-        store.save_matches([match_doc(
+        store.save_matches([match_record(
             url=f"{story(n)}?ref=rss", host=H, original_id="6b0b12d8c1bb49a0e3dc801b",
             original_url=story(n), original_host=H, distance=None, kind="url_rule",
             rules=[f"{H}: drop_param ref"], claimant=story(n)) for n in range(4)])
-        found = write_report(store.db, tmp_path, k=3)
+        found = write_report(MongoReads(store.db), tmp_path, k=3)
         html = (tmp_path / "report.html").read_text()
     finally:
         mongo_client.drop_database(store.db.name)

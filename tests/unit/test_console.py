@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from console.diff import side_by_side, tokens
-from console.web import crawl_state, is_loopback, search_filter
+from console.web import crawl_state, is_loopback
+from dedup.store.reads import Where, search
 
 
 def test_tokens_give_the_text_back_and_cut_chinese_per_character() -> None:
@@ -35,18 +36,19 @@ def test_identical_texts_share_everything() -> None:
 
 
 def test_search_reads_hosts_and_url_prefixes() -> None:
-    by_url, said = search_filter("https://news.example.com/2026/")
-    assert by_url == [{"url": {"$gte": "https://news.example.com/2026/",
-                               "$lt": "https://news.example.com/2026/\U0010ffff"}}]
+    by_url, said = search("https://news.example.com/2026/")
+    assert by_url == Where(url_prefixes=("https://news.example.com/2026/",))
     assert "starting with" in said
-    schemes, _ = search_filter("news.example.com/2026/")
-    assert [c["url"]["$gte"] for c in schemes] == [
-        "http://news.example.com/2026/", "https://news.example.com/2026/"]
-    host, said = search_filter(" News.Example.com ")
-    assert host[0] == {"host": "news.example.com"} and said == "host news.example.com"
-    assert search_filter("127.0.0.1:8080")[0] == [{"host": "127.0.0.1:8080"}]
+    schemes, _ = search("news.example.com/2026/")
+    assert schemes.url_prefixes == ("http://news.example.com/2026/",
+                                    "https://news.example.com/2026/")
+    host, said = search(" News.Example.com ")
+    assert host == Where(host="news.example.com", any_port=True)
+    assert said == "host news.example.com"
+    # a host with its port is that port's alone
+    assert search("127.0.0.1:8080")[0] == Where(host="127.0.0.1:8080")
     # a URL that is a whole host is that host's search (an index range, not a URL scan)
-    assert search_filter("https://news.example.com/") == search_filter("news.example.com")
+    assert search("https://news.example.com/") == search("news.example.com")
 
 
 def test_only_loopback_addresses_count_as_private() -> None:

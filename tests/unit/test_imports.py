@@ -59,9 +59,12 @@ def test_no_module_imports_itself_through_others(graph) -> None:  # type: ignore
     assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)
 
 
-#: The rooms of the library: the adapters (Redis, MongoDB) and process management (the
-#: embedded servers); everything else in dedup is the pure core.
-ADAPTERS = ("dedup.adapters", "dedup.servers")
+#: The rooms of the library: the adapters (Redis, MongoDB: the store's MongoDB adapter and
+#: its write protocol, which speaks to the journal in Redis) and process management (the
+#: embedded servers); everything else in dedup is the pure core, the store's records and
+#: interfaces included.
+ADAPTERS = ("dedup.adapters", "dedup.servers", "dedup.store.mongo", "dedup.store.mongo_reads",
+            "dedup.store.writer")
 
 #: Client libraries the pure core never imports (and bson, MongoDB's format).
 CLIENTS = ("redis", "pymongo", "bson", "hiredis", "scrapy", "twisted", "pyspark")

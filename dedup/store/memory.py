@@ -1,78 +1,16 @@
-"""The page store behind an interface, as the index is (:mod:`dedup.index`).
-
-What a crawl keeps of its pages, their fingerprints, the match records of copies and
-the excerpt records of quotations, and what the decision and the recovery of killed
-crawls read back. :class:`PageRecords` is the interface; it has two implementations:
-
-* :class:`MemoryPageStore`, here: one process's store in memory (tests, scripts);
-* :class:`dedup.adapters.mongo.PageStore`: the ``pages``, ``fingerprints``, ``matches``
-  and ``excerpts`` collections of a MongoDB database, shared by every crawl process
-  (its module gives the schema).
-
-Both take the documents :mod:`dedup.adapters.mongo` makes (``page_document``,
-``fingerprint_document``, ``match_doc``) and answer the same reads the same way;
-``tests/integration/test_page_stores.py`` runs one set of checks against both.
-"""
+"""The page store in one process's memory: tests, scripts, and what a decision needs
+without MongoDB (:class:`dedup.store.PageRecords`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
-from dedup.ids import url_key
-
-#: The kinds of match records that say a page copies another (an excerpt only quotes).
-COPY_KINDS = ("exact", "simhash", "pinyin", "url_rule")
-
-
-class PageRecords(Protocol):
-    """The page store's interface: the writes of a crawl and the reads of its decisions."""
-
-    def ensure_indexes(self) -> None: ...
-    def save_pages(self, pages: Iterable[Mapping[str, Any]],
-                   fingerprints: Iterable[Mapping[str, Any]] = ()) -> int: ...
-    def save_matches(self, matches: Iterable[Mapping[str, Any]]) -> int: ...
-    def save_excerpts(self, excerpts: Iterable[Mapping[str, Any]]) -> int: ...
-    def forget_copies(self, urls: Iterable[str]) -> int: ...
-    def complete_pages(self, page_ids: Iterable[str]) -> set[str]: ...
-    def _drop(self, page_id: str) -> None:
-        """Forget a page and its fingerprint (the caller holds the lock)."""
-        page = self.pages.pop(page_id, None)
-        if page is not None:
-            url = str(page["url"])
-            self._by_url.pop(url, None)
-            self._by_key.pop(str(page.get("url_key") or url_key(url)), None)
-        self.fingerprints.pop(page_id, None)
-
-    def forget_pages(self, page_ids: Sequence[str]) -> list[str]: ...
-    def remove_page(self, page_id: str) -> int | None: ...
-    def save_crawl(self, crawl_id: str, record: Mapping[str, Any],
-                   running: bool = False) -> None: ...
-    def mark_interrupted(self, hostname: str, alive: Callable[[int], bool]) -> list[str]: ...
-    def save_layout(self, namespace: str, description: Mapping[str, Any]) -> None: ...
-    def load_layout(self, namespace: str) -> dict[str, Any] | None: ...
-    def sizes(self) -> dict[str, int] | None: ...
-    def flush_sizes(self) -> None: ...
-    def stored_urls(self, urls: Iterable[str]) -> dict[str, tuple[str, str | None]]: ...
-    def recorded_copies(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]: ...
-    def urls_of(self, page_ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]: ...
-    def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]: ...
-    def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]: ...
-    def sketches_of(self, page_ids: Iterable[str]) -> dict[str, bytes]: ...
-    def verifiers_of(self, page_ids: Iterable[str]) -> dict[str, int]: ...
-    def fingerprint_of(self, page_id: str) -> int | None: ...
-    def page(self, page_id: str) -> dict[str, Any] | None: ...
-
-
-def unsigned(value: int) -> int:
-    """A 64-bit fingerprint as stored (a signed 64-bit integer) back to its bits.
-
-    >>> unsigned(-1) == 2**64 - 1, unsigned(5)
-    (True, 5)
-    """
-    return int(value) & 0xFFFF_FFFF_FFFF_FFFF
+from dedup.ids import new_page_id, url_key
+from dedup.store import COPY_KINDS, unsigned
+from dedup.store.reads import EVERYTHING, TIME_FIELD, Span, Where, k_of_layouts
 
 
 class MemoryPageStore:
@@ -137,7 +75,8 @@ class MemoryPageStore:
                 have = records.get(doc["url"])
                 if have is None:
                     new += 1
-                    have = records[doc["url"]] = {"first_detected_at": first, "times_seen": 0,
+                    have = records[doc["url"]] = {"_id": new_page_id(),
+                                                  "first_detected_at": first, "times_seen": 0,
                                                   "crawl_ids": []}
                 have.update(doc)
                 have["times_seen"] += 1
@@ -280,3 +219,176 @@ class MemoryPageStore:
     def page(self, page_id: str) -> dict[str, Any] | None:
         doc = self.pages.get(page_id)
         return None if doc is None else dict(doc)
+
+
+class MemoryReads:
+    """The reads of the console, the report and the export
+    (:class:`dedup.store.reads.StoreReads`) over a :class:`MemoryPageStore`, answering as
+    :class:`dedup.store.mongo_reads.MongoReads` does (one set of checks runs against
+    both)."""
+
+    def __init__(self, store: MemoryPageStore, name: str = "memory") -> None:
+        self.store = store
+        self.name = name
+
+    def _kind(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {"pages": self.store.pages, "matches": self.store.matches,
+                "excerpts": self.store.excerpts}[kind]
+
+    # -------------------------------------------------------------- the database
+    def sizes(self) -> dict[str, int] | None:
+        return self.store.sizes()
+
+    def holds_crawl(self) -> bool:
+        sizes = self.store.sizes() or {}
+        return sizes["pages"] > sizes["registered"] or sizes["matches"] > 0
+
+    def has_records(self) -> bool:
+        return bool(self.store.pages or self.store.matches)
+
+    def estimated(self, kind: str) -> int:
+        return len(getattr(self.store, kind, {}))
+
+    def count(self, kind: str, span: Span = EVERYTHING) -> int:
+        return sum(1 for _ in self.records(kind, span, ()))
+
+    def is_embedded(self) -> bool:
+        return False
+
+    def page_store(self) -> MemoryPageStore:
+        return self.store
+
+    def index_k(self, namespace: str | None = None) -> int:
+        return k_of_layouts(self.store.layouts, self.name, namespace)
+
+    # -------------------------------------------------------------- whole reads
+    def records(self, kind: str, span: Span = EVERYTHING,
+                fields: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        keep = None if fields is None else {"_id", *fields}
+        for doc in sorted(self._kind(kind).values(), key=lambda d: d["_id"]):
+            if not _in_span(kind, doc, span):
+                continue
+            yield dict(doc) if keep is None else {k: v for k, v in doc.items() if k in keep}
+
+    def clusters(self) -> Iterator[dict[str, Any]]:
+        return iter(())  # the batch job writes its clusters to MongoDB only
+
+    def crawls(self, crawl_id: str | None = None) -> list[dict[str, Any]]:
+        return [dict(r) for cid, r in self.store.crawls.items()
+                if crawl_id is None or cid == crawl_id]
+
+    def fingerprints(self) -> Iterator[tuple[str, int, int | None]]:
+        for pid, d in sorted(self.store.fingerprints.items()):
+            if not d.get("short"):
+                second = d.get("simhash2")
+                yield pid, unsigned(d["simhash"]), None if second is None else unsigned(second)
+
+    def near_matches(self, max_distance: int) -> Iterator[tuple[str, int, str]]:
+        for m in self.records("matches"):
+            if m.get("kind") == "simhash" and int(m.get("distance") or 0) <= max_distance:
+                yield m["_id"], int(m["distance"]), m["original_id"]
+
+    # -------------------------------------------------------------- one at a time
+    def recent_crawls(self, limit: int) -> list[dict[str, Any]]:
+        rows = sorted(self.crawls(), key=lambda r: r.get("updated_at") or _EPOCH, reverse=True)
+        return [{k: v for k, v in r.items() if k not in ("stats", "skipped_per_minute")}
+                for r in rows[:limit]]
+
+    def newest(self, kind: str, where: Where, limit: int, before: str | None = None,
+               by: str = "_id") -> tuple[list[dict[str, Any]], str | None]:
+        rows = [{k: v for k, v in d.items() if k != "text"}
+                for d in self._kind(kind).values()
+                if _named(where, d) and d.get(by) is not None
+                and (before is None or by != "_id" or d["_id"] < before)]
+        rows.sort(key=lambda d: d[by], reverse=True)
+        more = len(rows) > limit and by == "_id"
+        return rows[:limit], (rows[limit - 1]["_id"] if more else None)
+
+    def match(self, match_id: str) -> dict[str, Any] | None:
+        return next((dict(m) for m in self.store.matches.values() if m["_id"] == match_id),
+                    None)
+
+    def page(self, page_id: str, text: bool = True) -> dict[str, Any] | None:
+        doc = self.store.page(page_id)
+        if doc is not None and not text:
+            doc.pop("text", None)
+        return doc
+
+    def url_and_text(self, kind: str, record_id: str) -> tuple[str, str]:
+        doc = self.page(record_id) if kind == "pages" else self.match(record_id)
+        doc = doc or {}
+        return str(doc.get("url", "")), str(doc.get("text") or "")
+
+    def copies_of(self, page_id: str, limit: int) -> tuple[list[dict[str, Any]], int]:
+        rows = [{k: v for k, v in m.items() if k != "text"}
+                for m in self.store.matches.values() if m["original_id"] == page_id]
+        rows.sort(key=lambda m: m["detected_at"], reverse=True)
+        return rows[:limit], len(rows)
+
+    def cluster(self, cluster_id: str) -> dict[str, Any] | None:
+        return None  # see clusters
+
+    def pages_of(self, page_ids: Iterable[str]) -> list[dict[str, Any]]:
+        return [{"_id": p, "url": d["url"], **({"fetched_at": d["fetched_at"]}
+                                               if "fetched_at" in d else {})}
+                for p in page_ids if (d := self.store.pages.get(p)) is not None]
+
+    def batch_record(self, url: str) -> dict[str, Any] | None:
+        m = self.store.matches.get(url)
+        return None if m is None or m.get("kind") != "batch" else \
+            {k: v for k, v in m.items() if k != "text"}
+
+    def examples(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        rows = [dict(m) for m in self.store.matches.values() if m.get("kind") == kind]
+        rows.sort(key=lambda m: (m.get("distance") is not None, m.get("distance") or 0,
+                                 m["url"]))
+        return rows[:limit]
+
+    def source_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for d in self.store.pages.values():
+            if d.get("source"):
+                counts[d["source"]] = counts.get(d["source"], 0) + 1
+        return counts
+
+    def originals(self, source: str, after: str | None,
+                  limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        rows = sorted(({"_id": p, "url": d["url"], "title": d.get("title"),
+                        **({"registered_at": d["registered_at"]}
+                           if "registered_at" in d else {})}
+                       for p, d in self.store.pages.items() if d.get("source") == source
+                       and (after is None or d["url"] > after)), key=lambda d: d["url"])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, (rows[-1]["url"] if more and rows else None)
+
+    def copy_counts(self, page_ids: Iterable[str]) -> dict[str, int]:
+        wanted, counts = set(page_ids), {}
+        for m in self.store.matches.values():
+            if m["original_id"] in wanted:
+                counts[m["original_id"]] = counts.get(m["original_id"], 0) + 1
+        return counts
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _in_span(kind: str, doc: Mapping[str, Any], span: Span) -> bool:
+    if span.crawl_id and span.crawl_id != doc.get("crawl_id") \
+            and span.crawl_id not in (doc.get("crawl_ids") or ()):
+        return False
+    when = doc.get(TIME_FIELD[kind])
+    if span.since is not None and (when is None or when < span.since):
+        return False
+    return not (span.until is not None and (when is None or when >= span.until))
+
+
+def _named(where: Where, doc: Mapping[str, Any]) -> bool:
+    """Whether ``where`` names ``doc`` (every record when it names nothing)."""
+    if not (where.url_prefixes or where.host is not None or where.source is not None):
+        return True
+    url, host = str(doc.get("url", "")), str(doc.get("host", ""))
+    return (any(url.startswith(p) for p in where.url_prefixes)
+            or (where.host is not None and (host == where.host or (
+                where.any_port and host.startswith(where.host + ":"))))
+            or (where.source is not None and doc.get("source") == where.source))

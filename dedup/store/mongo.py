@@ -1,6 +1,10 @@
 """The page store in MongoDB: ``pages``, ``fingerprints`` and ``matches`` (docs/design.md,
 Storage). MongoDB is the source of truth; the Redis index can be rebuilt from it.
 
+The store's MongoDB adapter, and the only module of simcrawl that speaks to MongoDB: it
+takes the records of :mod:`dedup.store.records` and gives back plain data; the encoding
+below is private to it (``tests/unit/test_one_store.py`` holds that rule).
+
 Fingerprints are unsigned 64-bit integers in the API and signed 64-bit integers in
 MongoDB (BSON has no unsigned type): a fingerprint is stored as its two's-complement
 ``Int64`` (values from 2^63 on become negative), converted here and only here
@@ -50,18 +54,21 @@ from pymongo import UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
 from dedup.config import DEFAULT_DATABASE
-from dedup.errors import ServiceUnavailable
+from dedup.errors import ServiceUnavailable, redact
 from dedup.ids import url_key
-from dedup.page import Page
 from dedup.store import COPY_KINDS
+from dedup.store.records import match_record
 
 log = logging.getLogger(__name__)
 
-#: The fingerprint algorithm stored with each fingerprint (simhash, 64 bits, XXH3 features).
-ALGORITHM = "simhash64-xxh3"
-
 #: Documents per write in the batched writers.
 DEFAULT_WRITE_BATCH = 500
+
+#: Seconds to wait for a server to answer.
+DEFAULT_TIMEOUT = 5.0
+
+#: Milliseconds a heartbeat may wait while a long scan runs (``op_timeout=None``).
+LONG_SCAN_MS = 600_000
 
 #: The ``meta`` document that holds the collections' sizes (:meth:`PageStore.sizes`).
 SIZES_ID = "sizes"
@@ -147,6 +154,13 @@ class PageStore:
         self.lazy_sizes = lazy_sizes
         self._grown: dict[str, int] = {}
         self._grown_lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Delete the whole database (the demo starts every run alike)."""
+        try:
+            self.client.drop_database(self.db.name)
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
 
     # ------------------------------------------------------------------ sizes
 
@@ -257,7 +271,8 @@ class PageStore:
 
         Args:
             pages: page documents; ``_id`` may be a hex page id or an ``ObjectId``.
-            fingerprints: fingerprint documents from :func:`fingerprint_doc`.
+            fingerprints: fingerprint records
+                (:func:`dedup.store.records.fingerprint_record`).
 
         Returns:
             How many pages were inserted.
@@ -267,7 +282,7 @@ class PageStore:
                 keeps its batch).
         """
         docs = [_with_oid(p) for p in pages]
-        fps = [_with_oid(f) for f in fingerprints]
+        fps = [fingerprint_document(f) for f in fingerprints]
         inserted, refused = self._insert(self.pages, docs)
         skipped = set(refused)
         registered = sum(1 for i, d in enumerate(docs) if d.get("source") and i not in skipped)
@@ -286,7 +301,7 @@ class PageStore:
         return inserted
 
     def save_matches(self, matches: Iterable[Mapping[str, Any]]) -> int:
-        """Upsert match records (see :func:`match_doc`), one per URL: a URL seen again
+        """Upsert match records (:func:`dedup.store.records.match_record`), one per URL: a URL seen again
         (a re-crawl, another process) updates its record, adds the crawl to
         ``crawl_ids`` and counts ``times_seen``. Returns how many were new."""
         new = self._upsert_by_url(self.matches, matches)
@@ -294,7 +309,7 @@ class PageStore:
         return new
 
     def save_excerpts(self, excerpts: Iterable[Mapping[str, Any]]) -> int:
-        """Upsert excerpt records (:func:`match_doc` with ``kind`` ``excerpt``: a kept
+        """Upsert excerpt records (match records with ``kind`` ``excerpt``: a kept
         page quoting a registered original), one per URL, as :meth:`save_matches`."""
         new = self._upsert_by_url(self.excerpts, excerpts)
         self._grow(excerpts=new)
@@ -309,7 +324,7 @@ class PageStore:
         every record in order gives. Returns how many were new."""
         records = []  # (the record's fields, when first detected, its crawl)
         for m in matches:
-            doc = _with_oid(m)
+            doc = match_document(m)
             for derived in ("_id", "times_seen", "crawl_ids"):  # kept by the server
                 doc.pop(derived, None)
             records.append((doc, doc.pop("first_detected_at", None) or doc["detected_at"],
@@ -830,11 +845,11 @@ class PageStore:
                     counts["unchanged"] += 1
                     continue
                 original, copy = facts[c.original], facts[c.copy]
-                doc = match_doc(url=url, host=copy.host, original_id=c.original,
-                                original_url=original.url, original_host=original.host,
-                                distance=c.distance, kind="batch", detected_at=now,
-                                page_id=object_id(c.copy), cluster=cluster,
-                                containment=c.containment)
+                doc = match_document(match_record(
+                    url=url, host=copy.host, original_id=c.original, original_url=original.url,
+                    original_host=original.host, distance=c.distance, kind="batch",
+                    detected_at=now, page_id=c.copy, cluster=cluster,
+                    containment=c.containment))
                 if c.held:  # the original copies the copy's text: crawled first, it stays
                     doc["held"] = True
                 ops.append(pymongo.ReplaceOne({"url": url}, doc, upsert=True))
@@ -899,30 +914,66 @@ def stored_sizes(db: Any) -> dict[str, int] | None:
     return {k: max(int(v), 0) for k, v in doc.items() if k not in ("_id", "exact")}
 
 
-def fingerprint_doc(page_id: str, simhash: int, *, checksum: str, tokens: int, short: bool,
-                    algorithm: str, created_at: dt.datetime | None = None,
-                    **extra: Any) -> dict[str, Any]:
-    """A ``fingerprints`` document (the one place that writes a simhash to MongoDB)."""
-    return {"_id": object_id(page_id), "simhash": to_int64(simhash),
-            "simhash_hex": f"{simhash:016x}", "checksum": checksum, "tokens": tokens,
-            "short": short, "algorithm": algorithm,
-            "created_at": created_at or dt.datetime.now(dt.timezone.utc), **extra}
+def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,
+                  op_timeout: float | None = 60.0) -> pymongo.MongoClient:
+    """A pymongo client for ``uri``, checked with a ping.
+
+    Args:
+        uri: ``mongodb://...``.
+        timeout: seconds to find and connect to the server.
+        op_timeout: seconds to wait for one reply (``None``: no limit, for long scans
+            such as ``rebuild-index``, whose first batch can take a minute on the
+            embedded server with a million fingerprints). It bounds pymongo's heartbeats
+            too: a server busy with a long scan (SecantusDB answers one request at a time)
+            must not be taken for a dead one, which cancels the scan.
+
+    Raises:
+        ServiceUnavailable: no server answers (the message names the URI).
+        ValueError: the URI is malformed.
+    """
+    ms = int(timeout * 1000)
+    # pymongo's monitor waits connectTimeoutMS for a heartbeat's reply, and a missed one
+    # clears the pool, cancelling what runs on it: as long as one reply may take
+    heartbeat_ms = max(ms, LONG_SCAN_MS if op_timeout is None else int(op_timeout * 1000))
+    if not uri.startswith(("mongodb://", "mongodb+srv://")):
+        raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: it must start "
+                         "with mongodb:// or mongodb+srv://")
+    try:
+        client: pymongo.MongoClient = pymongo.MongoClient(
+            uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=heartbeat_ms,
+            socketTimeoutMS=None if op_timeout is None else int(op_timeout * 1000),
+            tz_aware=True)
+    except (PyMongoError, ValueError, TypeError) as exc:
+        raise ValueError(f"MONGO_URI {redact(uri)!r} is not a MongoDB URI: {exc}") from exc
+    try:
+        client.admin.command("ping")
+    except OperationFailure as exc:
+        client.close()
+        if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+            raise ServiceUnavailable(
+                f"MongoDB at {redact(uri)} refused the login ({exc.details and exc.details.get('errmsg') or exc}). "
+                "Fix the user name and password in MONGO_URI.",
+                                     service="MongoDB") from exc
+        raise ServiceUnavailable(f"MongoDB at {redact(uri)} failed: {exc}",
+                                 service="MongoDB") from exc
+    except PyMongoError as exc:
+        client.close()
+        raise ServiceUnavailable(
+            f"MongoDB at {redact(uri)} is unreachable ({type(exc).__name__}). Start it or "
+            "fix MONGO_URI; unset MONGO_URI to use the embedded server.",
+                                 service="MongoDB") from exc
+    return client
 
 
 def index_k(db: Any, namespace: str | None = None) -> int:
-    """The k of the crawl's index: from the layout it was built with, saved in the
-    database's ``meta`` collection (:meth:`PageStore.save_layout`): the namespace's, or
-    without one the database's own (:func:`dedup.config.namespace_of`), else the default
-    namespace's (a crawl before databases had their own), else the demo's, else the
-    first saved; the crawl's
-    default (:data:`dedup.config.DEFAULT_MAX_DISTANCE`) when none is saved. What the
-    console marks as k, so that every command agrees with the crawl.
+    """The k of the crawl's index, from the layouts saved in the database's ``meta``
+    collection (:meth:`PageStore.save_layout`), chosen by
+    :func:`dedup.store.reads.k_of_layouts`.
 
     Raises:
         ServiceUnavailable: MongoDB failed.
     """
-    from dedup.config import DEFAULT_MAX_DISTANCE, DEFAULT_NAMESPACE, DEMO_NAMESPACE, namespace_of
-    from dedup.index.layout import IndexLayout, IndexMismatchError
+    from dedup.store.reads import k_of_layouts
 
     try:
         saved = {d["_id"].split(":", 1)[1]: d.get("layout") for d in db["meta"].find(
@@ -930,86 +981,7 @@ def index_k(db: Any, namespace: str | None = None) -> int:
     except PyMongoError as exc:
         raise ServiceUnavailable(f"MongoDB failed reading the index layout: {exc}",
                                  service="MongoDB") from exc
-    try:
-        own = [namespace_of(db.name)]
-    except ValueError:  # a name no namespace can take: its crawl named one
-        own = []
-    order = [namespace] if namespace else [*own, DEFAULT_NAMESPACE, DEMO_NAMESPACE,
-                                           *sorted(saved)]
-    for name in order:
-        if saved.get(name):
-            try:
-                return IndexLayout.from_description(saved[name]).k
-            except IndexMismatchError:
-                continue
-    return DEFAULT_MAX_DISTANCE
-
-
-def page_document(page: Page, *, store_text: bool = True, **fields_: Any) -> dict[str, Any]:
-    """The ``pages`` document of an admitted :class:`~dedup.page.Page` (the one place that
-    makes one): its id, URL and canonical URL (``url_key``), host, checksum, fetch time,
-    title, description, language, text length, extraction method, declared canonical, its
-    whole text
-    (unless ``store_text`` is off), and the crawl's ``fields_`` (status, depth, ...)."""
-    doc: dict[str, Any] = {
-        "_id": page.page_id, "url": page.url, "url_key": url_key(page.url),
-        "host": page.host, "checksum": page.checksum, "title": page.title,
-        "language": page.language, "text_length": len(page.text), "extraction": page.method}
-    if page.fetched_at is not None:  # a registered original was never fetched
-        doc["fetched_at"] = page.fetched_at
-    if store_text:
-        doc["text"] = page.text
-    if page.canonical:
-        doc["canonical"] = page.canonical
-    if page.description:
-        doc["description"] = page.description
-    doc.update(fields_)
-    return doc
-
-
-def fingerprint_document(page: Page, pinyin_params: dict[str, Any] | None = None,
-                         **extra: Any) -> dict[str, Any]:
-    """The ``fingerprints`` document of an admitted :class:`~dedup.page.Page`: its
-    simhash (the one the index holds), checksum, tokens, second opinion (``simhash2``)
-    and pinyin windows (with the parameters they were computed with), and the text sketch
-    the index keeps with the simhash (``sketch``), from which ``rebuild-index`` restores
-    it."""
-    if page.sketch:
-        extra["sketch"] = page.sketch
-    if page.verify is not None:
-        extra["simhash2"] = to_int64(page.verify)
-    if page.pinyin is not None and page.pinyin.codes and pinyin_params is not None:
-        extra["pinyin"] = pinyin_doc(page.pinyin, pinyin_params)
-    return fingerprint_doc(page.page_id, page.simhash, checksum=page.checksum,
-                           tokens=page.tokens, short=page.short, algorithm=ALGORITHM, **extra)
-
-
-def pinyin_doc(fp: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """The ``pinyin`` field of a fingerprint document: the window codes (Int64), the
-    parameters they were computed with, and the Han character count."""
-    return {"codes": [to_int64(c) for c in fp.codes], "params": params,
-            "han_characters": fp.letters}
-
-
-def match_doc(*, url: str, host: str, original_id: str, original_url: str | None,
-              original_host: str | None, distance: int | None, kind: str,
-              outlinks_dropped: int = 0, crawl_id: str | None = None,
-              detected_at: dt.datetime | None = None, similarity: float | None = None,
-              **extra: Any) -> dict[str, Any]:
-    """A ``matches`` document. ``distance`` is the Hamming distance of a simhash or exact
-    match (``None`` for a pinyin match, whose measure is its ``pinyin`` share and run);
-    ``similarity`` defaults to ``1 - distance / 64`` (for pinyin: the share of windows)."""
-    if similarity is None:
-        share = (extra.get("pinyin") or {}).get("share")
-        similarity = float(share) if distance is None and share is not None else \
-            1 - int(distance or 0) / 64
-    return {"url": url, "host": host, "original_id": object_id(original_id),
-            "original_url": original_url, "original_host": original_host,
-            "distance": None if distance is None else int(distance), "kind": kind,
-            "similarity": round(similarity, 4),
-            "outlinks_dropped": int(outlinks_dropped),
-            "detected_at": detected_at or dt.datetime.now(dt.timezone.utc),
-            "crawl_id": crawl_id, **extra}
+    return k_of_layouts(saved, db.name, namespace)
 
 
 def _upsert(doc: dict[str, Any], first: Any, crawl: Any) -> UpdateOne:
@@ -1023,7 +995,35 @@ def _upsert(doc: dict[str, Any], first: Any, crawl: Any) -> UpdateOne:
 
 
 def _with_oid(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A page record as stored: its id an ``ObjectId``."""
     out = dict(doc)
     if "_id" in out and isinstance(out["_id"], str):
         out["_id"] = object_id(out["_id"])
+    return out
+
+
+def _int64(value: int) -> Int64:
+    return value if isinstance(value, Int64) else to_int64(value)
+
+
+def fingerprint_document(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A fingerprint record (:func:`dedup.store.records.fingerprint_row`) as stored: its
+    id an ``ObjectId``, its fingerprints and pinyin codes signed ``Int64`` (the one place
+    that writes a fingerprint to MongoDB)."""
+    out = _with_oid(record)
+    out["simhash"] = _int64(out["simhash"])
+    if out.get("simhash2") is not None:
+        out["simhash2"] = _int64(out["simhash2"])
+    if out.get("pinyin"):
+        out["pinyin"] = dict(out["pinyin"], codes=[_int64(c) for c in out["pinyin"]["codes"]])
+    return out
+
+
+def match_document(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A match or excerpt record (:func:`dedup.store.records.match_record`) as stored: the
+    ids it names ``ObjectId``."""
+    out = dict(record)
+    out["original_id"] = object_id(out["original_id"])
+    if out.get("page_id"):
+        out["page_id"] = object_id(out["page_id"])
     return out
