@@ -134,13 +134,13 @@ def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of what every store verb asks before it reads (which database holds a
     crawl, and how large it is), which must not read the store whole."""
     from console.store import holds_crawl, require_crawl
+    from dedup.store.mongo_reads import MongoReads
 
     out = {}
-    from dedup.store.mongo import stored_sizes
-
-    for name, ask in (("sizes", lambda: stored_sizes(db)),
-                      ("holds_crawl", lambda: holds_crawl(db)),
-                      ("require_crawl", lambda: require_crawl(db)),
+    reads = MongoReads(db)
+    for name, ask in (("sizes", reads.sizes),
+                      ("holds_crawl", lambda: holds_crawl(reads)),
+                      ("require_crawl", lambda: require_crawl(reads)),
                       ("estimated_count", lambda: db.pages.estimated_document_count())):
         started = time.monotonic()
         ask()
