@@ -10,13 +10,9 @@ WORKDIR /app
 COPY pyproject.toml setup.py README.md ./
 COPY dedup ./dedup
 COPY crawler ./crawler
-COPY console ./console
-COPY cli ./cli
-COPY sparkjob ./sparkjob
-COPY examples ./examples
 # Installed into site-packages; the source folders go, so that imports find the build.
 RUN pip install --no-cache-dir . \
- && rm -rf dedup crawler console cli sparkjob examples build \
+ && rm -rf dedup crawler build \
  && python -c "import dedup, dedup.pinyin as p, dedup.maintext as m, sys; sys.exit('python' in (dedup.KERNEL, p.KERNEL, m.KERNEL))"
 
 RUN useradd --create-home --uid 10001 crawler

@@ -32,9 +32,9 @@ from typing import Any
 
 from bson import ObjectId
 
-from console.web import create_app
+from crawler.console.web import create_app
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
-from dedup.store.mongo import PageStore
+from dedup.store.mongo import PageStore, fingerprint_document, match_document
 from dedup.store.mongo_reads import MongoReads
 from dedup.store.records import fingerprint_row, match_record
 
@@ -79,19 +79,19 @@ def generate(db: Any, pages: int, copy_rate: float, seed: int = 1) -> dict[str, 
                          "status": 200, "fetched_at": when, "depth": rng.randint(0, 5),
                          "text": text, "text_length": len(text), "extraction": "trafilatura",
                          "crawl_id": f"crawl{n * 4 // pages}", "checksum": f"{n:032x}"})
-            fps.append(fingerprint_row(str(oid), rng.getrandbits(64), checksum=f"{n:032x}",
-                                       tokens=130, short=False, algorithm="simhash64-xxh3",
-                                       created_at=when))
+            fps.append(fingerprint_document(fingerprint_row(
+                str(oid), rng.getrandbits(64), checksum=f"{n:032x}", tokens=130, short=False,
+                algorithm="simhash64-xxh3", created_at=when)))
             page_ids.append(oid)
             if rng.random() < copy_rate:
                 original = page_ids[rng.randrange(len(page_ids))]
                 copy_host = rng.choices(hosts, weights)[0]
-                doc = match_record(url=f"https://{copy_host}/copy/{n}.html", host=copy_host,
-                                original_id=str(original), original_url=None,
-                                original_host=None, distance=rng.choice([0, 1, 1, 2, 2, 3]),
-                                kind="simhash", crawl_id=f"crawl{n * 4 // pages}",
-                                detected_at=when, text=text.replace("council", "county"),
-                                title=f"Copy {n}")
+                doc = match_document(match_record(
+                    url=f"https://{copy_host}/copy/{n}.html", host=copy_host,
+                    original_id=str(original), original_url=None, original_host=None,
+                    distance=rng.choice([0, 1, 1, 2, 2, 3]), kind="simhash",
+                    crawl_id=f"crawl{n * 4 // pages}", detected_at=when,
+                    text=text.replace("council", "county"), title=f"Copy {n}"))
                 doc["_id"] = _oid(when, rng)
                 doc["crawl_ids"] = [doc["crawl_id"]]
                 matches.append(doc)
@@ -115,11 +115,11 @@ def generate(db: Any, pages: int, copy_rate: float, seed: int = 1) -> dict[str, 
     for n in range(pages // 100):
         original, source = rng.choice(originals)
         when = start + step * rng.randrange(pages)
-        doc = match_record(url=f"https://pirate{n % 50}.example/read/{n}.html",
-                        host=f"pirate{n % 50}.example", original_id=str(original),
-                        original_url=None, original_host="registered", distance=None,
-                        kind="pinyin", pinyin={"share": 0.9, "run": 20, "span": 25},
-                        source=source, detected_at=when, text=text, crawl_id="crawl0")
+        doc = match_document(match_record(
+            url=f"https://pirate{n % 50}.example/read/{n}.html", host=f"pirate{n % 50}.example",
+            original_id=str(original), original_url=None, original_host="registered",
+            distance=None, kind="pinyin", pinyin={"share": 0.9, "run": 20, "span": 25},
+            source=source, detected_at=when, text=text, crawl_id="crawl0"))
         doc["_id"] = _oid(when, rng)
         copies.append(doc)
     db.matches.insert_many(copies, ordered=False)

@@ -39,8 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simcrawl_examples.demosite import DemoSite, Expected, Page, SiteContent, build
-
+from crawler.examples.demosite import DemoSite, Expected, Page, SiteContent, build
 from dedup.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[1]

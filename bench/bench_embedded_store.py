@@ -85,7 +85,7 @@ def peak_memory(pid: int) -> Iterator[list[int]]:
 def template(text_chars: int):  # type: ignore[no-untyped-def]
     """A page as the crawl reads it: the bundled real article, its text repeated or cut to
     ``text_chars`` characters (the development pages' mean main text is about 4,600)."""
-    html = (ROOT / "examples" / "harbour-original.html").read_text("utf-8")
+    html = (ROOT / "crawler" / "examples" / "harbour-original.html").read_text("utf-8")
     page = read_html(html, "https://news.example/harbour", fingerprint_params(DedupConfig()))
     text = (page.text + "\n") * (text_chars // max(len(page.text), 1) + 1)
     return page, text[:text_chars]
@@ -133,7 +133,7 @@ def read_whole(db, name: str, pid: int) -> dict[str, float]:  # type: ignore[no-
 def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of what every store verb asks before it reads (which database holds a
     crawl, and how large it is), which must not read the store whole."""
-    from console.store import holds_crawl, require_crawl
+    from crawler.console.store import holds_crawl, require_crawl
     from dedup.store.mongo_reads import MongoReads
 
     out = {}

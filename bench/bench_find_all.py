@@ -135,7 +135,7 @@ def engines(sizes: list[int], k: int) -> list[dict]:
             for what in ("pairs", "clusters"):
                 extra = ["--clusters"] if what == "clusters" else []
                 mine, theirs = Path(tmp) / "local.jsonl", Path(tmp) / "spark.jsonl"
-                command = [sys.executable, "-m", "cli", "find-all", str(source), "-k", str(k)]
+                command = [sys.executable, "-m", "crawler.cli", "find-all", str(source), "-k", str(k)]
                 t_local, rc1, py_local, _ = run_measured([*command, *extra, "-o", str(mine)])
                 t_spark, rc2, py_spark, jvm = run_measured(
                     [*command, *extra, "--engine", "spark", "--master", "local[2]",

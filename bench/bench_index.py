@@ -308,7 +308,7 @@ def time_rebuild(svc: EmbeddedServices, n: int, prepared: float) -> dict[str, fl
     client = connect_redis(svc.redis_url)
     client.config_set("appendonly", "no")
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "cli", "rebuild-index", "--capacity",
+    proc = subprocess.run([sys.executable, "-m", "crawler.cli", "rebuild-index", "--capacity",
                            str(n), "--redis-url", svc.redis_url, "--mongo-uri",
                            svc.mongo_uri, "--database", "bench", "--namespace", "bench"],
                           capture_output=True, text=True, check=False)

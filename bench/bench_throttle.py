@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from simcrawl_examples.pageserver import serve
-
+from crawler.examples.pageserver import serve
 from crawler.run import crawl
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 

@@ -3,7 +3,7 @@ then an invariant checker over the whole record, against the same crawl without 
 
 The run, on services it starts itself (``tmp`` folder, loopback only):
 
-1. A generated site (:func:`simcrawl_examples.demosite.build_groups`: articles reached
+1. A generated site (:func:`crawler.examples.demosite.build_groups`: articles reached
    from paginated listings, each with copies under other templates: a mirror and a wire
    copy that link to traps, a print version that races its article) served with every
    request logged.
@@ -529,8 +529,7 @@ def served_pages(site: Any, log_path: Path, since: float) -> set[str]:
 def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
         folder: Path, prove: bool = False, lease: float = 30.0) -> dict[str, Any]:
     """One chaos run; returns its result (the JSON line's fields)."""
-    from simcrawl_examples.demosite import DemoSite, build_groups
-
+    from crawler.examples.demosite import DemoSite, build_groups
     from dedup.servers.services import connect_mongo
 
     kinds = CLUSTER_FAULTS if cluster else NODE_FAULTS

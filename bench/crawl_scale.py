@@ -2,7 +2,7 @@
 pages per second, speed-up over one process, CPU per page, the dedup share of a crawl
 process, double admissions and double fetches.
 
-The site is :func:`simcrawl_examples.demosite.build_groups` (copy groups whose members are pairwise
+The site is :func:`crawler.examples.demosite.build_groups` (copy groups whose members are pairwise
 within k, traps linked only from copies), written to disk and served by Debian's nginx
 (installed with apt-get when missing and run as root), so the server is never the limit.
 Each row crawls the whole site from scratch (its own database and namespace) with the
@@ -36,8 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_crawl import profile_table
-from simcrawl_examples.demosite import HOSTS, build_groups, export
 
+from crawler.examples.demosite import HOSTS, build_groups, export
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
 ROOT = Path(__file__).resolve().parents[1]

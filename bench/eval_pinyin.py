@@ -26,8 +26,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
-from simcrawl_examples.demosite import homophone_groups, swap_homophones
 
+from crawler.examples.demosite import homophone_groups, swap_homophones
 from dedup import extract_text, fingerprint, hamming
 from dedup.pinyin import PinyinFingerprinter, initials, is_copy, score
 

@@ -27,8 +27,8 @@ import xxhash
 from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 from eval_pinyin import insert_ads
 from quality_chinese import HAN, excerpt, shuffled, substitute
-from simcrawl_examples.demosite import homophone_groups, swap_homophones
 
+from crawler.examples.demosite import homophone_groups, swap_homophones
 from dedup import fingerprint, hamming
 from dedup.batch import find_all
 

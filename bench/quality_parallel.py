@@ -44,8 +44,8 @@ from urllib.parse import urlsplit
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 from quality_crawl import articles
-from simcrawl_examples.pageserver import serve
 
+from crawler.examples.pageserver import serve
 from crawler.run import crawl
 from dedup.servers.services import EmbeddedServices, LocalRedisCluster, connect_mongo, free_port
 
@@ -84,7 +84,7 @@ def reconcile(services: EmbeddedServices, database: str, names: dict[str, str],
     import contextlib
     import io
 
-    from cli.clusters import main as clusters_main
+    from crawler.cli.clusters import main as clusters_main
 
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):

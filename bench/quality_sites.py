@@ -182,8 +182,7 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
     store and the server's log read back: what happened to each page requested, in the
     order requested (stored, a copy of its recorded original, or neither: skipped), then
     to each page recorded as a copy without a request (the URL rules' predictions)."""
-    from simcrawl_examples.pageserver import serve
-
+    from crawler.examples.pageserver import serve
     from crawler.run import crawl as run_crawl
     from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 

@@ -40,8 +40,7 @@ from urlsite import HOST, MIRROR, build_urls
 
 def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, Any]:
     """Crawl the site over HTTP; what was requested (in order), stored and recorded."""
-    from simcrawl_examples.pageserver import serve
-
+    from crawler.examples.pageserver import serve
     from crawler.run import crawl as run_crawl
     from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 

@@ -77,6 +77,9 @@ class StoragePipeline:
         self.config = parts.config
         self.writer = RecordWriter(parts.pages, parts.index, parts.journal, parts.client,
                                    parts.config.namespace, parts.config.retry_seconds)
+        # the crawl is archived as WARC: a stored page says so, so that a copy another
+        # process archives can name its original's record (crawler/warc.py)
+        self.archived = {"warc": True} if crawler.settings.get("DEDUP_WARC_DIR") else {}
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
         self.outage = Outage("writing pages", parts.config.retry_seconds, log)
@@ -139,7 +142,8 @@ class StoragePipeline:
             self.writer.add_page(
                 page_record(item, store_text=self.config.store_text, status=item.status,
                             depth=item.depth, referer=item.referer,
-                            crawl_id=self.parts.crawl_id, encoding=item.encoding),
+                            crawl_id=self.parts.crawl_id, encoding=item.encoding,
+                            **self.archived),
                 fingerprint_record(item, self.parts.pinyin_params))
         elif isinstance(item, MatchItem):
             self.writer.add_match(match_record_of(item, crawl_id=self.parts.crawl_id,

@@ -1,4 +1,4 @@
-"""The main job's work (``simcrawl crawl [URL ...]``, what ``./simcrawl`` runs; its options: cli/crawl.py).
+"""The main job's work (``simcrawl crawl [URL ...]``, what ``./simcrawl`` runs; its options: crawler/cli/crawl.py).
 
 With no URL it serves the local demo site, crawls it with ``scrapy crawl site`` on the
 embedded services (or ``REDIS_URL`` / ``MONGO_URI``), and prints a summary, how the crawl
@@ -388,11 +388,11 @@ QUERY = '''db.matches.find({{}}, {{url: 1, original_url: 1, distance: 1, kind: 1
 def command_name() -> str:
     """How the user runs simcrawl here, for the hints it prints: the ``./simcrawl`` of a
     checkout (its launcher says so in ``SIMCRAWL_COMMAND``), else ``simcrawl`` when it is
-    on the PATH, else this Python's ``-m cli``."""
+    on the PATH, else this Python's ``-m crawler.cli``."""
     named = os.environ.get("SIMCRAWL_COMMAND")
     if named:
         return named
-    return "simcrawl" if shutil.which("simcrawl") else f"{sys.executable} -m cli"
+    return "simcrawl" if shutil.which("simcrawl") else f"{sys.executable} -m crawler.cli"
 
 
 def query_hint(database: str, options: str = "") -> str:
@@ -455,8 +455,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     """Crawl the demo site into the ``simcrawl_demo`` database / ``demo`` namespace
     (cleared first, so every demo run starts alike); ``options``: those the hints'
     commands need (:func:`hint_options`)."""
-    from simcrawl_examples.demosite import DemoSite
-
+    from crawler.examples.demosite import DemoSite
     from dedup.adapters.index import redis_store
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
     from dedup.servers.services import connect_mongo, connect_redis

@@ -29,8 +29,17 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from crawler.items import MatchItem, PageItem
+from dedup.errors import ServiceUnavailable
 from dedup.store.records import match_record_of
-from dedup.warc import FILE_BYTES, NEAR_CHOICES, WARC_FIELDS, Fetch, WarcWriter
+from dedup.warc import (
+    FILE_BYTES,
+    NEAR_CHOICES,
+    WARC_FIELDS,
+    Fetch,
+    WarcWriter,
+    record_id_of,
+    warc_date,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -71,8 +80,9 @@ class WarcOut:
     said once and counted in ``dedup/warc/errors``, and the crawl goes on without the
     archive."""
 
-    def __init__(self, crawler: Crawler, writer: WarcWriter) -> None:
+    def __init__(self, crawler: Crawler, writer: WarcWriter, pages: Any = None) -> None:
         self.crawler, self.writer = crawler, writer
+        self.pages = pages  # the page store (PageRecords): originals other processes archived
         self._queue: queue.Queue[tuple[str, Fetch, Any] | None] = queue.Queue(QUEUE)
         self._failed: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="simcrawl-warc", daemon=True)
@@ -105,7 +115,9 @@ class WarcOut:
         except OSError as exc:  # a bad setting: one line, exit status 2
             raise ValueError(f"DEDUP_WARC_DIR {folder} cannot be written: "
                              f"{exc.strerror or exc}") from None
-        ext = cls(crawler, writer)
+        from crawler.wiring import parts_of
+
+        ext = cls(crawler, writer, parts_of(crawler).pages)
         crawler.signals.connect(ext.item_out, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_out, signal=signals.item_dropped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
@@ -117,7 +129,10 @@ class WarcOut:
         if response is None or self._failed is not None:
             return
         if isinstance(item, PageItem) and item.decision in ("new", "changed"):
-            self._queue.put(("original", fetch_of(response), item.page_id or ""))
+            # dated as the store keeps the page (its fetched_at): a copy that another
+            # process archives names this record by its id and date (record_id_of)
+            self._queue.put(("original", fetch_of(response, item.fetched_at),
+                             item.page_id or ""))
         elif isinstance(item, MatchItem) and item.kind in FETCHED_COPIES:
             record = match_record_of(item, crawl_id=None)  # as the store keeps it
             match = {name: record.get(name) for name in WARC_FIELDS}
@@ -136,7 +151,7 @@ class WarcOut:
                 if what == "original":
                     self.writer.original(fetch, extra)
                 else:
-                    self.writer.copy(fetch, extra)
+                    self.writer.copy(fetch, extra, self._archived_elsewhere(extra))
                 self.crawler.stats.inc_value("dedup/warc/records",
                                              self.writer.records - before)
             except Exception as exc:  # noqa: BLE001  (said and counted: the crawl goes on)
@@ -146,6 +161,25 @@ class WarcOut:
         except Exception as exc:  # noqa: BLE001
             self._fail(exc)
         self.crawler.stats.set_value("dedup/warc/files", len(self.writer.files))
+
+    def _archived_elsewhere(self, match: dict[str, Any]) -> tuple[str, str] | None:
+        """The response record id and WARC date of a copy's original that another crawl
+        process archived (its stored page says so: ``warc``), when this one does not hold
+        it; ``None`` when it is not known yet (not stored yet, or not archived)."""
+        original_id = str(match.get("original_id") or "")
+        if not original_id or self.pages is None or \
+                self.writer.holds(original_id, str(match.get("original_url") or "")):
+            return None
+        try:
+            page = self.pages.page(original_id)
+        except ServiceUnavailable as exc:  # named by its URL alone, as before
+            log.debug("reading the original of a copy for its WARC record failed: %s", exc)
+            return None
+        if not page or not page.get("warc") or not isinstance(page.get("fetched_at"),
+                                                                dt.datetime):
+            return None
+        date = warc_date(page["fetched_at"])
+        return record_id_of(original_id, date), date
 
     def _fail(self, exc: BaseException) -> None:
         self.crawler.stats.inc_value("dedup/warc/errors")

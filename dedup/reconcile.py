@@ -183,7 +183,7 @@ def batch_copies(copies: Iterable[Copy]) -> dict[str, Copy]:
 def union_find(edges: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Connected components of an edge list in memory: ``node -> smallest node of its
     component`` (the in-process engine; the Spark engine finds them with
-    ``sparkjob.job.components``)."""
+    ``dedup.spark.job.components``)."""
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import re
+import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -168,9 +169,30 @@ def payload_digest(body: bytes) -> str:
 
 
 def warc_date(when: dt.datetime) -> str:
-    """A WARC/1.1 date (UTC, microseconds)."""
+    """A WARC/1.1 date (UTC, milliseconds: what the store keeps of a page's fetch time, so
+    that a copy written by another process names its original's date as written).
+
+    >>> warc_date(dt.datetime(2026, 11, 29, 12, 0, 1, 234567, tzinfo=dt.timezone.utc))
+    '2026-11-29T12:00:01.234Z'
+    """
     when = when.astimezone(dt.timezone.utc) if when.tzinfo else when
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+#: The namespace of the response records' ids of originals (:func:`record_id_of`).
+_RECORDS = uuid.uuid5(uuid.NAMESPACE_URL, "https://simcrawl.invalid/warc/original")
+
+
+def record_id_of(page_id: str, date: str) -> str:
+    """The ``WARC-Record-ID`` of an original's response record, made from its page id and
+    WARC date (a page fetched again is another record), so that a copy another crawl
+    process writes can name it from what the store keeps of the original.
+
+    >>> a = record_id_of("6b0b7111aa00000000000001", "2026-11-29T12:00:01.234Z")
+    >>> a == record_id_of("6b0b7111aa00000000000001", "2026-11-29T12:00:01.234Z"), a[:10]
+    (True, '<urn:uuid:')
+    """
+    return f"<urn:uuid:{uuid.uuid5(_RECORDS, f'{page_id} {date}')}>"
 
 
 class WarcWriter:
@@ -260,9 +282,9 @@ class WarcWriter:
         self._close()
 
     # ------------------------------------------------------------------ records
-    def _fetched(self, fetch: Fetch) -> tuple[str, str, str]:
-        """The request and response records of a fetch; returns the response's record
-        id, WARC date and payload digest."""
+    def _fetched(self, fetch: Fetch, record_id: str | None = None) -> tuple[str, str, str]:
+        """The request and response records of a fetch (``record_id``: the response's, else
+        a new one); returns the response's record id, WARC date and payload digest."""
         from warcio.statusandheaders import StatusAndHeaders
 
         date = warc_date(fetch.date)
@@ -274,9 +296,11 @@ class WarcWriter:
                 f"{fetch.method} {target} {fetch.protocol}",
                 [("Host", parts.netloc), *request_headers], is_http_request=True),
             warc_headers_dict={"WARC-Date": date})
+        named = {"WARC-Record-ID": record_id} if record_id else {}
         response = self._writer.create_warc_record(
             fetch.url, "response", payload=BytesIO(fetch.body), length=len(fetch.body),
-            http_headers=self._http_headers(fetch), warc_headers_dict={"WARC-Date": date})
+            http_headers=self._http_headers(fetch),
+            warc_headers_dict={"WARC-Date": date, **named})
         response_id = self._write(response)
         request.rec_headers.add_header("WARC-Concurrent-To", response_id)
         self._write(request)
@@ -291,10 +315,16 @@ class WarcWriter:
         status = f"{fetch.status} {fetch.reason}".strip()
         return StatusAndHeaders(status, headers, protocol=fetch.protocol)
 
+    def holds(self, page_id: str, url: str = "") -> bool:
+        """Whether this writer wrote the original (by its page id or URL) and remembers it."""
+        return bool(page_id and page_id in self._held) or bool(url and url in self._held)
+
     def original(self, fetch: Fetch, page_id: str) -> None:
-        """An original stored: its request and response records."""
+        """An original stored: its request and response records (the response's id made
+        from ``page_id`` and the fetch's date: :func:`record_id_of`)."""
         self._ready()
-        record_id, date, digest = self._fetched(fetch)
+        record_id, date, digest = self._fetched(
+            fetch, record_id_of(page_id, warc_date(fetch.date)) if page_id else None)
         held = _Held(record_id, date, digest)
         for key in (page_id, fetch.url):
             if key:
@@ -303,11 +333,14 @@ class WarcWriter:
         while len(self._held) > 2 * REMEMBERED:
             self._held.popitem(last=False)
 
-    def copy(self, fetch: Fetch, match: Mapping[str, Any]) -> str:
+    def copy(self, fetch: Fetch, match: Mapping[str, Any],
+             elsewhere: tuple[str, str] | None = None) -> str:
         """A copy dropped (``match``: its record: ``original_url``, ``original_id``,
         ``kind``, ``distance``...): a revisit, its response or nothing, then its metadata
-        record (see the module docstring). Returns what was written of the page:
-        ``revisit``, ``response`` or ``metadata``."""
+        record (see the module docstring). ``elsewhere``: the response record id and WARC
+        date of an original another writer (another crawl process) archived, named when
+        this one does not hold it. Returns what was written of the page: ``revisit``,
+        ``response`` or ``metadata``."""
         self._ready()
         original_url = match.get("original_url") or ""
         held = self._held.get(match.get("original_id") or "") or self._held.get(original_url)
@@ -316,6 +349,8 @@ class WarcWriter:
         if held is not None:
             refers["WARC-Refers-To-Date"] = held.date
             refers["WARC-Refers-To"] = held.record_id
+        elif elsewhere is not None and original_url:
+            refers["WARC-Refers-To"], refers["WARC-Refers-To-Date"] = elsewhere
         date = warc_date(fetch.date)
         concurrent = None
         if held is not None and held.digest == digest and original_url:

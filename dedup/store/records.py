@@ -15,7 +15,7 @@ Fields (the MongoDB collections of the same names hold them; docs/queries.md):
     ``text_length``, ``extraction``, ``fetched_at`` (not for a registered original),
     ``text`` (unless the crawl keeps no text), ``canonical``, ``description``, and what
     the crawl adds (``status``, ``depth``, ``referer``, ``crawl_id``, ``encoding``,
-    ``source`` for a registered original).
+    ``source`` for a registered original, ``warc`` when the crawl archived it as WARC).
 ``fingerprints``
     ``_id`` (the page's), ``simhash``, ``simhash_hex``, ``checksum``, ``tokens``,
     ``short``, ``algorithm``, ``created_at``; ``simhash2`` (the second opinion),

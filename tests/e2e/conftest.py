@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite
 
+from crawler.examples.demosite import DemoSite
 from dedup.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
     folder = tmp_path_factory.mktemp("demo")
     with EmbeddedServices(folder) as services:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
-        proc = subprocess.run([sys.executable, "-m", "cli", "crawl", "--data-dir", str(folder),
+        proc = subprocess.run([sys.executable, "-m", "crawler.cli", "crawl", "--data-dir", str(folder),
                                "--warc", str(folder / "warc")],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
                               check=False)
@@ -47,7 +47,7 @@ def register_corpus(site: DemoSite, services: EmbeddedServices, tmp: Path, name:
     for file, text in site.content.expected.registered.items():
         (folder / file).write_text(text, encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "cli", "register", str(folder), "--source", "demo-novels",
+        [sys.executable, "-m", "crawler.cli", "register", str(folder), "--source", "demo-novels",
          "--redis-url", services.redis_url or "", "--mongo-uri", services.mongo_uri or "",
          "--database", name, "--namespace", name],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
@@ -163,7 +163,7 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
 
 
 def _check_exact_groups(db, site: DemoSite) -> None:  # type: ignore[no-untyped-def]
-    """The record of a crawl of :func:`simcrawl_examples.demosite.build_groups` (groups whose
+    """The record of a crawl of :func:`crawler.examples.demosite.build_groups` (groups whose
     members are pairwise within k), whatever the order of decisions: exactly one page of
     each group stored, every other member fetched recorded as its copy and naming it, one
     match record per dropped URL and none naming the URL itself, every unique page

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build
 
+from crawler.examples.demosite import DemoSite, build
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build
 
+from crawler.examples.demosite import DemoSite, build
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
@@ -24,7 +24,7 @@ def simcrawl_crawl(services: EmbeddedServices, site: DemoSite, tmp: Path, *args:
     (AutoThrottle off; the command's data folder under ``tmp``)."""
     env = dict(os.environ, REDIS_URL=services.redis_url or "",
                MONGO_URI=services.mongo_uri or "")
-    return subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0], *args,
+    return subprocess.run([sys.executable, "-m", "crawler.cli", "crawl", site.start_urls()[0], *args,
                            "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir", str(tmp / "cli")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
                           check=False)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import QUOTE_CHARS, build
 
+from crawler.examples.demosite import QUOTE_CHARS, build
 from dedup.config import DEFAULT_MAX_DISTANCE
 
 pytestmark = pytest.mark.e2e
@@ -33,11 +33,11 @@ def test_the_demo_crawl_matches_the_known_outcome(demo_run) -> None:  # type: ig
 def test_the_demos_hints_name_commands_this_machine_has(demo_run) -> None:  # type: ignore[no-untyped-def]
     import shutil
 
-    from cli.main import VERBS
+    from crawler.cli.main import VERBS
 
     proc, _ = demo_run
     # the hints name simcrawl as it runs here (./simcrawl in a checkout, simcrawl on the
-    # PATH, else this Python's -m cli), and that command answers
+    # PATH, else this Python's -m crawler.cli), and that command answers
     hint = next(line for line in proc.stdout.splitlines() if " export matches" in line)
     me = hint.strip().split(" export matches")[0]
     ran = subprocess.run([*shlex.split(me), "--version"], cwd=ROOT, capture_output=True,
@@ -166,7 +166,7 @@ def test_export_streams_the_records_the_queries_see(demo_run, tmp_path: Path) ->
     env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
 
     def export(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cli", "export", *args,
+        return subprocess.run([sys.executable, "-m", "crawler.cli", "export", *args,
                                "--database", "simcrawl_demo"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=120, check=False)
 
@@ -207,7 +207,7 @@ def test_the_report_draws_what_the_store_holds(demo_run, tmp_path: Path) -> None
     host, port = db.client.address
     env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "cli", "report", "-o", str(out),
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "report", "-o", str(out),
                            "--database", "simcrawl_demo"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
@@ -290,7 +290,7 @@ def test_calibrate_measures_the_share_of_copies_per_distance(demo_run, tmp_path:
     host, port = db.client.address
     env = dict(os.environ, MONGO_URI=f"mongodb://{host}:{port}/")
     out = tmp_path / "calibrate"
-    done = subprocess.run([sys.executable, "-m", "cli", "calibrate", "-o", str(out)],
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "calibrate", "-o", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite
 
+from crawler.examples.demosite import DemoSite
 from dedup.servers.services import EmbeddedServices, free_port
 
 pytestmark = pytest.mark.e2e
@@ -123,7 +123,7 @@ def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: 
     env = dict(os.environ, REDIS_URL="", MONGO_URI="", SIMCRAWL_TEST_MARK=str(tmp_path))
     # the demo crawl slowed to a request each half second: it would otherwise be over
     # (about a second) before the signal reaches it
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "crawl", "--data-dir", str(data),
+    proc = subprocess.Popen([sys.executable, "-m", "crawler.cli", "crawl", "--data-dir", str(data),
                              "-s", "DOWNLOAD_DELAY=0.5"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -187,7 +187,7 @@ def test_the_simcrawl_command_exits_as_its_table_says(tmp_path: Path, args: list
     port = str(free_port())
     environ = dict(os.environ, REDIS_URL="", MONGO_URI="")
     environ.update({k: v.replace("{port}", port) for k, v in env.items()})
-    done = subprocess.run([sys.executable, "-m", "cli", *[a.replace("{port}", port)
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", *[a.replace("{port}", port)
                                                            for a in args],
                            "--data-dir", str(tmp_path / "data")], cwd=ROOT, env=environ,
                           capture_output=True, text=True, timeout=180, check=False)

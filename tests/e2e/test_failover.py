@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build_groups
 
+from crawler.examples.demosite import DemoSite, build_groups
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e

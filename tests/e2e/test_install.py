@@ -13,7 +13,8 @@ import venv
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import build
+
+from crawler.examples.demosite import build
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,3 +155,20 @@ def test_the_installed_package_crawls_the_demo_from_an_empty_folder(installed: P
     finally:
         web.terminate()
         web.wait(timeout=30)
+
+
+def test_the_package_adds_two_names_to_the_environment(installed: Path, tmp_path: Path) -> None:
+    """The wheel puts two packages at the top of site-packages, ``crawler`` and ``dedup``
+    (the command, the console, the batch job and the demo site inside them), so a user's
+    own ``cli`` or ``console`` is theirs: ``scrapy startproject console`` works beside it."""
+    code = ("import importlib.metadata as m; print(' '.join(sorted({p.parts[0] for p in "
+            "m.files('simcrawl') if len(p.parts) > 1 and p.name == '__init__.py'})))")
+    top = subprocess.run([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert top == ["crawler", "dedup"]
+    for name in ("console", "cli", "sparkjob"):
+        made = subprocess.run([str(installed / "bin" / "python"), "-m", "scrapy",
+                               "startproject", name], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert made.returncode == 0, made.stdout + made.stderr
+        assert (tmp_path / name / "scrapy.cfg").exists()

@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build
 
+from crawler.examples.demosite import DemoSite, build
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
@@ -105,7 +105,7 @@ def test_a_killed_process_of_a_shared_crawl_does_not_hide_the_others(tmp_path: P
     with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
         wrapper = subprocess.Popen(
-            [sys.executable, "-m", "cli", "crawl", site.start_urls()[0], "--processes", "2",
+            [sys.executable, "-m", "crawler.cli", "crawl", site.start_urls()[0], "--processes", "2",
              "--data-dir", str(tmp_path / "run")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120

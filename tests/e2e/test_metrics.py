@@ -13,8 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build
 
+from crawler.examples.demosite import DemoSite, build
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e

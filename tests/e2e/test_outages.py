@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build
 
+from crawler.examples.demosite import DemoSite, build
 from dedup.servers.services import EmbeddedServer, connect_mongo
 
 pytestmark = pytest.mark.e2e

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite
 
+from crawler.examples.demosite import DemoSite
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
@@ -106,8 +106,7 @@ def test_a_recrawl_on_two_processes_keeps_every_verdict(tmp_path: Path) -> None:
     revisit, every copy is recorded against the same original again (its verdict kept:
     its text did not change), no URL is both stored and a copy, and no outlink of a copy
     is requested."""
-    from simcrawl_examples.demosite import build
-
+    from crawler.examples.demosite import build
     from dedup.servers.services import connect_mongo
 
     with EmbeddedServices(tmp_path / "data") as services, \

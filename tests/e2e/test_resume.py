@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite
 
+from crawler.examples.demosite import DemoSite
 from dedup.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
@@ -65,7 +65,7 @@ def test_a_forced_shutdown_is_not_resumed_empty(tmp_path: Path, check_record,
                                                 reference_crawl) -> None:  # type: ignore[no-untyped-def]
     """A double Ctrl-C loses Scrapy's queue but keeps its seen-requests file: the resume
     must re-seed the job, not end "finished" with pages never fetched."""
-    from simcrawl_examples.demosite import build
+    from crawler.examples.demosite import build
 
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(novel_chapters=0)) as site:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, Page, build
 
+from crawler.examples.demosite import DemoSite, Page, build
 from dedup.servers.services import EmbeddedServices
 
 pytestmark = pytest.mark.e2e
@@ -85,7 +85,7 @@ def test_a_robots_txt_that_never_answers_disallows_its_host(tmp_path: Path) -> N
         # simcrawl crawl URL says that it fetched nothing, and why (exit status 1)
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri,
                    SIMCRAWL_ROBOTS_RETRY_SECONDS="0.2")
-        done = subprocess.run([sys.executable, "-m", "cli", "crawl", site.start_urls()[0],
+        done = subprocess.run([sys.executable, "-m", "crawler.cli", "crawl", site.start_urls()[0],
                                "--data-dir", str(tmp_path / "cli")], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 1, done.stdout + done.stderr

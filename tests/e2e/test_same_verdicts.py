@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from simcrawl_examples.pageserver import serve
 
+from crawler.examples.pageserver import serve
 from dedup.pages import decide_pages
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build, build_groups
 
+from crawler.examples.demosite import DemoSite, build, build_groups
 from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
 
 pytestmark = pytest.mark.e2e
@@ -90,7 +90,7 @@ def test_the_demo_on_two_processes_gives_the_known_outcome(tmp_path: Path) -> No
     folder = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MONGO_URI")}
     env["SIMCRAWL_PROGRESS_SECONDS"] = "1"  # not a terminal: a plain line every second
-    done = subprocess.run([sys.executable, "-m", "cli", "crawl", "--processes", "2",
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "crawl", "--processes", "2",
                            "--data-dir", str(folder)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

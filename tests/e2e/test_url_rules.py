@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.pageserver import serve
 
+from crawler.examples.pageserver import serve
 from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis, free_port
 from dedup.urlrules import explores
@@ -92,13 +92,13 @@ def test_a_wrong_rule_is_dropped_and_the_requests_it_kept_are_sent(tmp_path: Pat
             stored = {d["url"] for d in db.pages.find({}, {"url": 1})}
             matches = {d["url"]: d for d in db.matches.find({})}
             rows = RedisUrlRules(connect_redis(services.redis_url or ""), "rules").rows()
-            listed = subprocess.run([sys.executable, "-m", "cli", "rules", "--all",
+            listed = subprocess.run([sys.executable, "-m", "crawler.cli", "rules", "--all",
                                      "--database", "rules"], cwd=ROOT, env=env,
                                     capture_output=True, text=True, timeout=120, check=False)
-            held = subprocess.run([sys.executable, "-m", "cli", "rules", "--database", "rules"],
+            held = subprocess.run([sys.executable, "-m", "crawler.cli", "rules", "--database", "rules"],
                                   cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=120, check=False)
-            cleared = subprocess.run([sys.executable, "-m", "cli", "rules", "--clear",
+            cleared = subprocess.run([sys.executable, "-m", "crawler.cli", "rules", "--clear",
                                       "--database", "rules"], cwd=ROOT, env=env,
                                      capture_output=True, text=True, timeout=120, check=False)
             after = RedisUrlRules(connect_redis(services.redis_url or ""), "rules").rows()

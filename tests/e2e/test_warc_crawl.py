@@ -53,10 +53,20 @@ def _warc_in(proc, *args: str):  # type: ignore[no-untyped-def]
 
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, REDIS_URL=proc.services.redis_url, MONGO_URI=proc.services.mongo_uri)
-    return subprocess.run([sys.executable, "-m", "cli", "warc", *args,
+    return subprocess.run([sys.executable, "-m", "crawler.cli", "warc", *args,
                            "--data-dir", str(proc.folder)],
                           cwd=root, env=env, capture_output=True, text=True, timeout=600,
                           check=False)
+
+
+def groups(database) -> set[frozenset[str]]:  # type: ignore[no-untyped-def]
+    """The groups of copies a database's match records make: each original with the
+    exact and near copies that name it."""
+    by_original: dict[str, set[str]] = {}
+    for d in database.matches.find({"kind": {"$in": ["exact", "simhash"]}},
+                                   {"url": 1, "original_url": 1}):
+        by_original.setdefault(d["original_url"], {d["original_url"]}).add(d["url"])
+    return {frozenset(g) for g in by_original.values()}
 
 
 def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # type: ignore[no-untyped-def]
@@ -73,13 +83,6 @@ def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # typ
     size = sum(p.stat().st_size for p in (proc.folder / "warc").glob("*.warc.gz"))
     assert f"read {size / 1e6:.1f} of {size / 1e6:.1f} MB (100%)" in ran.stdout, ran.stdout
     again = connect_mongo(proc.services.mongo_uri)["warc_in"]
-    def groups(database) -> set[frozenset[str]]:  # type: ignore[no-untyped-def]
-        by_original: dict[str, set[str]] = {}
-        for d in database.matches.find({"kind": {"$in": ["exact", "simhash"]}},
-                                       {"url": 1, "original_url": 1}):
-            by_original.setdefault(d["original_url"], {d["original_url"]}).add(d["url"])
-        return {frozenset(g) for g in by_original.values()}
-
     # the same groups; which page of a group is its original follows the files' order
     # (the order the crawl's pages left its pipelines), not always the crawl's
     assert groups(db) and groups(again) == groups(db)
@@ -89,7 +92,7 @@ def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # typ
     import sys
 
     env = dict(os.environ, MONGO_URI=proc.services.mongo_uri)
-    out = subprocess.run([sys.executable, "-m", "cli", "export", "pages", "--text",
+    out = subprocess.run([sys.executable, "-m", "crawler.cli", "export", "pages", "--text",
                           "--format", "jsonl", "--database", "warc_in"],
                          cwd=Path(__file__).resolve().parents[2], env=env,
                          capture_output=True, text=True, timeout=300, check=False)
@@ -132,8 +135,7 @@ def test_wgets_archive_of_the_demo_site_gives_the_demos_groups(demo_run, tmp_pat
     ones, those the crawl finds."""
     import subprocess
 
-    from simcrawl_examples.demosite import DemoSite, build
-
+    from crawler.examples.demosite import DemoSite, build
     from dedup.servers.services import connect_mongo
 
     proc, _ = demo_run
@@ -160,3 +162,103 @@ def test_wgets_archive_of_the_demo_site_gives_the_demos_groups(demo_run, tmp_pat
         by_original.setdefault(original, {original}).add(key(d["url"]))
     assert {frozenset(g) for g in by_original.values()} == \
         {frozenset(c) for c in content.expected.clusters}
+
+
+def test_copies_name_the_originals_other_processes_archived(tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The demo crawled by two processes sharing one crawl, each writing its own WARC
+    files: a copy's metadata record names its original's response record by id and date
+    whichever process archived it, and every record it names is in the archive."""
+    import os
+    import subprocess
+    import sys
+
+    from dedup.servers.services import EmbeddedServices
+
+    root = Path(__file__).resolve().parents[2]
+    with EmbeddedServices(tmp_path / "data") as services:
+        env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo_uri)
+        done = subprocess.run([sys.executable, "-m", "crawler.cli", "crawl", "--processes", "2",
+                               "--data-dir", str(tmp_path / "data"), "--warc",
+                               str(tmp_path / "warc")], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    responses, named = {}, []  # record id -> (date, writer); the copies' names
+    for path in sorted((tmp_path / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                headers = record.rec_headers
+                if record.rec_type == "response":
+                    responses[headers.get_header("WARC-Record-ID")] = (
+                        headers.get_header("WARC-Date"), path.name.rsplit("-", 1)[0])
+                elif record.rec_type == "metadata" and headers.get_header("WARC-Refers-To"):
+                    named.append((headers.get_header("WARC-Refers-To"),
+                                  headers.get_header("WARC-Refers-To-Date"),
+                                  path.name.rsplit("-", 1)[0]))
+    writers = {w for _, w in responses.values()}
+    assert len(writers) == 2, writers  # both processes archived pages
+    assert named
+    for record_id, date, writer in named:
+        assert record_id in responses, record_id  # never a record that is not there
+        assert responses[record_id][0] == date
+    across = sum(1 for record_id, _, writer in named if responses[record_id][1] != writer)
+    print(f"copies naming an original another process archived: {across} of {len(named)}")
+
+
+def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # type: ignore[no-untyped-def]
+                                                                   tmp_path) -> None:
+    """The demo crawl's pages written as Common Crawl writes its WARC files (WARC/1.0, a
+    request, response and metadata record a page, the payload stored decoded with the
+    HTTP encodings' headers renamed ``X-Crawler-*``, a payload over the limit cut short
+    and marked ``WARC-Truncated: length``), read by ``simcrawl warc``: the crawl's groups
+    of copies, and the cut page kept with the text before the cut."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from dedup.servers.services import connect_mongo
+
+    proc, db = demo_run
+    pages = []  # (url, status line, headers, payload)
+    for path in sorted((proc.folder / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type == "response":
+                    pages.append((record.rec_headers.get_header("WARC-Target-URI"),
+                                  record.http_headers.statusline,
+                                  record.http_headers.headers, record.content_stream().read()))
+    lonely = {d["url"] for d in db.pages.find({"host": {"$ne": "registered"}}, {"url": 1})} - {
+        u for d in db.matches.find({}, {"url": 1, "original_url": 1})
+        for u in (d["url"], d.get("original_url"))}
+    cut_url = min(u for u, *_ in pages if u in lonely)  # a page in no group of copies
+    out = tmp_path / "CC-MAIN-20261129000000-20261129010000-00000.warc.gz"
+    with open(out, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version="1.0")
+        for url, status, headers, payload in pages:
+            renamed = [(f"X-Crawler-{k}" if k.lower() in ("content-encoding", "content-length",
+                                                          "transfer-encoding") else k, v)
+                       for k, v in headers] + [("X-Crawler-Content-Encoding", "gzip")]
+            cut = url == cut_url
+            body = payload[: len(payload) * 2 // 3] if cut else payload
+            extra = {"WARC-Truncated": "length"} if cut else {}
+            request = writer.create_warc_record(url, "request", http_headers=StatusAndHeaders(
+                "GET / HTTP/1.1", [("User-Agent", "CCBot/2.0")], is_http_request=True))
+            response = writer.create_warc_record(
+                url, "response", payload=BytesIO(body), length=len(body),
+                http_headers=StatusAndHeaders(status, renamed, protocol="HTTP/1.1"),
+                warc_headers_dict={"WARC-Identified-Payload-Type": "text/html", **extra})
+            fields = b"fetchTimeMs: 120\r\ncharset-detected: UTF-8\r\n"
+            metadata = writer.create_warc_record(url, "metadata", payload=BytesIO(fields),
+                                                 length=len(fields),
+                                                 warc_content_type="application/warc-fields")
+            for record in (request, response, metadata):
+                writer.write_record(record)
+    ran = _warc_in(proc, str(out), "--database", "warc_cc")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"records not decided (not HTML responses): {2 * len(pages)}" in ran.stdout
+    again = connect_mongo(proc.services.mongo_uri)["warc_cc"]
+
+    assert groups(again) == groups(db)
+    kept = again.pages.find_one({"url": cut_url}, {"text": 1})
+    whole = db.pages.find_one({"url": cut_url}, {"text": 1})
+    assert kept and whole and 0 < len(kept["text"]) < len(whole["text"])

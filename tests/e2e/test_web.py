@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simcrawl_examples.demosite import build
 
+from crawler.examples.demosite import build
 from dedup.servers.services import free_port
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 def _serve(env: dict[str, str], *args: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
     """Start ``simcrawl web`` and wait until it answers; (process, base URL)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "web", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "crawler.cli", "web", "--port", str(port),
                              "--data-dir", str(data_dir), "--refresh", "5", *args],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -283,7 +283,7 @@ def test_an_original_registered_through_the_form_makes_a_later_crawl_drop_its_co
 
 def test_a_console_on_a_public_address_needs_its_token(env, page, tmp_path, shots) -> None:  # type: ignore[no-untyped-def]
     # without a token it does not start at all
-    refused = subprocess.run([sys.executable, "-m", "cli", "web", "--host", "0.0.0.0",
+    refused = subprocess.run([sys.executable, "-m", "crawler.cli", "web", "--host", "0.0.0.0",
                               "--port", str(free_port())], cwd=ROOT,
                              env={k: v for k, v in env.items() if k != "SIMCRAWL_WEB_TOKEN"},
                              capture_output=True, text=True, timeout=60, check=False)
@@ -324,7 +324,7 @@ def test_a_console_on_a_public_address_needs_its_token(env, page, tmp_path, shot
 
 def test_the_report_opens_offline_in_a_browser(demo_run, env, page, tmp_path, shots) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "cli", "report", "-o", str(out)],
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "report", "-o", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr
@@ -349,7 +349,7 @@ def test_the_report_opens_offline_in_a_browser(demo_run, env, page, tmp_path, sh
 def test_the_dashboard_follows_a_running_crawl(env, page, tmp_path, shots) -> None:  # type: ignore[no-untyped-def]
     """A crawl rewrites its record every SIMCRAWL_RECORD_SECONDS: the dashboard shows it
     running with counters that grow, then finished."""
-    from simcrawl_examples.demosite import DemoSite
+    from crawler.examples.demosite import DemoSite
 
     name = "weblive"
     proc, base = _serve(env, "--database", name, "--namespace", name,

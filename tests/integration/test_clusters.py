@@ -40,7 +40,7 @@ def edited(source: str, words: int, seed: int) -> str:
 def run_clusters(services, database: str, namespace: str, *extra: str
                  ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "cli", "clusters", "--mongo-uri", services.mongo_uri,
+        [sys.executable, "-m", "crawler.cli", "clusters", "--mongo-uri", services.mongo_uri,
          "--redis-url", services.redis_url, "--database", database, "--namespace",
          namespace, *extra], capture_output=True, text=True, timeout=600,
         env={**os.environ})
@@ -146,8 +146,8 @@ def test_spark_engine_writes_the_same_store(services, pages, crawled, namespace:
 
 def test_report_and_console_show_clusters_and_batch_copies(services, pages, crawled,
                                                           namespace: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from console.report import write_report
-    from console.web import create_app
+    from crawler.console.report import write_report
+    from crawler.console.web import create_app
     from dedup.store.mongo_reads import MongoReads
 
     assert run_clusters(services, pages.db.name, namespace).returncode == 0
@@ -191,7 +191,7 @@ def test_the_default_k_is_the_one_the_crawls_index_was_built_with(services, page
     pages.save_layout("simcrawl", IndexLayout.plan(1000, 5).describe())
     result = run_clusters(services, pages.db.name, "simcrawl")
     assert result.returncode == 0 and "k = 5" in result.stdout
-    found = subprocess.run([sys.executable, "-m", "cli", "find-all", "--store", "--mongo-uri",
+    found = subprocess.run([sys.executable, "-m", "crawler.cli", "find-all", "--store", "--mongo-uri",
                             services.mongo_uri, "--database", pages.db.name],
                            capture_output=True, text=True, timeout=120)
     assert found.returncode == 0 and "within k = 5" in found.stderr

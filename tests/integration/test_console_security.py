@@ -59,7 +59,7 @@ class Browser:
 
 @pytest.fixture
 def console(pages, tmp_path: Path) -> Iterator[int]:  # type: ignore[no-untyped-def]
-    from console.web import create_app
+    from crawler.console.web import create_app
     from dedup.store.mongo_reads import MongoReads
 
     app = create_app(MongoReads(pages.db), token=TOKEN, figures_folder=tmp_path / "figures",

@@ -32,7 +32,7 @@ def verb(data: Path, uri: str, redis_url: str, *args: str, memory: str | None = 
     env.pop("SIMCRAWL_EMBEDDED_MEMORY", None)
     if memory:
         env["SIMCRAWL_EMBEDDED_MEMORY"] = memory
-    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "crawler.cli", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
 
 

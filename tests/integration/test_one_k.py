@@ -17,9 +17,9 @@ pytestmark = pytest.mark.integration
 
 
 def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path) -> None:
-    from cli.calibrate import main as calibrate
-    from console.report import write_report
-    from console.web import create_app
+    from crawler.cli.calibrate import main as calibrate
+    from crawler.console.report import write_report
+    from crawler.console.web import create_app
     from dedup.store.mongo_reads import MongoReads
 
     db = pages.db
@@ -49,7 +49,7 @@ def test_a_database_without_a_crawl_is_named_not_reported_empty(services, tmp_pa
 
     args = {"report": ["-o", str(tmp_path / "out")], "export": ["pages"],
             "calibrate": []}[verb]
-    done = subprocess.run([sys.executable, "-m", "cli", verb, *args, "--mongo-uri",
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", verb, *args, "--mongo-uri",
                            services.mongo_uri, "--database", "nosuchdb"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1, done.stderr

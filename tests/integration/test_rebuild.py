@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 def cli(services, pages, namespace, *args):  # type: ignore[no-untyped-def]
     return subprocess.run(
-        [sys.executable, "-m", "cli", *args, "--redis-url", services.redis_url,
+        [sys.executable, "-m", "crawler.cli", *args, "--redis-url", services.redis_url,
          "--mongo-uri", services.mongo_uri, "--database", pages.db.name,
          "--namespace", namespace], capture_output=True, text=True, timeout=300, check=False)
 
@@ -154,7 +154,7 @@ def test_an_index_that_releases_sketches_is_rebuilt_and_removed_from_released(
 def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
     from dedup.servers.services import free_port
 
-    done = subprocess.run([sys.executable, "-m", "cli", "rebuild-index", "--redis-url",
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "rebuild-index", "--redis-url",
                            f"redis://127.0.0.1:{free_port()}/0", "--mongo-uri", "mongodb://x",
                            "--namespace", namespace], capture_output=True, text=True,
                           timeout=120, check=False)

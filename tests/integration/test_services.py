@@ -38,7 +38,7 @@ def _as_from_a_terminal() -> None:
 
 
 def services_process(folder: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "services", "--data-dir",
+    proc = subprocess.Popen([sys.executable, "-m", "crawler.cli", "services", "--data-dir",
                              str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=_as_from_a_terminal)  # noqa: PLW1509
     assert proc.stdout is not None
@@ -121,7 +121,7 @@ def test_the_children_of_a_killed_user_keep_the_servers(tmp_path: Path) -> None:
 def test_services_stop(tmp_path: Path) -> None:
     proc = services_process(tmp_path)
     pids = server_pids(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "cli", "services", "stop", "--data-dir",
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "services", "stop", "--data-dir",
                            str(tmp_path)], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0 and "stopped redis, mongo" in done.stdout
@@ -143,7 +143,7 @@ def test_a_bad_data_folder_is_one_line(tmp_path: Path) -> None:
     for args in (["services", "--data-dir", "/proc/nope"],
                  ["register", str(tmp_path), "--source", "x", "--data-dir", "/dev/null/x"]):
         (tmp_path / "a.txt").write_text("some text of a page " * 10)
-        done = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "crawler.cli", *args], capture_output=True,
                               text=True, timeout=60, check=False, env=dict(
                                   os.environ, REDIS_URL="", MONGO_URI=""))
         assert done.returncode == 2
@@ -207,7 +207,7 @@ def test_the_console_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "cli", "web", "--port", str(port),
+        done = subprocess.run([sys.executable, "-m", "crawler.cli", "web", "--port", str(port),
                                "--redis-url", services.redis_url or "", "--mongo-uri",
                                services.mongo_uri or ""], capture_output=True, text=True,
                               timeout=120, check=False,

@@ -42,14 +42,14 @@ def planted(n: int, groups: int, k: int, seed: int = 7) -> np.ndarray:
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", "find-all", *args],
+    return subprocess.run([sys.executable, "-m", "crawler.cli", "find-all", *args],
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[object]:
-    from sparkjob import session
+    from dedup.spark import session
 
     spark = session.start("local[2]", app="simcrawl-tests")
     yield spark
@@ -57,7 +57,7 @@ def spark() -> Iterator[object]:
 
 
 def spark_points(spark, values: np.ndarray, folder: Path):  # type: ignore[no-untyped-def]
-    from sparkjob import stage
+    from dedup.spark import stage
 
     stage.write(stage.file_chunks(values, size=len(values) // 3 + 1), folder)
     return spark.read.parquet(str(folder))
@@ -66,7 +66,7 @@ def spark_points(spark, values: np.ndarray, folder: Path):  # type: ignore[no-un
 @pytest.mark.parametrize(("n", "k"), [(1_000_000, 3), (100_000, 6)])
 def test_spark_pairs_and_clusters_equal_in_process(spark, tmp_path: Path, n: int,
                                                    k: int) -> None:
-    from sparkjob import job
+    from dedup.spark import job
 
     values = planted(n, 500, k)
     points = spark_points(spark, values, tmp_path / "in")
@@ -82,7 +82,7 @@ def test_spark_pairs_and_clusters_equal_in_process(spark, tmp_path: Path, n: int
 
 
 def test_components_settle_on_a_long_chain(spark) -> None:  # type: ignore[no-untyped-def]
-    from sparkjob import job
+    from dedup.spark import job
 
     chain = [(i, i + 1) for i in range(200)] + [(1000, 1001), (1001, 1002)]
     edges = spark.createDataFrame(chain, "i long, j long")

@@ -194,7 +194,7 @@ def test_a_cluster_keeps_a_hosts_rules_on_one_node(redis_cluster: str) -> None:
 
 def test_the_report_names_the_rules_and_the_requests_they_saved(mongo_client, namespace: str,  # type: ignore[no-untyped-def]
                                                                  tmp_path) -> None:
-    from console.report import write_report
+    from crawler.console.report import write_report
     from dedup.store.mongo import PageStore
     from dedup.store.mongo_reads import MongoReads
     from dedup.store.records import match_record

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def export(uri: str, *extra: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
-    return subprocess.run([sys.executable, "-m", "cli", "export", "pages", "--format",
+    return subprocess.run([sys.executable, "-m", "crawler.cli", "export", "pages", "--format",
                            "jsonl", "--mongo-uri", uri, *extra], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from simcrawl_examples.demosite import _zh_article, homophone_groups, swap_homophones
 
+from crawler.examples.demosite import _zh_article, homophone_groups, swap_homophones
 from dedup.adapters.index import RedisStore
 from dedup.adapters.redis_windows import RedisWindowStore, bucket_bits_for
 from dedup.adapters.register import register
@@ -115,7 +115,7 @@ def test_register_is_idempotent_and_rebuild_index_restores_the_windows(
 
     RedisStore(redis_client, namespace).clear()  # Redis loses everything
     proc = subprocess.run(
-        [sys.executable, "-m", "cli", "rebuild-index", "--redis-url", services.redis_url,
+        [sys.executable, "-m", "crawler.cli", "rebuild-index", "--redis-url", services.redis_url,
          "--mongo-uri", services.mongo_uri, "--database", pages.db.name,
          "--namespace", namespace], cwd=ROOT, capture_output=True, text=True, timeout=300,
         check=False)

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, stdin=""):
-    return subprocess.run([sys.executable, "-m", "cli", *args], input=stdin,
+    return subprocess.run([sys.executable, "-m", "crawler.cli", *args], input=stdin,
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
 
 
@@ -29,13 +29,13 @@ def test_plan_says_where_the_embedded_mongodb_stops_serving():
     from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, WRITE_BYTES_PER_PAGE
 
     env = {**os.environ, "SIMCRAWL_EMBEDDED_MEMORY": "1GiB"}
-    out = subprocess.run([sys.executable, "-m", "cli", "plan"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "crawler.cli", "plan"], capture_output=True, text=True,
                          cwd=ROOT, env=env, timeout=120, check=False)
     serves = 2**30 // (WRITE_BYTES_PER_PAGE + READ_BYTES_PER_DOC["pages"])
     said = " ".join(out.stdout.split())
     assert f"1.0 GiB available serve about {serves:,} pages" in said
     assert "embedded MongoDB (SecantusDB" in said and "a real MongoDB (MONGO_URI" in said
-    out = subprocess.run([sys.executable, "-m", "cli", "plan", "--docs", "1000000", "--json"],
+    out = subprocess.run([sys.executable, "-m", "crawler.cli", "plan", "--docs", "1000000", "--json"],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
                          check=False)
     assert json.loads(out.stdout)["embedded_mongodb_serves_pages"] == serves
@@ -115,13 +115,13 @@ def test_scan_says_its_order_and_decides_by_modification_time_when_asked(tmp_pat
 
 
 def test_fingerprint_json():
-    out = run("fingerprint", "examples/spring-town.zh.txt")  # a relative path
+    out = run("fingerprint", "crawler/examples/spring-town.zh.txt")  # a relative path
     record = json.loads(out.stdout)
     assert len(record["simhash"]) == 16 and record["tokens"] > 100
 
 
 def test_help_lists_every_verb_and_the_exit_statuses():
-    from cli.main import VERBS
+    from crawler.cli.main import VERBS
 
     out = run("help")
     assert out.returncode == 0
@@ -142,7 +142,7 @@ def test_version_is_the_projects_own():
 
 
 def test_every_verbs_help_lists_the_exit_statuses():
-    from cli.main import VERBS
+    from crawler.cli.main import VERBS
 
     for verb in VERBS:
         out = run(verb, "--help")
@@ -162,14 +162,14 @@ def test_the_demos_hints_name_simcrawl_as_the_user_runs_it(monkeypatch):
     assert "  ./simcrawl export matches" in hint and "  ./simcrawl web" in hint
     monkeypatch.delenv("SIMCRAWL_COMMAND")
     hint = crawl_run.query_hint("simcrawl_demo")
-    assert f"  {sys.executable} -m cli export matches" in hint  # nothing on the PATH
+    assert f"  {sys.executable} -m crawler.cli export matches" in hint  # nothing on the PATH
     assert "\n  simcrawl " not in hint
     # a crawl into another database, on servers with their data elsewhere: the commands
     # read the same (they left both out)
     options = crawl_run.hint_options("mysites", "/data/my crawl")
     hint = crawl_run.query_hint("mysites", options)
-    assert "-m cli export matches --database mysites --data-dir '/data/my crawl' " in hint
-    assert "-m cli web --database mysites --data-dir '/data/my crawl'" in hint
+    assert "-m crawler.cli export matches --database mysites --data-dir '/data/my crawl' " in hint
+    assert "-m crawler.cli web --database mysites --data-dir '/data/my crawl'" in hint
     assert crawl_run.hint_options("simcrawl") == ""
 
 
@@ -207,7 +207,7 @@ def test_number_options_say_what_they_do():
 
 
 def test_the_main_command_refuses_bad_arguments_in_one_line(tmp_path):
-    main = [sys.executable, "-m", "cli", "crawl"]
+    main = [sys.executable, "-m", "crawler.cli", "crawl"]
     for args, message in ((["--depth", "-3", "https://example.org/"], "must be at least 1"),
                           (["--data-dir", "/dev/null/x", "https://example.org/"],
                            "cannot use /dev/null/x as a data folder"),
@@ -237,7 +237,7 @@ def test_scan_skips_binary_big_and_data_files_and_decodes_latin1(tmp_path):
         fh.truncate(256 * 1024 * 1024)
         fh.seek(0)
         fh.write(b"text " * 3000)
-    out = subprocess.run([sys.executable, "-m", "cli", "scan", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "crawler.cli", "scan", str(tmp_path)],
                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert "2 documents fingerprinted" in out.stdout and "3 files skipped" in out.stdout

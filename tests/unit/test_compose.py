@@ -92,10 +92,10 @@ def test_compose_promises() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    folders = setup.get("package-dir", {})
-    for top in {p.split(".")[0] for p in setup["packages"]}:
-        folder = folders.get(top, top)
-        assert f"COPY {folder} ./{folder}" in dockerfile, top
+    tops = {p.split(".")[0] for p in setup["packages"]["find"]["include"]}
+    assert tops == {"crawler", "dedup"}
+    for top in tops:
+        assert f"COPY {top} ./{top}" in dockerfile, top
 
 
 def test_batch_profile_runs_the_job_on_the_official_spark_image() -> None:
@@ -109,5 +109,5 @@ def test_batch_profile_runs_the_job_on_the_official_spark_image() -> None:
     assert all(str(p).startswith("127.0.0.1:") for p in services["spark-master"]["ports"])
     dockerfile = (ROOT / "Dockerfile.spark").read_text()
     assert "FROM apache/spark:" in dockerfile and '"pyspark==${SPARK_VERSION}"' in dockerfile
-    for package in ("dedup", "crawler", "console", "cli", "sparkjob"):
+    for package in ("dedup", "crawler"):  # the command, console and batch job inside them
         assert f"COPY {package} ./{package}" in dockerfile

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from console.diff import side_by_side, tokens
-from console.web import crawl_state, is_loopback
+from crawler.console.diff import side_by_side, tokens
+from crawler.console.web import crawl_state, is_loopback
 from dedup.store.reads import Where, search
 
 
@@ -74,7 +74,7 @@ def test_calibration_judges_pairs_by_the_crawls_own_text_check() -> None:
     # original's and half of the original's are its
     from decision_cases import article
 
-    from console.calibrate import judge_texts
+    from crawler.console.calibrate import judge_texts
 
     story = article(1, 480)
     assert judge_texts(story + "\nShare this story on social media today", story) >= 0.8
@@ -92,7 +92,7 @@ def test_calibration_judges_pairs_by_the_crawls_own_text_check() -> None:
 
 
 def test_the_wilson_interval_brackets_the_share_and_narrows_with_more_pairs() -> None:
-    from console.calibrate import wilson
+    from crawler.console.calibrate import wilson
 
     low, high = wilson(9, 10)
     assert low < 0.9 < high
@@ -106,7 +106,7 @@ def test_the_reports_time_axes_span_the_crawl_not_years(tmp_path, monkeypatch) -
     # days around them (matplotlib's default for a single point spans years)
     import matplotlib.figure
 
-    from console.report import Findings, figures
+    from crawler.console.report import Findings, figures
 
     spans: dict[str, float] = {}
     save = matplotlib.figure.Figure.savefig
@@ -130,7 +130,7 @@ def test_the_copies_per_original_chart_has_one_bar_and_one_label_per_original(
     # and matplotlib drew their three bars as one
     import matplotlib.figure
 
-    from console.report import Findings, figures, unique_labels
+    from crawler.console.report import Findings, figures, unique_labels
 
     folder = "file:///home/someone/Documents/novels/the-long-road-home/"
     urls = [f"{folder}chapter-{n}.txt" for n in (1, 2, 3)]
@@ -161,7 +161,7 @@ def test_a_short_crawls_chart_is_drawn_in_seconds_not_one_dot_a_minute(
     # a 50-second crawl: per minute it was one or two dots; by the second, a line
     import matplotlib.figure
 
-    from console.report import Findings, bin_seconds, figures
+    from crawler.console.report import Findings, bin_seconds, figures
 
     assert bin_seconds(dt.timedelta(seconds=50)) == 1
     assert bin_seconds(dt.timedelta(minutes=10)) == 10

@@ -8,9 +8,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from simcrawl_examples.demosite import DemoSite, build
 
 import dedup
+from crawler.examples.demosite import DemoSite, build
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import dedup
 from crawler.extraction import Extractor, extract_and_fingerprint, fingerprint_params
 from dedup.config import DedupConfig
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "crawler" / "examples"
 
 
 @pytest.fixture()

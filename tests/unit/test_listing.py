@@ -89,7 +89,7 @@ def test_listings_are_read_as_listings_and_articles_are_not() -> None:
     assert is_listing(quotes_page(quotes, table=True))
     # an article: its paragraphs are not items, its navigation is furniture
     assert not is_listing(post_page("Story", article(1, 600)))
-    example = (ROOT / "examples" / "harbour-original.html").read_text(encoding="utf-8")
+    example = (ROOT / "crawler" / "examples" / "harbour-original.html").read_text(encoding="utf-8")
     assert not is_listing(example)
     # a page's header, main part and footer are not items of a listing
     layout = ('<html><body><div class="b"><a href="/">Home</a> news</div><div class="b"><p>'
@@ -159,12 +159,12 @@ def test_the_text_sketch_says_whether_its_page_is_a_listing() -> None:
 
 
 def test_the_principles_on_a_real_article() -> None:
-    """The bundled harbour article's own text (examples/harbour-original.html, a real
+    """The bundled harbour article's own text (crawler/examples/harbour-original.html, a real
     news page's): a home page showing it whole beside summaries of other posts and the
     article are not copies of each other, in either order; the article under a title of
     its own on its site is a copy; its site's tag listing showing it and a listing of
     other items are not copies of each other."""
-    source = (ROOT / "examples" / "harbour-original.html").read_bytes()
+    source = (ROOT / "crawler" / "examples" / "harbour-original.html").read_bytes()
     real = read_html(source, "http://news.test/harbour", fingerprint_params(DedupConfig()))
     body = "\n".join(line for line in real.text.split("\n") if len(line.split()) >= 8)
     assert len(body.split()) >= 150, "the example's text is the test's article"

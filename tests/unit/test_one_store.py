@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: simcrawl's packages (what a user installs).
-PACKAGES = ("dedup", "crawler", "cli", "console", "sparkjob", "examples")
+PACKAGES = ("dedup", "crawler")
 
 #: The store's MongoDB adapter: the only modules allowed to speak to MongoDB.
 ADAPTER = {"dedup/store/mongo.py", "dedup/store/mongo_reads.py"}

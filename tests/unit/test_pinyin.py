@@ -12,7 +12,7 @@ from dedup import pinyin
 from dedup.pinyin import PinyinFingerprint, PinyinFingerprinter, Reference, initials, is_copy, score
 
 ROOT = Path(__file__).resolve().parents[2]
-SPRING = (ROOT / "examples" / "spring-town.zh.txt").read_text(encoding="utf-8")
+SPRING = (ROOT / "crawler" / "examples" / "spring-town.zh.txt").read_text(encoding="utf-8")
 
 
 def test_initials_known_answers():
@@ -133,7 +133,7 @@ def test_bad_parameters_are_named():
 def test_reference_command_writes_a_loadable_distribution(tmp_path):
     (tmp_path / "a.txt").write_text(SPRING, encoding="utf-8")
     out = tmp_path / "ref.json"
-    done = subprocess.run([sys.executable, "-m", "cli", "pinyin-reference", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "pinyin-reference", str(tmp_path),
                            "-o", str(out), "--source", "spring"], capture_output=True,
                           text=True, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -145,7 +145,7 @@ def test_reference_command_writes_a_loadable_distribution(tmp_path):
         Reference.load(out)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "en.txt").write_text("no Chinese here")
-    done = subprocess.run([sys.executable, "-m", "cli", "pinyin-reference",
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "pinyin-reference",
                            str(tmp_path / "b"), "-o", str(out)], capture_output=True,
                           text=True, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 2 and "no Han characters" in done.stderr
@@ -160,7 +160,7 @@ def test_the_shipped_reference_covers_the_code_letters():
 def test_the_reference_command_never_overwrites_the_shipped_file_unasked(tmp_path):
     (tmp_path / "a.txt").write_text(SPRING, encoding="utf-8")
     shipped = pinyin.DEFAULT_REFERENCE.read_bytes()
-    done = subprocess.run([sys.executable, "-m", "cli", "pinyin-reference", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "pinyin-reference", str(tmp_path)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           check=False)
     assert done.returncode == 2 and "-o/--output" in done.stderr

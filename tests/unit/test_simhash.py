@@ -94,7 +94,7 @@ def test_chinese_uses_character_tokens_and_bigram_features():
 
 
 def test_unrelated_chinese_texts_are_far_apart():
-    a = (Path(__file__).resolve().parents[2] / "examples" / "spring-town.zh.txt").read_text()
+    a = (Path(__file__).resolve().parents[2] / "crawler" / "examples" / "spring-town.zh.txt").read_text()
     b = "图书馆从下周起延长开放时间，工作日晚上八点才闭馆。试行期间来的读者比预想的多，学生尤其喜欢。" * 3
     assert hamming(simhash(a), simhash(b)) > 10
     assert hamming(simhash(a), simhash(a.replace("二十多年", "二十几年"))) <= 3

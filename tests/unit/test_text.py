@@ -4,7 +4,7 @@ from pathlib import Path
 
 from dedup import extract_text, fingerprint
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "crawler" / "examples"
 
 
 def test_article_main_text_leaves_out_navigation_and_footer():

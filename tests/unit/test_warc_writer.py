@@ -14,7 +14,14 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from dedup.warc import Fetch, WarcWriter, parse_fields, payload_digest
+from dedup.warc import (
+    Fetch,
+    WarcWriter,
+    parse_fields,
+    payload_digest,
+    record_id_of,
+    warc_date,
+)
 
 WHEN = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 PAGE = b"<html><body><h1>Floods</h1><p>" + b"The river rose. " * 200 + b"</p></body></html>"
@@ -87,6 +94,28 @@ def test_a_near_copy_can_keep_its_metadata_record_alone(tmp_path: Path) -> None:
     writer.close()
     assert [t for _, t, *_ in records(tmp_path)] == ["warcinfo", "response", "request",
                                                      "metadata"]
+    assert checked(tmp_path) == 0
+
+
+def test_a_copy_names_an_original_another_process_archived(tmp_path: Path) -> None:
+    """Two writers (two crawl processes): an original's response record id comes from its
+    page id and date, so the other writer's copy names it from what the store keeps of the
+    original (its id and fetch time), and the id is that record's."""
+    first, second = WarcWriter(tmp_path, "one", {}), WarcWriter(tmp_path, "two", {})
+    page_id = "6b0b7111aa00000000000001"
+    first.original(fetch("http://news.test/floods.html"), page_id)
+    first.close()
+    assert not second.holds(page_id, "http://news.test/floods.html")
+    date = warc_date(WHEN)  # the store keeps the page's fetch time
+    second.copy(fetch("http://mirror.test/floods.html", PAGE + b" "), {
+        "kind": "simhash", "original_url": "http://news.test/floods.html",
+        "original_id": page_id, "distance": 1}, elsewhere=(record_id_of(page_id, date), date))
+    second.close()
+    got = records(tmp_path)
+    response = next(h for name, t, h, *_ in got if name.startswith("one") and t == "response")
+    described = next(h for name, t, h, *_ in got if t == "metadata")
+    assert described.get_header("WARC-Refers-To") == response.get_header("WARC-Record-ID")
+    assert described.get_header("WARC-Refers-To-Date") == response.get_header("WARC-Date")
     assert checked(tmp_path) == 0
 
 

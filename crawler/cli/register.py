@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.common import InputError, connect, iter_files, parser, run, service_options
+from crawler.cli.common import InputError, connect, iter_files, parser, run, service_options
 
 HELP = "register originals (text or HTML files) to track"
 

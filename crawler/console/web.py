@@ -10,7 +10,7 @@ Pages:
 * ``/search?q=`` pages and copies by host (``news.example.com``) or by URL prefix
   (``https://news.example.com/2026/``), 50 per page, in URL order;
 * ``/match/<id>`` a copy beside its original, the differing passages marked
-  (:mod:`console.diff`), with the distance, the kind and, for Chinese, the pinyin share
+  (:mod:`crawler.console.diff`), with the distance, the kind and, for Chinese, the pinyin share
   and run;
 * ``/page/<id>`` a stored page (or registered original) and the copies found of it;
 * ``/sources`` the registered sources, ``/sources/<name>`` one source's originals with
@@ -60,8 +60,8 @@ from werkzeug.utils import secure_filename
 from wtforms import MultipleFileField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
-from console.diff import side_by_side
-from console.report import TOP, Findings, collect, figures
+from crawler.console.diff import side_by_side
+from crawler.console.report import TOP, Findings, collect, figures
 from dedup.store.reads import StoreReads, Where
 from dedup.store.reads import search as search_of
 

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from cli.common import (
+from crawler.cli.common import (
     InputError,
     check_k,
     documents,
@@ -21,9 +21,9 @@ HELP = "decide text and HTML files as the crawl would and report their copies"
 
 
 def samples() -> list[Path]:
-    """The sample documents shipped with simcrawl (examples/), each original before its
+    """The sample documents shipped with simcrawl (crawler/examples/), each original before its
     copies (``SAMPLE_ORDER``; any other sample after them, by name)."""
-    from simcrawl_examples import DOCUMENTS, SAMPLE_ORDER
+    from crawler.examples import DOCUMENTS, SAMPLE_ORDER
 
     found = sorted(p for p in DOCUMENTS.iterdir() if p.suffix in (".html", ".txt"))
     rank = {name: n for n, name in enumerate(SAMPLE_ORDER)}

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cli.common import check_k, connect, parser, run, service_options
+from crawler.cli.common import check_k, connect, parser, run, service_options
 
 HELP = "reload the Redis index from MongoDB"
 

@@ -1,4 +1,4 @@
-"""``simcrawl calibrate``: its options and exit statuses; the work is :mod:`console.calibrate`'s."""
+"""``simcrawl calibrate``: its options and exit statuses; the work is :mod:`crawler.console.calibrate`'s."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from cli.common import parser as common_parser
-from cli.common import store_errors, store_failure
-from console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
-from console.store import add_service_options, open_database
+from crawler.cli.common import parser as common_parser
+from crawler.cli.common import store_errors, store_failure
+from crawler.console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
+from crawler.console.store import add_service_options, open_database
 
 HELP = "the share of page pairs that are copies at each distance, to choose k"
 

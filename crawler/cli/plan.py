@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import check_k, parser, run
+from crawler.cli.common import check_k, parser, run
 
 HELP = "choose a table design for a corpus size"
 

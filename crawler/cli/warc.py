@@ -11,7 +11,7 @@ HELP = "decide the HTML responses of WARC files as a crawl would, and store the 
 
 
 def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
-    from cli.common import parser as verb_parser
+    from crawler.cli.common import parser as verb_parser
     from crawler.run import CrawlDidNotRun, crawl, hint_options, print_summary, query_hint
     from crawler.spiders.warc import warc_files
     from dedup.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ServiceUnavailable, exit_status

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import InputError, connect, parser, run, service_options
-from cli.find_all import parse_fingerprint
+from crawler.cli.common import InputError, connect, parser, run, service_options
+from crawler.cli.find_all import parse_fingerprint
 
 HELP = "remove pages (or fingerprints) from the store and the index"
 

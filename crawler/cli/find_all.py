@@ -1,5 +1,5 @@
 """``simcrawl find-all [FILE | --store]``: every pair (or cluster) of fingerprints within k,
-in this process (NumPy, :mod:`dedup.batch`) or on Spark (:mod:`sparkjob`)."""
+in this process (NumPy, :mod:`dedup.batch`) or on Spark (:mod:`dedup.spark`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from cli.common import (
+from crawler.cli.common import (
     InputError,
     check_engine_options,
     check_k,
@@ -90,8 +90,8 @@ def _chunks(args: argparse.Namespace, stack: ExitStack
     """The input as ``(ids, fingerprints)`` chunks: line numbers of the file, or page ids
     of the store's indexed fingerprints."""
     if args.store:
-        from console.store import open_database
-        from sparkjob.stage import store_chunks
+        from crawler.console.store import open_database
+        from dedup.spark.stage import store_chunks
 
         reads = stack.enter_context(open_database(args, ("fingerprints",), "simcrawl find-all"))
         if args.k is None:  # the k the crawl's index was built with
@@ -182,8 +182,8 @@ def run_local(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]]
 
 def run_spark(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]],
               out: Output, stack: ExitStack) -> int:
-    """The Spark engine: the input staged as Parquet, :mod:`sparkjob.job` on the master."""
-    from sparkjob import job, stage
+    """The Spark engine: the input staged as Parquet, :mod:`dedup.spark.job` on the master."""
+    from dedup.spark import job, stage
 
     spark, folder = open_spark(args, stack, "simcrawl-find-all")
     folder = folder / f"input-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -234,7 +234,7 @@ def find_all(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
-    from console.store import add_service_options
+    from crawler.console.store import add_service_options
 
     p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), or the "
                "store's indexed fingerprints (--store), and print every pair within k bits "

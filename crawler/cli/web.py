@@ -1,4 +1,4 @@
-"""``simcrawl web``: its options and exit statuses; the work is :mod:`console.web`'s."""
+"""``simcrawl web``: its options and exit statuses; the work is :mod:`crawler.console.web`'s."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from pathlib import Path
 
 from flask import Flask
 
-from cli.common import exit_table
-from console.web import MIN_TOKEN, TOKEN_ENV, create_app, is_loopback
+from crawler.cli.common import exit_table
+from crawler.console.web import MIN_TOKEN, TOKEN_ENV, create_app, is_loopback
 
 HELP = "the web console: dashboard, search, a copy beside its original, sources"
 
 
 def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
     """The command's options (``simcrawl web --help``)."""
-    from console.store import add_service_options
+    from crawler.console.store import add_service_options
 
     parser = argparse.ArgumentParser(
         prog=prog, description="Serve the web console over the crawl's store: dashboard "
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     service unreachable)."""
     from waitress.server import create_server
 
-    from console.store import choose_database
+    from crawler.console.store import choose_database
     from dedup.config import namespace_of
     from dedup.errors import ServiceUnavailable
     from dedup.servers.services import (

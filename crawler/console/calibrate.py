@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from console.diff import side_by_side
+from crawler.console.diff import side_by_side
 from dedup.simhash import hamming
 from dedup.store.reads import StoreReads
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.common import InputError, documents, iter_files, parser, run
+from crawler.cli.common import InputError, documents, iter_files, parser, run
 
 HELP = "compute the pinyin fingerprint's reference distribution"
 

@@ -1,4 +1,4 @@
-"""``simcrawl report``: its options and exit statuses; the work is :mod:`console.report`'s."""
+"""``simcrawl report``: its options and exit statuses; the work is :mod:`crawler.console.report`'s."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli.common import parser as common_parser
-from cli.common import store_errors, store_failure
-from console.report import write_report
-from console.store import add_options, open_database
+from crawler.cli.common import parser as common_parser
+from crawler.cli.common import store_errors, store_failure
+from crawler.console.report import write_report
+from crawler.console.store import add_options, open_database
 from dedup.progress import counted
 
 HELP = "one self-contained HTML report with plots of the store"

@@ -17,28 +17,28 @@ import difflib
 import importlib
 import sys
 
-from cli import common
+from crawler.cli import common
 from dedup.errors import EXIT_OK, EXIT_STATUSES, EXIT_USAGE
 
 #: verb -> its module in this package (in the order ``simcrawl help`` lists them).
 VERBS = {
-    "crawl": "cli.crawl",
-    "scan": "cli.scan",
-    "fingerprint": "cli.fingerprint",
-    "find-all": "cli.find_all",
-    "clusters": "cli.clusters",
-    "plan": "cli.plan",
-    "register": "cli.register",
-    "remove": "cli.remove",
-    "rebuild-index": "cli.rebuild_index",
-    "rules": "cli.rules",
-    "warc": "cli.warc",
-    "services": "cli.services",
-    "export": "cli.export",
-    "report": "cli.report",
-    "web": "cli.web",
-    "calibrate": "cli.calibrate",
-    "pinyin-reference": "cli.pinyin_reference",
+    "crawl": "crawler.cli.crawl",
+    "scan": "crawler.cli.scan",
+    "fingerprint": "crawler.cli.fingerprint",
+    "find-all": "crawler.cli.find_all",
+    "clusters": "crawler.cli.clusters",
+    "plan": "crawler.cli.plan",
+    "register": "crawler.cli.register",
+    "remove": "crawler.cli.remove",
+    "rebuild-index": "crawler.cli.rebuild_index",
+    "rules": "crawler.cli.rules",
+    "warc": "crawler.cli.warc",
+    "services": "crawler.cli.services",
+    "export": "crawler.cli.export",
+    "report": "crawler.cli.report",
+    "web": "crawler.cli.web",
+    "calibrate": "crawler.cli.calibrate",
+    "pinyin-reference": "crawler.cli.pinyin_reference",
 }
 
 

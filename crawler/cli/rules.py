@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from cli.common import connect, parser, run, service_options
+from crawler.cli.common import connect, parser, run, service_options
 
 HELP = "list the URL rules the crawls learned (and the requests they saved), or clear them"
 

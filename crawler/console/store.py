@@ -43,8 +43,8 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
     """The store's options: ``--mongo-uri``, ``--database``, ``--data-dir`` (with
     ``redis``: ``--redis-url`` and ``--namespace`` too)."""
     from dedup.adapters.index import DEFAULT_NAMESPACE
-    from dedup.servers.services import DEFAULT_DATA_DIR
     from dedup.config import DEFAULT_DATABASE
+    from dedup.servers.services import DEFAULT_DATA_DIR
 
     g = parser.add_argument_group("services (default: $MONGO_URI" +
                                   (" / $REDIS_URL" if redis else "") + ", else embedded)")

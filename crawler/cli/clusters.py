@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from cli.common import check_engine_options, check_k, engine_options, open_spark, parser, run
+from crawler.cli.common import (
+    check_engine_options,
+    check_k,
+    engine_options,
+    open_spark,
+    parser,
+    run,
+)
 
 HELP = "give every stored page a cluster and record the copies the crawl let through"
 
@@ -87,7 +94,7 @@ def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, r
 
 
 def reconcile(args: argparse.Namespace) -> int:
-    from console.store import choose_database, require_crawl
+    from crawler.console.store import choose_database, require_crawl
     from dedup.adapters.redis_templates import HostTemplates
     from dedup.config import DedupConfig, namespace_of
     from dedup.decide import Rules
@@ -155,7 +162,7 @@ def _spark(args: argparse.Namespace, store: Any, stack: ExitStack, counts: dict[
     """The Spark engine: the candidate pairs (within k and by text anchors) streamed from
     the job, and components found in Spark."""
     from dedup.index.core import ANCHOR_MATCHES, ANCHOR_READ
-    from sparkjob import job, stage
+    from dedup.spark import job, stage
 
     spark, folder = open_spark(args, stack, "simcrawl-clusters")
     source, edges = folder / "fingerprints", folder / "copies"
@@ -203,7 +210,7 @@ def _write_edges(copies: Any, folder: Path, size: int = 100_000) -> int:
 
 
 def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
-    from console.store import add_service_options
+    from crawler.console.store import add_service_options
     from dedup.config import DEFAULT_MAX_DISTANCE
 
     p = parser(prog, "Find every pair of stored pages within k bits (in process, or as a "

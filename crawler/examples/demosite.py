@@ -20,7 +20,7 @@ original, so the original is always decided first: a crawler that drops near dup
 before it follows their links never requests a trap. The server logs every request
 (:attr:`DemoSite.requests`, and a JSON-lines file when asked).
 
-    python -m simcrawl_examples.demosite            # serve until Ctrl-C, print the URLs
+    python -m crawler.examples.demosite            # serve until Ctrl-C, print the URLs
 """
 
 from __future__ import annotations

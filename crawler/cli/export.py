@@ -1,4 +1,4 @@
-"""``simcrawl export``: its options and exit statuses; the work is :mod:`console.export`'s."""
+"""``simcrawl export``: its options and exit statuses; the work is :mod:`crawler.console.export`'s."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import TextIO
 
-from cli.common import parser as common_parser
-from cli.common import store_errors, store_failure
-from console.export import FIELDS, rows, write
-from console.store import add_options, open_database
+from crawler.cli.common import parser as common_parser
+from crawler.cli.common import store_errors, store_failure
+from crawler.console.export import FIELDS, rows, write
+from crawler.console.store import add_options, open_database
 from dedup.store.reads import Span, StoreReads
 
 HELP = "stream the store's match records or pages to CSV or JSON lines"

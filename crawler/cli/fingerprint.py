@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cli.common import documents, fingerprint_options, iter_files, parser, run
+from crawler.cli.common import documents, fingerprint_options, iter_files, parser, run
 
 HELP = "print the fingerprints of files as JSON lines"
 

@@ -1,5 +1,5 @@
-"""simcrawl's examples (installed as ``simcrawl_examples``; not product code): the demo
-site that ``simcrawl`` with no argument crawls (:mod:`simcrawl_examples.demosite`: four
+"""simcrawl's examples (installed as ``crawler.examples``; not product code): the demo
+site that ``simcrawl`` with no argument crawls (:mod:`crawler.examples.demosite`: four
 hosts on loopback with originals, mirrors, syndicated copies, GBK Chinese pages, traps and
 bad input, and the outcome a crawl of it must reach), and the sample documents
 ``simcrawl scan`` decides by default (the ``.html`` and ``.txt`` files beside this one)."""

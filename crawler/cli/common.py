@@ -23,7 +23,7 @@ from dedup.errors import (
 
 def store_errors() -> tuple[type[Exception], ...]:
     """What reading the crawl's store can raise that :func:`store_failure` reports."""
-    from console.store import NoCrawl
+    from crawler.console.store import NoCrawl
     from dedup.errors import ServiceUnavailable
     from dedup.servers.embedded_limits import StoreTooLarge
 
@@ -79,7 +79,7 @@ def store_failure(exc: Exception) -> int:
     """Say in one line why a verb could not read the crawl's store; its exit status (the
     store has no crawl, or is too large for the embedded MongoDB: 1; MongoDB failed or
     cannot be reached: 3)."""
-    from console.store import NoCrawl
+    from crawler.console.store import NoCrawl
     from dedup.servers.embedded_limits import StoreTooLarge
 
     print(f"error: {exc}", file=sys.stderr)
@@ -94,8 +94,8 @@ def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:
 
 def service_options(p: argparse.ArgumentParser) -> None:
     """``--redis-url``, ``--mongo-uri``, ``--database``, ``--namespace``, ``--data-dir``."""
-    from dedup.servers.services import DEFAULT_DATA_DIR
     from dedup.config import DEFAULT_DATABASE
+    from dedup.servers.services import DEFAULT_DATA_DIR
 
     g = p.add_argument_group("services (default: $REDIS_URL / $MONGO_URI, else embedded)")
     g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
@@ -190,7 +190,7 @@ def documents(files: list[Path], max_mb: float, skipped: list[tuple[Path, str]]
 def engine_options(p: argparse.ArgumentParser, local: str) -> None:
     """``--engine local|spark`` and the Spark engine's ``--master``, ``--stage``,
     ``--spark-conf`` (``local``: what the in-process engine is, for the help)."""
-    from sparkjob.session import DEFAULT_MASTER
+    from dedup.spark.session import DEFAULT_MASTER
 
     g = p.add_argument_group("engine")
     g.add_argument("--engine", choices=["local", "spark"], default="local",
@@ -210,7 +210,7 @@ def engine_options(p: argparse.ArgumentParser, local: str) -> None:
 def check_engine_options(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """A usage error for Spark options without ``--engine spark`` or a bad
     ``--spark-conf``; ``args.spark_conf`` becomes a dict."""
-    from sparkjob.session import DEFAULT_MASTER, parse_conf
+    from dedup.spark.session import DEFAULT_MASTER, parse_conf
 
     if args.engine == "local" and (args.master != DEFAULT_MASTER or args.stage
                                    or args.spark_conf):
@@ -231,7 +231,7 @@ def open_spark(args: argparse.Namespace, stack: Any, app: str) -> tuple[Any, Pat
     """
     import tempfile
 
-    from sparkjob import session
+    from dedup.spark import session
 
     try:
         spark = session.start(args.master, app=app, conf=args.spark_conf)

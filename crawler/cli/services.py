@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from cli.common import parser, run
+from crawler.cli.common import parser, run
 from dedup.progress import counted
 
 HELP = "run (or stop) the embedded Redis and MongoDB servers"

@@ -18,7 +18,7 @@ The paper's MapReduce batch mode (Manku et al. §3.1), with the tables of
 
 Inputs are DataFrames with columns ``id`` (input positions, or page ids) and ``fp`` (the
 fingerprint as a signed 64-bit integer, its two's complement, as Spark and BSON store it);
-:mod:`sparkjob.stage` writes them as Parquet.
+:mod:`dedup.spark.stage` writes them as Parquet.
 """
 
 from __future__ import annotations
