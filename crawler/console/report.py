@@ -106,7 +106,7 @@ def collect(reads: StoreReads, crawl_id: str | None = None, since: dt.datetime |
     names: dict[str, str] = {}
     hosts: dict[str, Counter[str]] = {}
     span = Span(crawl_id, since, until)
-    for doc in reads.records("pages", span, ("host", "fetched_at", "source")):
+    for doc in reads.records("pages", span, ("host", "fetched_at", "source"), ordered=False):
         if doc.get("source"):  # registered originals are not crawled pages
             found.registered += 1
         else:
@@ -122,7 +122,7 @@ def collect(reads: StoreReads, crawl_id: str | None = None, since: dt.datetime |
             progress(1)
     fields = ("host", "distance", "kind", "original_id", "original_url", "original_host",
               "source", "detected_at", "fetched_at", "rules")
-    for doc in reads.records("matches", span, fields):
+    for doc in reads.records("matches", span, fields, ordered=False):
         kind = doc.get("kind", "")
         if kind == "batch":  # a stored page the batch job found to be a copy: not dropped
             found.batch_copies += 1

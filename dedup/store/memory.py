@@ -263,7 +263,8 @@ class MemoryReads:
 
     # -------------------------------------------------------------- whole reads
     def records(self, kind: str, span: Span = EVERYTHING,
-                fields: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+                fields: Iterable[str] | None = None,
+                ordered: bool = True) -> Iterator[dict[str, Any]]:
         keep = None if fields is None else {"_id", *fields}
         for doc in sorted(self._kind(kind).values(), key=lambda d: d["_id"]):
             if not _in_span(kind, doc, span):

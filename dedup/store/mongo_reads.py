@@ -23,23 +23,22 @@ BATCH = 2000
 #: No record is older than this (the windows of :meth:`MongoReads.newest` stop here).
 EPOCH = dt.datetime(2009, 1, 1, tzinfo=dt.timezone.utc)
 
-#: Fields that name a record by its ``ObjectId``.
-_IDS = ("_id", "original_id", "page_id", "cluster")
-
 
 def plain(doc: dict[str, Any]) -> dict[str, Any]:
-    """A document as plain data: its ids as hex strings (lists of them too), its times
-    aware (MongoDB returns naive UTC unless the client is tz-aware)."""
-    out = {}
+    """A document as plain data, changed in place (a cursor's documents are its own): its
+    ids as hex strings (lists of them too), its times aware (MongoDB returns naive UTC
+    unless the client is tz-aware). Only the values that need it are touched: the report
+    reads the whole store through here."""
     for name, value in doc.items():
-        if isinstance(value, ObjectId):
-            value = str(value)
-        elif isinstance(value, dt.datetime) and value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        elif isinstance(value, list) and value and isinstance(value[0], ObjectId):
-            value = [str(v) for v in value]
-        out[name] = value
-    return out
+        kind = type(value)
+        if kind is ObjectId:
+            doc[name] = str(value)
+        elif kind is dt.datetime:
+            if value.tzinfo is None:
+                doc[name] = value.replace(tzinfo=dt.timezone.utc)
+        elif kind is list and value and type(value[0]) is ObjectId:
+            doc[name] = [str(v) for v in value]
+    return doc
 
 
 def _failed(exc: PyMongoError) -> ServiceUnavailable:
@@ -171,12 +170,16 @@ class MongoReads:
     # -------------------------------------------------------------- whole reads
     @answered
     def records(self, kind: str, span: Span = EVERYTHING,
-                fields: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
-        """The records of ``kind`` in ``span``, in the order they were stored; only
-        ``fields`` (and ``_id``) when given."""
+                fields: Iterable[str] | None = None,
+                ordered: bool = True) -> Iterator[dict[str, Any]]:
+        """The records of ``kind`` in ``span``, in the order they were stored (``ordered``
+        off: in the server's order, which a whole read that only counts, the report's,
+        takes: SecantusDB sorts a whole read before its first record); only ``fields``
+        (and ``_id``) when given."""
         projection = None if fields is None else dict.fromkeys(fields, 1)
-        cursor = self.db[kind].find(span_filter(kind, span), projection,
-                                    batch_size=BATCH).sort("_id", 1)
+        cursor = self.db[kind].find(span_filter(kind, span), projection, batch_size=BATCH)
+        if ordered:
+            cursor = cursor.sort("_id", 1)
         try:
             for doc in cursor:
                 yield plain(doc)
