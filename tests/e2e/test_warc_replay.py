@@ -2,7 +2,7 @@
 from simcrawl's own CDXJ index: every stored original, and every copy's response or
 revisit, comes back byte for byte.
 
-pywb pins redis-py 2.10 and brings its own fakeredis, so it cannot share this project's
+pywb pins redis-py 2.10 (a version this project cannot run), so it cannot share this project's
 environment: it gets one of its own, ``.venv-pywb`` beside the checkout, built from the
 package registry on first use (about ten seconds)."""
 
