@@ -18,10 +18,16 @@ cmd.settings = Settings({settings!r})
 parser = argparse.ArgumentParser()
 cmd.add_options(parser)
 cmd.process_options([], parser.parse_args([]))
-import os
-kids = open(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/children").read().split()
-print(gc.get_threshold()[0],
-      any(b"forkserver" in open(f"/proc/{{k}}/cmdline", "rb").read() for k in kids))
+import os, time
+def fork_server():
+    kids = open(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/children").read().split()
+    return any(b"forkserver" in open(f"/proc/{{k}}/cmdline", "rb").read() for k in kids)
+# a child started by fork shows its own command line once it has exec'd: on a busy
+# machine that can take a moment after the command returns
+deadline = time.monotonic() + (10 if {settings!r}.get("DEDUP_EXTRACT_WORKERS") != "0" else 0)
+while not fork_server() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(gc.get_threshold()[0], fork_server())
 """
 
 
