@@ -77,14 +77,6 @@ def fingerprint_chunks(stream: TextIO, name: str, size: int = CHUNK
         yield np.array(lines, dtype=np.int64), np.array(values, dtype=np.uint64)
 
 
-def read_fingerprints(stream: TextIO, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """All of :func:`fingerprint_chunks` at once: ``(fingerprints, line_numbers)``."""
-    chunks = list(fingerprint_chunks(stream, name))
-    if not chunks:
-        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-    return (np.concatenate([c[1] for c in chunks]), np.concatenate([c[0] for c in chunks]))
-
-
 def _chunks(args: argparse.Namespace, stack: ExitStack
             ) -> Iterator[tuple[np.ndarray | list[str], np.ndarray]]:
     """The input as ``(ids, fingerprints)`` chunks: line numbers of the file, or page ids

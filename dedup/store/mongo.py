@@ -862,15 +862,6 @@ class PageStore:
             raise self._unavailable(exc) from exc
         return counts
 
-    def iter_page_times(self, batch_size: int = 10_000
-                        ) -> Iterator[tuple[str, dt.datetime | None]]:
-        """Every stored page's ``(page id, fetched_at)``."""
-        try:
-            for d in self.pages.find({}, {"fetched_at": 1}, batch_size=batch_size):
-                yield str(d["_id"]), d.get("fetched_at")
-        except PyMongoError as exc:
-            raise self._unavailable(exc) from exc
-
 
 @dataclass
 class StoreAudit:
