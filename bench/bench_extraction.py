@@ -126,11 +126,16 @@ def evaluate(rows: list[dict], pairs: list[dict], order: list[str],
     for name in order:
         page = pages[name]
         decision = decider.decide([page])[0]
+        turned = by_id.get(decision.page_id) if decision.turn is not None else None
         by_id[decision.page_id] = name
         should += article[name] in seen
         seen.add(article[name])
+        if turned is not None:  # kept as the original of the page stored first: a pair
+            right += article[turned] == article[name]
+            wrong += article[turned] != article[name]
         if decision.kind in (NEW, TEMPLATE_ONLY):
             if decision.kind == NEW:
+                page.page_id = decision.page_id
                 facts.add_page(page)
             continue
         original = by_id.get(decision.original_id or "")

@@ -93,7 +93,8 @@ def candidates(data: Path, extraction: str = "simcrawl"
                             "simhash": page.simhash, "short": page.short,
                             "verify": page.verify, "text": page.text, "title": page.title,
                             "description": page.description, "listing": page.listing,
-                            "items": page.items}
+                            "items": page.items, "canonical": page.canonical,
+                            "published": page.published}
     pairs = [json.loads(line) for line in (data / "pairs.jsonl").open()]
     order = [line.strip() for line in (data / "stream_order.txt").open() if line.strip()]
     return out, pairs, order
@@ -119,7 +120,8 @@ def candidate(name: str, fp: dict, suffix: str = "") -> Page:
     url = fp["url"] + suffix
     return Page(url, url.split("/")[2], fp["checksum"], fp["simhash"], fp["short"],
                 verify=fp["verify"], text=fp["text"], title=fp["title"],
-                description=fp["description"], listing=fp["listing"], items=fp["items"])
+                description=fp["description"], listing=fp["listing"], items=fp["items"],
+                canonical=fp["canonical"], published=fp["published"])
 
 
 def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
@@ -130,12 +132,23 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
     missed: Counter[str] = Counter()
     wrongs: Counter[str] = Counter()
     cases: list[str] = []  # each miss and wrong drop, by page name
+    turns: list[str] = []  # each match turned round (the pages said which came first)
     for name in order:
         decision = dedup.decide([candidate(name, fps[name])])[0]
+        turned = by_id.get(decision.page_id) if decision.turn is not None else None
         by_id[decision.page_id] = name
         expected = article[name] in seen
         should += expected
         seen.add(article[name])
+        if turned is not None:  # kept as the original of the page it copies, stored first
+            turns.append(f"turned {name} ({decision.turn.reason}): {turned} is its copy")
+            if article[turned] == article[name]:
+                right += 1
+            else:
+                wrong += 1
+                wrongs[variant(turned)] += 1
+                cases.append(f"wrong  {turned} turned into a copy of {name}")
+            continue
         if decision.kind == NEW:
             if expected:
                 missed[variant(name)] += 1
@@ -152,7 +165,7 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
     drops = right + wrong
     return {"precision": right / drops if drops else 1.0, "recall": right / should,
             "right": right, "wrong": wrong, "should": should, "missed": missed,
-            "wrong_by_class": wrongs, "cases": cases}
+            "wrong_by_class": wrongs, "cases": cases, "turns": turns}
 
 
 def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, Any]:
@@ -165,7 +178,7 @@ def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, An
         dedup = make(f"pairs{n}")
         dedup.decide([candidate(pair["a"], fps[pair["a"]])])
         got = dedup.decide([candidate(pair["b"], fps[pair["b"]], "#b")])[0]
-        dropped = got.kind != NEW
+        dropped = got.kind != NEW or got.turn is not None  # turned: the first is the copy
         if pair.get("kind"):
             kinds[pair["kind"]] += 1
             dropped_kinds[pair["kind"]] += dropped
@@ -266,7 +279,12 @@ def main() -> int:
               f"wrong drops by class: {dict(sorted(stream['wrong_by_class'].items()))}")
         print(f"pairs, missed by classes: {dict(sorted(labelled['missed'].items()))}; "
               f"wrong drops by classes: {dict(sorted(labelled['wrong_by_class'].items()))}")
+        dated = sum(1 for fp in fps.values() if fp["published"] is not None)
+        print(f"matches turned round in crawl order (the pages said which came first): "
+              f"{len(stream['turns'])}; pages that say when they were published: "
+              f"{dated} of {len(fps)}")
         if args.show:
+            print("\n".join(stream["turns"]))
             print("\n".join(["\ncrawl order, page by page:"] + stream["cases"]))
         if labelled["kinds"]:
             print("\npairs by labelled kind: the second page dropped as a copy of the first")

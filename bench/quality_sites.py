@@ -158,7 +158,11 @@ def crawl(site: Site, decide: bool = True) -> dict[str, Any]:
                 what, original = "copy", by_id.get(d.original_id or "")
             else:
                 what, original = "stored", None
+                if d.turn is not None:  # the page stored first is this one's copy now
+                    first = by_id[d.page_id]
+                    outcome[first] = ("copy", url)
                 if d.kind == NEW:
+                    page.page_id = d.page_id
                     facts.add_page(page)
                     by_id[d.page_id] = url
         if what == "stored":

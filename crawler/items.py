@@ -42,6 +42,8 @@ class PageItem(Page):
     body: bytes = field(default=b"", metadata={"serializer": len})
     encoding: str | None = None
     decision: str = ""  # set by the middleware: new / unchanged / changed
+    # the page stored before it, now its copy (a match turned round: dedup.decide.Turn)
+    turned: Any = field(default=None, metadata={"serializer": lambda t: t and t.url})
     extra: dict[str, Any] = field(default_factory=dict)
     # exported as their count, their codes, their count
     blocks: list[int | None] | None = field(default=None, metadata={"serializer": _count})

@@ -329,6 +329,9 @@ class NearDuplicateMiddleware:
             return
         if outcome.kind == NEW:
             self.stats.inc_value("dedup/unique")
+            if outcome.turn is not None:  # kept as the original of the page stored first
+                page.turned = outcome.turn
+                self.stats.inc_value(f"dedup/turned/{outcome.turn.reason}")
             if outcome.excerpt is not None:  # kept, quoting a registered original
                 others.append(self._excerpt_record(page, outcome.excerpt))
         else:

@@ -21,7 +21,7 @@ from crawler.wiring import Parts, parts_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.servers.services import process_alive
-from dedup.store.records import fingerprint_record, match_record_of, page_record
+from dedup.store.records import fingerprint_record, match_record_of, page_record, turned_record
 from dedup.store.writer import RecordWriter
 
 if TYPE_CHECKING:
@@ -76,7 +76,8 @@ class StoragePipeline:
         self.state = parts.state
         self.config = parts.config
         self.writer = RecordWriter(parts.pages, parts.index, parts.journal, parts.client,
-                                   parts.config.namespace, parts.config.retry_seconds)
+                                   parts.config.namespace, parts.config.retry_seconds,
+                                   turns=parts.deduplicator.turns)
         # the crawl is archived as WARC: a stored page says so, so that a copy another
         # process archives can name its original's record (crawler/warc.py)
         self.archived = {"warc": True} if crawler.settings.get("DEDUP_WARC_DIR") else {}
@@ -144,7 +145,9 @@ class StoragePipeline:
                             depth=item.depth, referer=item.referer,
                             crawl_id=self.parts.crawl_id, encoding=item.encoding,
                             **self.archived),
-                fingerprint_record(item, self.parts.pinyin_params))
+                fingerprint_record(item, self.parts.pinyin_params),
+                turned=None if item.turned is None else
+                turned_record(item, item.turned, crawl_id=self.parts.crawl_id))
         elif isinstance(item, MatchItem):
             self.writer.add_match(match_record_of(item, crawl_id=self.parts.crawl_id,
                                                   text_cap=self.config.match_text))

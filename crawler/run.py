@@ -363,6 +363,12 @@ def print_summary(stats: dict) -> None:
     rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
                  f"{taken} = {handled} + {skipped} skipped + {lost_pages} lost"
                  + (f" + {open_} in flight when the crawl stopped" if open_ else "")))
+    turned = {k.rsplit("/", 1)[1]: int(v) for k, v in stats.items()
+               if k.startswith("dedup/turned/") and v}
+    if turned:  # kept as the original of a page stored before it (docs/fingerprints.md)
+        rows.append(("matches turned round", f"{sum(turned.values())} (" + ", ".join(
+            f"{n} by the {'canonical link' if why == 'canonical' else 'publication date'}"
+            for why, n in sorted(turned.items())) + ")"))
     lost = stats.get("lost_urls") or []
     if lost:
         rows.append(("LOST: not decided or not stored", f"{len(lost)} (crawled again by the "

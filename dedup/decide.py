@@ -30,6 +30,7 @@ Order of the checks (docs/fingerprints.md):
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,6 +154,35 @@ class Excerpt:
     source: str | None = None
 
 
+#: Why a copy is kept as the original of the page stored before it: that page declared
+#: the copy's URL canonical, or the copy says it was published earlier.
+TURN_CANONICAL, TURN_PUBLISHED = "canonical", "published"
+
+#: How much earlier a copy must say it was published to be the original
+#: (:func:`turned_round`).
+EARLIER_BY = dt.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A match turned round (:func:`turned_round`): the page stored before, recorded now
+    as a copy of the page decided, with how the two compare.
+
+    Attributes:
+        reason: :data:`TURN_CANONICAL` or :data:`TURN_PUBLISHED`.
+        url, host: the page stored before.
+        kind, distance, containment: the match (``exact`` or ``simhash``), as it was
+            found the other way round.
+    """
+
+    reason: str
+    url: str
+    host: str
+    kind: str
+    distance: int
+    containment: float | None = None
+
+
 @dataclass
 class Decision:
     """What to do with a page.
@@ -174,9 +204,10 @@ class Decision:
         excerpt: for a page that is kept but quotes a registered original, which one and
             how much (:class:`Excerpt`).
         canonical_link: for a copy, ``declared`` when the copy declares its original
-            canonical (that page was preferred among the candidates), ``reversed`` when
-            the original, fetched first, declares the copy canonical: the copy is the
-            canonical version, but the page stored first stays the original.
+            canonical (that page was preferred among the candidates).
+        turn: for a page kept as the original of the page stored before it (the match
+            turned round, :func:`turned_round`): that page, now its copy. The decision is
+            ``new`` and takes over that page's id (its index entries and its copies).
     """
 
     kind: str
@@ -190,6 +221,7 @@ class Decision:
     containment: float | None = None
     excerpt: Excerpt | None = None
     canonical_link: str | None = None
+    turn: Turn | None = None
 
     @property
     def dropped(self) -> bool:
@@ -624,9 +656,38 @@ def near_or_new(page: Page, chosen: tuple[Match, float | None] | None,
                     and declared_id == match.page_id else None)
 
 
-def reversed_link(page: Page, decision: Decision, original_canonical: str | None) -> bool:
-    """Whether a copy's original, fetched first, declared this copy's URL canonical (the
-    record then says ``reversed``; the page stored first stays the original)."""
-    return decision.kind in (EXACT, NEAR) and decision.original_id is not None \
-        and not decision.canonical_link and bool(original_canonical) \
-        and original_canonical == url_key(page.url)
+def turned_round(page: Page, decision: Decision, original_canonical: str | None,
+                 original_published: dt.datetime | None) -> str | None:
+    """Why a copy is the original of the page it copies, stored before it, when the pages
+    say so (``None``: they do not, and the page stored first stays the original):
+
+    * :data:`TURN_CANONICAL`: that page declared this page's URL canonical
+      (``original_canonical``, in :func:`dedup.ids.url_key` form);
+    * :data:`TURN_PUBLISHED`: this page says it was first published at least
+      :data:`EARLIER_BY` before that page says it was (``original_published``), both in
+      their metadata. Less is no evidence: a date without a time is read as its
+      midnight, and a time without its offset as UTC, so two dates of one day can be
+      either way round.
+
+    Only an exact or near copy of a crawled page turns: not a copy that declares its
+    original canonical itself (the pages disagree), not a copy of a registered original
+    (a source is the original by registration), and not a copy of its own URL."""
+    if decision.kind not in (EXACT, NEAR) or decision.original_id is None \
+            or decision.canonical_link or decision.source \
+            or (decision.original_url and url_key(decision.original_url) == url_key(page.url)):
+        return None
+    if original_canonical and original_canonical == url_key(page.url):
+        return TURN_CANONICAL
+    if page.published is not None and original_published is not None \
+            and page.published <= original_published - EARLIER_BY:
+        return TURN_PUBLISHED
+    return None
+
+
+def turn(page: Page, decision: Decision, reason: str) -> Decision:
+    """The decision of a copy turned round (:func:`turned_round`): the page is ``new``,
+    under its original's id, and that page (named by the copy's decision) is its copy."""
+    assert decision.original_id is not None and decision.original_url is not None
+    return Decision(NEW, decision.original_id, turn=Turn(
+        reason, decision.original_url, decision.original_host or "", decision.kind,
+        decision.distance, decision.containment))

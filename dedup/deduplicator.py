@@ -42,8 +42,9 @@ from dedup.decide import (
     leave_out_template,
     near_or_new,
     registered,
-    reversed_link,
     revisit,
+    turn,
+    turned_round,
 )
 from dedup.errors import ServiceUnavailable
 from dedup.facts import MemoryFacts, PageFacts
@@ -55,6 +56,7 @@ from dedup.page import Page
 from dedup.registry import ChecksumRegistry, Claim, MemoryRegistry
 from dedup.sketch import TextSketch, shingle_values
 from dedup.templates import MemoryTemplates, TemplateStore
+from dedup.turns import MemoryTurns, TurnClaim, TurnLedger
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +94,15 @@ class Deduplicator:
             check).
         templates: the hosts' learned template text: left out of each page's
             fingerprints; admitted pages teach it (``None``: off).
+        turns: the ledger of originals' ids taken over by a match turned round
+            (:mod:`dedup.turns`; a :class:`~dedup.turns.MemoryTurns` when not given).
     """
 
     def __init__(self, index: NearDuplicateIndex, registry: ChecksumRegistry,
                  facts: PageFacts, rules: Rules | None = None,
                  windows: WindowIndex | None = None,
-                 templates: TemplateStore | None = None) -> None:
+                 templates: TemplateStore | None = None,
+                 turns: TurnLedger | None = None) -> None:
         self.index = index
         if index.sketch_source is None:  # a candidate's sketch that left Redis is stored
             index.sketch_source = facts.sketches_of
@@ -106,11 +111,14 @@ class Deduplicator:
         self.rules = rules or Rules()
         self.windows = windows
         self.templates = templates
+        self.turns: TurnLedger = turns if turns is not None else MemoryTurns()
         # page id -> text of recent admissions here, at most RECENT_TEXT_CHARS in all
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._text_chars = 0
         self._shingles: OrderedDict[str, np.ndarray] = OrderedDict()  # of recent originals
         self._canonicals: OrderedDict[str, str] = OrderedDict()  # page id -> declared (url_key)
+        # page id -> when it says it was published (None: it does not) of recent admissions
+        self._published: OrderedDict[str, Any] = OrderedDict()
         self._keys: OrderedDict[str, str] = OrderedDict()  # url_key -> id of recent admissions
         # page id -> second-opinion simhash of recent admissions here
         self._verifiers: OrderedDict[str, int] = OrderedDict()
@@ -295,9 +303,9 @@ class Deduplicator:
             self.templates.learn((batch[i].host, batch[i].blocks or []) for i in admitted)
         self.registry.settle([(batch[i].checksum, batch[i].page_id) for i in admitted],
                              [batch[i].page_id for i in work.rest if out[i].dropped])
-        self._mark_reversed(batch, out)
         self._remember(batch, out)
         self._name_originals(out)
+        self._turn_round(batch, out)
         for i, d in enumerate(out):
             # a page is never a copy of itself: its URL fetched again before its first
             # fetch was stored (a project's start URL, which Scrapy does not filter, that
@@ -332,13 +340,15 @@ class Deduplicator:
             if d.kind == NEW:
                 self._known[d.page_id] = (c.url, c.host, None)
                 self._canonicals[d.page_id] = url_key(c.canonical) if c.canonical else ""
+                self._published[d.page_id] = c.published
                 self._keys[url_key(c.url)] = d.page_id
                 if c.verify is not None:
                     self._verifiers[d.page_id] = c.verify
                 if c.text and self.rules.verify_containment is not None and not c.short:
                     self._texts[d.page_id] = c.own_text
                     self._text_chars += len(c.own_text)
-        for recent in (self._known, self._verifiers, self._canonicals, self._keys):
+        for recent in (self._known, self._verifiers, self._canonicals, self._published,
+                       self._keys):
             while len(recent) > KNOWN_PAGES:
                 recent.popitem(last=False)
         while self._text_chars > RECENT_TEXT_CHARS:
@@ -481,18 +491,56 @@ class Deduplicator:
             local.update(self.facts.verifiers_of(missing))
         return local  # type: ignore[return-value]
 
-    def _mark_reversed(self, batch: Sequence[Page], decisions: list[Decision]) -> None:
-        """Mark the copies whose original declared the copy's URL canonical."""
-        copies = [(c, d) for c, d in zip(batch, decisions)
-                  if d.kind in (EXACT, NEAR) and d.original_id and not d.canonical_link]
-        missing = {d.original_id for _, d in copies if d.original_id not in self._canonicals}
+    def _turn_round(self, batch: Sequence[Page], decisions: list[Decision]) -> None:
+        """Turn round the matches whose pages say the copy is the original
+        (:func:`dedup.decide.turned_round`): each turn claimed in the ledger, then the
+        copy admitted under its original's id (its fingerprint added to the index, its
+        text registered), and the decision turned (:func:`dedup.decide.turn`). Copies in
+        the batch of a turned original name the page that holds it now."""
+        copies = [(i, d) for i, d in enumerate(decisions)
+                  if d.kind in (EXACT, NEAR) and d.original_id and d.original_url
+                  and not d.canonical_link and not d.source]
+        if not copies:
+            return
+        ids = {d.original_id for _, d in copies}
+        missing = {p for p in ids if p not in self._canonicals}
         if missing:  # "" for a page that declares none: asked once
             found = self.facts.canonicals_of(missing)  # type: ignore[arg-type]
             self._canonicals.update({pid: url_key(found[pid]) if pid in found else ""
                                      for pid in missing if pid})
-        for c, d in copies:
-            if reversed_link(c, d, self._canonicals.get(d.original_id or "")):
-                d.canonical_link = "reversed"
+        missing = {p for p in ids if p not in self._published}
+        if missing:  # None for a page that does not say: asked once
+            dates = self.facts.published_of(missing)  # type: ignore[arg-type]
+            self._published.update({pid: dates.get(pid) for pid in missing if pid})
+        wanted = [(i, d, reason) for i, d in copies
+                  if (reason := turned_round(batch[i], d, self._canonicals.get(d.original_id or ""),
+                                             self._published.get(d.original_id or "")))]
+        if not wanted:
+            return
+        granted = self.turns.claim([TurnClaim(d.original_id or "", d.original_url or "",
+                                              batch[i].url, batch[i].host)
+                                    for i, d, _ in wanted])
+        turned = [(i, d, reason) for (i, d, reason), ok in zip(wanted, granted) if ok]
+        if not turned:
+            return
+        # the copy's fingerprint joins its original's under the original's id (the two
+        # stay: the group's text both ways), and its text is the id's
+        self.index.add_many([(batch[i].simhash, d.original_id or "", batch[i].sketch)
+                             for i, d, _ in turned if not batch[i].short])
+        self.registry.settle([(batch[i].checksum, d.original_id or "") for i, d, _ in turned],
+                             [])
+        for i, d, reason in turned:
+            decisions[i] = turn(batch[i], d, reason)
+            log.info("turned round: %s is the original of %s, stored before it (%s)",
+                     batch[i].url, d.original_url,
+                     "which declared it canonical" if reason == "canonical"
+                     else "it says it was published earlier")
+        self._remember([batch[i] for i, _, _ in turned], [decisions[i] for i, _, _ in turned])
+        holder = {d.page_id: (batch[i].url, batch[i].host) for i, d in enumerate(decisions)
+                  if d.turn is not None}
+        for d in decisions:
+            if d.dropped and d.original_id in holder:
+                d.original_url, d.original_host = holder[d.original_id]
 
     def _name_originals(self, decisions: list[Decision]) -> None:
         """Give each copy (and excerpt) its original's URL, host and source: from this

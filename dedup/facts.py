@@ -15,6 +15,7 @@ second-opinion simhashes. It holds no client; the facts come from one of
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -35,6 +36,9 @@ class PageFacts(Protocol):
 
     def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> the URL it declared canonical`` (those that declared one)."""
+
+    def published_of(self, page_ids: Iterable[str]) -> dict[str, dt.datetime]:
+        """``page id -> when it says it was first published`` (those that say)."""
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> its text`` (those whose text is kept)."""
@@ -74,6 +78,7 @@ class PageFact:
     verify: int | None = None
     source: str | None = None
     sketch: bytes | None = None
+    published: dt.datetime | None = None
 
 
 class MemoryFacts:
@@ -85,7 +90,12 @@ class MemoryFacts:
         self.copies: dict[str, CopyVerdict] = {}
 
     def add(self, page_id: str, fact: PageFact) -> None:
-        """Keep an admitted page (the first page of a URL keeps it)."""
+        """Keep an admitted page (the first page of a URL keeps it); a page that takes
+        over an id (a match turned round) replaces the page kept under it."""
+        old = self.pages.get(page_id)
+        if old is not None and old.url != fact.url \
+                and self._by_key.get(url_key(old.url)) == page_id:
+            del self._by_key[url_key(old.url)]
         self._by_key.setdefault(url_key(fact.url), page_id)
         self.pages[page_id] = fact
 
@@ -93,7 +103,8 @@ class MemoryFacts:
         """Keep an admitted :class:`dedup.page.Page` as the crawl stores it (its id, URL,
         host, checksum, canonical, whole text and second opinion)."""
         self.add(page.page_id, PageFact(page.url, page.host, page.checksum, page.canonical,
-                                        page.text, page.verify, source, page.sketch))
+                                        page.text, page.verify, source, page.sketch,
+                                        page.published))
 
     def add_copy(self, url: str, verdict: CopyVerdict) -> None:
         """Keep a copy's verdict (as the crawl stores its match record)."""
@@ -120,6 +131,11 @@ class MemoryFacts:
         """See :meth:`PageFacts.canonicals_of`."""
         return {p: f.canonical for p in page_ids
                 if (f := self.pages.get(p)) is not None and f.canonical}
+
+    def published_of(self, page_ids: Iterable[str]) -> dict[str, dt.datetime]:
+        """See :meth:`PageFacts.published_of`."""
+        return {p: f.published for p in page_ids
+                if (f := self.pages.get(p)) is not None and f.published is not None}
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """See :meth:`PageFacts.texts_of`."""

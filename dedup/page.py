@@ -60,6 +60,8 @@ class Page:
             ``items``: their texts (:func:`dedup.listing.listing_items`), when read.
         description: the page's ``<meta name="description">`` (else ``og:description``),
             the site's summary of it, when read.
+        published: when the page says it was first published (its metadata,
+            :func:`dedup.pages.published_date`), when it says so.
         fetched_at: when it was fetched (``None``: never, a registered original).
 
     Two pages are equal when they were read alike (their id and fetch time aside).
@@ -85,6 +87,7 @@ class Page:
     tokens: int = 0
     title: str | None = None
     description: str | None = None
+    published: dt.datetime | None = None
     language: str | None = None
     listing: bool = False
     items: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
@@ -118,3 +121,4 @@ class Page:
         if read.links is not None:
             self.links, self.title, self.language = read.links, read.title, read.language
             self.canonical, self.description = read.canonical, read.description
+            self.published = read.published

@@ -19,6 +19,8 @@ without any server, for scripts, benchmarks and ``simcrawl scan``:
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -70,15 +72,34 @@ class Facts:
     description: str | None
     #: the URL it declares canonical, absolute (:func:`declared_canonical`)
     canonical: str | None
+    #: when it says it was first published (:func:`published_date`; ``None``: it does
+    #: not say)
+    published: dt.datetime | None = None
+
+
+#: The metadata that names when a page was first published: ``<meta>`` names and
+#: properties (Open Graph's article, Dublin Core, Highwire's citation tags, schema.org's
+#: microdata). Dates of a change (``article:modified_time``, ``dateModified``) are not
+#: read: a later edit says nothing of which page came first.
+PUBLISHED_NAMES = frozenset({
+    "article:published_time", "og:published_time", "datepublished", "date",
+    "dc.date", "dc.date.issued", "dcterms.date", "dcterms.issued", "dcterms.created",
+    "citation_publication_date", "citation_date", "pubdate", "publishdate",
+    "publish-date", "sailthru.date", "parsely-pub-date"})
+
+#: schema.org's date in a JSON-LD block (``"datePublished": "2024-05-02T09:00:00Z"``).
+_JSON_LD_PUBLISHED = re.compile(r'"datePublished"\s*:\s*"([^"]{4,40})"')
 
 
 def _marked(tree: Any) -> dict[str, str]:
-    """One pass over a parsed page's ``<title>``, ``<link>`` and ``<meta>`` elements
-    (lxml finds them in C): the first title's text, and the first value of each of
-    ``canonical`` (the ``href`` of a link whose ``rel`` has the word ``canonical``),
-    ``og:url``, ``description`` and ``og:description`` (a meta element's ``content``)."""
+    """One pass over a parsed page's ``<title>``, ``<link>``, ``<meta>``, ``<time>`` and
+    ``<script>`` elements (lxml finds them in C): the first title's text, and the first
+    value of each of ``canonical`` (the ``href`` of a link whose ``rel`` has the word
+    ``canonical``), ``og:url``, ``description`` and ``og:description`` (a meta element's
+    ``content``), and ``published``: the first date of :data:`PUBLISHED_NAMES`, of an
+    element with ``itemprop="datePublished"``, or of a JSON-LD block's ``datePublished``."""
     found: dict[str, str] = {}
-    for el in tree.iter("title", "link", "meta"):
+    for el in tree.iter("title", "link", "meta", "time", "script"):
         get = el.get
         tag = el.tag
         if tag == "meta":
@@ -88,6 +109,17 @@ def _marked(tree: Any) -> dict[str, str]:
                     found.setdefault("description", value)
                 if (key := get("property")) in ("og:url", "og:description"):
                     found.setdefault(key, value)
+                if "published" not in found and (
+                        (get("property") or get("name") or get("itemprop") or "").lower()
+                        in PUBLISHED_NAMES):
+                    found["published"] = value
+        elif tag == "time":
+            if "published" not in found and get("itemprop") == "datePublished":
+                found["published"] = get("datetime") or "".join(el.itertext())
+        elif tag == "script":
+            if "published" not in found and get("type") == "application/ld+json" \
+                    and el.text and (m := _JSON_LD_PUBLISHED.search(el.text)):
+                found["published"] = m.group(1)
         elif tag == "link":
             href = get("href")
             if href is not None and "canonical" not in found \
@@ -107,7 +139,39 @@ def page_facts(tree: Any, url: str, html: str = "") -> Facts:
     title = " ".join(found.get("title", "").split()) or None
     description = found.get("description", found.get("og:description", ""))
     return Facts(title, " ".join(description.split()) or None,
-                 _absolute(found.get("canonical") or found.get("og:url"), url, html))
+                 _absolute(found.get("canonical") or found.get("og:url"), url, html),
+                 published_date(found.get("published")))
+
+
+#: No page says it was published before this (a date before it is a placeholder).
+EARLIEST_PUBLISHED = dt.datetime(1991, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def published_date(value: str | None, now: dt.datetime | None = None) -> dt.datetime | None:
+    """A publication date as the page declares it (ISO 8601: a date, or a date and time
+    with or without its offset), in UTC; a date alone is its midnight, a time without an
+    offset is read as UTC. ``None`` for anything else, and for a date before
+    :data:`EARLIEST_PUBLISHED` or more than a day after ``now`` (a placeholder or a
+    template's mistake is not evidence).
+
+    >>> published_date("2024-05-02T09:30:00+02:00")
+    datetime.datetime(2024, 5, 2, 7, 30, tzinfo=datetime.timezone.utc)
+    >>> published_date("2024-05-02"), published_date("yesterday")
+    (datetime.datetime(2024, 5, 2, 0, 0, tzinfo=datetime.timezone.utc), None)
+    """
+    text = (value or "").strip()
+    if not text:
+        return None
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    when = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None \
+        else when.astimezone(dt.timezone.utc)
+    latest = (now or dt.datetime.now(dt.timezone.utc)) + dt.timedelta(days=1)
+    return when if EARLIEST_PUBLISHED <= when <= latest else None
 
 
 def _absolute(href: str | None, url: str, html: str) -> str | None:
@@ -276,8 +340,8 @@ def read_tree(html: str, tree: Any, url: str, params: Params, **found: Any) -> P
     facts = page_facts(tree, url, html)
     items = listing_items(tree, read.text, read.parents)
     return fingerprint_text(read, params, url, canonical=facts.canonical, title=facts.title,
-                            description=facts.description, listing=items is not None,
-                            items=items, **found)
+                            description=facts.description, published=facts.published,
+                            listing=items is not None, items=items, **found)
 
 
 @dataclass
@@ -353,6 +417,7 @@ def decide_read(pages: Iterable[Page], config: Any = None, capacity: int = 100_0
             out.append(Verdict(page.url, TEMPLATE_ONLY, None, page))
             continue
         if d.kind == NEW:
+            page.page_id = d.page_id  # a match turned round: the original's id
             facts.add_page(page)
         out.append(Verdict(page.url, d.kind, d, page))
     return out

@@ -24,6 +24,7 @@ from dedup.decide import (
 )
 from dedup.deduplicator import Deduplicator
 from dedup.page import Page
+from dedup.pages import published_date
 from dedup.simhash import fingerprint
 from dedup.sketch import TextSketch, shingle_values
 
@@ -42,8 +43,9 @@ class World(Protocol):
                      ) -> Deduplicator:
         """A deduplicator on the world's stores (rules: the crawl's by default)."""
 
-    def store(self, page: Page) -> None:
-        """Write an admitted page as the crawl's storage pipeline does."""
+    def store(self, page: Page, decision: Decision | None = None) -> None:
+        """Write an admitted page as the crawl's storage pipeline does (``decision``: a
+        match turned round, the page takes over its original's id)."""
 
     def indexed(self) -> int:
         """Fingerprints in the index."""
@@ -77,10 +79,10 @@ def rewrite(text: str, seed: int) -> str:
 
 def page(url: str, fp: int, text: str, *, checksum: str | None = None,
          verify: int | None = None, canonical: str | None = None,
-         short: bool = False) -> Page:
+         short: bool = False, published: str | None = None) -> Page:
     checksum = checksum or fingerprint(text).checksum_hex
     return Page(url, url.split("/")[2], checksum, fp, short, verify=verify, text=text,
-                     canonical=canonical)
+                canonical=canonical, published=published_date(published))
 
 
 # ----------------------------------------------------------------------------- revisit
@@ -422,7 +424,7 @@ def test_the_declared_canonical_is_asked_first(world: World) -> None:
     assert (got.original_id, got.canonical_link) == (second.page_id, "declared")
 
 
-def test_a_copy_fetched_first_stays_the_original_and_the_record_says_reversed(
+def test_a_copy_fetched_first_that_names_the_later_page_canonical_is_turned_round(
         world: World) -> None:
     crawl = world.deduplicator()
     syndicated = page("http://b.example/1", A, article(1) + "\nvia a",
@@ -431,8 +433,49 @@ def test_a_copy_fetched_first_stays_the_original_and_the_record_says_reversed(
     world.store(syndicated)
     source = page("http://a.example/1", A ^ 1, article(1))
     got = world.deduplicator().decide([source])[0]
-    assert (got.kind, got.original_id, got.canonical_link) == (
-        NEAR, syndicated.page_id, "reversed")
+    # the source is kept, under the id the syndicated copy had: its copies are the source's
+    assert (got.kind, got.page_id) == (NEW, syndicated.page_id)
+    assert got.turn is not None
+    assert (got.turn.reason, got.turn.url, got.turn.kind, got.turn.distance) == (
+        "canonical", "http://b.example/1", NEAR, 1)
+    world.store(source, got)
+    mirror = page("http://c.example/1", A ^ 1, article(1))  # the source's text: found
+    later = world.deduplicator().decide([mirror])[0]
+    assert (later.kind, later.original_id, later.original_url) == (
+        EXACT, syndicated.page_id, "http://a.example/1")
+
+
+def test_a_copy_that_says_it_was_published_earlier_is_turned_round(world: World) -> None:
+    crawl = world.deduplicator()
+    reprint = page("http://b.example/1", A, article(2) + "\nreprinted",
+                   published="2024-05-03T08:00:00Z")
+    crawl.decide([reprint])
+    world.store(reprint)
+    same_day = page("http://c.example/1", A ^ 1, article(2), published="2024-05-03T08:00:00Z")
+    undated = page("http://d.example/1", A ^ 2, article(2))
+    # a date without its time is its midnight: the same day, either way round
+    day = page("http://e.example/1", A ^ 4, article(2), published="2024-05-03")
+    first = page("http://a.example/1", A ^ 3, article(2), published="2024-05-02T08:00:00Z")
+    got = crawl.decide([same_day])[0]
+    assert (got.kind, got.original_id, got.turn) == (NEAR, reprint.page_id, None)
+    assert crawl.decide([undated])[0].turn is None  # the pages do not say: crawl order
+    assert crawl.decide([day])[0].turn is None
+    got = crawl.decide([first])[0]
+    assert (got.kind, got.page_id, got.turn.reason if got.turn else None) == (
+        NEW, reprint.page_id, "published")
+
+
+def test_a_copy_that_names_its_original_canonical_is_never_turned_round(world: World) -> None:
+    crawl = world.deduplicator()
+    source = page("http://a.example/1", A, article(3), published="2024-05-03")
+    crawl.decide([source])
+    world.store(source)
+    # earlier by its date, but it says the stored page is the canonical one: it is not
+    copy = page("http://b.example/1", A ^ 1, article(3) + "\nvia a",
+                canonical="http://a.example/1", published="2024-05-01")
+    got = world.deduplicator().decide([copy])[0]
+    assert (got.kind, got.original_id, got.canonical_link, got.turn) == (
+        NEAR, source.page_id, "declared", None)
 
 
 # ------------------------------------------------------------------- template text

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dedup.adapters.redis_registry import RedisRegistry
+from dedup.adapters.redis_turns import RedisTurns
 from dedup.adapters.store_facts import StoreFacts
 from dedup.decide import (
     Rules,
@@ -22,7 +23,7 @@ def on_servers(index: NearDuplicateIndex, client: Any, pages: Any, namespace: st
                templates: TemplateStore | None = None) -> Deduplicator:
     """A deduplicator on the crawl's servers: the checksum registry in Redis (with this
     process's admission journal, if given), the facts from the MongoDB page store and the
-    shared crawl's journals.
+    shared crawl's journals, the ledger of turned originals in Redis.
 
     Args:
         index: the index (over a :class:`~dedup.adapters.redis_index.RedisStore`).
@@ -34,4 +35,4 @@ def on_servers(index: NearDuplicateIndex, client: Any, pages: Any, namespace: st
     """
     return Deduplicator(index, RedisRegistry(client, namespace, journal),
                         StoreFacts(pages, client, namespace), rules, windows=windows,
-                        templates=templates)
+                        templates=templates, turns=RedisTurns(client, namespace))

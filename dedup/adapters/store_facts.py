@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 import redis
@@ -50,6 +51,10 @@ class StoreFacts:
     def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """See :meth:`PageFacts.canonicals_of`."""
         return self.pages.canonicals_of(page_ids)
+
+    def published_of(self, page_ids: Iterable[str]) -> dict[str, dt.datetime]:
+        """See :meth:`PageFacts.published_of`."""
+        return self.pages.published_of(page_ids)
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """See :meth:`PageFacts.texts_of`."""

@@ -84,6 +84,28 @@ class MemoryPageStore:
                     have["crawl_ids"].append(doc["crawl_id"])
         return new
 
+    def turn_round(self, page: Mapping[str, Any], fingerprint: Mapping[str, Any],
+                   copy: Mapping[str, Any]) -> bool:
+        """See :meth:`dedup.store.PageRecords.turn_round`."""
+        pid, url = str(page["_id"]), str(page["url"])
+        with self._lock:
+            old = self.pages.get(pid)
+            if old is None:
+                return False
+            if old["url"] != url:
+                self._drop(pid)
+                self.pages[pid] = dict(page, _id=pid)
+                self._by_url[url] = pid
+                self._by_key[str(page.get("url_key") or url_key(url))] = pid
+            self.fingerprints[pid] = dict(fingerprint, _id=pid)
+            for m in self.matches.values():
+                if m["original_id"] == pid:
+                    m["original_url"], m["original_host"] = url, page.get("host")
+        if old["url"] != url:
+            self._upsert(self.matches, [_copy_of(old, copy)])
+        self.forget_copies([url])
+        return True
+
     def forget_copies(self, urls: Iterable[str]) -> int:
         """Delete the copy records of these URLs; returns how many."""
         with self._lock:
@@ -200,6 +222,9 @@ class MemoryPageStore:
 
     def canonicals_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         return self._field(self.pages, page_ids, "canonical")
+
+    def published_of(self, page_ids: Iterable[str]) -> dict[str, dt.datetime]:
+        return self._field(self.pages, page_ids, "published")
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         return self._field(self.pages, page_ids, "text")
@@ -393,3 +418,9 @@ def _named(where: Where, doc: Mapping[str, Any]) -> bool:
             or (where.host is not None and (host == where.host or (
                 where.any_port and host.startswith(where.host + ":"))))
             or (where.source is not None and doc.get("source") == where.source))
+
+
+def _copy_of(old: Mapping[str, Any], copy: Mapping[str, Any]) -> dict[str, Any]:
+    """The match record of a page a turned match moved out of the pages (``copy``, with
+    what the stored page kept: its checksum, title and fetch time)."""
+    return {**{k: old[k] for k in ("checksum", "title", "fetched_at") if old.get(k)}, **copy}

@@ -540,6 +540,34 @@ class PageStore:
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
 
+    def turn_round(self, page: Mapping[str, Any], fingerprint: Mapping[str, Any],
+                   copy: Mapping[str, Any]) -> bool:
+        """A match turned round (:meth:`dedup.store.PageRecords.turn_round`), in an order
+        a crash at any step leaves for the turn done again to finish: the replaced page's
+        match record first, then the page and its fingerprint, then the records naming
+        the id, then any record of the page's own URL as a copy (an earlier crawl's)."""
+        doc = _with_oid(page)
+        oid, url = doc["_id"], str(doc["url"])
+        try:
+            old = self.pages.find_one({"_id": oid}, {"url": 1, "checksum": 1, "title": 1,
+                                                     "fetched_at": 1})
+            if old is None:
+                return False
+            if old["url"] != url:
+                old["fetched_at"] = _aware(old.get("fetched_at"))
+                self.save_matches([{**{k: old[k] for k in ("checksum", "title", "fetched_at")
+                                       if old.get(k)}, **copy}])
+                self.pages.replace_one({"_id": oid}, doc)
+            self.fingerprints.replace_one({"_id": oid}, fingerprint_document(fingerprint),
+                                          upsert=True)
+            self.matches.update_many({"original_id": oid},
+                                     {"$set": {"original_url": url,
+                                               "original_host": doc.get("host")}})
+        except PyMongoError as exc:
+            raise self._unavailable(exc) from exc
+        self.forget_copies([url])
+        return True
+
     def add_url_keys(self, batch: int = 5000) -> int:
         """Give the pages stored without a ``url_key`` (by simcrawl before 0.2) theirs;
         how many were given one. Cheap when there are none (an indexed query)."""
@@ -591,6 +619,12 @@ class PageStore:
         """``page id -> the URL it declared canonical`` for the stored pages among
         ``page_ids`` that declared one."""
         return self._page_field(page_ids, "canonical")
+
+    def published_of(self, page_ids: Iterable[str]) -> dict[str, dt.datetime]:
+        """``page id -> when it says it was first published`` for the stored pages among
+        ``page_ids`` that say (aware, UTC)."""
+        return {p: v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
+                for p, v in self._page_field(page_ids, "published").items()}
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> text`` for the stored pages among ``page_ids`` that kept their
@@ -1018,3 +1052,10 @@ def match_document(record: Mapping[str, Any]) -> dict[str, Any]:
     if out.get("page_id"):
         out["page_id"] = object_id(out["page_id"])
     return out
+
+
+def _aware(when: Any) -> Any:
+    """A time MongoDB returned (naive UTC) as an aware one."""
+    if isinstance(when, dt.datetime) and when.tzinfo is None:
+        return when.replace(tzinfo=dt.timezone.utc)
+    return when

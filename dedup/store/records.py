@@ -13,7 +13,8 @@ Fields (the MongoDB collections of the same names hold them; docs/queries.md):
     ``_id``, ``url``, ``url_key`` (the URL in canonical form), ``host``, ``checksum``
     (32 hex digits of the normalised text's XXH3-128), ``title``, ``language``,
     ``text_length``, ``extraction``, ``fetched_at`` (not for a registered original),
-    ``text`` (unless the crawl keeps no text), ``canonical``, ``description``, and what
+    ``text`` (unless the crawl keeps no text), ``canonical``, ``description``,
+    ``published`` (when the page says when it was first published), and what
     the crawl adds (``status``, ``depth``, ``referer``, ``crawl_id``, ``encoding``,
     ``source`` for a registered original, ``warc`` when the crawl archived it as WARC).
 ``fingerprints``
@@ -26,7 +27,9 @@ Fields (the MongoDB collections of the same names hold them; docs/queries.md):
     ``crawl_id``, and the evidence the decision had (``title``, ``fetched_at``,
     ``source``, ``pinyin``, ``containment``, ``canonical_link``, ``checksum``, ``rules``
     and ``claimant``, an excerpt's ``characters``, ``span`` and ``page_id``, the copy's
-    ``text``). A store adds ``first_detected_at``, ``times_seen`` and ``crawl_ids``.
+    ``text``); ``turned`` (``canonical`` or ``published``) for a page stored first and
+    recorded as a copy once the page that came after it was found to be the original
+    (:func:`turned_record`). A store adds ``first_detected_at``, ``times_seen`` and ``crawl_ids``.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def page_record(page: Page, *, store_text: bool = True, **fields_: Any) -> dict[
         doc["canonical"] = page.canonical
     if page.description:
         doc["description"] = page.description
+    if page.published is not None:
+        doc["published"] = page.published
     doc.update(fields_)
     return doc
 
@@ -150,3 +155,18 @@ def match_record_of(match: Any, *, crawl_id: str | None, text_cap: int = 0) -> d
                         distance=match.distance, kind=match.kind,
                         outlinks_dropped=match.outlinks_dropped, crawl_id=crawl_id,
                         **evidence)
+
+
+def turned_record(page: Page, turned: Any, *, crawl_id: str | None) -> dict[str, Any]:
+    """The match record of the page a match turned round moved out of the pages
+    (``turned``: a :class:`dedup.decide.Turn`): a copy of ``page``, which holds its id
+    now, saying why (``turned``: ``canonical`` or ``published``). Its links were followed
+    when it was stored (``outlinks_dropped`` 0); the store adds its checksum, title and
+    fetch time (:meth:`dedup.store.PageRecords.turn_round`)."""
+    extra: dict[str, Any] = {"turned": turned.reason}
+    if turned.containment is not None:
+        extra["containment"] = turned.containment
+    return match_record(url=turned.url, host=turned.host, original_id=page.page_id,
+                        original_url=page.url, original_host=page.host,
+                        distance=turned.distance, kind=turned.kind, outlinks_dropped=0,
+                        crawl_id=crawl_id, **extra)

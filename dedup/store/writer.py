@@ -7,9 +7,11 @@ A crawl process buffers the records of the pages it admits and the copies it dro
    not reach Redis, for longer than its lease), pages a recovery removed meanwhile (it
    took the process for dead) are withdrawn, not stored: out of the index, whatever is
    stored of them deleted, their links never followed;
-2. **write**: pages with their fingerprints, then the match and excerpt records; a record
-   naming a page a recovery removed is not written (its copy is decided again), nor a
-   page's record as a copy of itself;
+2. **write**: pages with their fingerprints, then the pages that take over a stored
+   page's id (a match turned round, :mod:`dedup.turns`), then the match and excerpt
+   records, naming the page that holds a turned original now; a record naming a page a
+   recovery removed is not written (its copy is decided again), nor a page's record as a
+   copy of itself;
 3. the fence again, for a recovery that ran while the batch was being written;
 4. **confirm** the stored pages to the journal (a recovery leaves them alone from now);
 5. **release** the stored pages' text sketches from Redis, where the index's layout says
@@ -86,10 +88,12 @@ class RecordWriter:
         redis_client: the Redis the journal and the recoveries' lost pages are in.
         namespace: the index's namespace.
         retry_seconds: how long the crawl retries a failed write (for its message).
+        turns: the ledger of turned originals (:mod:`dedup.turns`; ``None``: records
+            are named as they were decided).
     """
 
     def __init__(self, store: PageRecords, index: Any, journal: Any, redis_client: Any,
-                 namespace: str, retry_seconds: float = 0.0) -> None:
+                 namespace: str, retry_seconds: float = 0.0, turns: Any = None) -> None:
         self.retry_seconds = retry_seconds
         self.store = store
         self.index = index
@@ -99,13 +103,21 @@ class RecordWriter:
         self.pages: list[Record] = []
         self.fingerprints: list[Record] = []
         self.matches: list[Record] = []
+        self.turned: list[tuple[Record, Record, Record]] = []  # (page, fingerprint, copy)
+        self.turns = turns
         self._lock = threading.Lock()  # guards the buffers
         self._flush_lock = threading.Lock()  # one write at a time
         self._unconfirmed: list[str] = []
 
-    def add_page(self, page: Record, fingerprint: Record) -> None:
-        """Buffer an admitted page's record and its fingerprint's."""
+    def add_page(self, page: Record, fingerprint: Record, turned: Record | None = None
+                  ) -> None:
+        """Buffer an admitted page's record and its fingerprint's; ``turned``: the page
+        takes over the stored page of its id, which becomes this match record
+        (:func:`dedup.store.records.turned_record`)."""
         with self._lock:
+            if turned is not None:
+                self.turned.append((page, fingerprint, turned))
+                return
             self.pages.append(page)
             self.fingerprints.append(fingerprint)
 
@@ -116,13 +128,13 @@ class RecordWriter:
 
     def pending(self) -> int:
         """Records buffered (pages and matches)."""
-        return len(self.pages) + len(self.matches)
+        return len(self.pages) + len(self.matches) + len(self.turned)
 
     def take(self) -> tuple[list[Record], list[Record]]:
         """Empty the buffer: the pages and match records it held (given up on)."""
         with self._lock:
-            pages, matches = self.pages, self.matches
-            self.pages, self.fingerprints, self.matches = [], [], []
+            pages, matches = self.pages + [p for p, _, _ in self.turned], self.matches
+            self.pages, self.fingerprints, self.matches, self.turned = [], [], [], []
         return pages, matches
 
     def flush(self) -> Written:
@@ -130,7 +142,8 @@ class RecordWriter:
         with self._flush_lock:
             with self._lock:
                 pages, fps, matches = self.pages, self.fingerprints, self.matches
-                self.pages, self.fingerprints, self.matches = [], [], []
+                turned = self.turned
+                self.pages, self.fingerprints, self.matches, self.turned = [], [], [], []
             done = Written()
             try:
                 pages, fps = self._fence(pages, fps, done)
@@ -139,9 +152,9 @@ class RecordWriter:
                              f"against the recoveries failed (its lease is in doubt); "
                              f"retrying: {exc}")
             else:
-                if pages or matches:
+                if pages or matches or turned:
                     try:
-                        self._write(pages, fps, matches, done)
+                        self._write(pages, fps, matches, turned, done)
                     except ServiceUnavailable as exc:
                         self._failed(done, exc, "MongoDB", "write", f"writing {len(pages)} pages and "
                                      f"{len(matches)} match records failed; retrying for "
@@ -150,15 +163,16 @@ class RecordWriter:
             if not done.ok:
                 with self._lock:  # kept for the next attempt
                     self.pages[:0], self.fingerprints[:0] = pages, fps
-                    self.matches[:0] = matches
+                    self.matches[:0], self.turned[:0] = matches, turned
                 return done
             try:  # a recovery that ran while they were being written
                 self._fence(pages, fps, done, stored=True)
             except ServiceUnavailable as exc:
                 log.debug("checking stored pages against the recoveries failed: %s", exc)
             self._confirm([str(p["_id"]) for p in pages])
-            self._release(fps)
-            done.settled = [str(d["url"]) for d in [*pages, *matches]]
+            self._release([*fps, *(f for _, f, _ in turned)])
+            done.settled = [str(d["url"]) for d in [*pages, *(p for p, _, _ in turned),
+                                                    *matches]]
             return done
 
     @staticmethod
@@ -168,12 +182,22 @@ class RecordWriter:
         done.failed_service = getattr(exc, "service", "") or service
 
     def _write(self, pages: list[Record], fps: list[Record], matches: list[Record],
-               done: Written) -> None:
+               turned: list[tuple[Record, Record, Record]], done: Written) -> None:
         store = self.store
         store.save_pages(pages, fps)
         # a page an earlier crawl recorded as a copy, admitted now that it changed, is
         # not a copy any more: one verdict per URL
         store.forget_copies(str(p["url"]) for p in pages)
+        for page, fp, copy in turned:
+            # the stored page it takes over is gone (removed, or its process died before
+            # storing it, and its request decides it again): stored as a page of its own
+            if not store.turn_round(page, fp, copy):
+                store.save_pages([page], [fp])
+        if self.turns is not None and matches:  # a turned original is named as it is now
+            holders = self.turns.holders({str(m["original_id"]) for m in matches})
+            for m in matches:
+                if str(m["original_id"]) in holders:
+                    m["original_url"], m["original_host"] = holders[str(m["original_id"])]
         unnamed = {str(m["original_id"]) for m in matches if not m.get("original_url")}
         if unnamed:
             named = store.urls_of(unnamed)
@@ -193,7 +217,8 @@ class RecordWriter:
         copies = self._without_self_copies(copies, done)
         store.save_matches(copies)
         store.save_excerpts(excerpts)
-        done.pages, done.matches, done.excerpts = len(pages), len(copies), len(excerpts)
+        done.pages, done.matches = len(pages) + len(turned), len(copies) + len(turned)
+        done.excerpts = len(excerpts)
 
     @staticmethod
     def _without_self_copies(matches: list[Record], done: Written) -> list[Record]:

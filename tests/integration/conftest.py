@@ -69,3 +69,18 @@ def store(request: pytest.FixtureRequest, redis_client, namespace: str):  # type
     redis_store = kind(redis_client, namespace)
     request.addfinalizer(redis_store.clear)
     return redis_store
+
+
+@pytest.fixture(params=["memory", "mongodb"])
+def page_store(request, mongo_client, namespace: str):  # type: ignore[no-untyped-def]
+    """Each page store test runs in memory and in MongoDB (the embedded SecantusDB)."""
+    from dedup.store.memory import MemoryPageStore
+    from dedup.store.mongo import PageStore
+
+    if request.param == "memory":
+        yield MemoryPageStore()
+        return
+    pages = PageStore(mongo_client, namespace.replace("-", "_"))
+    pages.ensure_indexes()
+    yield pages
+    mongo_client.drop_database(pages.db.name)

@@ -13,7 +13,7 @@ from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator
-from dedup.store.records import fingerprint_record, match_record, page_record
+from dedup.store.records import fingerprint_record, match_record, page_record, turned_record
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,12 @@ class ServerWorld:
         return on_servers(index, self.client, self.pages, self.namespace,
                           rules or Rules.from_config(CONFIG), templates=templates)
 
-    def store(self, p) -> None:  # type: ignore[no-untyped-def]
+    def store(self, p, decision=None) -> None:  # type: ignore[no-untyped-def]
+        if decision is not None and decision.turn is not None:  # as the crawl's writer
+            p.page_id = decision.page_id
+            assert self.pages.turn_round(page_record(p), fingerprint_record(p),
+                                         turned_record(p, decision.turn, crawl_id=None))
+            return
         self.pages.save_pages([page_record(p)], [fingerprint_record(p)])  # the crawl's
 
     def indexed(self) -> int:

@@ -5,29 +5,20 @@ in MongoDB (:class:`dedup.store.mongo.PageStore`, on the embedded SecantusDB).""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 
 from dedup.ids import new_page_id
 from dedup.page import Page
 from dedup.store import PageRecords
-from dedup.store.memory import MemoryPageStore
-from dedup.store.mongo import PageStore
 from dedup.store.records import fingerprint_record, fingerprint_row, match_record, page_record
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["memory", "mongodb"])
-def store(request, mongo_client, namespace: str) -> Iterator[PageRecords]:  # type: ignore[no-untyped-def]
-    if request.param == "memory":
-        yield MemoryPageStore()
-        return
-    pages = PageStore(mongo_client, namespace.replace("-", "_"))
-    pages.ensure_indexes()
-    yield pages
-    mongo_client.drop_database(pages.db.name)
+@pytest.fixture
+def store(page_store: PageRecords) -> PageRecords:
+    return page_store
 
 
 def page(url: str, text: str = "the harbour opened its new pier", **kw) -> Page:  # type: ignore[no-untyped-def]

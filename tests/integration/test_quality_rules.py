@@ -226,14 +226,15 @@ def test_a_copy_is_recorded_against_the_page_it_declares_canonical(  # type: ign
     assert (plain.original_id, plain.canonical_link) == (original.page_id, None)
 
 
-def test_a_copy_fetched_before_its_original_stays_the_original_and_the_record_says_so(  # type: ignore[no-untyped-def]
+def test_a_copy_fetched_before_its_original_is_turned_round_when_it_names_it_canonical(  # type: ignore[no-untyped-def]
         crawl, dev_data, dev_pages) -> None:
     original_url = dev_pages["4a44ab3e4c-P"]["url"]
     copy = page(dev_data, dev_pages, "4a44ab3e4c-B1", canonical=original_url)
     assert crawl.decide([copy])[0].kind == NEW  # fetched first: nothing to copy yet
     got = crawl.decide([page(dev_data, dev_pages, "4a44ab3e4c-P")])[0]
-    assert got.dropped and got.original_id == copy.page_id
-    assert got.canonical_link == "reversed"  # the stored page names this one canonical
+    # the stored page names this one canonical: this one is the original, under its id
+    assert (got.kind, got.page_id) == (NEW, copy.page_id)
+    assert got.turn is not None and (got.turn.reason, got.turn.url) == ("canonical", copy.url)
 
 
 # ---------------------------------------------------------------- template text per host

@@ -313,3 +313,13 @@ def test_a_bad_option_is_named_alone():
     out = run("calibrate", "--sample", "-3")
     assert out.returncode == 2
     assert out.stderr.rstrip().endswith("error: --sample must be at least 1, got -3")
+
+
+def test_the_summary_says_how_many_matches_were_turned_round(capsys) -> None:  # type: ignore[no-untyped-def]
+    from crawler.run import print_summary
+
+    print_summary({"dedup/requests": 3, "dedup/unique": 2, "dedup/exact_duplicate": 1,
+                   "dedup/turned/canonical": 1, "dedup/turned/published": 2, "seconds": 1.0})
+    lines = [ln.split() for ln in capsys.readouterr().out.splitlines()]
+    assert ["matches", "turned", "round", "3", "(1", "by", "the", "canonical", "link,", "2",
+            "by", "the", "publication", "date)"] in lines

@@ -54,7 +54,9 @@ class MemoryWorld:
                             rules or Rules.from_config(CONFIG),
                             templates=self.templates if template_pages else None)
 
-    def store(self, p) -> None:  # type: ignore[no-untyped-def]
+    def store(self, p, decision=None) -> None:  # type: ignore[no-untyped-def]
+        if decision is not None:
+            p.page_id = decision.page_id
         self.facts.add_page(p)
 
     def record_copy(self, p, d) -> None:  # type: ignore[no-untyped-def]

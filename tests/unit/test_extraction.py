@@ -152,6 +152,34 @@ def test_the_pages_title_and_description(parser: str) -> None:
     assert facts("", "<svg><title>An icon</title></svg>") == ("An icon", None)
 
 
+@pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
+def test_when_a_page_says_it_was_first_published(parser: str) -> None:
+    from dedup.pages import page_facts, parse_page
+
+    def published(head: str, body: str = "<p>text</p>") -> str | None:
+        html = f"<html><head>{head}</head><body>{body}</body></html>"
+        found = page_facts(parse_page(html, parser), "https://a.example/1", html).published
+        return None if found is None else found.isoformat()
+
+    assert published("<meta property='article:published_time' "
+                     "content='2024-05-02T09:30:00+02:00'>") == "2024-05-02T07:30:00+00:00"
+    assert published("<meta name='DC.date.issued' content='2024-05-02'>") == \
+        "2024-05-02T00:00:00+00:00"  # a date alone: its midnight, UTC
+    assert published('<script type="application/ld+json">{"@type": "NewsArticle", '
+                     '"dateModified": "2024-06-01", "datePublished": "2024-05-02T10:00:00Z"}'
+                     "</script>") == "2024-05-02T10:00:00+00:00"
+    assert published("", "<p>By A. Writer, <time itemprop=datePublished "
+                     "datetime=2024-05-02T10:00>May 2</time></p>") == "2024-05-02T10:00:00+00:00"
+    # a change is not a publication; a placeholder, a date to come and words are no dates
+    assert published("<meta property='article:modified_time' content='2024-05-02'>") is None
+    assert published("<meta name=date content='1970-01-01'>") is None
+    assert published("<meta name=date content='2999-01-01'>") is None
+    assert published("<meta name=date content='last Tuesday'>") is None
+    assert published("<meta name=date content='2024-05-02'>"  # the first one counts
+                     "<meta property=article:published_time content='2023-01-01'>") == \
+        "2024-05-02T00:00:00+00:00"
+
+
 def test_the_crawls_links_are_scrapys_default_link_extractors() -> None:
     from scrapy.http import HtmlResponse
     from scrapy.linkextractors import LinkExtractor
