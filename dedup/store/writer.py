@@ -49,7 +49,8 @@ class Written:
         failure: the failure, with ``failed_service`` (``Redis`` or ``MongoDB``), the
             ``stage`` it stopped at (``fence`` or ``write``) and ``said``, the line that
             says so.
-        pages, matches, excerpts: records written.
+        pages, matches, excerpts: records written (a page turned round takes a stored
+            page's place: it counts as the match record its old page became).
         settled: the URLs whose records are written (their requests are done).
         withdrawn: URLs of pages withdrawn by the fence (fetched again; their links stay
             unfollowed).
@@ -217,7 +218,8 @@ class RecordWriter:
         copies = self._without_self_copies(copies, done)
         store.save_matches(copies)
         store.save_excerpts(excerpts)
-        done.pages, done.matches = len(pages) + len(turned), len(copies) + len(turned)
+        # a turned page takes a stored page's place: no page more, one match record more
+        done.pages, done.matches = len(pages), len(copies) + len(turned)
         done.excerpts = len(excerpts)
 
     @staticmethod
