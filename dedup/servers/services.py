@@ -701,10 +701,9 @@ class LocalRedisCluster:
                                "installs redis-server, which brings it)")
         ports = _cluster_ports(self.count)
         for port in ports:
-            (self.folder / str(port)).mkdir(parents=True)
             self._launch(port)
-        for port in ports:
-            _wait(lambda p=port: redis.Redis(host="127.0.0.1", port=p, socket_timeout=1).ping())
+        taken = list(ports)
+        ports = [self._up(port, taken) for port in ports]
         if self.count == 1:  # redis-cli creates clusters of three or more primaries
             redis.Redis(host="127.0.0.1", port=ports[0]).execute_command(
                 "CLUSTER", "ADDSLOTS", *range(16384))  # (ADDSLOTSRANGE is Redis 7)
@@ -740,14 +739,39 @@ class LocalRedisCluster:
         finally:
             node.close()
 
+    def _up(self, port: int, taken: list[int], tries: int = 5) -> int:
+        """The port of a node once it answers: a node that exited at start (its port or
+        its bus port taken between the check and the bind: an outgoing connection's port
+        may take it) is launched again on other free ports."""
+        for _ in range(tries):
+            proc = self.procs[port]
+
+            def answers(p: int = port, proc: subprocess.Popen = proc) -> bool:
+                if proc.poll() is not None:
+                    return True  # exited: no use waiting
+                return bool(redis.Redis(host="127.0.0.1", port=p, socket_timeout=1).ping())
+
+            _wait(answers)
+            if proc.poll() is None:
+                return port
+            del self.procs[port]
+            port = next(p for p in _cluster_ports(len(taken) + 1) if p not in taken)
+            taken.append(port)
+            self._launch(port)
+        log = (self.folder / str(port) / "redis.log")
+        raise RuntimeError(f"a Redis Cluster node would not start ({tries} ports tried): "
+                           + (log.read_text()[-500:] if log.exists() else "no log"))
+
     def _launch(self, port: int) -> None:
         node = self.folder / str(port)
+        node.mkdir(parents=True, exist_ok=True)
         self.procs[port] = subprocess.Popen(
             [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
              "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
              "--dir", str(node), "--appendonly", "yes" if self.appendonly else "no",
              "--appendfsync", "always", "--save", "",
-             "--cluster-node-timeout", str(self.node_timeout_ms)],
+             "--cluster-node-timeout", str(self.node_timeout_ms),
+             "--logfile", str(node / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def kill(self, port: int) -> None:
@@ -795,7 +819,8 @@ def _cluster_ports(n: int) -> list[int]:
     ports: list[int] = []
     while len(ports) < n:
         port = free_port()
-        if port + 10000 > 65535 or port in ports:
+        if port + 10000 > 65535 or port in ports or port - 10000 in ports \
+                or port + 10000 in ports:  # a node's port is another's bus port
             continue
         with socket.socket() as sock:
             try:

@@ -176,6 +176,15 @@ def test_a_ctrl_c_while_the_servers_stop_lets_them_stop(tmp_path: Path) -> None:
     """Ctrl-C as ``./simcrawl`` stops its servers after a crawl: the stop goes on to
     the end, no ``KeyboardInterrupt`` (a traceback before), and Ctrl-C works again
     afterwards."""
+    # Python's own Ctrl-C, whatever an earlier test of this process left installed
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        ctrl_c_while_the_servers_stop(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def ctrl_c_while_the_servers_stop(tmp_path: Path) -> None:
     services = EmbeddedServices(tmp_path / "data").start()
     pids = server_pids(tmp_path / "data")
     redis_server = services.servers["redis"]
@@ -194,9 +203,11 @@ def test_a_ctrl_c_while_the_servers_stop_lets_them_stop(tmp_path: Path) -> None:
         broken = True
     assert not broken, "the stop was broken off by the Ctrl-C"
     assert pids and wait_gone(pids)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(1)
+        for _ in range(100):  # taken between two steps, wherever the signal landed
+            time.sleep(0.01)
 
 
 def test_the_console_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
@@ -236,3 +247,29 @@ def test_an_activated_environment_still_gets_the_systems_redis_server(
     (alone / "redis-server").symlink_to(system)
     monkeypatch.setenv("PATH", f"{alone}{os.pathsep}{own}")
     assert redis_server_binary() == str(alone / "redis-server")  # outside: taken
+
+
+def test_a_cluster_node_whose_port_was_taken_starts_on_another(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    import redis
+
+    from dedup.servers import services
+    from dedup.servers.services import LocalRedisCluster
+
+    taken = socket.socket()  # a port taken between the check and the node's bind
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    real = services._cluster_ports
+    calls = iter([[port]])
+    monkeypatch.setattr(services, "_cluster_ports", lambda n: next(calls, None) or real(n))
+    nodes = LocalRedisCluster(tmp_path / "cluster", primaries=1, appendonly=False)
+    try:
+        nodes.start()
+        assert port not in nodes.procs and len(nodes.procs) == 1
+        assert redis.Redis.from_url(nodes.url).cluster("info")["cluster_state"] == "ok"
+    finally:
+        nodes.stop()
+        taken.close()
