@@ -24,7 +24,9 @@ How a page is read (:func:`main_text`):
    page's text: a template that calls its content wrapper ``content-sidebar-wrap`` or a
    site named "Kill the Newsletter" does not lose its article, and a home page does not
    lose its newest post "featured" in an ``<aside>``; the text outside all furniture is
-   then read too (the list of the other posts). An ``<article>`` is a composition of its
+   then read too (the list of the other posts). Such a container needs 200 characters of
+   prose when the page has text outside all furniture: a sidebar of links and a line
+   about the site is never the text of a page whose own text is links or short. An ``<article>`` is a composition of its
    own: it is text wherever it sits (a tag page's newest note in an ``<aside>``). The
    readers' part (comments, replies) and consent notices (:data:`NOT_TEXT`) stay
    furniture however long they are.
@@ -43,7 +45,8 @@ How a page is read (:func:`main_text`):
    the others). Then the blocks right after the page's headline (its first ``<h1>``, then
    read too) are read while they add text: an article shorter than a disclaimer further
    down is still read. A page whose text outside its furniture is nearly all links (an
-   index, a table of contents) is read as its links, and its furniture stays furniture.
+   index, a table of contents: less than 200 characters of prose, and more than twice
+   that in links) is read as its links, and its furniture stays furniture.
 5. **Filter.** Of those blocks, furniture is left out, and so are blocks that are mostly
    link text (navigation), except paragraphs, quotations, preformatted text and table
    cells, prose that links its words, unless they are a link alone ("More stories").
@@ -115,9 +118,9 @@ FURNITURE_SHARE = 0.5
 #: more than the second share (a link alone: "Read more", "More stories").
 LINK_DENSITY, PROSE_LINK_DENSITY = 0.5, 0.9
 #: A page whose text outside its furniture has fewer characters than this outside links,
-#: and at least this many in blocks that are mostly links, is a page of links (an index,
-#: a table of contents): its links are its text.
-LINK_PAGE_CHARS = 200
+#: and more than the share of that many in blocks that are mostly links, is a page of
+#: links (an index, a table of contents): its links are its text.
+LINK_PAGE_CHARS, LINK_PAGE_SHARE = 200, 2.0
 #: A reading that holds less than this share of the page's text outside its furniture
 #: is widened to the element around it (a reading unsure of itself reads more).
 UNSURE_SHARE = 0.5
@@ -351,21 +354,29 @@ def _widen(blocks: list[Any], first: int, last: int, root: Any, good: list[int],
     return first, last, items
 
 
-def _furniture(walk: Any, weights: list[int]) -> set[int]:
+def _furniture(walk: Any, weights: list[int], prose: list[int]) -> set[int]:
     """The walk's furniture containers that are furniture: a container holding more than
     :data:`FURNITURE_SHARE` of the page's text (each block weighed by ``weights``, its
     characters counted; the readers' part and the notices are not the page's text) is
-    text, unless it is the readers' part or a notice."""
+    text, unless it is the readers' part or a notice, or it holds less than
+    :data:`LINK_PAGE_CHARS` of prose (``prose``, each block's) on a page with text outside
+    all furniture: a sidebar of links and a line about the site is never the text of a
+    page that has text of its own, links or short."""
     held: dict[int, int] = {}
+    said: dict[int, int] = {}
     total = 0
+    outside = False
     not_text = walk.not_text
-    for b, own in zip(walk.blocks, weights):
+    for b, own, words in zip(walk.blocks, weights, prose):
+        outside = outside or not b[4]
         if own and not (not_text and any(f in not_text for f in b[4])):
             total += own  # the page's text: the readers' part is never of it
             for f in b[4]:
                 held[f] = held.get(f, 0) + own
+                said[f] = said.get(f, 0) + words
     return {f for f in range(1, walk.containers + 1)
-            if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total}
+            if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total
+            or (outside and said.get(f, 0) < LINK_PAGE_CHARS)}
 
 
 def _left_out(walk: Any, real: set[int]) -> list[bool]:
@@ -382,7 +393,7 @@ def read_blocks(root: Any) -> MainText:
     # each block's prose: its characters outside links, unless it is mostly links
     prose_of = [len(text) - links if links * 2 < len(text) else 0
                 for text, links, *_ in blocks]
-    real = _furniture(walk, prose_of)
+    real = _furniture(walk, prose_of, prose_of)
     left_out = _left_out(walk, real)
     # a page of links (an index, a table of contents): its text outside the furniture is
     # its links, when what is not a link there is thin and the links are not
@@ -393,9 +404,9 @@ def read_blocks(root: Any) -> MainText:
                 prose += own
             else:
                 links_out += links
-    links_read = prose < LINK_PAGE_CHARS <= links_out
+    links_read = prose < LINK_PAGE_CHARS and links_out > LINK_PAGE_SHARE * prose
     if links_read:  # the furniture weighed against all the page's text, links included
-        real = _furniture(walk, [len(b[0]) for b in blocks])
+        real = _furniture(walk, [len(b[0]) for b in blocks], prose_of)
         left_out = _left_out(walk, real)
     keep = _select(blocks, left_out, links_read, root)
     revived = set(range(1, walk.containers + 1)) - real

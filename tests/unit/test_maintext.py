@@ -298,6 +298,32 @@ def test_a_page_of_links_is_read_as_its_links_not_as_its_sidebar() -> None:
     assert read(index(names[:6])) != text
 
 
+def test_a_short_index_of_links_is_read_as_its_links_however_long_the_sidebar() -> None:
+    """Sphinx's module index of a small project: ten links, fewer characters than the
+    sidebar's table of contents and its line about the project. The sidebar once held
+    more than half the page's text, stopped being furniture and was read alone, the same
+    on every such page (its module index and its source index were "copies" of its search
+    page)."""
+    toc = "".join(f"<li><a href=/g{n}>Guide chapter {n}: its long and telling title</a></li>"
+                  for n in range(20))
+    sidebar = SIDEBAR.replace("<li><a href=/a>Guide</a></li>", toc)
+
+    def index(heading: str, names: list[str]) -> str:
+        rows = "".join(f"<tr><td></td><td><a href=/api/{n}><code>{n}</code></a></td></tr>"
+                       for n in names)
+        return (f"<html><body><div class=document><div class=body role=main><h1>{heading}"
+                f"</h1><table>{rows}</table></div>{sidebar}</div></body></html>")
+
+    names = [f"proj.part{n}" for n in range(10)]
+    text = read(index("Python Module Index", names))
+    assert all(n in text for n in names)
+    assert "A library that does one thing well" not in text and "Guide chapter" not in text
+    search = ("<html><body><div class=document><div class=body role=main><h1>Search</h1>"
+              f"<p>Searching for several words finds pages with all of them.</p></div>{sidebar}"
+              "</div></body></html>")
+    assert "Guide chapter" not in read(search)
+
+
 def test_a_page_of_code_is_read_as_its_code() -> None:
     code = "\n".join(f"def step_{n}(page):\n    return page.links[{n}]" for n in range(20))
     page = (f"<html><body><div class=document><div class=body role=main><h1>Source code for "
