@@ -508,7 +508,10 @@ class Deduplicator:
             found = self.facts.canonicals_of(missing)  # type: ignore[arg-type]
             self._canonicals.update({pid: url_key(found[pid]) if pid in found else ""
                                      for pid in missing if pid})
-        missing = {p for p in ids if p not in self._published}
+        # a date turns a copy only if the copy has one too: the others' originals' are
+        # not read
+        missing = {d.original_id for i, d in copies if batch[i].published is not None
+                   and d.original_id not in self._published}
         if missing:  # None for a page that does not say: asked once
             dates = self.facts.published_of(missing)  # type: ignore[arg-type]
             self._published.update({pid: dates.get(pid) for pid in missing if pid})

@@ -11,6 +11,7 @@ from typing import Any
 from dedup.ids import new_page_id, url_key
 from dedup.store import COPY_KINDS, unsigned
 from dedup.store.reads import EVERYTHING, TIME_FIELD, Span, Where, k_of_layouts
+from dedup.store.records import with_stored
 
 
 class MemoryPageStore:
@@ -102,7 +103,7 @@ class MemoryPageStore:
                 if m["original_id"] == pid:
                     m["original_url"], m["original_host"] = url, page.get("host")
         if old["url"] != url:
-            self._upsert(self.matches, [_copy_of(old, copy)])
+            self._upsert(self.matches, [with_stored(dict(copy), old)])
         self.forget_copies([url])
         return True
 
@@ -418,9 +419,3 @@ def _named(where: Where, doc: Mapping[str, Any]) -> bool:
             or (where.host is not None and (host == where.host or (
                 where.any_port and host.startswith(where.host + ":"))))
             or (where.source is not None and doc.get("source") == where.source))
-
-
-def _copy_of(old: Mapping[str, Any], copy: Mapping[str, Any]) -> dict[str, Any]:
-    """The match record of a page a turned match moved out of the pages (``copy``, with
-    what the stored page kept: its checksum, title and fetch time)."""
-    return {**{k: old[k] for k in ("checksum", "title", "fetched_at") if old.get(k)}, **copy}

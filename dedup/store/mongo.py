@@ -57,7 +57,7 @@ from dedup.config import DEFAULT_DATABASE
 from dedup.errors import ServiceUnavailable, redact
 from dedup.ids import url_key
 from dedup.store import COPY_KINDS
-from dedup.store.records import match_record
+from dedup.store.records import TURNED_PAGE_FIELDS, match_record, with_stored
 
 log = logging.getLogger(__name__)
 
@@ -549,14 +549,12 @@ class PageStore:
         doc = _with_oid(page)
         oid, url = doc["_id"], str(doc["url"])
         try:
-            old = self.pages.find_one({"_id": oid}, {"url": 1, "checksum": 1, "title": 1,
-                                                     "fetched_at": 1})
+            old = self.pages.find_one({"_id": oid}, ["url", *TURNED_PAGE_FIELDS])
             if old is None:
                 return False
             if old["url"] != url:
                 old["fetched_at"] = _aware(old.get("fetched_at"))
-                self.save_matches([{**{k: old[k] for k in ("checksum", "title", "fetched_at")
-                                       if old.get(k)}, **copy}])
+                self.save_matches([with_stored(dict(copy), old)])
                 self.pages.replace_one({"_id": oid}, doc)
             self.fingerprints.replace_one({"_id": oid}, fingerprint_document(fingerprint),
                                           upsert=True)
@@ -623,8 +621,7 @@ class PageStore:
     def published_of(self, page_ids: Iterable[str]) -> dict[str, dt.datetime]:
         """``page id -> when it says it was first published`` for the stored pages among
         ``page_ids`` that say (aware, UTC)."""
-        return {p: v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
-                for p, v in self._page_field(page_ids, "published").items()}
+        return {p: _aware(v) for p, v in self._page_field(page_ids, "published").items()}
 
     def texts_of(self, page_ids: Iterable[str]) -> dict[str, str]:
         """``page id -> text`` for the stored pages among ``page_ids`` that kept their

@@ -35,6 +35,7 @@ Fields (the MongoDB collections of the same names hold them; docs/queries.md):
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from dedup.ids import url_key
@@ -155,6 +156,17 @@ def match_record_of(match: Any, *, crawl_id: str | None, text_cap: int = 0) -> d
                         distance=match.distance, kind=match.kind,
                         outlinks_dropped=match.outlinks_dropped, crawl_id=crawl_id,
                         **evidence)
+
+
+#: What a store keeps of a page turned into a copy, for its match record
+#: (:meth:`dedup.store.PageRecords.turn_round`).
+TURNED_PAGE_FIELDS = ("checksum", "title", "fetched_at")
+
+
+def with_stored(copy: dict[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A turned page's match record (``copy``, :func:`turned_record`) with what the store
+    kept of the page (``stored``: its :data:`TURNED_PAGE_FIELDS`)."""
+    return {**{k: stored[k] for k in TURNED_PAGE_FIELDS if stored.get(k)}, **copy}
 
 
 def turned_record(page: Page, turned: Any, *, crawl_id: str | None) -> dict[str, Any]:
