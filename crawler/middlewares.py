@@ -50,13 +50,19 @@ class Batcher:
     runs when ``size`` items are waiting, or ``wait`` seconds after the first one came, or
     as an item comes when ``alone()`` says no other item is on its way (waiting would
     gather none: a crawl's first page, its last ones, a slow crawl's pages).
+
+    With ``serial``, a batch runs only once the one before it has: the batches are
+    decided in the order their items came (else several may run at once, each in a
+    thread of the pool).
     """
 
     def __init__(self, fn: Any, size: int, wait: float, clock: Any = None,
-                 run: Any = deferToThread, alone: Any = None) -> None:
+                 run: Any = deferToThread, alone: Any = None, serial: bool = False) -> None:
         self.fn, self.size, self.wait, self.alone = fn, size, wait, alone
+        self.serial = serial
         self.pending: list[tuple[Any, Deferred]] = []
         self._call: Any = None
+        self._running = False
         #: what schedules the wait (the reactor; a test's clock) and runs a batch (a
         #: thread of the reactor's pool)
         self.clock, self.run = clock, run
@@ -77,19 +83,65 @@ class Batcher:
         if self._call is not None and self._call.active():
             self._call.cancel()
         self._call = None
-        batch, self.pending = self.pending, []
+        if self.serial and self._running:
+            return  # the batch running flushes again when it is done
+        batch, self.pending = self.pending[:self.size], self.pending[self.size:]
         if not batch:
             return
+        self._running = True
+
+        def next_batch() -> None:
+            self._running = False
+            if self.serial and self.pending:
+                self.flush()
 
         def done(results: list[Any]) -> None:
+            next_batch()
             for (_, d), result in zip(batch, results):
                 d.callback(result)
 
         def failed(failure: Any) -> None:
+            next_batch()
             for _, d in batch:
                 d.errback(failure)
 
         self.run(self.fn, [v for v, _ in batch]).addCallbacks(done, failed)
+
+
+class InOrder:
+    """Pages asking for their decision in the order they came, whatever each takes to be
+    read (for a spider whose order is the record's: :class:`crawler.spiders.warc.WarcSpider`,
+    whose files' first page of a text is its original): each page takes a ticket as it
+    comes (:meth:`take`), waits for its turn before it joins a batch (:meth:`turn`), and
+    passes its turn once it has joined one or will not (:meth:`passed`: every ticket is
+    passed, on every way out)."""
+
+    def __init__(self) -> None:
+        self._next = 0  # the next ticket to hand out
+        self._turn = 0  # the ticket whose turn it is
+        self._passed: set[int] = set()  # tickets passed before their turn
+        self._waiting: dict[int, Deferred] = {}
+
+    def take(self) -> int:
+        ticket, self._next = self._next, self._next + 1
+        return ticket
+
+    async def turn(self, ticket: int) -> None:
+        if ticket > self._turn:
+            d: Deferred = Deferred()
+            self._waiting[ticket] = d
+            await maybe_deferred_to_future(d)
+
+    def passed(self, ticket: int) -> None:
+        if ticket < self._turn:
+            return  # passed already
+        self._passed.add(ticket)
+        while self._turn in self._passed:
+            self._passed.discard(self._turn)
+            self._turn += 1
+        waiter = self._waiting.pop(self._turn, None)
+        if waiter is not None:
+            waiter.callback(None)
 
 
 def dedup_enabled(settings: Any) -> bool:
@@ -137,8 +189,13 @@ class NearDuplicateMiddleware:
         self.deduplicator = deduplicator
         #: page URL -> the records of the links held for it, decided with its batch
         self._held: dict[str, list[MatchItem]] = {}
+        #: a spider whose order is the record's has its pages decided in that order
+        spider = getattr(crawler, "spider", None)
+        self._in_order = InOrder() if getattr(spider, "decide_in_order", False) else None
+        if self._in_order is not None:  # and each batch's pages decided in its order
+            deduplicator.in_order = True
         self.batcher = Batcher(self._decide_batch, config.batch_size, config.batch_wait,
-                               alone=self._alone)
+                               alone=self._alone, serial=self._in_order is not None)
         # each decision's latency goes to the metrics (a signal), when they are served
         self._timed = bool(metrics_port(crawler.settings))
 
@@ -183,6 +240,15 @@ class NearDuplicateMiddleware:
         return downloader is not None and not downloader.active
 
     async def _extract_and_decide(self, item: PageItem) -> Decision | str:
+        order = self._in_order
+        ticket = order.take() if order is not None else None
+        try:
+            return await self._read_and_decide(item, ticket)
+        finally:
+            if order is not None and ticket is not None:
+                order.passed(ticket)  # on every way out (passing it twice is harmless)
+
+    async def _read_and_decide(self, item: PageItem, ticket: int | None) -> Decision | str:
         self._reading += 1
         try:
             reason = await fingerprint_item(item, self.extractor)
@@ -193,7 +259,13 @@ class NearDuplicateMiddleware:
         delay = 0.25
         while True:
             try:
-                decision = await maybe_deferred_to_future(self.batcher.submit(item))
+                if ticket is not None and self._in_order is not None:
+                    await self._in_order.turn(ticket)  # the pages before it joined a batch
+                    asked = self.batcher.submit(item)
+                    self._in_order.passed(ticket)
+                else:
+                    asked = self.batcher.submit(item)
+                decision = await maybe_deferred_to_future(asked)
             except ServiceUnavailable as exc:
                 self.stats.inc_value("dedup/retries/decide")
                 if not self.outage.failed(exc, "Redis or MongoDB"):

@@ -96,14 +96,19 @@ class Deduplicator:
             fingerprints; admitted pages teach it (``None``: off).
         turns: the ledger of originals' ids taken over by a match turned round
             (:mod:`dedup.turns`; a :class:`~dedup.turns.MemoryTurns` when not given).
+        in_order: decide a batch's pages in its order to the letter (see :meth:`decide`;
+            the other stages' evidence is still read a batch at a time).
     """
 
     def __init__(self, index: NearDuplicateIndex, registry: ChecksumRegistry,
                  facts: PageFacts, rules: Rules | None = None,
                  windows: WindowIndex | None = None,
                  templates: TemplateStore | None = None,
-                 turns: TurnLedger | None = None) -> None:
+                 turns: TurnLedger | None = None, in_order: bool = False) -> None:
         self.index = index
+        #: pages asked of the index one at a time, each judged and admitted before the
+        #: next is probed: a batch's pages are decided in its order to the letter
+        self.in_order = in_order
         if index.sketch_source is None:  # a candidate's sketch that left Redis is stored
             index.sketch_source = facts.sketches_of
         self.registry = registry
@@ -128,8 +133,13 @@ class Deduplicator:
         self._redo_depth = 0
 
     def decide(self, batch: Sequence[Page]) -> list[Decision]:
-        """Decide each page of ``batch`` (in order; later pages see earlier admissions),
-        in three steps:
+        """Decide each page of ``batch`` (in order; later pages see earlier admissions,
+        but for one case: a page none of whose candidates is its original is admitted
+        only if no new candidate appeared since its probe, and a later page of the batch
+        that had no candidate at all was admitted at its probe, so the earlier page may be
+        judged its copy; with ``in_order``, as ``simcrawl warc`` decides its files'
+        pages, the index is asked a page at a time, each page judged and admitted before
+        the next is probed), in three steps:
 
         1. **gather the evidence and judge it**, stage by stage, each stage for the pages
            the one before left open: the pages known already (stored, or recorded as
@@ -245,7 +255,15 @@ class Deduplicator:
         order by what the page declares canonical, and judged by their text sketches and
         second opinions (:func:`dedup.decide.choose_original`); a page none of whose
         candidates is its original is admitted unless one appeared since."""
-        batch, rows = work.batch, work.open
+        if not self.in_order:
+            self._near_rows(work, work.open)
+            return
+        for i in work.open:  # each page judged and admitted before the next is probed
+            self._near_rows(work, [i])
+
+    def _near_rows(self, work: _Batch, rows: list[int]) -> None:
+        """:meth:`_near_copies` of some of the open rows, in one index step."""
+        batch = work.batch
         # Every page that may be admitted leaves its text sketch with its fingerprint.
         values = {i: batch[i].shingles if batch[i].shingles is not None
                   and batch[i].own_text is batch[i].text
@@ -259,7 +277,7 @@ class Deduplicator:
             batch[i].sketch = sketch
         candidates = self.index.check_and_add_all(
             [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in rows])
-        work.declared = self._declared_ids(batch, rows, candidates)
+        work.declared.update(self._declared_ids(batch, rows, candidates))
         candidates = [declared_first(batch[i], found, work.declared.get(i))
                       for i, found in zip(rows, candidates)]
         chosen = self._choose(batch, rows, candidates, values)
@@ -268,8 +286,8 @@ class Deduplicator:
         if rejected:  # no candidate is the original: admitted, unless one appeared since
             copies = self._admit(batch, rejected, values, sketches)
             chosen = [copies.get(i, m) for i, m in zip(rows, chosen)]
-        work.chosen = dict(zip(rows, chosen))
-        work.sketches = sketches
+        work.chosen.update(zip(rows, chosen))
+        work.sketches.update(sketches)
         checksums = {c.page_id: c.checksum for c in batch}
         for i in rows:
             work.decisions[i] = near_or_new(batch[i], work.chosen[i], checksums,

@@ -74,8 +74,13 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
             return exit_status(exc)
     print_summary(stats)
     other, bad = stats.get("dedup/warc/other_records", 0), stats.get("dedup/warc/bad_records", 0)
+    revisits = stats.get("dedup/warc/revisits", 0)
+    unresolved = stats.get("dedup/warc/revisits_unresolved", 0)
     print(f"records not decided (not HTML responses): {other}; files cut short by a record "
           f"that cannot be read: {bad} (named in the log)")
+    if revisits or unresolved:
+        print(f"revisit records decided as the response they repeat: {revisits}; repeating "
+              f"a response not in the files: {unresolved} (named in the log, not decided)")
     stored_in = args.database or "simcrawl"
     print(f"\nmatch records (MongoDB, database \"{stored_in}\"). "
           + query_hint(stored_in, hint_options(stored_in, args.data_dir)))

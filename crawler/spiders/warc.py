@@ -9,20 +9,32 @@ summary), under the run's crawl id.
   its record, read again from its file at its offset (the files are not held in memory;
   Scrapy's HTTP cache answers the same way).
 
+A ``revisit`` record that repeats an HTML response's payload (profile
+*identical-payload-digest*, as Heritrix, browsertrix-crawler and simcrawl write them for a
+payload seen before) is decided as a page of its own URL with that response's payload:
+under another URL it is an exact copy, under the same URL a revisit of the page
+(``unchanged``). It is found by its ``WARC-Payload-Digest`` among the HTML responses read
+before it, in these files (counted in ``dedup/warc/revisits``); one whose response is not
+in them (an earlier crawl's files not given) is counted in
+``dedup/warc/revisits_unresolved``, logged, and not decided.
+
 A record that cannot be read (a truncated or corrupt file) gets one line naming the file
 and the offset, is counted in ``dedup/warc/bad_records``, and the run goes on with the next
-file. Records that are not HTML responses (requests, metadata, images, redirects...) are
-counted in ``dedup/warc/other_records`` and not decided.
+file. Records that are not HTML responses (requests, metadata, images, redirects, ``dns:``
+records...) are counted in ``dedup/warc/other_records`` and not decided.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import scrapy
+import xxhash
 from scrapy.http import Response
 from scrapy.responsetypes import responsetypes
 
@@ -57,6 +69,34 @@ def warc_files(paths: list[str]) -> list[Path]:
     return out
 
 
+#: The revisit profile whose record repeats another record's payload (WARC 1.0 and 1.1
+#: name it alike but for the version).
+IDENTICAL_PAYLOAD = "/revisit/identical-payload-digest"
+
+
+def digest_key(digest: str | None) -> int | None:
+    """A ``WARC-Payload-Digest`` as a number to look the payload up by: the algorithm and
+    the digest's bytes, however they are written (base 32 as Heritrix and warcio write
+    them, or base 16), hashed to 64 bits. ``None``: no digest, or not one."""
+    algorithm, _, value = (digest or "").strip().partition(":")
+    value = value.strip()
+    try:
+        raw = bytes.fromhex(value) if len(value) in (32, 40, 64, 128) and all(
+            c in "0123456789abcdefABCDEF" for c in value) else base64.b32decode(value.upper())
+    except (binascii.Error, ValueError):
+        return None
+    return xxhash.xxh3_64_intdigest(algorithm.lower().encode() + b":" + raw) if raw else None
+
+
+def repeated(record: Any) -> int | None:
+    """The payload a revisit record repeats (:func:`digest_key` of its digest), when its
+    profile says it repeats one; else ``None``."""
+    if record.rec_type != "revisit" or not (
+            record.rec_headers.get_header("WARC-Profile") or "").endswith(IDENTICAL_PAYLOAD):
+        return None
+    return digest_key(record.rec_headers.get_header("WARC-Payload-Digest"))
+
+
 def _is_html(record: Any) -> bool:
     headers = record.http_headers
     if record.rec_type != "response" or headers is None:
@@ -78,7 +118,14 @@ class WarcSpider(SiteSpider):
         "DOWNLOADER_MIDDLEWARES": {"crawler.spiders.warc.FromArchive": 1},
         "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
         "DOWNLOAD_DELAY": 0,
+        # in file order: one queue for every host (Scrapy's default takes turns among
+        # the hosts' download slots), first in first out (the start requests' queue)
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
     }
+    #: the dedup middleware decides the pages in the order they come, one batch at a time
+    #: (:class:`crawler.middlewares.InOrder`): the originals are the files' first pages,
+    #: however long each page takes to read
+    decide_in_order = True
 
     def __init__(self, files: str = "", **kwargs: Any) -> None:
         scrapy.Spider.__init__(self, **kwargs)  # no start URLs: the files are the crawl
@@ -91,7 +138,10 @@ class WarcSpider(SiteSpider):
 
         done = 0  # bytes of the files read before this one: the progress line's share
         self._set("dedup/warc/bytes_total", sum(p.stat().st_size for p in self.files))
-        for path in self.files:
+        # where each HTML payload read so far is, by its digest: a revisit record's page
+        # (8 bytes of key and a small tuple a response: about 100 MB a million responses)
+        payloads: dict[int, tuple[int, int]] = {}
+        for n, path in enumerate(self.files):
             with open(path, "rb") as fh:  # noqa: ASYNC230  (a local file, read a record at a time)
                 # digests checked as the records are read: a record cut short is caught
                 records = ArchiveIterator(fh, check_digests="raise")
@@ -103,13 +153,24 @@ class WarcSpider(SiteSpider):
                         self._set("dedup/warc/bytes_read", done + records.offset)
                         if getattr(record.raw_stream, "limit", 0) > 0:
                             raise ValueError("the record is cut short")
-                        if not _is_html(record):
-                            self._count("dedup/warc/other_records")
-                            continue
                         url = record.rec_headers.get_header("WARC-Target-URI")
+                        where: tuple[int, int] | None = (n, offset)
+                        if record.rec_type == "revisit":
+                            where = self._revisited(record, payloads, path, offset)
+                        elif _is_html(record):
+                            key = digest_key(record.rec_headers.get_header(
+                                "WARC-Payload-Digest"))
+                            if key is not None:
+                                payloads.setdefault(key, (n, offset))
+                        else:
+                            self._count("dedup/warc/other_records")
+                            where = None
+                        if where is None:
+                            continue
                         yield scrapy.Request(url, callback=self.parse, errback=self.failed,
                                              dont_filter=True,
-                                             meta={RECORD: (str(path), offset),
+                                             meta={RECORD: (str(self.files[where[0]]),
+                                                            where[1]),
                                                    "dont_redirect": True, "dont_retry": True})
                     if records.offset < path.stat().st_size:  # a record cut short: no end
                         offset = records.offset
@@ -121,6 +182,27 @@ class WarcSpider(SiteSpider):
                               "the rest of this file is skipped", path, offset, exc)
             done += path.stat().st_size
             self._set("dedup/warc/bytes_read", done)
+
+    def _revisited(self, record: Any, payloads: dict[int, tuple[int, int]], path: Path,
+                   offset: int) -> tuple[int, int] | None:
+        """Where the HTML response a revisit record repeats is (file number, offset), or
+        ``None``: it repeats none, or one these files do not hold before it (counted,
+        and said)."""
+        key = repeated(record)
+        where = payloads.get(key) if key is not None else None
+        if where is not None:
+            self._count("dedup/warc/revisits")
+            return where
+        headers = record.http_headers
+        kind = (headers.get_header("Content-Type") or "").lower() if headers else ""
+        if key is not None and "html" in kind:
+            self._count("dedup/warc/revisits_unresolved")
+            log.warning("%s: the revisit record at offset %d (%s) repeats a response not "
+                        "in the files before it; not decided", path, offset,
+                        record.rec_headers.get_header("WARC-Target-URI"))
+        else:
+            self._count("dedup/warc/other_records")
+        return None
 
     def _count(self, key: str) -> None:
         if self.crawler.stats is not None:

@@ -59,6 +59,29 @@ def _warc_in(proc, *args: str):  # type: ignore[no-untyped-def]
                           check=False)
 
 
+def archived_pages(folder: Path) -> list[tuple[str, str, list, bytes]]:  # type: ignore[type-arg]
+    """The response records of the WARC files in ``folder``, in order: (URL, status line,
+    HTTP headers, payload decoded)."""
+    pages = []
+    for path in sorted(folder.glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type == "response":
+                    pages.append((record.rec_headers.get_header("WARC-Target-URI"),
+                                  record.http_headers.statusline,
+                                  record.http_headers.headers, record.content_stream().read()))
+    return pages
+
+
+def fields_record(writer, url: str, fields: bytes):  # type: ignore[no-untyped-def]
+    """A crawler's ``metadata`` record of ``url`` (warc-fields lines), as warcio makes it."""
+    from io import BytesIO
+
+    return writer.create_warc_record(url, "metadata", payload=BytesIO(fields),
+                                     length=len(fields),
+                                     warc_content_type="application/warc-fields")
+
+
 def groups(database) -> set[frozenset[str]]:  # type: ignore[no-untyped-def]
     """The groups of copies a database's match records make: each original with the
     exact and near copies that name it."""
@@ -217,14 +240,7 @@ def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # 
     from dedup.servers.services import connect_mongo
 
     proc, db = demo_run
-    pages = []  # (url, status line, headers, payload)
-    for path in sorted((proc.folder / "warc").glob("*.warc.gz")):
-        with open(path, "rb") as fh:
-            for record in ArchiveIterator(fh):
-                if record.rec_type == "response":
-                    pages.append((record.rec_headers.get_header("WARC-Target-URI"),
-                                  record.http_headers.statusline,
-                                  record.http_headers.headers, record.content_stream().read()))
+    pages = archived_pages(proc.folder / "warc")
     lonely = {d["url"] for d in db.pages.find({"host": {"$ne": "registered"}}, {"url": 1})} - {
         u for d in db.matches.find({}, {"url": 1, "original_url": 1})
         for u in (d["url"], d.get("original_url"))}
@@ -247,10 +263,8 @@ def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # 
                 url, "response", payload=BytesIO(body), length=len(body),
                 http_headers=StatusAndHeaders(status, renamed, protocol="HTTP/1.1"),
                 warc_headers_dict={"WARC-Identified-Payload-Type": "text/html", **extra})
-            fields = b"fetchTimeMs: 120\r\ncharset-detected: UTF-8\r\n"
-            metadata = writer.create_warc_record(url, "metadata", payload=BytesIO(fields),
-                                                 length=len(fields),
-                                                 warc_content_type="application/warc-fields")
+            metadata = fields_record(writer, url,
+                                     b"fetchTimeMs: 120\r\ncharset-detected: UTF-8\r\n")
             for record in (request, response, metadata):
                 writer.write_record(record)
     ran = _warc_in(proc, str(out), "--database", "warc_cc")
@@ -262,3 +276,94 @@ def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # 
     kept = again.pages.find_one({"url": cut_url}, {"text": 1})
     whole = db.pages.find_one({"url": cut_url}, {"text": 1})
     assert kept and whole and 0 < len(kept["text"]) < len(whole["text"])
+
+
+def test_an_archive_in_heritrixs_shape_decides_its_revisits_as_the_pages_they_repeat(
+        demo_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The demo crawl's pages written as Heritrix writes its WARC files (WARC/1.0: a
+    ``warcinfo`` record, ``dns:`` records, a response, request and metadata record a page,
+    and for a payload fetched before a ``revisit`` record of profile
+    identical-payload-digest holding the HTTP headers alone), read by ``simcrawl warc``:
+    the crawl's groups of copies, each stored original's revisit under another URL an
+    exact copy of it, a revisit under its own URL the page unchanged, and a revisit of a
+    response not in the files counted and named, not decided. The pages are decided in
+    file order: the original of every copy comes before it in the file (unless the pages
+    say otherwise: a match turned round), however long each page takes to read."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from dedup.servers.services import connect_mongo
+
+    proc, db = demo_run
+    pages = [(url, status, [(k, v) for k, v in headers if k.lower() != "content-encoding"],
+              payload) for url, status, headers, payload in archived_pages(proc.folder / "warc")]
+    stored = sorted(d["url"] for d in db.pages.find({"host": {"$ne": "registered"}},
+                                                    {"url": 1}))
+    mirrored = stored[:3]  # each fetched again under another URL: a revisit record there
+    out = tmp_path / "HERITRIX-20261129000000000-00000-1234~crawler~8443.warc.gz"
+    digests: dict[str, tuple[str, str]] = {}  # url -> (payload digest, date)
+    order: list[str] = []  # the pages' URLs in file order
+    with open(out, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version="1.0")
+        writer.write_record(writer.create_warcinfo_record(
+            out.name, {"software": "Heritrix/3.4.0 http://crawler.archive.org",
+                       "format": "WARC File Format 1.0", "robots": "obey"}))
+        dns = b"20261129000000\n127.0.0.1.\t300\tIN\tA\t127.0.0.1\n"
+        writer.write_record(writer.create_warc_record(
+            "dns:127.0.0.1", "response", payload=BytesIO(dns), length=len(dns),
+            warc_content_type="text/dns"))
+
+        def revisit(url: str, of: str, headers: list) -> None:  # type: ignore[type-arg]
+            digest, date = digests[of]
+            record = writer.create_revisit_record(
+                url, digest, of, date,
+                http_headers=StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1"))
+            record.rec_headers.add_header("WARC-Truncated", "length")
+            writer.write_record(record)
+            order.append(url)
+
+        for url, status, headers, payload in pages:
+            order.append(url)
+            response = writer.create_warc_record(
+                url, "response", payload=BytesIO(payload), length=len(payload),
+                http_headers=StatusAndHeaders(status, headers, protocol="HTTP/1.1"))
+            request = writer.create_warc_record(url, "request", http_headers=StatusAndHeaders(
+                "GET / HTTP/1.1", [("User-Agent", "Mozilla/5.0 (compatible; heritrix/3.4.0)")],
+                is_http_request=True))
+            request.rec_headers.add_header("WARC-Concurrent-To",
+                                           response.rec_headers.get_header("WARC-Record-ID"))
+            metadata = fields_record(
+                writer, url, b"via: dns:127.0.0.1\r\nhopsFromSeed: L\r\nfetchTimeMs: 12\r\n")
+            for record in (response, request, metadata):
+                writer.write_record(record)
+            digests[url] = (response.rec_headers.get_header("WARC-Payload-Digest"),
+                            response.rec_headers.get_header("WARC-Date"))
+            if url in mirrored:
+                revisit(url + "?from=feed", url, headers)
+        revisit(stored[0], stored[0], pages[0][2])  # the same page fetched again
+        digests["elsewhere"] = ("sha1:" + "A" * 32, "2026-01-01T00:00:00Z")
+        revisit(stored[0] + "?from=old-crawl", "elsewhere", pages[0][2])
+    ran = _warc_in(proc, str(out), "--database", "warc_heritrix")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "revisit records decided as the response they repeat: 4; repeating a response " \
+           "not in the files: 1" in ran.stdout, ran.stdout
+    assert f"records not decided (not HTML responses): {2 * len(pages) + 2}" in ran.stdout
+    assert "?from=old-crawl) repeats a response not in the files" in \
+        (proc.folder / "warc.log").read_text()
+    again = connect_mongo(proc.services.mongo_uri)["warc_heritrix"]
+    expected = set(groups(db))
+    for url in mirrored:
+        group = next((g for g in expected if url in g), frozenset({url}))
+        expected = (expected - {group}) | {group | {url + "?from=feed"}}
+    assert groups(again) == expected
+    for url in mirrored:
+        match = again.matches.find_one({"url": url + "?from=feed"})
+        assert match and match["kind"] == "exact" and match["original_url"] == url, match
+    assert not again.matches.find_one({"url": {"$regex": "from=old-crawl"}})
+    assert again.pages.count_documents({"url": stored[0]}) == 1
+    at = {url: n for n, url in reversed(list(enumerate(order)))}  # a URL's first place
+    for d in again.matches.find({"kind": {"$in": ["exact", "simhash"]},
+                                 "turned": {"$exists": False}}):
+        assert at[d["original_url"]] < at[d["url"]], (d, at[d["original_url"]], at[d["url"]])

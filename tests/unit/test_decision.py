@@ -9,7 +9,7 @@ import struct
 import numpy as np
 import pytest
 from decision_cases import *  # the shared cases, collected here
-from decision_cases import A, article, page
+from decision_cases import A, article, order_case, page
 
 from dedup.config import DedupConfig
 from dedup.decide import (
@@ -304,3 +304,16 @@ def test_template_text_is_on_a_share_of_a_hosts_pages() -> None:
     for n in range(6):
         small.learn([("b.example", [1, 100 + n] + ([2] if n else []))])
     assert small.known(["b.example"])["b.example"] == {1, 2}  # 2: on 5 pages of 6
+
+
+def test_a_batch_not_in_order_may_admit_a_later_page_first(world: MemoryWorld) -> None:
+    """Why ``simcrawl warc`` decides in order: in a crawl's batch, Y (no candidate at its
+    probe) is admitted at its probe while X (before it) waits for its text check, so X
+    meets Y as a page admitted since and is judged its copy."""
+    holder, x, y = order_case(1, A)
+    crawl = world.deduplicator()
+    assert crawl.decide([holder])[0].kind == NEW
+    world.store(holder)
+    assert [(d.kind, d.original_id) for d in crawl.decide([x, y])] == [
+        (NEAR, y.page_id), (NEW, None)]
+

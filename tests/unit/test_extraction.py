@@ -317,6 +317,58 @@ def test_a_page_with_no_other_on_its_way_is_decided_at_once() -> None:
     assert batches == [[1, 2]]
 
 
+def test_serial_batches_run_one_after_another_in_the_order_their_pages_came() -> None:
+    from twisted.internet.defer import Deferred
+    from twisted.internet.task import Clock
+
+    from crawler.middlewares import Batcher
+
+    running: list[tuple[list[int], Deferred]] = []
+
+    def run(fn, batch):  # type: ignore[no-untyped-def]
+        d: Deferred = Deferred()
+        running.append((batch, d))
+        return d
+
+    clock = Clock()
+    batcher = Batcher(lambda b: b, 2, 0.1, clock=clock, run=run, serial=True)
+    for value in (1, 2, 3, 4, 5):
+        batcher.submit(value)
+    clock.advance(1)
+    assert [b for b, _ in running] == [[1, 2]]  # the next waits for this one to be done
+    running[0][1].callback([1, 2])
+    assert [b for b, _ in running] == [[1, 2], [3, 4]]
+    running[1][1].callback([3, 4])
+    assert [b for b, _ in running] == [[1, 2], [3, 4], [5]]
+
+
+def test_pages_ask_in_the_order_they_came_whatever_their_reading_takes() -> None:
+    import asyncio
+
+    from crawler.middlewares import InOrder
+
+    async def pages() -> list[str]:
+        order, asked = InOrder(), []
+
+        async def page(name: str, reading: float, skipped: bool = False) -> None:
+            ticket = order.take()
+            try:
+                await asyncio.sleep(reading)  # read off the loop's thread
+                if skipped:
+                    return  # not decided: its turn passes all the same
+                await order.turn(ticket)
+                asked.append(name)
+                order.passed(ticket)
+            finally:
+                order.passed(ticket)
+
+        await asyncio.gather(page("first", 0.03), page("skipped", 0.0, skipped=True),
+                             page("second", 0.0), page("third", 0.01))
+        return asked
+
+    assert asyncio.run(pages()) == ["first", "second", "third"]
+
+
 def test_the_workers_start_with_the_crawl_not_at_its_first_page() -> None:
     ex = Extractor(DedupConfig(extract_workers=2))
     try:

@@ -159,3 +159,19 @@ def test_the_index_is_the_one_cdxj_indexer_writes(tmp_path: Path) -> None:
     CDXJIndexer(str(theirs), [str(writer.files[0])], sort=True).process_all()
     mine = (tmp_path / "crawl-00001.cdxj").read_text()
     assert mine.splitlines() == theirs.read_text().splitlines() and len(mine.splitlines()) == 3
+
+
+def test_a_payload_digest_is_one_key_in_base_32_or_16() -> None:
+    """A revisit record finds the response it repeats by its payload digest, however the
+    two writers wrote it (crawler/spiders/warc.py)."""
+    import base64
+    import hashlib
+
+    from crawler.spiders.warc import digest_key
+
+    raw = hashlib.sha1(b"<html>the page</html>").digest()
+    key = digest_key("sha1:" + base64.b32encode(raw).decode())
+    assert key is not None and key == digest_key("SHA1:" + raw.hex()) \
+        == digest_key(" sha1:" + base64.b32encode(raw).decode().lower())
+    assert key != digest_key("sha1:" + base64.b32encode(hashlib.sha1(b"other").digest()).decode())
+    assert digest_key(None) is None and digest_key("sha1:not a digest!") is None
