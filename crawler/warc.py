@@ -4,10 +4,11 @@ DIR``): the Scrapy side of :mod:`dedup.warc`.
 :class:`WarcOut` (an extension) takes each decided page as it leaves the item pipelines
 (an original stored, a copy recorded: Scrapy's ``item_scraped`` and, under the add-on,
 whose records do not go on to the project's pipelines, ``item_dropped``) with its response,
-and hands it to one thread, which hands it to a process of its own that writes the records
-(:class:`dedup.warc.WarcWriter`): building warcio's records, their digests and their gzip
-members cost the crawl process about 0.8 ms a page of the development sets, on the core
-its reactor needs, where the writer's process takes what the machine has left.
+and hands it to one thread, which hands the pages waiting (up to :data:`HANDOFF` a call)
+to a process of its own that writes the records (:class:`dedup.warc.WarcWriter`): building
+warcio's records, their digests and their gzip members cost the crawl process about 0.8 ms
+a page of the development sets, on the core its reactor needs, where the writer's process
+takes what the machine has left.
 Links not requested (``url_rule`` records) and excerpts are not fetches of their own and
 are not written. When the crawl closes, the thread writes what is left, closes the last
 file and indexes it.
@@ -59,6 +60,9 @@ FETCHED_COPIES = ("exact", "simhash", "pinyin")
 
 #: Pages waiting for the writer thread at most (past it, the crawl waits for the disk).
 QUEUE = 1000
+#: Pages handed to the writer's process in one call at most (those waiting, up to this:
+#: a call costs its round trip whatever it carries).
+HANDOFF = 32
 
 
 #: The writer of the process that writes the archive (:func:`_open_writer`).
@@ -71,15 +75,17 @@ def _open_writer(args: tuple[Any, ...]) -> None:
     _WRITER = WarcWriter(*args)
 
 
-def _write(what: str, fetch: Fetch, extra: Any, elsewhere: tuple[str, str] | None) -> int:
-    """In the writer's process: an original's records or a copy's; how many were written."""
+def _write(pages: list[tuple[str, Fetch, Any, tuple[str, str] | None]]) -> int:
+    """In the writer's process: originals' records and copies', in order; how many records
+    were written."""
     writer = _WRITER
     assert writer is not None
     before = writer.records
-    if what == "original":
-        writer.original(fetch, extra)
-    else:
-        writer.copy(fetch, extra, elsewhere)
+    for what, fetch, extra, elsewhere in pages:
+        if what == "original":
+            writer.original(fetch, extra)
+        else:
+            writer.copy(fetch, extra, elsewhere)
     return writer.records - before
 
 
@@ -190,12 +196,24 @@ class WarcOut:
                 break
             if self._failed is not None:
                 continue
-            what, fetch, extra = work
+            pages = [work]
+            while len(pages) < HANDOFF:  # and those waiting behind it
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)  # the end: after these
+                    break
+                pages.append(more)
             try:
-                elsewhere = self._archived_elsewhere(extra) if what == "copy" else None
-                written = self._pool.submit(_write, what, fetch, extra, elsewhere).result()
-                if what == "original":
-                    self._remember(extra, fetch.url)
+                handed = []
+                for what, fetch, extra in pages:
+                    handed.append((what, fetch, extra, self._archived_elsewhere(extra)
+                                   if what == "copy" else None))
+                    if what == "original":
+                        self._remember(extra, fetch.url)
+                written = self._pool.submit(_write, handed).result()
                 self.crawler.stats.inc_value("dedup/warc/records", written)
             except Exception as exc:  # noqa: BLE001  (said and counted: the crawl goes on)
                 self._fail(exc)
