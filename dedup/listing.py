@@ -20,6 +20,12 @@ block of its own and the others as a list below it: the featured post is an item
 and a tag page of three posts shows one featured and two listed). An article's
 paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
 and sidebars are not looked into; its "related posts" list is not its main text.
+
+Fewer items make a listing only when the page says they are other pages' entries: one or
+two ``<article>`` elements whose headings link to another page than the page itself (a
+tag's last page of one or two posts, a tag page of one quote), read whole by its main text.
+An article's own ``<article>`` has no heading link, or one to itself; a page's sections or
+its pair of columns are not ``<article>`` elements with headings that lead elsewhere.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from dedup.ids import url_key
 from dedup.overlap import shingles
 
 #: The fewest repeated items that make a listing: two could be a pair of sections of an
@@ -165,20 +172,49 @@ def _groups(parents: list[Any]) -> list[list[Any]]:
     return [items for _, items in found]
 
 
-def articles(tree: Any) -> list[Any]:
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _entry_of_another(article: Any, url: str) -> bool:
+    """Whether an ``<article>`` is headed by a title that links to another page than
+    ``url`` (the page's own): its first heading, before any paragraph (a heading further
+    down is the article's own section, whatever it links to), leads there; it is that
+    page's entry in a listing."""
+    from urllib.parse import urljoin
+
+    heading = next(article.iter(*_HEADINGS, "p"), None)
+    if heading is None or heading.tag == "p":
+        return False
+    link = next((a.get("href") for a in heading.iter("a") if a.get("href") is not None),
+                None)
+    if not link or link.startswith("#"):
+        return False
+    try:
+        return url_key(urljoin(url, link)) != url_key(url)
+    except ValueError:  # a link that is no URL
+        return False
+
+
+def articles(tree: Any, url: str | None = None) -> list[Any]:
     """The ``<article>`` elements of a parsed page that are a listing's items: none inside
     another, each with a link, at least :data:`LISTING_ITEMS` of some size
-    (:data:`ITEM_WORDS`, :data:`SMALLEST_ITEM` of the largest); empty otherwise. An
-    ``<article>`` is a composition of its own wherever it sits, so a featured post in an
-    ``<aside>`` is an item as much as those of the list below it."""
+    (:data:`ITEM_WORDS`, :data:`SMALLEST_ITEM` of the largest); or, on a page at ``url``,
+    one or two of at least :data:`ITEM_WORDS` words each, every one of them another page's
+    entry (its heading links there); empty otherwise. An ``<article>`` is a composition of
+    its own wherever it sits, so a featured post in an ``<aside>`` is an item as much as
+    those of the list below it."""
     if tree is None:
         return []
     found = [a for a in tree.iter("article")
              if not any(p.tag == "article" for p in a.iterancestors())]
     items = [a for a in found if _linked(a)]
     if len(items) < LISTING_ITEMS:
+        memo: dict[Any, int] = {}
+        if url and items and len(items) == len(found) and all(
+                _words(a, memo) >= ITEM_WORDS and _entry_of_another(a, url) for a in items):
+            return items  # a listing of one or two: every one another page's entry
         return []
-    memo: dict[Any, int] = {}
+    memo = {}
     sizes = [_words(a, memo) for a in items]
     least = max(ITEM_WORDS, SMALLEST_ITEM * max(sizes))
     if sum(1 for n in sizes if n >= least) < LISTING_ITEMS:
@@ -186,14 +222,14 @@ def articles(tree: Any) -> list[Any]:
     return items
 
 
-def _best_run(tree: Any, text: str, parents: list[Any] | None
+def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None = None
               ) -> tuple[float, list[str]]:
     """Of the largest run of repeated linked items of a page's HTML and its
     :func:`articles` (those its main text reads), the one that holds the largest share
     of its main text (``text``, its three-word shingles): that share and its items'
     texts (``0.0, []``: neither)."""
     runs = item_groups(tree, parents)[:1]
-    cards = articles(tree)
+    cards = articles(tree, url)
     if cards:
         runs.append(cards)
     if not runs or not text:
@@ -206,7 +242,7 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None
         texts = [" ".join(c.itertext()) for c in items]
         if items is cards and sum(  # the articles a listing shows are read
                 np.isin(shingles(t), main).mean() >= READ_ITEM for t in texts) \
-                < LISTING_ITEMS:
+                < min(LISTING_ITEMS, len(items)):
             continue
         held = shingles("\n".join(texts))
         share = float(np.isin(main, held, assume_unique=True).mean())
@@ -223,16 +259,18 @@ def items_share(tree: Any, text: str, parents: list[Any] | None = None) -> float
     return _best_run(tree, text, parents)[0]
 
 
-def listing_items(tree: Any, text: str, parents: list[Any] | None = None
-                  ) -> tuple[str, ...] | None:
+def listing_items(tree: Any, text: str, parents: list[Any] | None = None,
+                  url: str | None = None) -> tuple[str, ...] | None:
     """The texts of a listing's items (the run that makes it one), or ``None``: the page
     is not a listing (see the module docstring); ``parents`` as :func:`item_groups`
-    takes them."""
-    share, texts = _best_run(tree, text, parents)
+    takes them; ``url``: the page's (a listing of one or two entries of other pages is
+    told by it)."""
+    share, texts = _best_run(tree, text, parents, url)
     return tuple(texts) if share >= LISTING_SHARE else None
 
 
-def is_listing(tree: Any, text: str, parents: list[Any] | None = None) -> bool:
+def is_listing(tree: Any, text: str, parents: list[Any] | None = None,
+               url: str | None = None) -> bool:
     """Whether a parsed page whose main text is ``text`` is a listing (see the module
-    docstring); ``parents`` as :func:`item_groups` takes them."""
-    return listing_items(tree, text, parents) is not None
+    docstring); ``parents`` and ``url`` as :func:`listing_items` takes them."""
+    return listing_items(tree, text, parents, url) is not None

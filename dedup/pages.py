@@ -338,7 +338,7 @@ def read_tree(html: str, tree: Any, url: str, params: Params, **found: Any) -> P
     same tree found (a crawler's ``links`` and ``language``)."""
     read = extract_main(html, url, params[0], tree)
     facts = page_facts(tree, url, html)
-    items = listing_items(tree, read.text, read.parents)
+    items = listing_items(tree, read.text, read.parents, url)
     return fingerprint_text(read, params, url, canonical=facts.canonical, title=facts.title,
                             description=facts.description, published=facts.published,
                             listing=items is not None, items=items, **found)

@@ -76,8 +76,35 @@ def is_listing(html_text: str) -> bool:
     tree = parse_page(html_text)
     read = extract_main(html_text, "http://site.test/", "simcrawl", tree)
     assert read.parents is not None
-    assert listing.is_listing(tree, read.text) == got
+    assert listing.is_listing(tree, read.text, url="http://site.test/") == got
     return got
+
+
+def entries_page(entries: list[tuple[str, str]], href: str | None) -> str:
+    """A page of ``<article>`` entries as Pelican's notmyidea theme writes a tag page: each
+    headed by its title, linked to ``href`` (``{n}``: the entry's number) or not linked."""
+    def heading(n: int, title: str) -> str:
+        return f'<a href="{href.format(n=n)}" rel="bookmark">{title}</a>' if href else title
+
+    items = "".join(
+        f'<li><article class="hentry"><header><h1 class="entry-title">{heading(n, title)}'
+        '</h1></header><div class="entry-content"><footer class="post-info">Published: '
+        f'Sun 04 January 2026 By <a href="/author/ada/">Ada</a></footer>{paragraphs(text)}'
+        '<a class="readmore" href="/more/">read more</a></div></article></li>'
+        for n, (title, text) in enumerate(entries))
+    return HEAD.format(title="Tag") + f'<ol id="posts-list" class="hfeed">{items}</ol>' + FOOT
+
+
+def test_one_or_two_entries_of_other_pages_are_a_listing() -> None:
+    """A tag's last page of one or two posts is a listing: a listing is never a copy of a
+    page with fewer or other items. An article's own ``<article>``, its heading linked to
+    itself or not at all, is not one."""
+    one = [("Story 1", article(41, 120))]
+    assert is_listing(entries_page(one, "/posts/{n}/"))
+    assert is_listing(entries_page([*one, ("Story 2", article(42, 30))], "/posts/{n}/"))
+    assert not is_listing(entries_page(one, "http://site.test/"))  # the page itself
+    assert not is_listing(entries_page(one, "#top"))
+    assert not is_listing(entries_page(one, None))
 
 
 def test_listings_are_read_as_listings_and_articles_are_not() -> None:
