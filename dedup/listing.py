@@ -222,6 +222,28 @@ def articles(tree: Any, url: str | None = None) -> list[Any]:
     return items
 
 
+def _own_text(element: Any) -> str:
+    """An element's text outside the navigation, header, footer and sidebars inside it (an
+    entry's byline and tags in its ``<footer>``, its title in its ``<header>``): what a
+    reading that leaves furniture out can keep of it."""
+    parts: list[str] = []
+
+    def walk(el: Any) -> None:
+        if not isinstance(el.tag, str) or el.tag in _SKIP or el.tag in _FURNITURE:
+            return
+        if el.text:
+            parts.append(el.text)
+        for child in el:
+            walk(child)
+            if child.tail:
+                parts.append(child.tail)
+
+    if element.tag in _FURNITURE:  # an item that is a sidebar itself: all of it
+        return " ".join(element.itertext())
+    walk(element)
+    return " ".join(parts)
+
+
 def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None = None
               ) -> tuple[float, list[str]]:
     """Of the largest run of repeated linked items of a page's HTML and its
@@ -241,7 +263,7 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
     for items in runs:
         texts = [" ".join(c.itertext()) for c in items]
         if items is cards and sum(  # the articles a listing shows are read
-                np.isin(shingles(t), main).mean() >= READ_ITEM for t in texts) \
+                np.isin(shingles(_own_text(c)), main).mean() >= READ_ITEM for c in items) \
                 < min(LISTING_ITEMS, len(items)):
             continue
         held = shingles("\n".join(texts))

@@ -80,16 +80,20 @@ def is_listing(html_text: str) -> bool:
     return got
 
 
-def entries_page(entries: list[tuple[str, str]], href: str | None) -> str:
+def entries_page(entries: list[tuple[str, str]], href: str | None, tags: int = 1) -> str:
     """A page of ``<article>`` entries as Pelican's notmyidea theme writes a tag page: each
-    headed by its title, linked to ``href`` (``{n}``: the entry's number) or not linked."""
+    headed by its title, linked to ``href`` (``{n}``: the entry's number) or not linked,
+    with a byline of ``tags`` tags in its ``<footer>``."""
     def heading(n: int, title: str) -> str:
         return f'<a href="{href.format(n=n)}" rel="bookmark">{title}</a>' if href else title
 
+    byline = ('<footer class="post-info">Published: Sun 04 January 2026 By <a '
+              'href="/author/ada/">Ada</a> tags: '
+              + " ".join(f'<a href="/tag/t{t}/">topic{t}</a>' for t in range(tags))
+              + "</footer>")
     items = "".join(
         f'<li><article class="hentry"><header><h1 class="entry-title">{heading(n, title)}'
-        '</h1></header><div class="entry-content"><footer class="post-info">Published: '
-        f'Sun 04 January 2026 By <a href="/author/ada/">Ada</a></footer>{paragraphs(text)}'
+        f'</h1></header><div class="entry-content">{byline}{paragraphs(text)}'
         '<a class="readmore" href="/more/">read more</a></div></article></li>'
         for n, (title, text) in enumerate(entries))
     return HEAD.format(title="Tag") + f'<ol id="posts-list" class="hfeed">{items}</ol>' + FOOT
@@ -105,6 +109,10 @@ def test_one_or_two_entries_of_other_pages_are_a_listing() -> None:
     assert not is_listing(entries_page(one, "http://site.test/"))  # the page itself
     assert not is_listing(entries_page(one, "#top"))
     assert not is_listing(entries_page(one, None))
+    # an entry is judged read on its text outside its header and footer (its title and
+    # byline), which a reading leaves out: a short summary under a long byline
+    short = [("Story 3", article(43, 12)), ("Story 4", article(44, 12))]
+    assert is_listing(entries_page(short, "/posts/{n}/", tags=20))
 
 
 def test_listings_are_read_as_listings_and_articles_are_not() -> None:
