@@ -259,12 +259,12 @@ class NearDuplicateMiddleware:
         delay = 0.25
         while True:
             try:
-                if ticket is not None and self._in_order is not None:
-                    await self._in_order.turn(ticket)  # the pages before it joined a batch
-                    asked = self.batcher.submit(item)
-                    self._in_order.passed(ticket)
-                else:
-                    asked = self.batcher.submit(item)
+                order = self._in_order
+                if order is not None and ticket is not None:
+                    await order.turn(ticket)  # the pages before it joined a batch
+                asked = self.batcher.submit(item)
+                if order is not None and ticket is not None:
+                    order.passed(ticket)
                 decision = await maybe_deferred_to_future(asked)
             except ServiceUnavailable as exc:
                 self.stats.inc_value("dedup/retries/decide")

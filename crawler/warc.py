@@ -41,11 +41,11 @@ from dedup.store.records import match_record_of
 from dedup.warc import (
     FILE_BYTES,
     NEAR_CHOICES,
-    REMEMBERED,
     WARC_FIELDS,
     Fetch,
     WarcWriter,
     record_id_of,
+    remember,
     warc_date,
 )
 
@@ -211,8 +211,8 @@ class WarcOut:
                 for what, fetch, extra in pages:
                     handed.append((what, fetch, extra, self._archived_elsewhere(extra)
                                    if what == "copy" else None))
-                    if what == "original":
-                        self._remember(extra, fetch.url)
+                    if what == "original":  # as long as the writer remembers it
+                        remember(self._held, (extra, fetch.url), None)
                 written = self._pool.submit(_write, handed).result()
                 self.crawler.stats.inc_value("dedup/warc/records", written)
             except Exception as exc:  # noqa: BLE001  (said and counted: the crawl goes on)
@@ -224,15 +224,7 @@ class WarcOut:
             self._fail(exc)
         self._pool.shutdown()
 
-    def _remember(self, page_id: str, url: str) -> None:
-        """An original written: its page id and URL, as long as the writer remembers them
-        (:meth:`dedup.warc.WarcWriter.original`)."""
-        for key in (page_id, url):
-            if key:
-                self._held[key] = None
-                self._held.move_to_end(key)
-        while len(self._held) > 2 * REMEMBERED:
-            self._held.popitem(last=False)
+
 
     def _archived_elsewhere(self, match: dict[str, Any]) -> tuple[str, str] | None:
         """The response record id and WARC date of a copy's original that another crawl

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urljoin
 
 import numpy as np
 
@@ -180,8 +181,6 @@ def _entry_of_another(article: Any, url: str) -> bool:
     ``url`` (the page's own): its first heading, before any paragraph (a heading further
     down is the article's own section, whatever it links to), leads there; it is that
     page's entry in a listing."""
-    from urllib.parse import urljoin
-
     heading = next(article.iter(*_HEADINGS, "p"), None)
     if heading is None or heading.tag == "p":
         return False

@@ -56,6 +56,17 @@ WARC_FIELDS = ("kind", "original_url", "original_id", "distance", "similarity",
 #: Originals whose records a writer remembers, for the copies that refer to them.
 REMEMBERED = 1_000_000
 
+
+def remember(held: OrderedDict[str, Any], keys: Sequence[str], value: Any) -> None:
+    """Remember an original written under its ``keys`` (page id, URL), the newest last,
+    forgetting the oldest past :data:`REMEMBERED` originals."""
+    for key in keys:
+        if key:
+            held[key] = value
+            held.move_to_end(key)
+    while len(held) > 2 * REMEMBERED:
+        held.popitem(last=False)
+
 try:  # ISA-L's deflate (python-isal): gzip members as zlib writes them, about 4.7 times faster
     from isal import isal_zlib as _deflate
 except ImportError:  # a platform without its wheel: zlib, the same files a little slower
@@ -331,13 +342,7 @@ class WarcWriter:
         self._ready()
         record_id, date, digest = self._fetched(
             fetch, record_id_of(page_id, warc_date(fetch.date)) if page_id else None)
-        held = _Held(record_id, date, digest)
-        for key in (page_id, fetch.url):
-            if key:
-                self._held[key] = held
-                self._held.move_to_end(key)
-        while len(self._held) > 2 * REMEMBERED:
-            self._held.popitem(last=False)
+        remember(self._held, (page_id, fetch.url), _Held(record_id, date, digest))
 
     def copy(self, fetch: Fetch, match: Mapping[str, Any],
              elsewhere: tuple[str, str] | None = None) -> str:
