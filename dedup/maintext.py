@@ -46,7 +46,9 @@ How a page is read (:func:`main_text`):
    read too) are read while they add text: an article shorter than a disclaimer further
    down is still read. A page whose text outside its furniture is nearly all links (an
    index, a table of contents: less than 200 characters of prose, and more than twice
-   that in links) is read as its links, and its furniture stays furniture.
+   that in links) is read as its links, and its furniture stays furniture. Prose is a
+   block's characters outside links, in blocks that are not mostly links and have more
+   letters than link characters: a jump bar "A | B | C" is links between separators.
 5. **Filter.** Of those blocks, furniture is left out, and so are blocks that are mostly
    link text (navigation), except paragraphs, quotations, preformatted text and table
    cells, prose that links its words, unless they are a link alone ("More stories").
@@ -57,6 +59,7 @@ Each block is a line of the result (the template lines are learned over lines).
 from __future__ import annotations
 
 import re
+import string
 from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
@@ -384,15 +387,36 @@ def _left_out(walk: Any, real: set[int]) -> list[bool]:
     return [any(f in real for f in b[4]) for b in walk.blocks]
 
 
+#: Characters that are not letters: white space, ASCII punctuation and the separators
+#: of link bars (a table for ``str.translate``, several times faster than a pattern).
+_NOT_LETTERS = str.maketrans("", "", string.punctuation + string.whitespace
+                             + "\u00a0\u00b7\u2022\u00bb\u00ab\u203a\u2039\u2013\u2014\u2192")
+
+
+def _links_alone(text: str, links: int) -> bool:
+    """Whether ``text`` has no more letters and digits than its ``links`` characters in
+    links: links between separators. Its beginning is counted first, where prose shows
+    more letters at once (a tenth of a millisecond a page saved on long paragraphs).
+
+    >>> _links_alone("A | B | C", 3), _links_alone("Read A, then B and C", 3)
+    (True, False)
+    >>> _links_alone("Home » Docs · API", 11)
+    True
+    """
+    return len(text[:2 * links + 16].translate(_NOT_LETTERS)) <= links \
+        and len(text.translate(_NOT_LETTERS)) <= links
+
+
 def read_blocks(root: Any) -> MainText:
     """The main text of the subtree at ``root`` (steps 2 to 5 of the module's reading)."""
     walk = _walk(root)
     blocks = walk.blocks
     if not blocks:
         return MainText("", walk.parents)
-    # each block's prose: its characters outside links, unless it is mostly links
-    prose_of = [len(text) - links if links * 2 < len(text) else 0
-                for text, links, *_ in blocks]
+    # each block's prose: its characters outside links, unless it is mostly links or has
+    # no more letters than link characters (links between separators: "A | B | C")
+    prose_of = [0 if links * 2 >= len(text) or links and _links_alone(text, links)
+                else len(text) - links for text, links, *_ in blocks]
     real = _furniture(walk, prose_of, prose_of)
     left_out = _left_out(walk, real)
     # a page of links (an index, a table of contents): its text outside the furniture is

@@ -298,6 +298,30 @@ def test_a_page_of_links_is_read_as_its_links_not_as_its_sidebar() -> None:
     assert read(index(names[:6])) != text
 
 
+def test_an_index_with_a_jump_bar_and_letter_headings_is_read_as_its_links() -> None:
+    """Sphinx's general index: a bar of links to each letter between separators
+    ("A | B | C"), a heading a letter, and the entries under them, links but for each
+    module's name (its one link, "module", under it). The bar's separators once made the
+    text outside links 200 characters: the page was not a page of links, its entries
+    were left out as navigation, and it read as its headings and its modules' names."""
+    letters = "ABCDEFGHIKLMNOPRSTUVW"
+    bar = " | ".join(f"<a href=#{c}><strong>{c}</strong></a>" for c in letters)
+    modules = "".join(f"<li>proj.module_{n}<ul><li><a href=/api/m{n}>module</a></li></ul></li>"
+                      for n in range(12))
+    sections = "".join(
+        f"<h2 id={c}>{c}</h2><table><tr><td><ul>"
+        + "".join(f"<li><a href=/api#{c}{n}>{c.lower()}{n}_step() (in module proj.core)</a></li>"
+                  for n in range(3))
+        + (modules if c == "M" else "") + "</ul></td></tr></table>" for c in letters)
+    page = (f"<html><body><div class=document><div class=body role=main><h1>Index</h1>"
+            f"<div class=genindex-jumpbox>{bar}</div>{sections}</div>{SIDEBAR}</div>"
+            "</body></html>")
+    text = read(page)
+    assert all(f"{c.lower()}{n}_step() (in module proj.core)" in text
+               for c in letters for n in range(3))
+    assert "A library that does one thing well" not in text
+
+
 def test_a_short_index_of_links_is_read_as_its_links_however_long_the_sidebar() -> None:
     """Sphinx's module index of a small project: ten links, fewer characters than the
     sidebar's table of contents and its line about the project. The sidebar once held
