@@ -40,7 +40,7 @@ How a page is read (:func:`main_text`):
    listing, every answer of a thread, whatever its length), and past any that holds less
    than half of the page's text outside its furniture (a reading unsure of itself reads
    more), up to the first that holds nearly all of it. Another run is read beside it
-   when, widened, it holds half its text (a second body of text, not a notice), or a
+   when, widened, it holds as much text (a second body of text, not a notice), or a
    fifth when it is a list of like items (a home page's newest post beside the list of
    the others). Then the blocks right after the page's headline (its first ``<h1>``, then
    read too) are read while they add text: an article shorter than a disclaimer further
@@ -130,9 +130,12 @@ UNSURE_SHARE = 0.5
 #: The climb of :func:`_widen` ends at an element holding this share of the page's text.
 WHOLE_SHARE = 0.95
 #: Another run of blocks is read beside the best when, widened, it holds this share of
-#: the best's text (a second body of text, not a notice), or the second share when it is
-#: a list of like items (a home page's list of posts beside its newest, "featured").
-OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 0.5, 0.2
+#: the best's text (a second body of text as long: a notice, a disclaimer, a list of
+#: other stories is shorter), or the second share when it is a list of like items (a
+#: home page's list of posts beside its newest, "featured"). Half, before, read a
+#: republishing site's disclaimer, cookie notices and "enable JavaScript" lines on
+#: near-dup-dev-2 and lost a republished pair (docs/benchmarks.md).
+OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 1.0, 0.2
 
 
 NOT_TEXT_KIND = 2

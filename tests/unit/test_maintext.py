@@ -421,6 +421,26 @@ def test_a_notice_after_a_short_article_is_not_read_as_its_text() -> None:
     assert "small files" not in text
 
 
+def test_a_long_notice_in_a_box_of_its_own_after_an_article_is_not_read() -> None:
+    # a republishing site's disclaimer after the article, in a container of its own, more
+    # than half the article's length: another run is read beside the article only when it
+    # holds as much text as the article (or is a list of items), so the disclaimer is not
+    # the article's text (on near-dup-dev-2 this rule read cookie notices, "enable
+    # JavaScript" lines and lists of other stories, and lost a republished pair)
+    legal = ("The content of this post is for general information only and is not advice "
+             "of any kind. Consult a qualified professional about your own situation. Past "
+             "results are no guide to what may come.")
+    links = "".join(f"<li><a href=/s{n}>Another story from the coast, part {n}</a></li>"
+                    for n in range(6))
+    page = (f"<html><body><nav><a href=/>Home</a></nav><div class=story><h1>Harbour</h1>"
+            f"{paragraphs()}</div><ul class=more>{links}</ul><div class=legal><p>{legal}</p>"
+            "</div><footer>Copyright 2026 The Example Times</footer></body></html>")
+    assert 0.5 * len(" ".join(STORY)) < len(legal) < len(" ".join(STORY))
+    text = read(page)
+    assert STORY[0] in text and STORY[3] in text
+    assert "general information" not in text
+
+
 def test_the_readers_part_does_not_outweigh_a_pages_own_text() -> None:
     # a stub whose one text of its own sits in a marked region beside a long comment
     # thread: the comments are never the page's text, so they do not make that region
