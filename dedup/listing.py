@@ -19,7 +19,9 @@ they sit, that hold as much (a blog's index shows its latest post whole in a "fe
 block of its own and the others as a list below it: the featured post is an item too,
 and a tag page of three posts shows one featured and two listed). An article's
 paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
-and sidebars are not looked into; its "related posts" list is not its main text.
+and sidebars are not looked into; its "related posts" list is not its main text; and a
+run one of whose items holds the page's own title (an ``<h1>`` that leads nowhere else) is
+the rows of its layout (a grid's title row, text row and related row), not a listing.
 
 Fewer items make a listing only when the page says they are other pages' entries: one or
 two ``<article>`` elements whose headings link to another page than the page itself (a
@@ -176,6 +178,21 @@ def _groups(parents: list[Any]) -> list[list[Any]]:
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
+def _leads_elsewhere(heading: Any, url: str | None) -> bool:
+    """Whether a heading links to another page than ``url`` (the page's own; ``None``:
+    any link but a fragment)."""
+    link = next((a.get("href") for a in heading.iter("a") if a.get("href") is not None),
+                None)
+    if not link or link.startswith("#"):
+        return False
+    if url is None:
+        return True
+    try:
+        return url_key(urljoin(url, link)) != url_key(url)
+    except ValueError:  # a link that is no URL
+        return False
+
+
 def _entry_of_another(article: Any, url: str) -> bool:
     """Whether an ``<article>`` is headed by a title that links to another page than
     ``url`` (the page's own): its first heading, before any paragraph (a heading further
@@ -184,14 +201,15 @@ def _entry_of_another(article: Any, url: str) -> bool:
     heading = next(article.iter(*_HEADINGS, "p"), None)
     if heading is None or heading.tag == "p":
         return False
-    link = next((a.get("href") for a in heading.iter("a") if a.get("href") is not None),
-                None)
-    if not link or link.startswith("#"):
-        return False
-    try:
-        return url_key(urljoin(url, link)) != url_key(url)
-    except ValueError:  # a link that is no URL
-        return False
+    return _leads_elsewhere(heading, url)
+
+
+def _holds_the_title(item: Any, url: str | None) -> bool:
+    """Whether one of a run's items holds the page's own title: an ``<h1>`` that leads
+    nowhere else. Such a run is the rows of the page's layout (a grid's title row, its
+    text, its related posts), not a listing: a listing's entries are other pages', and
+    its own title, if any, stands above them."""
+    return any(not _leads_elsewhere(h1, url) for h1 in item.iter("h1"))
 
 
 def articles(tree: Any, url: str | None = None) -> list[Any]:
@@ -249,7 +267,8 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
     :func:`articles` (those its main text reads), the one that holds the largest share
     of its main text (``text``, its three-word shingles): that share and its items'
     texts (``0.0, []``: neither)."""
-    runs = item_groups(tree, parents)[:1]
+    runs = [items for items in item_groups(tree, parents)[:1]
+            if not any(_holds_the_title(item, url) for item in items)]
     cards = articles(tree, url)
     if cards:
         runs.append(cards)

@@ -133,6 +133,33 @@ def test_listings_are_read_as_listings_and_articles_are_not() -> None:
     assert not is_listing(layout)
 
 
+def test_the_rows_of_an_articles_grid_are_not_a_listing() -> None:
+    """A Bootstrap article page: its title, its text, its related posts and "More in"
+    links are rows of one class, each with a link and of some size, and its reading keeps
+    all four. One row holds the page's own title (an ``<h1>`` leading nowhere else), so
+    they are its layout; the same rows headed by titles linked to other pages are a
+    listing's entries."""
+    def grid(title: str) -> str:
+        related = "".join(f'<h3><a href="/r{n}/">Related story {n} of the season</a></h3>'
+                          for n in range(4))
+        text = paragraphs(article(3, 180)).replace("</p>", ' <a href="/x/">x</a></p>', 1)
+        rows = [f'<h1>{title}</h1><p>By <a href="/a/">Ada Byron</a> - 2019-04-10, '
+                "photographs and words from the showroom</p>", text,
+                f"<p>You may also be interested in...</p>{related}",
+                '<h2>More in Milan</h2><a href="/m/">Milan</a> and the design week\'s other '
+                "showrooms, streets and talks"]
+        return ('<html><body><div class="container">'
+                + "".join(f'<div class="row-fluid"><div class="span12">{row}</div></div>'
+                          for row in rows) + "</div></body></html>")
+
+    assert not is_listing(grid("Light installation for the showroom"))
+    assert not is_listing(grid('<a href="http://site.test/">Light installation</a>'))
+    entries = grid('<a href="/posts/1/">Light installation</a>').replace(
+        "<p>You may", '<h1><a href="/posts/2/">A second post</a></h1><p>You may').replace(
+        "<h2>More in Milan</h2>", '<h1><a href="/posts/3/">A third post</a></h1>')
+    assert is_listing(entries)
+
+
 def kinds(pages: list[tuple[str, str]]) -> list[str]:
     return [v.kind for v in decide_pages(pages, DedupConfig())]
 
