@@ -19,9 +19,12 @@ they sit, that hold as much (a blog's index shows its latest post whole in a "fe
 block of its own and the others as a list below it: the featured post is an item too,
 and a tag page of three posts shows one featured and two listed). An article's
 paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
-and sidebars are not looked into; its "related posts" list is not its main text; and a
-run one of whose items holds the page's own title (an ``<h1>`` that leads nowhere else) is
-the rows of its layout (a grid's title row, text row and related row), not a listing.
+and sidebars are not looked into; its "related posts" list is not its main text. Items
+are other pages' entries: a run one of whose items holds the page's own title (an
+``<h1>`` that leads nowhere else) is the rows of its layout (a grid's title row, text row
+and related row), a run every item of which is headed by a heading that leads nowhere is
+an article's sections (a listicle's "1. The first company"), and ``<article>`` elements
+one of which holds the page's own title are the page's article among its related posts.
 
 Fewer items make a listing only when the page says they are other pages' entries: one or
 two ``<article>`` elements whose headings link to another page than the page itself (a
@@ -212,6 +215,19 @@ def _holds_the_title(item: Any, url: str | None) -> bool:
     return any(not _leads_elsewhere(h1, url) for h1 in item.iter("h1"))
 
 
+def _sections(items: list[Any], url: str | None) -> bool:
+    """Whether a run of items is an article's sections: every one headed (its first
+    heading), and no heading leading to another page, by a link in it or around it. A
+    listing's entries lead to their pages; a listicle's "1. The first company" headings
+    lead nowhere."""
+    for item in items:
+        heading = next(item.iter(*_HEADINGS), None)
+        if heading is None or _leads_elsewhere(heading, url) or any(
+                a.get("href") for a in heading.iterancestors("a")):
+            return False
+    return True
+
+
 def articles(tree: Any, url: str | None = None) -> list[Any]:
     """The ``<article>`` elements of a parsed page that are a listing's items: none inside
     another, each with a link, at least :data:`LISTING_ITEMS` of some size
@@ -268,8 +284,11 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
     of its main text (``text``, its three-word shingles): that share and its items'
     texts (``0.0, []``: neither)."""
     runs = [items for items in item_groups(tree, parents)[:1]
-            if not any(_holds_the_title(item, url) for item in items)]
+            if not _sections(items, url)
+            and not any(_holds_the_title(item, url) for item in items)]
     cards = articles(tree, url)
+    if any(_holds_the_title(card, url) for card in cards):
+        cards = []  # the page's own article among its related posts' cards
     if cards:
         runs.append(cards)
     if not runs or not text:

@@ -160,6 +160,33 @@ def test_the_rows_of_an_articles_grid_are_not_a_listing() -> None:
     assert is_listing(entries)
 
 
+def test_an_articles_sections_and_its_related_posts_are_not_a_listing() -> None:
+    """A listicle whose sections are alike blocks, each headed by a heading that leads
+    nowhere ("1. The first company") with links in its text, is an article; the same
+    blocks headed by titles linked to other pages are a listing. And an article page whose
+    own ``<article>`` (its title an ``<h1>`` leading nowhere else) sits beside three
+    related posts' cards is not a listing of four."""
+    def listicle(linked: bool) -> str:
+        def title(n: int) -> str:
+            name = f"{n}. Company number {n}: the best for its price"
+            return f'<a href="/company/{n}/">{name}</a>' if linked else name
+        blocks = "".join(
+            f'<div class="article__block"><h2>{title(n)}</h2><p>{article(20 + n, 60)} '
+            f'<a href="https://company{n}.test/">Visit the site</a></p></div>'
+            for n in range(1, 7))
+        return (HEAD.format(title="The best companies") + "<article><h1>The best companies "
+                f"of 2026</h1>{blocks}</article>" + FOOT)
+
+    assert not is_listing(listicle(linked=False))
+    assert is_listing(listicle(linked=True))
+    cards = "".join(f'<article class="post-box"><h3><a href="/posts/{n}/">Another post {n}'
+                    f'</a></h3><p>{article(30 + n, 40)}</p></article>' for n in range(3))
+    page = (HEAD.format(title="Story") + '<article class="content"><h1>Story</h1>'
+            f'<a href="/about/">About</a>{paragraphs(article(5, 60))}</article>{cards}' + FOOT)
+    assert not is_listing(page)
+    assert is_listing(page.replace("<h1>Story</h1>", '<h1><a href="/posts/9/">Story</a></h1>'))
+
+
 def kinds(pages: list[tuple[str, str]]) -> list[str]:
     return [v.kind for v in decide_pages(pages, DedupConfig())]
 
