@@ -296,11 +296,19 @@ class MainText(NamedTuple):
 
 def _alike(el: Any) -> bool:
     """Whether ``el`` is one of several like siblings (the same tag and class): an item of
-    a listing, an answer of a thread, a paragraph among paragraphs."""
+    a listing, an answer of a thread, a paragraph among paragraphs; for definitions
+    (``<dl>``), a class word in common: an API page's ``py class`` and ``py function``.
+    (A class word in common for every tag read more than that: a page's sections and
+    columns, and one wrong pair on near-dup-dev.)"""
     parent = el.getparent()
     if parent is None:
         return False
     tag, cls = el.tag, el.get("class")
+    if tag == "dl" and cls:  # definitions of one kind of thing: a class word in common
+        words = set(cls.split())
+        return any(other is not el and other.tag == "dl"
+                   and not words.isdisjoint((other.get("class") or "").split())
+                   for other in parent)
     return any(other is not el and other.tag == tag and other.get("class") == cls
                for other in parent)
 

@@ -348,6 +348,38 @@ def test_a_short_index_of_links_is_read_as_its_links_however_long_the_sidebar() 
     assert "Guide chapter" not in read(search)
 
 
+def test_an_api_page_reads_every_definition_whatever_its_kind() -> None:
+    """Sphinx's API page of a module: a class and, after it, a shorter function, each a
+    ``<dl>`` of its kind (``py class``, ``py function``). The function was left out as a
+    notice after the class (a quarter of the page's text): definitions with a class word
+    in common are like siblings, read together."""
+    methods = "".join(
+        f'<dl class="py method"><dt class="sig">step_{n}(page) → int</dt><dd><p>'
+        f"{STORY[n % 4]}</p></dd></dl>" for n in range(6))
+    # autodoc's signature: each parameter in spans of its parts, then links to the source
+    # and to the definition (what a run pays for: the elements opened, the links)
+    params = ", ".join(f'<em class=sig-param><span class=n><span class=pre>{p}</span></span>'
+                       '<span class=p><span class=pre>:</span></span> <span class=n>'
+                       '<span class=pre>str</span></span></em>' for p in ("n", "one", "many"))
+    def signature(name: str) -> str:
+        return (f'<span class=sig-name><span class=pre>{name}</span></span>({params}) → '
+                f'<span class=pre>str</span><a href=/_modules/proj#{name}><span '
+                'class=viewcode-link><span class=pre>[source]</span></span></a><a '
+                f'class=headerlink href=#{name}>¶</a>')
+    page = ('<html><body><div class=document><div class=body role=main><section id=module>'
+            "<h1>proj.progress</h1><p>A progress line for long commands.</p>"
+            f'<dl class="py class"><dt class="sig">class {signature("Progress")}</dt><dd><p>'
+            f"Report progress of total steps to a stream.</p>{methods}</dd></dl>"
+            f'<dl class="py function"><dt class="sig">{signature("counted")}</dt><dd><p>'
+            "The count and the noun for it: one page, two pages, one copy, three copies "
+            f"(many: the plural when it is not one).</p></dd></dl></section></div>{SIDEBAR}"
+            "</div></body></html>")
+    text = read(page)
+    assert "Report progress of total steps" in text
+    assert "The count and the noun for it" in text
+    assert "A library that does one thing well" not in text
+
+
 def test_a_page_of_code_is_read_as_its_code() -> None:
     code = "\n".join(f"def step_{n}(page):\n    return page.links[{n}]" for n in range(20))
     page = (f"<html><body><div class=document><div class=body role=main><h1>Source code for "
