@@ -22,8 +22,10 @@ paragraphs are not items (paragraphs are not blocks here); its navigation, heade
 and sidebars are not looked into; its "related posts" list is not its main text. Items
 are other pages' entries: a run one of whose items holds the page's own title (an
 ``<h1>`` that leads nowhere else) is the rows of its layout (a grid's title row, text row
-and related row), a run every item of which is headed by a heading that leads nowhere is
-an article's sections (a listicle's "1. The first company"), and ``<article>`` elements
+and related row), a run every item of which is headed by a heading that leads nowhere,
+most of them over two paragraphs and more, is an article's sections (a listicle's "1. The
+first company"; a card's title may lead nowhere beside its link, over a summary), and
+``<article>`` elements
 one of which holds the page's own title are the page's article among its related posts.
 
 Fewer items make a listing only when the page says they are other pages' entries: one or
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 from urllib.parse import urljoin
 
@@ -217,15 +220,18 @@ def _holds_the_title(item: Any, url: str | None) -> bool:
 
 def _sections(items: list[Any], url: str | None) -> bool:
     """Whether a run of items is an article's sections: every one headed (its first
-    heading), and no heading leading to another page, by a link in it or around it. A
-    listing's entries lead to their pages; a listicle's "1. The first company" headings
-    lead nowhere."""
+    heading), no heading leading to another page, by a link in it or around it, and most
+    of them of two paragraphs and more. A listing's entries lead to their pages, by their
+    titles or by a link beside them (a card's "stretched" link, its summary one paragraph);
+    a listicle's "1. The first company" headings lead nowhere, over paragraphs of text."""
+    long = 0
     for item in items:
         heading = next(item.iter(*_HEADINGS), None)
         if heading is None or _leads_elsewhere(heading, url) or any(
                 a.get("href") for a in heading.iterancestors("a")):
             return False
-    return True
+        long += next(islice(item.iter("p"), 1, None), None) is not None
+    return 2 * long > len(items)
 
 
 def articles(tree: Any, url: str | None = None) -> list[Any]:

@@ -171,14 +171,22 @@ def test_an_articles_sections_and_its_related_posts_are_not_a_listing() -> None:
             name = f"{n}. Company number {n}: the best for its price"
             return f'<a href="/company/{n}/">{name}</a>' if linked else name
         blocks = "".join(
-            f'<div class="article__block"><h2>{title(n)}</h2><p>{article(20 + n, 60)} '
-            f'<a href="https://company{n}.test/">Visit the site</a></p></div>'
+            f'<div class="article__block"><h2>{title(n)}</h2><p>{article(20 + n, 40)}</p>'
+            f'<p>{article(50 + n, 30)} <a href="https://company{n}.test/">Visit the site</a>'
+            "</p></div>"
             for n in range(1, 7))
         return (HEAD.format(title="The best companies") + "<article><h1>The best companies "
                 f"of 2026</h1>{blocks}</article>" + FOOT)
 
     assert not is_listing(listicle(linked=False))
     assert is_listing(listicle(linked=True))
+    # Bootstrap's cards: a title that leads nowhere, a summary, a "stretched" link beside
+    cards_grid = "".join(
+        f'<div class="card"><div class="card-body"><h5 class="card-title">Story {n}</h5>'
+        f'<p class="card-text">{article(40 + n, 30)}</p><a href="/posts/{n}/" '
+        'class="stretched-link">Read the story</a></div></div>' for n in range(6))
+    assert is_listing(HEAD.format(title="Stories") + f'<div class="cards">{cards_grid}</div>'
+                      + FOOT)
     cards = "".join(f'<article class="post-box"><h3><a href="/posts/{n}/">Another post {n}'
                     f'</a></h3><p>{article(30 + n, 40)}</p></article>' for n in range(3))
     page = (HEAD.format(title="Story") + '<article class="content"><h1>Story</h1>'
