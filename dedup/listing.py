@@ -20,9 +20,10 @@ block of its own and the others as a list below it: the featured post is an item
 and a tag page of three posts shows one featured and two listed). An article's
 paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
 and sidebars are not looked into; its "related posts" list is not its main text. Items
-are other pages' entries: a run one of whose items holds the page's own title (an
-``<h1>`` that leads nowhere else) is the rows of its layout (a grid's title row, text row
-and related row), a run every item of which is headed by a heading that leads nowhere,
+are other pages' entries: an item that holds the page's own title (an ``<h1>`` that
+leads nowhere else) is not one, and the rest are a listing only when most of them are
+headed by titles that lead to their pages: rows of stories below a title row, not an
+article's text row and related row below its title row; a run every item of which is headed by a heading that leads nowhere,
 most of them over two paragraphs and more, is an article's sections (a listicle's "1. The
 first company"; a card's title may lead nowhere beside its link, over a summary), and
 ``<article>`` elements
@@ -169,16 +170,21 @@ def _groups(parents: list[Any]) -> list[list[Any]]:
     for parent in parents:
         for items in _runs(parent):
             items = [c for c in items if _linked(c)]
-            if len(items) < LISTING_ITEMS:
-                continue
-            sizes = [_words(c, memo) for c in items]
-            largest = max(sizes)
-            if sum(1 for n in sizes if n >= max(ITEM_WORDS, SMALLEST_ITEM * largest)) \
-                    < LISTING_ITEMS:  # one block and its small neighbours: a layout
-                continue
-            found.append((sum(sizes), items))
+            if _enough(items, memo):
+                found.append((sum(_words(c, memo) for c in items), items))
     found.sort(key=lambda f: -f[0])
     return [items for _, items in found]
+
+
+def _enough(items: list[Any], memo: dict[Any, int]) -> bool:
+    """Whether ``items`` are enough for a listing: at least :data:`LISTING_ITEMS` of some
+    size (:data:`ITEM_WORDS`, :data:`SMALLEST_ITEM` of the largest); one block and its small
+    neighbours are a layout."""
+    if len(items) < LISTING_ITEMS:
+        return False
+    sizes = [_words(c, memo) for c in items]
+    least = max(ITEM_WORDS, SMALLEST_ITEM * max(sizes))
+    return sum(1 for n in sizes if n >= least) >= LISTING_ITEMS
 
 
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -218,6 +224,14 @@ def _holds_the_title(item: Any, url: str | None) -> bool:
     return any(not _leads_elsewhere(h1, url) for h1 in item.iter("h1"))
 
 
+def _headed_elsewhere(item: Any, url: str | None) -> bool:
+    """Whether an item's first heading leads to another page, by a link in it or around
+    it."""
+    heading = next(item.iter(*_HEADINGS), None)
+    return heading is not None and (_leads_elsewhere(heading, url) or any(
+        a.get("href") for a in heading.iterancestors("a")))
+
+
 def _sections(items: list[Any], url: str | None) -> bool:
     """Whether a run of items is an article's sections: every one headed (its first
     heading), no heading leading to another page, by a link in it or around it, and most
@@ -226,9 +240,7 @@ def _sections(items: list[Any], url: str | None) -> bool:
     a listicle's "1. The first company" headings lead nowhere, over paragraphs of text."""
     long = 0
     for item in items:
-        heading = next(item.iter(*_HEADINGS), None)
-        if heading is None or _leads_elsewhere(heading, url) or any(
-                a.get("href") for a in heading.iterancestors("a")):
+        if next(item.iter(*_HEADINGS), None) is None or _headed_elsewhere(item, url):
             return False
         long += next(islice(item.iter("p"), 1, None), None) is not None
     return 2 * long > len(items)
@@ -289,9 +301,18 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
     :func:`articles` (those its main text reads), the one that holds the largest share
     of its main text (``text``, its three-word shingles): that share and its items'
     texts (``0.0, []``: neither)."""
-    runs = [items for items in item_groups(tree, parents)[:1]
-            if not _sections(items, url)
-            and not any(_holds_the_title(item, url) for item in items)]
+    runs = []
+    for items in item_groups(tree, parents)[:1]:
+        # the row that holds the page's own title is not an item; the rest are a listing
+        # when they are entries, most of them headed by a title leading to their page
+        # (stories in rows below the page's title in a row of its own), not when they are
+        # an article's rows (its text, its related posts)
+        rest = [item for item in items if not _holds_the_title(item, url)]
+        if len(rest) < len(items) and (not _enough(rest, {}) or 2 * sum(
+                _headed_elsewhere(item, url) for item in rest) <= len(rest)):
+            continue
+        if not _sections(rest, url):
+            runs.append(rest)
     cards = articles(tree, url)
     if any(_holds_the_title(card, url) for card in cards):
         cards = []  # the page's own article among its related posts' cards

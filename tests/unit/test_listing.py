@@ -158,6 +158,14 @@ def test_the_rows_of_an_articles_grid_are_not_a_listing() -> None:
         "<p>You may", '<h1><a href="/posts/2/">A second post</a></h1><p>You may').replace(
         "<h2>More in Milan</h2>", '<h1><a href="/posts/3/">A third post</a></h1>')
     assert is_listing(entries)
+    # rows of stories, each headed by its linked title, below the page's title in a row of
+    # the same shape: the title row is not an item, the stories are
+    stories = [f'<h1>Latest stories</h1><p>{article(8, 12)} <a href="/about/">about</a></p>'] + [
+        f'<h3><a href="/posts/{n}/">Story {n} of the week</a></h3><p>{article(60 + n, 40)}</p>'
+        for n in range(5)]
+    assert is_listing('<html><body><div class="container">' + "".join(
+        f'<div class="row-fluid"><div class="span12">{row}</div></div>' for row in stories)
+        + "</div></body></html>")
 
 
 def test_an_articles_sections_and_its_related_posts_are_not_a_listing() -> None:
