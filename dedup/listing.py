@@ -19,15 +19,16 @@ they sit, that hold as much (a blog's index shows its latest post whole in a "fe
 block of its own and the others as a list below it: the featured post is an item too,
 and a tag page of three posts shows one featured and two listed). An article's
 paragraphs are not items (paragraphs are not blocks here); its navigation, header, footer
-and sidebars are not looked into; its "related posts" list is not its main text. Items
-are other pages' entries: an item that holds the page's own title (an ``<h1>`` that
+and sidebars are not looked into; its "related posts" list is not its main text.
+
+Items are other pages' entries. An item that holds the page's own title (an ``<h1>`` that
 leads nowhere else) is not one, and the rest are a listing only when most of them are
 headed by titles that lead to their pages: rows of stories below a title row, not an
-article's text row and related row below its title row; a run every item of which is headed by a heading that leads nowhere,
-most of them over two paragraphs and more, is an article's sections (a listicle's "1. The
-first company"; a card's title may lead nowhere beside its link, over a summary), and
-``<article>`` elements
-one of which holds the page's own title are the page's article among its related posts.
+article's text row and related row below its title row. A run every item of which is
+headed by a heading that leads nowhere, most of them over two paragraphs and more, is an
+article's sections (a listicle's "1. The first company"; a card's title may lead nowhere
+beside its link, over a summary). ``<article>`` elements one of which holds the page's
+own title are the page's article among its related posts.
 
 Fewer items make a listing only when the page says they are other pages' entries: one or
 two ``<article>`` elements whose headings link to another page than the page itself (a
@@ -217,10 +218,9 @@ def _entry_of_another(article: Any, url: str) -> bool:
 
 
 def _holds_the_title(item: Any, url: str | None) -> bool:
-    """Whether one of a run's items holds the page's own title: an ``<h1>`` that leads
-    nowhere else. Such a run is the rows of the page's layout (a grid's title row, its
-    text, its related posts), not a listing: a listing's entries are other pages', and
-    its own title, if any, stands above them."""
+    """Whether an item holds the page's own title: an ``<h1>`` that leads nowhere else.
+    It is then not a listing's entry (those are other pages'): the page's title row, or
+    its own article among its related posts' cards."""
     return any(not _leads_elsewhere(h1, url) for h1 in item.iter("h1"))
 
 

@@ -406,8 +406,8 @@ _NOT_LETTERS = str.maketrans("", "", string.punctuation + string.whitespace
 
 def _links_alone(text: str, links: int) -> bool:
     """Whether ``text`` has no more letters and digits than its ``links`` characters in
-    links: links between separators. Its beginning is counted first, where prose shows
-    more letters at once (a tenth of a millisecond a page saved on long paragraphs).
+    links: links between separators. Its beginning is counted first: prose shows more
+    letters there at once, and a long paragraph is not counted whole.
 
     >>> _links_alone("A | B | C", 3), _links_alone("Read A, then B and C", 3)
     (True, False)

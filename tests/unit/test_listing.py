@@ -143,11 +143,11 @@ def test_the_rows_of_an_articles_grid_are_not_a_listing() -> None:
         related = "".join(f'<h3><a href="/r{n}/">Related story {n} of the season</a></h3>'
                           for n in range(4))
         text = paragraphs(article(3, 180)).replace("</p>", ' <a href="/x/">x</a></p>', 1)
-        rows = [f'<h1>{title}</h1><p>By <a href="/a/">Ada Byron</a> - 2019-04-10, '
-                "photographs and words from the showroom</p>", text,
+        rows = [(f'<h1>{title}</h1><p>By <a href="/a/">Ada Byron</a> - 2019-04-10, '
+                 "photographs and words from the showroom</p>"), text,
                 f"<p>You may also be interested in...</p>{related}",
-                '<h2>More in Milan</h2><a href="/m/">Milan</a> and the design week\'s other '
-                "showrooms, streets and talks"]
+                ('<h2>More in Milan</h2><a href="/m/">Milan</a> and the design week\'s other '
+                 "showrooms, streets and talks")]
         return ('<html><body><div class="container">'
                 + "".join(f'<div class="row-fluid"><div class="span12">{row}</div></div>'
                           for row in rows) + "</div></body></html>")
