@@ -28,7 +28,8 @@ article's text row and related row below its title row. A run every item of whic
 headed by a heading that leads nowhere, most of them over two paragraphs and more, is an
 article's sections (a listicle's "1. The first company"; a card's title may lead nowhere
 beside its link, over a summary). ``<article>`` elements one of which holds the page's
-own title are the page's article among its related posts.
+own title are the page's article among its related posts. Items named as a thread's
+answers or replies (their class or id) are the page's own posts.
 
 Fewer items make a listing only when the page says they are other pages' entries: one or
 two ``<article>`` elements whose headings link to another page than the page itself (a
@@ -39,6 +40,7 @@ its pair of columns are not ``<article>`` elements with headings that lead elsew
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from functools import lru_cache
 from itertools import islice
@@ -115,6 +117,17 @@ def _parents() -> Any:
     from lxml.etree import XPath
 
     return XPath(_PARENTS)
+
+
+#: Class or id words that name a page's own posts: a thread's answers and replies are the
+#: page's text in parts, not other pages' entries.
+_REPLIES = re.compile(r"(?:^|[\s_-])(?:answers?|replies|reply)(?:$|[\s_-])", re.IGNORECASE)
+
+
+def _replies(items: list[Any]) -> bool:
+    """Whether a run's items are named as a thread's answers or replies."""
+    return all(_REPLIES.search(f"{item.get('class') or ''} {item.get('id') or ''}")
+               for item in items)
 
 
 def _runs(parent: Any) -> list[list[Any]]:
@@ -311,7 +324,7 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
         if len(rest) < len(items) and (not _enough(rest, {}) or 2 * sum(
                 _headed_elsewhere(item, url) for item in rest) <= len(rest)):
             continue
-        if not _sections(rest, url):
+        if not _sections(rest, url) and not _replies(rest):
             runs.append(rest)
     cards = articles(tree, url)
     if any(_holds_the_title(card, url) for card in cards):

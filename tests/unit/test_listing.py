@@ -203,6 +203,24 @@ def test_an_articles_sections_and_its_related_posts_are_not_a_listing() -> None:
     assert is_listing(page.replace("<h1>Story</h1>", '<h1><a href="/posts/9/">Story</a></h1>'))
 
 
+def test_a_threads_answers_are_not_a_listing() -> None:
+    """A question and its answers, in a question-and-answer site's markup: the answers are
+    alike, linked (to their authors, to share them) and hold most of the page's text, but
+    they are the page's own posts, named so, not other pages' entries."""
+    def answer(n: int) -> str:
+        return (f'<div id="answer-{n}" class="answer js-answer"><div class="post-layout">'
+                f'<div class="answercell"><div class="s-prose">{paragraphs(article(70 + n, 50))}'
+                f'</div><div class="post-menu"><a href="/a/{n}">Share</a></div>'
+                f'<div class="post-signature"><a href="/users/{n}/">User {n}</a></div></div>'
+                "</div></div>")
+
+    page = (HEAD.format(title="Question") + "<h1>How do I keep a crawler polite?</h1>"
+            f'<div class="question">{paragraphs(article(69, 30))}</div><div id="answers">'
+            + "".join(answer(n) for n in range(4)) + "</div>" + FOOT)
+    assert not is_listing(page)
+    assert is_listing(page.replace("answer js-answer", "entry").replace('id="answer-', 'id="e-'))
+
+
 def kinds(pages: list[tuple[str, str]]) -> list[str]:
     return [v.kind for v in decide_pages(pages, DedupConfig())]
 
