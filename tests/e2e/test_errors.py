@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -184,13 +185,18 @@ def test_the_simcrawl_command_exits_as_its_table_says(tmp_path: Path, args: list
                                                       message: str) -> None:
     """What users run (``simcrawl URL``, the wrapper of the crawl processes): the exit
     status of the table in ``simcrawl help`` and the README, and a one-line reason."""
-    port = str(free_port())
-    environ = dict(os.environ, REDIS_URL="", MONGO_URI="")
-    environ.update({k: v.replace("{port}", port) for k, v in env.items()})
-    done = subprocess.run([sys.executable, "-m", "crawler.cli", *[a.replace("{port}", port)
-                                                           for a in args],
-                           "--data-dir", str(tmp_path / "data")], cwd=ROOT, env=environ,
-                          capture_output=True, text=True, timeout=180, check=False)
+    # the unreachable port is held, bound and not listening, while the command runs: it
+    # refuses connections, and the embedded services cannot take it (a free port let go
+    # was once taken by the crawl's own Redis, and the start URL refused as its port)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = str(held.getsockname()[1])
+        environ = dict(os.environ, REDIS_URL="", MONGO_URI="")
+        environ.update({k: v.replace("{port}", port) for k, v in env.items()})
+        done = subprocess.run([sys.executable, "-m", "crawler.cli",
+                               *[a.replace("{port}", port) for a in args],
+                               "--data-dir", str(tmp_path / "data")], cwd=ROOT, env=environ,
+                              capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == status, done.stderr
     assert message.replace("{port}", port) in done.stderr
     assert "Traceback" not in done.stderr
