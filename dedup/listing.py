@@ -237,12 +237,16 @@ def _holds_the_title(item: Any, url: str | None) -> bool:
     return any(not _leads_elsewhere(h1, url) for h1 in item.iter("h1"))
 
 
+def _linked_out(heading: Any, url: str | None) -> bool:
+    """Whether a heading leads to another page, by a link in it or around it."""
+    return _leads_elsewhere(heading, url) or any(
+        a.get("href") for a in heading.iterancestors("a"))
+
+
 def _headed_elsewhere(item: Any, url: str | None) -> bool:
-    """Whether an item's first heading leads to another page, by a link in it or around
-    it."""
+    """Whether an item's first heading leads to another page (:func:`_linked_out`)."""
     heading = next(item.iter(*_HEADINGS), None)
-    return heading is not None and (_leads_elsewhere(heading, url) or any(
-        a.get("href") for a in heading.iterancestors("a")))
+    return heading is not None and _linked_out(heading, url)
 
 
 def _sections(items: list[Any], url: str | None) -> bool:
@@ -253,7 +257,8 @@ def _sections(items: list[Any], url: str | None) -> bool:
     a listicle's "1. The first company" headings lead nowhere, over paragraphs of text."""
     long = 0
     for item in items:
-        if next(item.iter(*_HEADINGS), None) is None or _headed_elsewhere(item, url):
+        heading = next(item.iter(*_HEADINGS), None)
+        if heading is None or _linked_out(heading, url):
             return False
         long += next(islice(item.iter("p"), 1, None), None) is not None
     return 2 * long > len(items)
