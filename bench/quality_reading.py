@@ -93,7 +93,7 @@ def truth(site: Built, rel: str, html: str) -> tuple[list[str], list[str]]:
         names = sorted({j for n in site.names[rel] if (j := joined(n)) and f" {j} " in page})
         if not names:
             return [], []
-        return names, names
+        return names, names + [j for n in site.labels.get(rel, ()) if (j := joined(n))]
     required: dict[str, None] = {}
     allowed: dict[str, None] = {}
     for source in site.sources:

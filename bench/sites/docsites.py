@@ -25,7 +25,14 @@ of code, a heading). A page shows a document when one of its long units is in th
 visible text. The page's **own text** is then the long units of the documents it shows
 that are in its visible text (headings and titles only allowed, not required); on the
 generators' index pages (the general index, the module index, the source pages' index)
-its own text is the names of the objects and modules they list.
+its own text is the names of the objects and modules they list, and what the page says
+of them is allowed: its heading, the letters it sorts them under, each entry's label
+("in module dedup.sketch", "dedup.sketch.TextSketch method").
+
+An API page shows what autodoc documents, modelled from the module's source: the
+docstrings, the attributes with a ``#:`` comment (the comment required, the value as
+Sphinx describes it allowed) and each object's signature as autodoc shows it, with
+viewcode's "[source]" (allowed).
 """
 
 from __future__ import annotations
@@ -82,6 +89,8 @@ class Built:
     kind: dict[str, str] = field(default_factory=dict)
     sources: list[Source] = field(default_factory=list)
     names: dict[str, list[str]] = field(default_factory=dict)
+    #: ... and what else they say of those names (headings, letters, labels)
+    labels: dict[str, list[str]] = field(default_factory=dict)
 
 
 def tokens(text: str) -> list[str]:
@@ -172,40 +181,124 @@ def _rendered_docstring(doc: str) -> str:
     return _ROLE.sub(role, doc)
 
 
-def module_sources(module: str) -> tuple[Source, Source, list[str]]:
+def _doc_comment(lines: list[str], stmt: ast.stmt) -> list[str]:
+    """The ``#:`` comment lines right above an assignment: the documentation autodoc
+    shows for a module's or a class's attribute."""
+    out, i = [], stmt.lineno - 2
+    while i >= 0 and lines[i].lstrip().startswith("#:"):
+        out.append(lines[i].lstrip()[2:])
+        i -= 1
+    return out[::-1]
+
+
+def _assigned(stmt: ast.stmt) -> list[str]:
+    """The names an assignment binds (``a = ...``, ``a: int = ...``, ``a, b = ...``)."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        parts = target.elts if isinstance(target, ast.Tuple) else [target]
+        return [t.id for t in parts if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return [stmt.target.id]
+    return []
+
+
+def _signature(obj: object, member: bool) -> str:
+    """A callable's parameters and return as autodoc shows them (defaults evaluated; a
+    member's ``self`` or ``cls`` left out), ``""`` when it has none to show."""
+    try:
+        sig = inspect.signature(obj)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ""
+    params = list(sig.parameters.values())
+    if member and params and params[0].name in ("self", "cls"):
+        sig = sig.replace(parameters=params[1:])
+    return str(sig)
+
+
+def _decorated(node: ast.AST, name: str) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == name
+               for d in getattr(node, "decorator_list", ()))
+
+
+def module_sources(module: str) -> tuple[Source, Source, list[str], list[str]]:
     """A module's two documents, its docstrings as its API page shows them and its code as
-    its source page shows it, and the names it defines (public functions, classes and
-    their methods)."""
-    path = ROOT / (module.replace(".", "/") + ".py")
-    code = path.read_text()
+    its source page shows it; the names it documents (public functions, classes, their
+    methods and properties, and the attributes autodoc documents: those with a ``#:``
+    comment), and the labels the general index gives them ("in module dedup.sketch",
+    "dedup.sketch.TextSketch method"): each name's own entry, not the site's furniture.
+
+    An attribute's value is shown as autodoc shows it (Sphinx's ``object_description`` of
+    the imported value), allowed and not required: the truth's own text is what the
+    source says in words."""
+    from importlib import import_module
+
+    from sphinx.util.inspect import object_description
+
+    code = (ROOT / (module.replace(".", "/") + ".py")).read_text()
+    lines = code.splitlines()
     tree = ast.parse(code)
     docs = Source(f"{module} (docstrings)")
     names: list[str] = []
+    labels: list[str] = [module, f"{module} module", f"in module {module}",
+                         f"class in {module}"]
+    live = import_module(module)
 
-    def visit(node: ast.AST, depth: int) -> None:
+    def documented(text: str) -> None:
+        for line in _rendered_docstring(inspect.cleandoc(text)).splitlines():
+            _add(docs.units, line.replace(">>>", " ").replace("...", " "))
+
+    def visit(node: ast.AST, depth: int, owner: object, path: str) -> None:
         doc = ast.get_docstring(node, clean=True) if isinstance(
             node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else None
         if doc:
-            for line in _rendered_docstring(inspect.cleandoc(doc)).splitlines():
-                _add(docs.units, line.replace(">>>", " ").replace("...", " "))
+            documented(doc)
+        method = isinstance(node, ast.ClassDef)
         for child in ast.iter_child_nodes(node):
+            bound = _assigned(child) if isinstance(child, ast.stmt) else []
+            comment = _doc_comment(lines, child) if bound and depth < 2 else []
+            for name in bound if comment else ():
+                if name.startswith("_"):
+                    continue
+                names.append(name)
+                documented("\n".join(comment))
+                value = getattr(owner, name, None)
+                annotation = getattr(child, "annotation", None)
+                shown = (f"{name if method else f'{path}.{name}'}"
+                         + (f": {ast.unparse(annotation)}" if annotation else "")
+                         + (f" = {object_description(value)}" if value is not None else ""))
+                _add(docs.units, f"{shown} [source]", required=False)
+                if method:
+                    labels.append(f"{path} attribute")
             if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
                     and not child.name.startswith("_") and depth < 2:
+                obj = getattr(owner, child.name, None)
                 if ast.get_docstring(child):
                     names.append(child.name)
-                    # its signature as autodoc shows it: the names, parameters, annotations
-                    sig = [module, child.name]
-                    if not isinstance(child, ast.ClassDef):
-                        sig += [ast.unparse(child.args),
-                                ast.unparse(child.returns) if child.returns else ""]
-                    _add(docs.units, " ".join(sig), required=False)
-                visit(child, depth + 1)
+                    # its signature as autodoc shows it: the names, parameters, annotations,
+                    # and viewcode's link to its source
+                    if isinstance(child, ast.ClassDef):
+                        sig = ["class", f"{path}.{child.name}{_signature(obj, False)}"]
+                    else:
+                        kind = ("property" if _decorated(child, "property") else
+                                "classmethod" if _decorated(child, "classmethod") else
+                                "static" if _decorated(child, "staticmethod") else "")
+                        shown = (_signature(obj.fget, True).partition("->")[1:]
+                                 if isinstance(obj, property) else [_signature(obj, method)])
+                        # a member is shown by its name, a module's function by its path
+                        sig = [kind, child.name if method else f"{path}.{child.name}",
+                               *shown]
+                        if method:
+                            labels.append(f"{path} " + {
+                                "property": "property", "classmethod": "class method",
+                                "static": "static method"}.get(kind, "method"))
+                    _add(docs.units, " ".join([*sig, "[source]"]), required=False)
+                visit(child, depth + 1, obj, f"{path}.{child.name}")
 
-    visit(tree, 0)
+    visit(tree, 0, live, module)
     source = Source(f"{module} (code)")
     for line in code.splitlines():
         _add(source.units, line)
-    return docs, source, names
+    return docs, source, names, labels
 
 
 # ---------------------------------------------------------------------------- builders
@@ -270,13 +363,15 @@ def build_sphinx(work: Path) -> Built:
     built = Built("sphinx")
     built.sources = _docs_sources()
     all_names: list[str] = []
+    all_labels: list[str] = []
     for module in API_MODULES:
         title = f"``{module}``"
         (api / f"{module}.rst").write_text(
             f"{title}\n{'=' * len(title)}\n\n.. automodule:: {module}\n   :members:\n")
-        docs, code, names = module_sources(module)
+        docs, code, names, labels = module_sources(module)
         built.sources += [docs, code]
         all_names += names
+        all_labels += labels
     stems = sorted(p.stem for p in DOCS.glob("*.md"))
     (src / "index.rst").write_text(
         "simcrawl\n========\n\n.. toctree::\n   :maxdepth: 2\n\n"
@@ -288,6 +383,12 @@ def build_sphinx(work: Path) -> Built:
     built.names["genindex.html"] = all_names
     built.names["py-modindex.html"] = list(API_MODULES)
     built.names["_modules/index.html"] = list(API_MODULES)
+    # what these pages say beside their names: their headings, the letters they are
+    # sorted under, and each entry's label; allowed, not required
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    built.labels["genindex.html"] = ["Index", *letters, *all_labels]
+    built.labels["py-modindex.html"] = ["Python Module Index", *letters, "dedup"]
+    built.labels["_modules/index.html"] = ["All modules for which code is available"]
 
     def kind(rel: str) -> str | None:
         if rel in ("genindex.html", "py-modindex.html", "search.html"):
