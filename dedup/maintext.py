@@ -20,7 +20,7 @@ How a page is read (:func:`main_text`):
 3. **Furniture.** ``nav``, ``aside``, ``header`` and ``footer`` elements, and containers
    whose class or id (or ARIA role) names a part of a page that is not its text
    (comments, sharing, sign-ups, notices, navigation, related links, advertising, the
-   byline: see :data:`FURNITURE`), are furniture, unless they hold more than half of the
+   byline, a post's votes and signature: see :data:`FURNITURE`), are furniture, unless they hold more than half of the
    page's text: a template that calls its content wrapper ``content-sidebar-wrap`` or a
    site named "Kill the Newsletter" does not lose its article, and a home page does not
    lose its newest post "featured" in an ``<aside>``; the text outside all furniture is
@@ -43,8 +43,9 @@ How a page is read (:func:`main_text`):
    when, widened, it holds as much text (a second body of text, not a notice), or a
    fifth when it is a list of like items (a home page's newest post beside the list of
    the others). Then the blocks right after the page's headline (its first ``<h1>``, then
-   read too) are read while they add text: an article shorter than a disclaimer further
-   down is still read. A page whose text outside its furniture is nearly all links (an
+   read too) are read while they add text, furniture among them counting by its length
+   alone: an article shorter than a disclaimer further down is still read, and so is a
+   question after its votes. A page whose text outside its furniture is nearly all links (an
    index, a table of contents: less than 200 characters of prose, and more than twice
    that in links) is read as its links, and its furniture stays furniture. Prose is a
    block's characters outside links, in blocks that are not mostly links and have more
@@ -106,6 +107,7 @@ FURNITURE = _words(
     "related|recommended|popular|trending|outbrain|taboola",                # other pages
     "ad|ads|advert|advertisement|adslot|sponsor|sponsored|promo|promoted|dfp",
     "author|byline|bio|meta|timestamp|dateline|tags|tag|categories",        # about the page
+    "votes?|votecell|signature|reputation",                                 # about a post
 )
 #: Furniture that stays furniture however much text it holds.
 NOT_TEXT = _words(_READERS, _CONSENT)
@@ -491,8 +493,8 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text
         gained, most, end = 0.0, 0.0, headline
-        for i in range(headline + 1, first):
-            gained += scores[i]
+        for i in range(headline + 1, first):  # furniture counts by its length alone
+            gained += -len(blocks[i][0]) if left_out[i] else scores[i]
             if gained > most:
                 most, end = gained, i
         keep.update(range(headline + 1, end + 1))

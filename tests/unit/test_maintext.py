@@ -260,13 +260,16 @@ def test_every_item_of_a_listing_is_read_whatever_its_length(quotes: list[str]) 
         assert read(quote_page(others)) != text
 
 
-def test_a_question_is_read_with_all_its_answers() -> None:
+def test_a_question_is_read_with_all_its_answers_and_not_their_votes_and_cards() -> None:
+    # each post with its votes and its author's card, in a Q&A site's markup: what the
+    # readers did with the post and who wrote it, not what it says
     def post(kind: str, n: int, body: str) -> str:
         return (f"<div class='{kind}'><div class=votecell><button>Up vote</button>"
-                f"<div class=count>{n}</div></div><div class=postcell><div class=s-prose>"
-                f"{body}</div><div class=post-menu><a href=#>Share</a> <a href=#>Follow</a>"
-                f"</div><div class=user-info>answered Nov 3 <a href=/u/{n}>user{n}</a> "
-                f"<span>{n * 100}</span></div></div></div>")
+                f"<div class=js-vote-count>{n}</div></div><div class=postcell>"
+                f"<div class=s-prose>{body}</div><div class=post-menu><a href=#>Share</a> "
+                f"<a href=#>Follow</a></div><div class=post-signature><div class=user-info>"
+                f"answered Nov 3 <a href=/u/{n}>user{n}</a> "
+                f"<span class=reputation-score>{n * 100}</span></div></div></div></div>")
 
     question = "<p>How do I keep a crawler from fetching the same page twice?</p>"
     long_answer = ("<table><tr><th>setting</th><th>meaning</th></tr>" + "".join(
@@ -281,6 +284,8 @@ def test_a_question_is_read_with_all_its_answers() -> None:
     assert "Use a request fingerprint filter." in text
     for line in STORY:
         assert line in text
+    assert "answered Nov 3" not in text
+    assert not {"12", "6", "3"} & set(text.splitlines())  # the votes
 
 
 def test_a_page_of_links_is_read_as_its_links_not_as_its_sidebar() -> None:
