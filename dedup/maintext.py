@@ -18,18 +18,18 @@ How a page is read (:func:`main_text`):
    *furniture* it sits in. Scripts, styles, forms' controls, media and hidden elements
    (``hidden``, ``aria-hidden``, ``display: none``) are not read.
 3. **Furniture.** ``nav``, ``aside``, ``header`` and ``footer`` elements, and containers
-   whose class or id (or ARIA role) names a part of a page that is not its text
-   (comments, sharing, sign-ups, notices, navigation, related links, advertising, the
-   byline, a post's votes and signature: see :data:`FURNITURE`), are furniture, unless they hold more than half of the
-   page's text: a template that calls its content wrapper ``content-sidebar-wrap`` or a
-   site named "Kill the Newsletter" does not lose its article, and a home page does not
-   lose its newest post "featured" in an ``<aside>``; the text outside all furniture is
-   then read too (the list of the other posts). Such a container needs 200 characters of
-   prose when the page has text outside all furniture: a sidebar of links and a line
-   about the site is never the text of a page whose own text is links or short. An ``<article>`` is a composition of its
-   own: it is text wherever it sits (a tag page's newest note in an ``<aside>``). The
-   readers' part (comments, replies) and consent notices (:data:`NOT_TEXT`) stay
-   furniture however long they are.
+   whose class or id (or ARIA role) names a part of a page that is not its text (comments,
+   sharing, sign-ups, notices, navigation, related links, advertising, the byline, a
+   post's votes and signature, a blogroll: see :data:`FURNITURE`), are furniture, unless
+   they hold more than half of the page's text: a template that calls its content wrapper
+   ``content-sidebar-wrap`` or a site named "Kill the Newsletter" does not lose its
+   article, and a home page does not lose its newest post "featured" in an ``<aside>``;
+   the text outside all furniture is then read too (the list of the other posts). Such a
+   container needs 200 characters of prose when the page has text outside all furniture: a
+   sidebar of links and a line about the site is never the text of a page whose own text
+   is links or short. An ``<article>`` is a composition of its own: it is text wherever it
+   sits (a tag page's newest note in an ``<aside>``). The readers' part (comments,
+   replies) and consent notices (:data:`NOT_TEXT`) stay furniture however long they are.
 4. **The text.** The heart of the text is the run of consecutive blocks with the largest
    score (a maximum-sum run): a block's characters outside links count for it, its link
    characters and the elements opened before it against it, and a block of furniture
@@ -104,7 +104,7 @@ FURNITURE = _words(
     "breadcrumbs?|sidebar|nav|navbar|navigation|menu|pagination|pager|toolbar",
     "complementary|contentinfo",                                            # ARIA landmarks
     "masthead|footer|skip|sr|visually|screen",                              # chrome, skip links
-    "related|recommended|popular|trending|outbrain|taboola",                # other pages
+    "related|recommended|popular|trending|outbrain|taboola|blogroll",       # other pages
     "ad|ads|advert|advertisement|adslot|sponsor|sponsored|promo|promoted|dfp",
     "author|byline|bio|meta|timestamp|dateline|tags|tag|categories",        # about the page
     "votes?|votecell|signature|reputation",                                 # about a post

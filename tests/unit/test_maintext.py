@@ -288,6 +288,21 @@ def test_a_question_is_read_with_all_its_answers_and_not_their_votes_and_cards()
     assert not {"12", "6", "3"} & set(text.splitlines())  # the votes
 
 
+def test_a_short_note_is_read_without_the_blogroll_beside_it() -> None:
+    # the note is short, so the reading reads more than its element; a blogroll (links
+    # to other sites, under its own heading) is furniture, as Pelican's themes name it
+    page = ("<html><body><header><h1><a href=/>Field notes</a></h1></header>"
+            "<section id=content><article><h1>Note 17</h1><div class=entry-content>"
+            "<p>Each fault above has its own test.</p></div></article></section>"
+            "<section id=extras><div class=blogroll><h2>links</h2><ul>"
+            "<li><a href=https://getpelican.com/>Pelican</a></li>"
+            "<li><a href=https://www.python.org/>Python</a></li></ul></div></section>"
+            "<footer>Proudly powered by Pelican</footer></body></html>")
+    lines = read(page).splitlines()
+    assert "Each fault above has its own test." in lines
+    assert "links" not in lines
+
+
 def test_a_page_of_links_is_read_as_its_links_not_as_its_sidebar() -> None:
     def index(names: list[str]) -> str:
         entries = "".join(f"<li><a href=/api#{n}>{n}() (in module proj.core)</a></li>"
