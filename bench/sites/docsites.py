@@ -549,10 +549,16 @@ def build_pelican(work: Path) -> Built:
             ["notes", f"note-pair-{n // 2}"] if n < 8 else ["notes"]
         write(f"note-{n}", f"Note {n + 1}", sentence, author=AUTHORS[(n + 1) % 3],
               category="notes", tags=tags)
-    # question-and-answer threads: a section's first paragraph asked, the rest answers
+    # question-and-answer threads: a section's first paragraph asked, and as many answers
+    # as the section has more paragraphs (two to four), answer k the k-th paragraph of the
+    # k-th section after it (its last when shorter). A thread says what no article says
+    # whole, as a forum's threads do: answers cut from the question's own article had
+    # made it an excerpt of that article, a copy of it or not by how many paragraphs the
+    # article had.
     threads = [(h, _paragraphs(b)) for _d, h, b in sections if len(_paragraphs(b)) >= 3]
     for n, (heading, paras) in enumerate(threads[:8]):
-        answers = paras[1:5]
+        others = [threads[(n + k) % len(threads)][1] for k in range(1, min(5, len(paras)))]
+        answers = [other[min(k, len(other) - 1)] for k, other in enumerate(others, 1)]
         body = "\n\n<!-- answer -->\n\n".join([paras[0], *answers])
         votes = ",".join(str(v) for v in [12, *range(len(answers) * 3, 0, -3)])
         who = ",".join(AUTHORS[(n + i) % 3] for i in range(len(answers)))
