@@ -35,21 +35,23 @@ How a page is read (:func:`main_text`):
    characters and the elements opened before it against it, and a block of furniture
    counts against it by its length. The run is then widened to the whole element that
    holds both its ends (the article's container: its short items, a list of books with
-   their authors, are its text), and climbs on from there (:func:`_widen`): to the
-   parent of any element around it that is one of like siblings (every item of a
-   listing, every answer of a thread, whatever its length), and past any that holds less
-   than half of the page's text outside its furniture (a reading unsure of itself reads
-   more), up to the first that holds nearly all of it. Another run is read beside it
-   when, widened, it holds as much text (a second body of text, not a notice), or a
-   fifth when it is a list of like items (a home page's newest post beside the list of
-   the others). Then the blocks right after the page's headline (its first ``<h1>``, then
-   read too) are read while they add text, furniture among them counting by its length
-   alone: an article shorter than a disclaimer further down is still read, and so is a
-   question after its votes. A page whose text outside its furniture is nearly all links (an
-   index, a table of contents: less than 200 characters of prose, and more than twice
-   that in links) is read as its links, and its furniture stays furniture. Prose is a
-   block's characters outside links, in blocks that are not mostly links and have more
-   letters than link characters: a jump bar "A | B | C" is links between separators.
+   their authors, are its text), and climbs on from there (:func:`_widen`): to the parent
+   of any element around it that is one of like siblings (every item of a listing, every
+   answer of a thread, whatever its length), and past any that holds less than half of the
+   page's text outside its furniture (a reading unsure of itself reads more), up to the
+   first that holds nearly all of it. Another run is read beside it when, widened, it
+   holds as much text (a second body of text, not a notice), or a fifth when it is a list
+   of like items (a home page's newest post beside the list of the others); each run is
+   weighed in turn, best first, and one too small is passed over, not an end (a thread's
+   stats line before its short answers). Then the blocks right after the page's headline
+   (its first ``<h1>``, then read too) are read while they add text, furniture among them
+   counting by its length alone: an article shorter than a disclaimer further down is
+   still read, and so is a question after its votes. A page whose text outside its
+   furniture is nearly all links (an index, a table of contents: less than 200 characters
+   of prose, and more than twice that in links) is read as its links, and its furniture
+   stays furniture. Prose is a block's characters outside links, in blocks that are not
+   mostly links and have more letters than link characters: a jump bar "A | B | C" is
+   links between separators.
 5. **Filter.** Of those blocks, furniture is left out, and so are blocks that are mostly
    link text (navigation), except paragraphs, quotations, preformatted text and table
    cells, prose that links its words, unless they are a link alone ("More stories").
@@ -476,20 +478,20 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
     first = -1
     heart = 0
     while True:
-        # the maximum-sum run of the blocks not yet read, widened: the first is the text's
-        # heart; another is read too when, widened, it holds a share of the heart's text
-        # (a home page's newest post beside the list of the others)
+        # the maximum-sum run of the blocks not yet weighed, widened: the first is the
+        # text's heart; another is read too when, widened, it holds a share of the heart's
+        # text (a home page's newest post beside the list of the others), else passed over
+        # (2 in ``taken``), and the next run weighed
         score, a, b = _best_run(scores, taken)
         if b < 0 or (first >= 0 and score <= 0):
             break
         a, b, items = _widen(blocks, a, b, root, good, whole, taken)
         held = sum(good[a:b + 1])
-        if first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart:
-            break
+        passed = first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart
         if first < 0:
             first, heart = a, held
-        taken[a:b + 1] = b"\x01" * (b + 1 - a)
-    keep = {i for i, read in enumerate(taken) if read}
+        taken[a:b + 1] = (b"\x02" if passed else b"\x01") * (b + 1 - a)
+    keep = {i for i, read in enumerate(taken) if read == 1}
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
     if 0 <= headline < first - 1:  # and the blocks after the headline while they add text
         gained, most, end = 0.0, 0.0, headline

@@ -288,6 +288,27 @@ def test_a_question_is_read_with_all_its_answers_and_not_their_votes_and_cards()
     assert not {"12", "6", "3"} & set(text.splitlines())  # the votes
 
 
+def test_a_long_question_is_read_with_its_short_answers() -> None:
+    # the question is the heart; the thread's stats line after the headline is too short
+    # to be read beside it, and the answers after it are read all the same
+    def answer(n: int, body: str) -> str:
+        return (f"<div class='answer js-answer'><div class=votecell><div class=js-vote-count>"
+                f"{n}</div></div><div class=answercell><div class=s-prose><p>{body}</p></div>"
+                f"<div class=post-signature><div class=user-info>answered Nov 3 "
+                f"<a href=/u/{n}>user{n}</a></div></div></div></div>")
+
+    answers = ["Use a request fingerprint filter.", "Read the settings page first."]
+    page = ("<html><body><div id=content><div id=question-header><h1>Same page twice</h1>"
+            "<div class=question-stats>Asked Nov 2 · Viewed 1,204 times</div></div>"
+            "<div class=question><div class=votecell><div class=js-vote-count>12</div></div>"
+            f"<div class=postcell><div class=s-prose><p>{' '.join(STORY)}</p></div></div></div>"
+            "<div id=answers><h2>2 Answers</h2>"
+            + answer(6, answers[0]) + answer(3, answers[1]) + "</div></div></body></html>")
+    lines = read(page).splitlines()
+    assert " ".join(STORY) in lines
+    assert all(a in lines for a in answers)
+
+
 def test_a_short_note_is_read_without_the_blogroll_beside_it() -> None:
     # the note is short, so the reading reads more than its element; a blogroll (links
     # to other sites, under its own heading) is furniture, as Pelican's themes name it
