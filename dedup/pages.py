@@ -36,7 +36,7 @@ from dedup.pinyin import PinyinFingerprinter
 from dedup.simhash import fingerprint
 from dedup.sketch import shingle_values
 from dedup.templates import block_keys
-from dedup.text import ExtractedText, extract_text, parse_html
+from dedup.text import ExtractedText, extract_text, normalize, parse_html, token_pattern
 
 #: How a page is read and fingerprinted, as a small picklable tuple (the extraction
 #: workers get it): ``(extraction, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin,
@@ -283,6 +283,23 @@ def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
     return read
 
 
+def _said_in(line: str, text: str) -> bool:
+    """Whether ``text`` says ``line``: its tokens, as the fingerprints count them, are a
+    run of the text's, the last perhaps cut short (the text's spacing and punctuation may
+    differ: a reading puts spaces between the words of a highlighted line of code, "db .
+    matches . find"; a description is often cut in the middle of a word).
+
+    >>> _said_in("db.matches.find({", 'db . matches . find ({ "kind" : 1 })')
+    True
+    >>> _said_in("notifications from wind or ani", "false notifications from wind or animals")
+    True
+    >>> _said_in("The match records", "The matches record")
+    False
+    """
+    tokens = token_pattern().findall
+    return f" {' '.join(tokens(normalize(line)))}" in f" {' '.join(tokens(normalize(text)))} "
+
+
 def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found: Any
                      ) -> Page:
     """A :class:`~dedup.page.Page` of ``url`` (its host: the URL's ``netloc``) with an
@@ -290,12 +307,13 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     ``title``, ``description``, ``language``, ``listing``, as its reader found them).
 
     A thin text (fewer than :data:`THIN_TOKENS` tokens) is read with the page's
-    description as its first line: what the extractor finds on a page with little text
-    of its own is often the site's furniture ("related articles", an author box), the
-    same on every such page of the site, and the page's summary of itself is its own text
-    (docs/fingerprints.md, "Thin pages"). The title is not read as text: the heading that
-    repeats it is left out of the checksum (:func:`dedup.overlap.without_title`), so the
-    same text under another title is an exact copy; titles are compared as titles
+    description as its first line, unless the text says it already (:func:`_said_in`):
+    what the extractor finds on a page with little text of its own is often the site's
+    furniture ("related articles", an author box), the same on every such page of the
+    site, and the page's summary of itself is its own text (docs/fingerprints.md, "Thin
+    pages"). The title is not read as text: the heading that repeats it is left out of the
+    checksum (:func:`dedup.overlap.without_title`), so the same text under another title
+    is an exact copy; titles are compared as titles
     (:meth:`dedup.sketch.TextSketch.other_document`)."""
     _extraction, shingle, drop_numbers, min_tokens, cjk_ngram, pinyin, verify, templates = params
     options: dict[str, Any] = {"shingle": shingle, "drop_numbers": drop_numbers,
@@ -303,7 +321,7 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     fp = fingerprint(read.text, **options)
     description = found.get("description")
     if read.text and fp.tokens < THIN_TOKENS and description \
-            and description not in read.text:
+            and not _said_in(description, read.text):
         read = ExtractedText(f"{description}\n{read.text}", read.method, read.reason)
         fp = fingerprint(read.text, **options)
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None

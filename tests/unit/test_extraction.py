@@ -152,6 +152,29 @@ def test_the_pages_title_and_description(parser: str) -> None:
     assert facts("", "<svg><title>An icon</title></svg>") == ("An icon", None)
 
 
+def test_a_thin_page_is_read_with_its_description_once() -> None:
+    # a thin text is read with the page's description first, unless it says it already,
+    # in its own spacing: a highlighted line of code is read with spaces between its words
+    from dedup.pages import read_html
+
+    code = "".join(f"<span class=n>{t}</span>" for t in
+                   ["db", ".", "matches", ".", "find", "({", '"kind"', ":", '"url_rule"', "})"])
+
+    def read(description: str) -> list[str]:
+        html = (f"<html><head><meta name=description content='{description}'></head><body>"
+                f"<article><h1>Querying them</h1><pre><code>{code}</code></pre></article>"
+                "</body></html>")
+        return read_html(html, "http://docs.test/q.html",
+                         fingerprint_params(DedupConfig())).text.splitlines()
+
+    def times(description: str) -> int:  # the lines saying the line of code
+        return sum("matches" in line for line in read(description))
+
+    assert times('db.matches.find({"kind": "url_rule"})') == 1
+    assert times("db.matches.find({") == 1  # cut short (a quote left unescaped)
+    assert read("How to query the match records")[0] == "How to query the match records"
+
+
 @pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
 def test_when_a_page_says_it_was_first_published(parser: str) -> None:
     from dedup.pages import page_facts, parse_page
