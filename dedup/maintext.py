@@ -109,7 +109,7 @@ FURNITURE = _words(
     "related|recommended|popular|trending|outbrain|taboola|blogroll",       # other pages
     "ad|ads|advert|advertisement|adslot|sponsor|sponsored|promo|promoted|dfp",
     "author|byline|bio|meta|timestamp|dateline|tags|tag|categories",        # about the page
-    "votes?|votecell|signature|reputation",                                 # about a post
+    "votecell|signature|reputation",                                        # about a post
 )
 #: Furniture that stays furniture however much text it holds.
 NOT_TEXT = _words(_READERS, _CONSENT)
