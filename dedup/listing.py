@@ -40,7 +40,6 @@ its pair of columns are not ``<article>`` elements with headings that lead elsew
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from functools import lru_cache
 from itertools import islice
@@ -51,6 +50,7 @@ import numpy as np
 
 from dedup.ids import url_key
 from dedup.overlap import shingles
+from dedup.text import class_words
 
 #: The fewest repeated items that make a listing: two could be a pair of sections of an
 #: article; a listing page shows three and more (a last page of a pagination may show
@@ -121,7 +121,7 @@ def _parents() -> Any:
 
 #: Class or id words that name a page's own posts: a thread's answers and replies are the
 #: page's text in parts, not other pages' entries.
-_REPLIES = re.compile(r"(?:^|[\s_-])(?:answers?|replies|reply)(?:$|[\s_-])", re.IGNORECASE)
+_REPLIES = class_words("answers?|replies|reply")
 
 
 def _replies(items: list[Any]) -> bool:

@@ -70,6 +70,7 @@ from typing import Any, NamedTuple
 from dedup.kernels import load
 from dedup.listing import ITEM_TAGS
 from dedup.overlap import THIN_TOKENS, token_pattern
+from dedup.text import class_words
 
 #: Elements whose text is never read.
 UNREAD = frozenset(
@@ -89,16 +90,10 @@ CONTAINERS = frozenset("div section p ul ol dl table form aside nav footer heade
 PROSE = frozenset("p blockquote pre td th dd".split())
 
 
-def _words(*groups: str) -> re.Pattern[str]:
-    """A pattern matching any of ``groups``' words as a whole token of a class or id
-    (tokens split at white space, ``-`` and ``_``), case-insensitively."""
-    return re.compile(r"(?:^|[\s_-])(?:" + "|".join(groups) + r")(?:$|[\s_-])", re.I)
-
-
 _READERS = "comments?|commentlist|discussion|disqus|replies|respond|responses?|reactions?"
 _CONSENT = "cookies?|consent|gdpr"
 #: Class or id tokens of furniture, by what the part of the page is.
-FURNITURE = _words(
+FURNITURE = class_words(
     _READERS,
     "share|sharing|sharethis|addthis|social|follow",                        # sharing
     "newsletter|subscribe|subscription|signup|optin",                       # sign-ups
@@ -112,7 +107,7 @@ FURNITURE = _words(
     "votecell|signature|reputation",                                        # about a post
 )
 #: Furniture that stays furniture however much text it holds.
-NOT_TEXT = _words(_READERS, _CONSENT)
+NOT_TEXT = class_words(_READERS, _CONSENT)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 #: The deepest element walked recursively; below it, a subtree's text is one block.

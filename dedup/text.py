@@ -62,6 +62,18 @@ def token_pattern() -> re.Pattern[str]:
     return re.compile(f"[{cjk}]|[^\\W_{cjk}]+")
 
 
+def class_words(*groups: str) -> re.Pattern[str]:
+    """A pattern matching any of ``groups``' words as a whole token of a class or id
+    (tokens split at white space, ``-`` and ``_``), case-insensitively: what an element's
+    name says it is (``comment-list``: comments; ``js-answer``: an answer).
+
+    >>> bool(class_words("answers?").search("answer js-answer")), bool(
+    ...     class_words("answers?").search("answered"))
+    (True, False)
+    """
+    return re.compile(r"(?:^|[\s_-])(?:" + "|".join(groups) + r")(?:$|[\s_-])", re.I)
+
+
 def char_class(ch: str) -> int:
     """Return the token class of one character (``SEP``, ``WORD``, ``CJK``, ``MARK``, ``DIGIT``)."""
     cp = ord(ch)
