@@ -220,6 +220,13 @@ def build(crawler: Crawler) -> Parts:
              parts.extractor.workers)
     from dedup.setting_names import ENVIRONMENT, SETTING, unknown
 
-    for line in unknown(crawler.settings, SETTING) + unknown(os.environ, ENVIRONMENT):
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    from crawler.scrapy_settings import mistyped
+
+    given = [name for name in crawler.settings  # -s NAME=VALUE: a typo of Scrapy's own
+             if crawler.settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]]
+    for line in unknown(crawler.settings, SETTING) + mistyped(given) \
+            + unknown(os.environ, ENVIRONMENT):
         log.warning("simcrawl: %s", line)
     return parts

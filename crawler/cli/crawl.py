@@ -90,9 +90,16 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
     from dedup.setting_names import ENVIRONMENT, SETTING, unknown
 
-    for line in unknown((s.partition("=")[0] for s in args.settings), SETTING) \
-            + unknown(os.environ, ENVIRONMENT):
+    from crawler.scrapy_settings import bad_values, mistyped
+
+    given = [s.partition("=")[::2] for s in args.settings]
+    for line in unknown((name for name, _ in given), SETTING) \
+            + mistyped(name for name, _ in given) + unknown(os.environ, ENVIRONMENT):
         print(f"warning: {line}", file=sys.stderr)
+    bad = bad_values(given)  # the last value of each wins, as Scrapy takes them
+    if bad:  # before any service or process starts
+        print(f"error: {'; '.join(bad)}", file=sys.stderr)
+        return EXIT_USAGE
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
     extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
     for setting in args.settings:

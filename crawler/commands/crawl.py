@@ -50,6 +50,15 @@ class Command(ScrapyCrawl):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
+        from crawler.scrapy_settings import bad_values
+
+        # Scrapy's own settings, read as Scrapy reads them, before anything starts (Scrapy
+        # would fail where a component reads one, naming no setting)
+        bad = bad_values((name, self.settings.get(name)) for name in self.settings
+                         if self.settings.getpriority(name) != 0)
+        if bad:  # one line, as every start error (report_start_failure), and exit 2
+            print(f"error: {'; '.join(bad)}", file=sys.stderr)
+            raise SystemExit(2)
         try:
             threshold = self.settings.getint("SIMCRAWL_GC_THRESHOLD", GC_THRESHOLD)
         except ValueError as exc:
@@ -80,6 +89,7 @@ class Command(ScrapyCrawl):
             started.addErrback(  # type: ignore[attr-defined]
                 lambda failure: failures.append(failure.value))
         self.crawler_process.start()
+        close_unopened(crawler)
         if failures:
             self.exitcode = report_start_failure(failures[0])
         elif self.crawler_process.bootstrap_failed or lost_pages(crawler):
@@ -95,6 +105,18 @@ def _retrieve(task: asyncio.Future, failures: list[BaseException]) -> None:
     # retrieved" with the whole traceback
     if not task.cancelled() and task.exception() is not None:
         failures.append(task.exception())  # type: ignore[arg-type]
+
+
+def close_unopened(crawler: Crawler) -> None:
+    """Close the crawl's parts when they were built but the crawl never ran its engine
+    (a component after them failed to build, a bad setting of its): their extraction
+    workers would keep the process from exiting, and a worker still starting when the
+    process exits prints a traceback (its semaphores gone)."""
+    from crawler.wiring import built_parts
+
+    parts = built_parts(crawler)
+    if parts is not None:
+        parts.close()  # closing twice is harmless: each part is closed once
 
 
 def report_start_failure(exc: BaseException) -> int:

@@ -68,11 +68,12 @@ def test_the_commands_own_settings_given_by_the_user_are_honoured(tmp_path: Path
 def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> None:
     """With ``DEDUP_ENABLED=False`` every page is stored undecided: the summary says so
     and adds up (it said the stored pages were in flight when the crawl stopped). A
-    mistyped setting beside it is named (it was accepted silently)."""
+    mistyped setting beside it is named (it was accepted silently), Scrapy's own too."""
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=6, zh_articles=0, novel_chapters=0)) as site:
         done = simcrawl_crawl(services, site, tmp_path, "--database", "off",
-                              "-s", "DEDUP_ENABLED=False", "-s", "DEDUP_MAX_DISTANC=3")
+                              "-s", "DEDUP_ENABLED=False", "-s", "DEDUP_MAX_DISTANC=3",
+                              "-s", "DEPTH_LIMT=2")
         assert done.returncode == 0, done.stdout + done.stderr
         stored = connect_mongo(services.mongo_uri or "")["off"].pages.count_documents({})
         assert stored > 0
@@ -82,5 +83,9 @@ def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> No
         # a mistyped setting is named, with the one meant, before the crawl and in its log
         typo = ("DEDUP_MAX_DISTANC is not a simcrawl setting and does nothing; did you mean "
                 "DEDUP_MAX_DISTANCE?")
+        assert f"warning: {typo}" in done.stderr
+        assert typo in (tmp_path / "cli" / "crawl.log").read_text()
+        # and so is one of Scrapy's own (it was silent: only DEDUP_* / SIMCRAWL_* were)
+        typo = "DEPTH_LIMT is not a Scrapy setting and does nothing; did you mean DEPTH_LIMIT?"
         assert f"warning: {typo}" in done.stderr
         assert typo in (tmp_path / "cli" / "crawl.log").read_text()

@@ -32,6 +32,12 @@ def scrapy_crawl(tmp: Path, *args: str, env: dict | None = None) -> subprocess.C
     (["-a", "start_urls=http://127.0.0.1:9/", "-s", "DEDUP_MAX_DISTANCE=x"], {}, 2,
      "DEDUP_MAX_DISTANCE must be an integer, got 'x'"),
     ([], {}, 2, "give http(s) start URLs"),
+    # Scrapy's own settings, judged before the crawl starts anything (it failed where a
+    # component read one, naming no setting, or with the downloader's tracebacks)
+    (["-a", "start_urls=http://127.0.0.1:9/", "-s", "DEPTH_LIMIT=abc"], {}, 2,
+     "DEPTH_LIMIT must be a whole number, got 'abc'"),
+    (["-a", "start_urls=http://127.0.0.1:9/", "-s", "DOWNLOAD_TIMEOUT=-5"], {}, 2,
+     "DOWNLOAD_TIMEOUT must be above 0, got '-5'"),
     (["-a", "start_urls=http://127.0.0.1:9/"], {"MONGO_URI": "garbage"}, 2,
      "MONGO_URI 'garbage' is not a MongoDB URI"),
     (["-a", "start_urls=http://127.0.0.1:9/", "-s", "DEDUP_START_WAIT=0"],
@@ -48,7 +54,8 @@ def test_start_errors_are_one_line(tmp_path: Path, args: list[str], env: dict, s
     assert done.returncode == status, done.stderr
     assert done.stderr.startswith(f"error: {message.replace('{port}', port)}")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert "Task exception was never retrieved" not in (tmp_path / "crawl.log").read_text()
+    log = tmp_path / "crawl.log"  # none when the crawl was refused before its logging
+    assert not log.exists() or "Task exception was never retrieved" not in log.read_text()
     assert time.monotonic() - started < 30  # a malformed URI is refused at once
 
 
@@ -172,6 +179,11 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
     # a bad setting, which the crawl process judges: its one line, no other
     (["http://127.0.0.1:{port}/", "-s", "DEDUP_MAX_DISTANCE=99"], {}, 2,
      "error: DEDUP_MAX_DISTANCE must be in 0..31, got 99"),
+    # a bad value of one of Scrapy's own settings: named, before anything starts
+    (["http://127.0.0.1:{port}/", "-s", "DEPTH_LIMIT=abc"], {}, 2,
+     "error: DEPTH_LIMIT must be a whole number, got 'abc'"),
+    (["http://127.0.0.1:{port}/", "-s", "DOWNLOAD_TIMEOUT=-5"], {}, 2,
+     "error: DOWNLOAD_TIMEOUT must be above 0, got '-5'"),
     (["http://127.0.0.1:{port}/", "--warc", "/proc/no-archive-here"], {}, 2,
      "error: DEDUP_WARC_DIR /proc/no-archive-here cannot be written"),
     (["http://127.0.0.1:{port}/", "--warc", "archive", "-s", "DEDUP_WARC_NEAR=all"], {}, 2,
