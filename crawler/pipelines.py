@@ -87,7 +87,27 @@ class StoragePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, parts_of(crawler))
+        from scrapy import signals
+
+        pipeline = cls(crawler, parts_of(crawler))
+        crawler.signals.connect(pipeline._note_finish, signal=signals.spider_closed)
+        return pipeline
+
+    def _note_finish(self, spider: Any = None, reason: str = "") -> None:
+        """Add Scrapy's finish reason to the summary file (``DEDUP_SUMMARY_FILE``): it is
+        known only once the pipelines are closed (``closespider_pagecount`` for a crawl cut
+        short by ``CLOSESPIDER_PAGECOUNT``, ``shutdown`` for one stopped by a signal)."""
+        path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
+        if not path or not self.state.closed_cleanly:
+            return
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            data["finish_reason"] = reason
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, default=str, indent=1)
+        except (OSError, ValueError) as exc:
+            log.warning("could not add the finish reason to %s: %s", path, exc)
 
     def open_spider(self, spider: Any = None) -> None:
         try:  # an earlier crawl on this machine killed without its summary

@@ -190,7 +190,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         live.stop()
         for path in progress_files:
             path.unlink(missing_ok=True)
-    combined: dict = {"lost_urls": [], "per_process": [], "outcomes": []}
+    combined: dict = {"lost_urls": [], "per_process": [], "outcomes": [], "finish_reasons": []}
     failed: list[tuple[int, Path]] = []  # exit status and log of those without a summary
     for n, (proc, summary, log) in enumerate(runs, 1):
         try:
@@ -209,6 +209,9 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         combined["outcomes"].append(f"process {n}: finished, {counted(handled, 'page')} handled "
                                     f"(exit status {proc.returncode})")
         combined["lost_urls"] += data.pop("lost_urls", [])
+        reason = data.pop("finish_reason", None)  # Scrapy's, once the spider closed
+        if reason is not None:
+            combined["finish_reasons"].append(reason)
         combined["per_process"].append(handled)
         for key, value in data.items():
             if isinstance(value, (int, float)):
@@ -379,6 +382,10 @@ def print_summary(stats: dict) -> None:
     if stats.get("failed_processes"):  # each one's outcome; the totals are the others'
         rows += [(f"process {n}", outcome.split(": ", 1)[1])
                  for n, outcome in enumerate(stats["outcomes"], 1)]
+    cut = sorted({r for r in stats.get("finish_reasons", []) if r != "finished"})
+    if cut:  # CLOSESPIDER_*, a signal, a fault: not a crawl that ran out of pages
+        rows.append(("STOPPED before the end", f"Scrapy's finish reason: {', '.join(cut)} "
+                     "(cut short: the pages it had not reached were not fetched)"))
     rows += [("pages stored / match records stored",
               f"{stats.get('dedup/stored/pages', 0)} / {stats.get('dedup/stored/matches', 0)}"),
              ("wall time", f"{stats['seconds']:.1f} s")]

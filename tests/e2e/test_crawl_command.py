@@ -45,6 +45,18 @@ def test_a_crawl_of_urls_takes_scrapy_settings_and_a_database(tmp_path: Path) ->
         links = site.content.pages["news"]["/"].body.count(b"href=")
         assert 1 < len(pages) <= 1 + links
         assert len(pages) < sum(len(p) for p in site.content.pages.values()) // 2
+        assert "STOPPED before the end" not in done.stdout  # it ran out of pages
+
+
+def test_a_crawl_cut_short_says_so(tmp_path: Path) -> None:
+    """``CLOSESPIDER_PAGECOUNT`` stops a crawl with pages left: the summary names Scrapy's
+    finish reason (it read as a crawl that was done)."""
+    with EmbeddedServices(tmp_path / "data") as services, \
+            DemoSite(build(articles=12, zh_articles=0, novel_chapters=0)) as site:
+        done = simcrawl_crawl(services, site, tmp_path, "-s", "CLOSESPIDER_PAGECOUNT=3")
+        assert done.returncode == 0, done.stdout + done.stderr
+        line = next(x for x in done.stdout.splitlines() if "STOPPED before the end" in x)
+        assert "Scrapy's finish reason: closespider_pagecount" in line
 
 
 def test_the_commands_own_settings_given_by_the_user_are_honoured(tmp_path: Path) -> None:
