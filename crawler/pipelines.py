@@ -57,6 +57,11 @@ def failed_services(services: set[str], parts: Parts) -> str:
     return " and ".join(f"{name} at {where.get(name, '?')}" for name in sorted(services))
 
 
+class KeptBySimcrawl(DropItem):
+    """A record of simcrawl's own (a page, a match record, a frontier receipt) taken out
+    of the item stream once it is buffered: not an item the project's spider dropped."""
+
+
 class StoragePipeline:
     """Write admitted pages (with their fingerprints) and match records to the store.
 
@@ -91,7 +96,21 @@ class StoragePipeline:
 
         pipeline = cls(crawler, parts_of(crawler))
         crawler.signals.connect(pipeline._note_finish, signal=signals.spider_closed)
+        crawler.signals.connect(pipeline._uncount, signal=signals.item_dropped)
         return pipeline
+
+    def _uncount(self, exception: BaseException | None = None, **_: Any) -> None:
+        """simcrawl's own records taken out of the item stream (:class:`KeptBySimcrawl`)
+        are not items the project's spider dropped: Scrapy's core stats, which count every
+        drop (``item_dropped_count``, ``item_dropped_reasons_count/...``), do not count
+        them (simcrawl's own are under ``dedup/``)."""
+        if isinstance(exception, KeptBySimcrawl):
+            stats = self.crawler.stats
+            for key in ("item_dropped_count",
+                        f"item_dropped_reasons_count/{type(exception).__name__}"):
+                stats.inc_value(key, -1)
+                if stats.get_value(key) == 0:  # counted and uncounted: as if never
+                    stats.get_stats().pop(key, None)
 
     def _note_finish(self, spider: Any = None, reason: str = "") -> None:
         """Add Scrapy's finish reason to the summary file (``DEDUP_SUMMARY_FILE``): it is
@@ -147,7 +166,7 @@ class StoragePipeline:
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         if isinstance(item, FrontierReceipt):  # every request of its page is queued
             self.state.settle_ids([item.inflight])
-            raise DropItem("frontier receipt (not a page)", log_level="DEBUG")
+            raise KeptBySimcrawl("frontier receipt (not a page)", log_level="DEBUG")
         if isinstance(item, PageItem) and not item.decision:
             # DEDUP_ENABLED is off: store every page, fingerprinted, without deciding.
             reason = skip_reason(item, item.encoding is not None, self.config.max_body)
@@ -177,7 +196,7 @@ class StoragePipeline:
                 not getattr(self.crawler.spider, "yields_pages", False):
             # a project's spider under the add-on: simcrawl's records are kept in MongoDB,
             # not handed on to the project's pipelines and feeds with its own items
-            raise DropItem("kept by simcrawl", log_level="DEBUG")
+            raise KeptBySimcrawl("kept by simcrawl", log_level="DEBUG")
         return item
 
     async def _flush_or_wait(self) -> None:

@@ -334,10 +334,9 @@ def outcomes(stats: dict) -> tuple[int, int, int]:
 
 def print_summary(stats: dict) -> None:
     """The crawl's dedup figures as a short table."""
-    # a request the URL rules did not send has an empty response made for it
-    not_sent = sum(int(stats.get(k, 0)) for k in ("dedup/skipped/url_rule",
-                                                  "dedup/skipped/url_rule_held"))
-    responses = int(stats.get("downloader/response_count", 0)) - not_sent
+    # a request the URL rules did not send has an empty response made for it, which
+    # Scrapy's stats do not count (crawler.url_rules.UrlRuleGate.process_response)
+    responses = int(stats.get("downloader/response_count", 0))
     robots = int(stats.get("robotstxt/response_count", 0))
     # responses are not requests: robots.txt files are fetched beside the crawl's own
     # requests, and a request refused by robots.txt or cut at the size cap has none

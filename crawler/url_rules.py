@@ -143,6 +143,24 @@ def predicted_records(response: scrapy.http.Response) -> list[MatchItem] | None:
                      prediction["original_url"], prediction["original_id"] or "")]
 
 
+def not_downloaded(response: scrapy.http.Response, crawler: Crawler | None
+                   ) -> list[tuple[str, int]]:
+    """What Scrapy's stats count for ``response`` as a download, and by how much: the
+    downloader stats middleware's three counters (when ``DOWNLOADER_STATS`` is on, as
+    :class:`scrapy.downloadermiddlewares.stats.DownloaderStats` reckons them) and the
+    core stats' responses received."""
+    out = [("response_received_count", 1)]
+    if crawler is None or crawler.settings.getbool("DOWNLOADER_STATS", True):
+        from scrapy.downloadermiddlewares.stats import get_header_size, get_status_size
+
+        size = get_header_size(response.headers) + get_status_size(response.status) + 4 \
+            + len(response.body)
+        out += [("downloader/response_count", 1),
+                (f"downloader/response_status_count/{response.status}", 1),
+                ("downloader/response_bytes", size)]
+    return out
+
+
 class UrlRuleGate:
     """Do not send a request the URL rules predict to be a copy (a downloader middleware;
     see the module docstring). Its response is an empty one made here, marked, which the
@@ -259,6 +277,17 @@ class UrlRuleGate:
                   ", ".join(map(str, held.rules)))
         return scrapy.http.Response(request.url, status=200, request=request,
                                     flags=["url_rule"])
+
+    def process_response(self, request: scrapy.Request, response: scrapy.http.Response,
+                         spider: Any = None) -> scrapy.http.Response:
+        """A response made here (:meth:`process_request`) was never downloaded: Scrapy's
+        downloader stats, which count every response the middlewares hand back, and its
+        response count (``response_received_count``, "Crawled N pages") do not count it.
+        Its request was never counted, as the stats middleware is after this one."""
+        if request.meta.get(PREDICTED) is not None and "url_rule" in response.flags:
+            for key, by in not_downloaded(response, self.crawler):
+                self.stats.inc_value(key, -by)
+        return response
 
 
 class RuleLearning:

@@ -108,8 +108,12 @@ def test_the_add_on_drops_copies_and_their_links_in_any_projects_spiders(tmp_pat
         traps = site.content.expected.traps
         assert [t for t in traps if t in site.requests[:before]], "the site has no traps"
         assert not [t for t in traps if t in requested and not t.endswith("secret.html")]
-        # simcrawl's own records stay out of the project's feed
+        # simcrawl's own records stay out of the project's feed, and out of its figures:
+        # they are not items its spider dropped (each was counted so: 48 in this crawl)
         assert all(set(i) == {"url", "title"} for i in items)
+        dumped = said[said.index("Dumping Scrapy stats"):]
+        assert "'item_dropped_count'" not in dumped, dumped
+        assert f"'item_scraped_count': {len(items)}," in dumped
 
         before = len(site.requests)
         ruled = crawl(folder, env, "rules", start, "ruled")

@@ -125,3 +125,11 @@ def test_a_wrong_rule_is_dropped_and_the_requests_it_kept_are_sent(tmp_path: Pat
                                              "dedup/exact_duplicate", "dedup/revisit"))
     skipped = sum(v for k, v in stats.items() if k.startswith("dedup/skipped/"))
     assert stats["dedup/requests"] == decided + skipped
+    # Scrapy's own figures count what was downloaded, not the empty responses made for
+    # requests never sent, and no item dropped: simcrawl's records are not the spider's
+    not_sent = stats.get("dedup/skipped/url_rule", 0) + stats.get("dedup/skipped/url_rule_held", 0)
+    assert not_sent >= 1, stats
+    assert stats["downloader/response_count"] == len(asked), (stats, asked)
+    dumped = log[log.index("Dumping Scrapy stats"):]
+    assert "'item_dropped_count'" not in dumped and "item_dropped_reasons" not in dumped
+    assert f"'response_received_count': {len(asked)}," in dumped
