@@ -187,6 +187,8 @@ class NearDuplicateMiddleware:
         #: pages being read (extracted) now: each will ask for a decision soon
         self._reading = 0
         self.deduplicator = deduplicator
+        #: the responses whose callback's output process_spider_output reads now (ids)
+        self._outputs_read: set[int] = set()
         #: page URL -> the records of the links held for it, decided with its batch
         self._held: dict[str, list[MatchItem]] = {}
         #: a spider whose order is the record's has its pages decided in that order
@@ -317,7 +319,13 @@ class NearDuplicateMiddleware:
 
     async def process_spider_output(self, response: scrapy.http.Response,
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        outputs = [o async for o in result]
+        # while the callback's output is read here, a failure in it comes to
+        # process_spider_exception and the reading ends: this method goes on
+        self._outputs_read.add(id(response))
+        try:
+            outputs = [o async for o in result]
+        finally:
+            self._outputs_read.discard(id(response))
         inflight = response.request.meta.get(INFLIGHT_ID, "") if response.request else ""
         records = predicted_records(response)
         if records is not None:  # a request not sent: a predicted copy, or held
@@ -437,10 +445,15 @@ class NearDuplicateMiddleware:
         if response.request is not None:
             self.state.settle_request(response.request)
         records = predicted_records(response)
-        if records is not None:
-            self.state.count_skip()
-            return records
-        return None
+        if records is None:
+            return None
+        if id(response) in self._outputs_read:
+            # the callback failed while process_spider_output read its output (a
+            # project's callback on the empty response): that method, which goes on,
+            # gives the record (given here too, each was stored twice)
+            return []
+        self.state.count_skip()
+        return records
 
     def _judges(self, response: scrapy.http.Response) -> bool:
         """Whether a response of a spider that does not yield its pages as PageItems (a

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite, build
-from dedup.servers.services import EmbeddedServices, connect_mongo
+from crawler.examples.pageserver import serve
+from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -207,3 +208,46 @@ def test_the_add_on_leaves_a_projects_own_settings_alone() -> None:
     assert named("DOWNLOADER_MIDDLEWARES", fresh)[
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
     assert named("DOWNLOADER_MIDDLEWARES", fresh)["crawler.middlewares.MetaRefresh"] == 580
+
+
+def test_the_add_on_records_each_copy_its_url_rules_kept_from_the_wire_once(
+        tmp_path: Path) -> None:
+    """Pages whose ``?v=2`` print view is the same page: after three such copies a URL
+    rule predicts the rest, which are not requested. The project's callback fails on the
+    empty response made for each (a plain spider's ``response.css``); its match record
+    was given twice, by the failure and by the output (``times_seen: 2`` on every one,
+    the stats' stored matches counted twice). Each is stored once."""
+    from tests.e2e.test_url_rules import page
+
+    folder = project(tmp_path)
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    pages = {}
+    for n in range(12):
+        pages[f"{origin}/p/{n}"] = pages[f"{origin}/p/{n}?v=2"] = page(n).replace(
+            b"</body>", f'<a href="/p/{n}?v=2">print</a></body>'.encode())
+    pages[origin + "/"] = ("<html><head><title>Home</title></head><body><ul>" + "".join(
+        f'<li><a href="/p/{n}">page {n}</a></li>' for n in range(12))
+        + "</ul></body></html>").encode()
+    server, asked = serve(pages, port)
+    try:
+        with EmbeddedServices(tmp_path / "data") as services:
+            env = {**os.environ, "REDIS_URL": services.redis_url or "",
+                   "MONGO_URI": services.mongo_uri or ""}
+            for spider in ("pages", "rules"):
+                crawl(folder, env, spider, origin + "/", spider, "-s", "ROBOTSTXT_OBEY=0",
+                      "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.1",
+                      "-s", "RANDOMIZE_DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=0",
+                      "-s", "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
+                      "-s", "DEDUP_URL_RULES_EXPLORE=0")
+                db = connect_mongo(services.mongo_uri or "")[spider]
+                ruled = list(db.matches.find({"kind": "url_rule"}))
+                assert len(ruled) >= 5, spider  # copies never requested
+                assert {m["times_seen"] for m in ruled} == {1}, spider
+                assert not {m["url"] for m in ruled} & set(asked)
+                log = (folder / f"{spider}.log").read_text()
+                dumped = log[log.index("Dumping Scrapy stats"):]
+                stored = db.matches.count_documents({})
+                assert f"'dedup/stored/matches': {stored}," in dumped, (spider, dumped)
+    finally:
+        server.shutdown()
