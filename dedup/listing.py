@@ -345,7 +345,7 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
     for items in runs:
         texts = [" ".join(c.itertext()) for c in items]
         if items is cards and sum(  # the articles a listing shows are read
-                np.isin(shingles(_own_text(c)), main).mean() >= READ_ITEM for c in items) \
+                _share_in(shingles(_own_text(c)), main) >= READ_ITEM for c in items) \
                 < min(LISTING_ITEMS, len(items)):
             continue
         held = shingles("\n".join(texts))
@@ -353,6 +353,12 @@ def _best_run(tree: Any, text: str, parents: list[Any] | None, url: str | None =
         if share > best[0]:
             best = (share, texts)
     return best
+
+
+def _share_in(part: np.ndarray, whole: np.ndarray) -> float:
+    """The share of ``part``'s shingles that ``whole`` holds; 0 for an item without any
+    (numpy's mean of nothing is NaN, with a warning in the crawl's log)."""
+    return float(np.isin(part, whole).mean()) if len(part) else 0.0
 
 
 def items_share(tree: Any, text: str, parents: list[Any] | None = None) -> float:

@@ -356,3 +356,22 @@ def test_listings_that_share_most_of_their_items_are_not_copies() -> None:
                   ("http://blog.test/category/notes2.html", category)]) == ["new", "new"]
     assert kinds([("http://blog.test/index2.html", index),
                   ("http://blog.test/page/2/", index)]) == ["new", "exact"]
+
+
+def test_a_card_without_words_is_not_read_and_warns_of_nothing() -> None:
+    """A listing's card with no text of its own (an image link) is not read as one of the
+    articles it shows, without numpy's "Mean of empty slice" in the crawl's log."""
+    import warnings
+
+    import lxml.html
+
+    from dedup.listing import items_share
+
+    cards = "".join(f"<article><h2><a href='/p/{i}'>Post number {i} about the river</a></h2>"
+                    f"<p>{'the river runs past the mill and the bridge ' * 3}{i}</p></article>"
+                    for i in range(4)) + "<article><a href='/img'><img src='x.png'></a></article>"
+    tree = lxml.html.fromstring(f"<html><body><main>{cards}</main></body></html>")
+    text = " ".join(tree.itertext())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert items_share(tree, text) > 0.5
