@@ -37,6 +37,17 @@ def positive(text: str) -> int:
     return value
 
 
+#: Crawl processes a core, at most (``--processes``). A process and its extraction
+#: workers fill about two cores (docs/scaling.md), so past the cores more processes only
+#: wait for each other; up to four a core is allowed, for a crawl that waits on slow hosts.
+PROCESSES_PER_CORE = 4
+
+
+def most_processes() -> int:
+    """The most crawl processes ``--processes`` starts on this machine."""
+    return PROCESSES_PER_CORE * (os.cpu_count() or 1)
+
+
 def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     """The main job (``./simcrawl``, ``simcrawl crawl``); returns the exit status."""
     from dedup.errors import EXIT_STATUSES
@@ -65,6 +76,12 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                         dest="settings", help="a Scrapy setting, as scrapy crawl takes it "
                         "(repeatable: -s DOWNLOAD_DELAY=1 -s DEDUP_MAX_DISTANCE=3)")
     args = parser.parse_args(argv)
+    most = most_processes()
+    if args.processes > most:
+        parser.error(f"--processes {args.processes} is more than this machine can run: it has "
+                     f"{os.cpu_count() or 1} cores, and each crawl process needs about one "
+                     f"for itself and one for its extraction workers; at most {most} here "
+                     "(docs/scaling.md: more machines, not more processes)")
     bad = [f"{u} ({why})" for u in args.urls if (why := bad_start_url(u))]
     if bad:
         parser.error(f"not a start URL: {', '.join(bad)}")

@@ -179,6 +179,9 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
     # a bad setting, which the crawl process judges: its one line, no other
     (["http://127.0.0.1:{port}/", "-s", "DEDUP_MAX_DISTANCE=99"], {}, 2,
      "error: DEDUP_MAX_DISTANCE must be in 0..31, got 99"),
+    # more crawl processes than the machine can run: refused, saying its cores
+    (["http://127.0.0.1:{port}/", "--processes", "500"], {}, 2,
+     "--processes 500 is more than this machine can run"),
     # a bad value of one of Scrapy's own settings: named, before anything starts
     (["http://127.0.0.1:{port}/", "-s", "DEPTH_LIMIT=abc"], {}, 2,
      "error: DEPTH_LIMIT must be a whole number, got 'abc'"),
