@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -413,16 +414,18 @@ def query_hint(database: str, options: str = "") -> str:
     simcrawl (:func:`command_name`), with the ``options`` the crawl was given that they
     need too (``--database``, ``--data-dir``: :func:`hint_options`)."""
     me = command_name()
+    # `services` takes the data folder, not a database
+    served = re.sub(r" --database (?:'[^']*'|\S+)", "", options)
     if shutil.which("mongosh"):
         return ("Query them yourself:\n  " + QUERY.format(db=database) +
-                f"\n  ({me} services{options} prints the MongoDB URI while the servers run; "
+                f"\n  ({me} services{served} prints the MongoDB URI while the servers run; "
                 "see docs/queries.md)")
     rows = [(f"{me} export matches{options} --format jsonl | head", "JSON lines, one per copy"),
             (f"{me} web{options}", "the console: each copy beside its original")]
     width = max(47, *(len(c) + 1 for c, _ in rows))
     return "See them all:\n" + "\n".join(f"  {c:<{width}}# {what}" for c, what in rows) + \
         f"\n  (in Python: the queries of docs/queries.md, with the URI {me} services" \
-        f"{options} prints)"
+        f"{served} prints)"
 
 
 def hint_options(database: str | None = None, data_dir: str | None = None) -> str:

@@ -170,6 +170,13 @@ def test_the_demos_hints_name_simcrawl_as_the_user_runs_it(monkeypatch):
     hint = crawl_run.query_hint("mysites", options)
     assert "-m crawler.cli export matches --database mysites --data-dir '/data/my crawl' " in hint
     assert "-m crawler.cli web --database mysites --data-dir '/data/my crawl'" in hint
+    # `services` takes no --database: its hint is a command that runs (it exited 2)
+    assert "-m crawler.cli services --data-dir '/data/my crawl' prints" in hint
+    assert "services --database" not in hint
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/mongosh" if name == "mongosh"
+                        else None)
+    hint = crawl_run.query_hint("mysites", crawl_run.hint_options("my sites", None))
+    assert "services prints the MongoDB URI" in hint, hint
     assert crawl_run.hint_options("simcrawl") == ""
 
 
