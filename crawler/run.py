@@ -62,22 +62,51 @@ def bad_start_url(url: str) -> str | None:
     return None
 
 
+#: Download errors in words, for the line that says no start URL could be fetched (the
+#: error's name follows): the network's failures, which are not robots.txt's fault.
+NETWORK_WORDS = {
+    "DNSLookupError": "no such host",
+    "ConnectionRefusedError": "connection refused",
+    "DownloadConnectionRefusedError": "connection refused",
+    "TCPTimedOutError": "timed out", "TimeoutError": "timed out",
+    "DownloadTimeoutError": "timed out", "ConnectError": "could not connect",
+    "ConnectionLost": "connection lost", "ResponseNeverReceived": "no response",
+    "NoRouteError": "no route to the host",
+}
+
+
+def _in_words(names: list[str]) -> str:
+    return ", ".join(f"{NETWORK_WORDS[n]} ({n})" if n in NETWORK_WORDS else n
+                     for n in sorted(set(names)))
+
+
 def unreachable(stats: dict) -> str | None:
-    """Why a crawl fetched nothing at all (no response, not even robots.txt, or only
-    robots.txt that could not be had), naming the download errors it met; ``None`` when
-    it fetched something."""
+    """Why a crawl got no page at all, naming what failed; ``None`` when it decided or
+    stored one. The cases: no response, not even robots.txt (the download errors it met:
+    "no such host", "connection refused"...); robots.txt that could not be had, which
+    disallows its host (RFC 9309), a network's failure named as such; and responses that
+    gave no page (each start URL answered 404 or 500, a binary, a page over the size
+    cap: the skip reasons)."""
+    decided, skipped, lost = outcomes(stats)
+    if decided or lost or stats.get("dedup/url_rule"):
+        return None
     if stats.get("dedup/robots/unreachable") and \
             stats.get("dedup/skipped/robots_txt", 0) >= stats.get("dedup/requests", 1):
-        why = sorted(k.rsplit("/", 1)[1] for k in stats
-                     if k.startswith("dedup/robots/error/"))
-        return (f"none of the start URLs could be fetched ({', '.join(why)}): their hosts' "
+        why = [k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/robots/error/")]
+        if why and all(n in NETWORK_WORDS for n in why):
+            return (f"none of the start URLs could be fetched: {_in_words(why)} (the log "
+                    "names the hosts)")
+        return (f"none of the start URLs could be fetched ({_in_words(why)}): their hosts' "
                 "robots.txt could not be had, which disallows them (RFC 9309; the log "
                 "names the hosts)")
-    if stats.get("downloader/response_count", 0):
-        return None
-    errors = sorted(k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/skipped/"))
-    return ("none of the start URLs could be fetched"
-            + (f" ({', '.join(errors)})" if errors else ""))
+    errors = [k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/skipped/")]
+    if not stats.get("downloader/response_count", 0):
+        return "none of the start URLs could be fetched" + (
+            f": {_in_words(errors)}" if errors else "")
+    if skipped:
+        return (f"none of the start URLs gave a page to decide (skipped: {_in_words(errors)};"
+                " the log names each URL)")
+    return None
 
 
 #: Settings the command sets for each crawl process itself: a user's value of the first

@@ -193,7 +193,7 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
      "error: DEDUP_WARC_NEAR must be one of response, metadata, got 'all'"),
     # (robots.txt not tried again: its RFC 9309 retries, 7 s, are not what this checks)
     (["http://127.0.0.1:{port}/"], {"SIMCRAWL_ROBOTS_RETRIES": "0"}, 1,
-     "none of the start URLs could be fetched (DownloadConnectionRefusedError)"),
+     "none of the start URLs could be fetched: connection refused (DownloadConnectionRefusedError)"),
 ])
 def test_the_simcrawl_command_exits_as_its_table_says(tmp_path: Path, args: list[str],
                                                       env: dict, status: int,
@@ -220,3 +220,26 @@ def test_the_simcrawl_command_exits_as_its_table_says(tmp_path: Path, args: list
         # line, no "the crawl did not run" after it
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "progress:" not in done.stdout
+
+
+def test_a_start_url_that_gives_no_page_says_so_and_exits_1(tmp_path: Path) -> None:
+    """A start URL that answers 404 (or 500, a binary, a page over the size cap) gave no
+    page: exit 0 with no line at all, nothing stored. It exits 1, as the table says of a
+    crawl that fetched none of its start URLs, naming why."""
+    from crawler.examples.pageserver import serve
+
+    port = free_port()
+    server, asked = serve({}, port)  # every URL answers 404
+    try:
+        done = subprocess.run([sys.executable, "-m", "crawler.cli",
+                               f"http://127.0.0.1:{port}/missing", "--data-dir",
+                               str(tmp_path / "data")], cwd=ROOT,
+                              env=dict(os.environ, REDIS_URL="", MONGO_URI=""),
+                              capture_output=True, text=True, timeout=180, check=False)
+    finally:
+        server.shutdown()
+    assert f"http://127.0.0.1:{port}/missing" in asked
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "error: none of the start URLs gave a page to decide (skipped: http_404" \
+        in done.stderr
+    assert "Traceback" not in done.stderr

@@ -330,3 +330,24 @@ def test_the_summary_says_how_many_matches_were_turned_round(capsys) -> None:  #
     lines = [ln.split() for ln in capsys.readouterr().out.splitlines()]
     assert ["matches", "turned", "round", "3", "(1", "by", "the", "canonical", "link,", "2",
             "by", "the", "publication", "date)"] in lines
+
+
+def test_no_start_url_fetched_says_what_failed_in_words():
+    """A DNS failure or a refused port is not robots.txt's fault: the line says what
+    failed (it said the hosts' robots.txt could not be had); a robots.txt that answered
+    500 is."""
+    from crawler.run import unreachable
+
+    robots = {"dedup/requests": 1, "dedup/skipped/robots_txt": 1,
+              "dedup/robots/unreachable": 1}
+    said = unreachable({**robots, "dedup/robots/error/DNSLookupError": 1})
+    assert said == ("none of the start URLs could be fetched: no such host (DNSLookupError) "
+                    "(the log names the hosts)")
+    said = unreachable({**robots, "dedup/robots/error/http_503": 1,
+                        "downloader/response_count": 1})
+    assert said is not None and "robots.txt could not be had" in said and "http_503" in said
+    said = unreachable({"dedup/requests": 1, "dedup/skipped/ConnectionRefusedError": 1})
+    assert said == ("none of the start URLs could be fetched: connection refused "
+                    "(ConnectionRefusedError)")
+    assert unreachable({"dedup/requests": 3, "dedup/unique": 1, "dedup/skipped/http_404": 2,
+                        "downloader/response_count": 3}) is None
