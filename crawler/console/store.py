@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from dedup.config import DEMO_DATABASE
@@ -124,9 +126,24 @@ def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
     from dedup.servers.embedded_limits import check_whole_read
     from dedup.servers.services import connect_mongo, resolve
 
+    from dedup.servers.services import DEFAULT_DATA_DIR
+
+    folder = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR)
+    new = not args.mongo_uri and not os.environ.get("MONGO_URI") and not folder.exists()
     _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:
-        reads = require_crawl(choose_database(connect_mongo(uri), args.database))
+        try:
+            reads = require_crawl(choose_database(connect_mongo(uri), args.database))
+        except NoCrawl as exc:
+            if services is None:
+                raise
+            # the embedded servers' folder is relative: a verb run from another folder
+            # reads another (new, empty) one
+            raise NoCrawl(f"{exc}. It was read in the embedded servers' data folder "
+                          f"{services.data_dir}" + (
+                              ", made now: none was there (run from the folder the crawl "
+                              "ran in, or give --data-dir or $SIMCRAWL_DATA)" if new
+                              else "")) from None
         check_whole_read(reads, whole, verb)
         yield reads
     finally:

@@ -58,3 +58,26 @@ def test_a_database_without_a_crawl_is_named_not_reported_empty(services, tmp_pa
         ("error: the database 'nosuchdb' holds no crawl (no pages or match records): crawl "
          "first, or name the crawl's database with --database")]
     assert done.stdout == "" and not (tmp_path / "out").exists()
+
+
+def test_a_verb_run_from_another_folder_names_the_folder_it_read(tmp_path: Path) -> None:
+    """The embedded servers' folder is ./simcrawl-data: a verb run from another folder read
+    a new, empty one and said only that the database holds no crawl."""
+    import os
+    import subprocess
+    import sys
+
+    ROOT = Path(__file__).resolve().parents[2]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("MONGO_URI", "SIMCRAWL_DATA")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-m", "crawler.cli", "export", "matches"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.startswith("error: the database 'simcrawl' holds no crawl")
+    assert (f"read in the embedded servers' data folder {elsewhere / 'simcrawl-data'}, made "
+            "now: none was there (run from the folder the crawl ran in, or give --data-dir "
+            "or $SIMCRAWL_DATA)") in said
