@@ -134,10 +134,14 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
             private_folder(log_dir)
             redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
             if args.urls:
-                log = Path(own_settings(extra)[1].get("LOG_FILE") or log_dir / "crawl.log")
+                # a log a database: two crawls of two databases in one data folder
+                # wrote one log, interleaved
+                named = re.sub(r"[^\w.-]", "_", database or "simcrawl")
+                own_log = log_dir / ("crawl.log" if named == "simcrawl" else f"crawl-{named}.log")
+                log = Path(own_settings(extra)[1].get("LOG_FILE") or own_log)
                 print(f"crawling {', '.join(args.urls)} (log: "
                       f"{', '.join(map(str, log_files(log, args.processes)))}) ...")
-                stats = crawl(args.urls, redis_url, mongo_uri, extra, log_dir / "crawl.log",
+                stats = crawl(args.urls, redis_url, mongo_uri, extra, own_log,
                               args.processes)
                 print_summary(stats)
                 why = unreachable(stats)

@@ -37,6 +37,10 @@ def test_a_crawl_of_urls_takes_scrapy_settings_and_a_database(tmp_path: Path) ->
                               "-s", "DEPTH_LIMIT=1")
         assert done.returncode == 0, done.stdout + done.stderr
         assert 'database "mine"' in done.stdout
+        # a log a database: crawls of two databases in one folder wrote one log, mixed
+        mine = tmp_path / "cli" / "crawl-mine.log"
+        assert f"(log: {mine})" in done.stdout and "Spider opened" in mine.read_text()
+        assert not (tmp_path / "cli" / "crawl.log").exists()
         client = connect_mongo(services.mongo_uri or "")
         assert client["mine"].pages.count_documents({}) > 0
         assert client["simcrawl"].pages.count_documents({}) == 0
@@ -96,8 +100,8 @@ def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> No
         typo = ("DEDUP_MAX_DISTANC is not a simcrawl setting and does nothing; did you mean "
                 "DEDUP_MAX_DISTANCE?")
         assert f"warning: {typo}" in done.stderr
-        assert typo in (tmp_path / "cli" / "crawl.log").read_text()
+        assert typo in (tmp_path / "cli" / "crawl-off.log").read_text()
         # and so is one of Scrapy's own (it was silent: only DEDUP_* / SIMCRAWL_* were)
         typo = "DEPTH_LIMT is not a Scrapy setting and does nothing; did you mean DEPTH_LIMIT?"
         assert f"warning: {typo}" in done.stderr
-        assert typo in (tmp_path / "cli" / "crawl.log").read_text()
+        assert typo in (tmp_path / "cli" / "crawl-off.log").read_text()
