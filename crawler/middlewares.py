@@ -26,7 +26,7 @@ from crawler.frontier import INFLIGHT_ID, frontier_of
 from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
 from crawler.metrics import metrics_port, page_decided
 from crawler.state import CrawlState
-from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.steps import Outage, error_reason, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.url_rules import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig
@@ -661,7 +661,7 @@ class RobotsTxt(RobotsTxtMiddleware):
                         "its pages is requested (RFC 9309: an unreachable robots.txt "
                         "disallows all)", netloc, tries, exc)
         self._stats.inc_value("dedup/robots/unreachable")
-        name = exc.name if isinstance(exc, RobotsUnavailable) else type(exc).__name__
+        name = exc.name if isinstance(exc, RobotsUnavailable) else error_reason(exc)
         self._stats.inc_value(f"dedup/robots/error/{name}")
         waiting = self._parsers[netloc]
         parser = build_from_crawler(self._parserimpl, self.crawler,

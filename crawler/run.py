@@ -62,22 +62,19 @@ def bad_start_url(url: str) -> str | None:
     return None
 
 
-#: Download errors in words, for the line that says no start URL could be fetched (the
-#: error's name follows): the network's failures, which are not robots.txt's fault.
-NETWORK_WORDS = {
-    "DNSLookupError": "no such host",
-    "ConnectionRefusedError": "connection refused",
-    "DownloadConnectionRefusedError": "connection refused",
-    "TCPTimedOutError": "timed out", "TimeoutError": "timed out",
-    "DownloadTimeoutError": "timed out", "ConnectError": "could not connect",
-    "ConnectionLost": "connection lost", "ResponseNeverReceived": "no response",
-    "NoRouteError": "no route to the host",
-}
+def _in_words(reasons: list[str]) -> str:
+    """Skip reasons as the line says them: a network's failure in words ("no such
+    host"), any other by its name."""
+    from crawler.steps import NETWORK_REASONS
+
+    network = set(NETWORK_REASONS.values())
+    return ", ".join(r.replace("_", " ") if r in network else r for r in sorted(set(reasons)))
 
 
-def _in_words(names: list[str]) -> str:
-    return ", ".join(f"{NETWORK_WORDS[n]} ({n})" if n in NETWORK_WORDS else n
-                     for n in sorted(set(names)))
+def _network(reason: str) -> bool:
+    from crawler.steps import NETWORK_REASONS
+
+    return reason in NETWORK_REASONS.values()
 
 
 def unreachable(stats: dict) -> str | None:
@@ -93,7 +90,7 @@ def unreachable(stats: dict) -> str | None:
     if stats.get("dedup/robots/unreachable") and \
             stats.get("dedup/skipped/robots_txt", 0) >= stats.get("dedup/requests", 1):
         why = [k.rsplit("/", 1)[1] for k in stats if k.startswith("dedup/robots/error/")]
-        if why and all(n in NETWORK_WORDS for n in why):
+        if why and all(_network(n) for n in why):
             return (f"none of the start URLs could be fetched: {_in_words(why)} (the log "
                     "names the hosts)")
         return (f"none of the start URLs could be fetched ({_in_words(why)}): their hosts' "

@@ -5,6 +5,7 @@ thread, wait, stop the crawl, live through an outage of Redis or MongoDB."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -128,6 +129,27 @@ async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
         return "extract_failed"
     item.take_reading(page)
     return None if page.tokens > 0 else "empty_text"
+
+
+#: A download's network failure -> its skip reason (``dedup/skipped/<reason>``): what
+#: failed, in the snake_case of every other reason, not an exception's class name.
+NETWORK_REASONS = {
+    "DNSLookupError": "no_such_host",
+    "ConnectionRefusedError": "connection_refused",
+    "DownloadConnectionRefusedError": "connection_refused",
+    "TCPTimedOutError": "timed_out", "TimeoutError": "timed_out",
+    "DownloadTimeoutError": "timed_out", "ConnectError": "connect_failed",
+    "ConnectionLost": "connection_lost", "ResponseNeverReceived": "no_response",
+    "NoRouteError": "no_route_to_host",
+}
+
+
+def error_reason(exc: BaseException) -> str:
+    """The skip reason of a request that failed with ``exc``: its network failure
+    (:data:`NETWORK_REASONS`), else the exception's name in snake_case
+    (``DownloadFailedError`` -> ``download_failed_error``)."""
+    name = type(exc).__name__
+    return NETWORK_REASONS.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def skip_reason(item: PageItem, text_response: bool, max_body: int) -> str | None:

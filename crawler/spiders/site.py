@@ -17,6 +17,7 @@ from twisted.python.failure import Failure
 from crawler.extraction import page_language, page_links
 from crawler.items import page_item_of
 from crawler.state import CrawlState
+from crawler.steps import error_reason
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
 MAX_OUTLINKS = 10_000
@@ -240,7 +241,7 @@ class SiteSpider(scrapy.Spider):
                       "forbidden_port" if text.startswith("forbidden port") else
                       "too_many_redirects" if "max redirections" in text else "ignored")
         else:
-            reason = type(failure.value).__name__
+            reason = error_reason(failure.value)
         if stats is not None:
             stats.inc_value(f"dedup/skipped/{reason}")
         if self.state is not None:
