@@ -214,14 +214,20 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
         ax.bar(xs, [found.distances[x] for x in xs], color="#3b6ea8")
         ax.set_yscale("log")
         ax.set_ylim(bottom=0.7)  # bars of 1 stay visible
+        # counts as plain numbers (1, 3, 10), not matplotlib's "3×10^0"
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.axvline(k + 0.5, color="#c0392b", linestyle="--", label=f"k = {k}")
         ax.set_xlabel("Hamming distance to the original")
         ax.set_ylabel("near copies (log)")
         ax.set_xticks(range(max(xs + [k]) + 2))
         ax.legend()
         save(fig, "distances", "Hamming distances of near matches",
-             f"{sum(found.distances.values()):,} near copies; copies at distance ≤ k are "
-             "dropped (exact copies, distance 0 by checksum, are not shown)")
+             f"{counted(sum(found.distances.values()), 'near copy', 'near copies')} by the "
+             f"distance of their fingerprints; those over k = {k} were found by their texts' "
+             "anchors and overlap (exact copies, distance 0 by checksum, are not shown)")
     shares = sorted(((h, n / (n + found.pages_per_host.get(h, 0)), n)
                      for h, n in found.copies_per_host.items()),
                     key=lambda t: (-t[2], t[0]))[:TOP]
@@ -232,6 +238,7 @@ def figures(found: Findings, k: int, out: Path) -> list[tuple[str, Path, str]]:
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the host's decided pages that were copies")
         save(fig, "hosts", "Duplicate share per host",
+             "the host with copies" if len(shares) == 1 else
              f"the {len(shares)} hosts with the most copies")
     if found.copies_per_original:
         top = found.copies_per_original[:TOP]

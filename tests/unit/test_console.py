@@ -184,3 +184,18 @@ def test_a_short_crawls_chart_is_drawn_in_seconds_not_one_dot_a_minute(
     figures(found, 3, tmp_path)
     points, label = drawn["minutes"]
     assert points == 50 and label == "pages per second"
+
+
+def test_the_reports_captions_say_what_the_figures_show(tmp_path):
+    """The distances' caption said copies at distance <= k are dropped, while copies over k
+    are dropped too (by their texts' anchors); the host chart said "the 1 hosts"; the log
+    axis read "3x10^0"."""
+    from crawler.console.report import Findings, figures
+
+    found = Findings(distances={1: 3, 2: 1, 5: 7}, copies_per_host={"a.example": 4},
+                     pages_per_host={"a.example": 10})
+    drawn = {title: caption for title, _, caption in figures(found, 3, tmp_path)}
+    said = drawn["Hamming distances of near matches"]
+    assert said.startswith("11 near copies by the distance of their fingerprints; those "
+                           "over k = 3 were found by their texts' anchors") and "≤ k" not in said
+    assert drawn["Duplicate share per host"] == "the host with copies"
