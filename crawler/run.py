@@ -62,19 +62,17 @@ def bad_start_url(url: str) -> str | None:
     return None
 
 
+def _network(reason: str) -> bool:
+    """Whether a skip reason is a network's failure (:data:`crawler.steps.NETWORK_FAILURES`)."""
+    from crawler.steps import NETWORK_FAILURES
+
+    return reason in NETWORK_FAILURES
+
+
 def _in_words(reasons: list[str]) -> str:
     """Skip reasons as the line says them: a network's failure in words ("no such
     host"), any other by its name."""
-    from crawler.steps import NETWORK_REASONS
-
-    network = set(NETWORK_REASONS.values())
-    return ", ".join(r.replace("_", " ") if r in network else r for r in sorted(set(reasons)))
-
-
-def _network(reason: str) -> bool:
-    from crawler.steps import NETWORK_REASONS
-
-    return reason in NETWORK_REASONS.values()
+    return ", ".join(r.replace("_", " ") if _network(r) else r for r in sorted(set(reasons)))
 
 
 def unreachable(stats: dict) -> str | None:

@@ -143,6 +143,9 @@ NETWORK_REASONS = {
     "NoRouteError": "no_route_to_host",
 }
 
+#: The skip reasons that are a network's failure.
+NETWORK_FAILURES = frozenset(NETWORK_REASONS.values())
+
 
 def error_reason(exc: BaseException) -> str:
     """The skip reason of a request that failed with ``exc``: its network failure
