@@ -10,7 +10,8 @@ every candidate), with the crawl's settings.
   article: connected to it by labelled duplicate pairs (``pairs.jsonl``; a heavy rewrite
   or a page sharing only a template is not). A drop is *right* when the original it names
   is the same article, *wrong* otherwise. Precision = right / drops, recall = right /
-  should-be-dropped.
+  should-be-dropped. A *document lost* is an article none of whose pages is stored (each
+  dropped as a copy of another article's page): the crawl no longer holds its text.
 * **Pairs**: each labelled pair decided alone (the first page admitted into an empty
   index, then the second decided): precision and recall of "dropped as a copy of the
   first".
@@ -128,6 +129,7 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
                 dedup: Deduplicator) -> dict[str, Any]:
     by_id: dict[str, str] = {}
     seen: set[int] = set()
+    kept: set[int] = set()  # articles with a page stored (admitted, or kept by a turn)
     right = wrong = should = 0
     missed: Counter[str] = Counter()
     wrongs: Counter[str] = Counter()
@@ -140,6 +142,8 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
         expected = article[name] in seen
         should += expected
         seen.add(article[name])
+        if decision.kind == NEW or turned is not None:
+            kept.add(article[name])
         if turned is not None:  # kept as the original of the page it copies, stored first
             turns.append(f"turned {name} ({decision.turn.reason}): {turned} is its copy")
             if article[turned] == article[name]:
@@ -163,8 +167,11 @@ def crawl_order(fps: dict[str, dict], order: list[str], article: dict[str, int],
             cases.append(f"wrong  {name} as a copy of {original or decision.original_id} "
                          f"(d={decision.distance}, containment {decision.containment})")
     drops = right + wrong
+    lost = sorted({name for name in order if article[name] not in kept},
+                  key=lambda name: article[name])
     return {"precision": right / drops if drops else 1.0, "recall": right / should,
             "right": right, "wrong": wrong, "should": should, "missed": missed,
+            "lost": len(seen - kept), "documents": len(seen), "lost_pages": lost,
             "wrong_by_class": wrongs, "cases": cases, "turns": turns}
 
 
@@ -197,7 +204,7 @@ def on_pairs(fps: dict[str, dict], pairs: list[dict], make: Any) -> dict[str, An
 
 def summed(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Crawl-order or pair results of several sets, as one."""
-    keys = ("right", "wrong", "should") if "right" in rows[0] else ("tp", "fp", "fn")
+    keys = ("right", "wrong", "should", "lost", "documents") if "right" in rows[0] else ("tp", "fp", "fn")
     total = {k: sum(r[k] for r in rows) for k in keys}
     if "right" in total:
         drops = total["right"] + total["wrong"]
@@ -211,13 +218,14 @@ def summed(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def table(stream: dict[str, Any], labelled: dict[str, Any]) -> None:
-    print("| | precision | recall | F1 | right / should | wrong |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| | precision | recall | F1 | right / should | wrong | documents lost |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     print(f"| crawl order | {stream['precision']:.3f} | {stream['recall']:.3f} | "
-          f"{f1(stream):.3f} | {stream['right']} / {stream['should']} | {stream['wrong']} |")
+          f"{f1(stream):.3f} | {stream['right']} / {stream['should']} | {stream['wrong']} | "
+          f"{stream['lost']} of {stream['documents']} |")
     print(f"| pairs | {labelled['precision']:.3f} | {labelled['recall']:.3f} | "
           f"{f1(labelled):.3f} | {labelled['tp']} / {labelled['tp'] + labelled['fn']} | "
-          f"{labelled['fp']} |")
+          f"{labelled['fp']} | |")
 
 
 def f1(r: dict) -> float:
@@ -286,6 +294,8 @@ def main() -> int:
         if args.show:
             print("\n".join(stream["turns"]))
             print("\n".join(["\ncrawl order, page by page:"] + stream["cases"]))
+            print("documents lost (no page of theirs stored): "
+                  + ", ".join(stream["lost_pages"]))
         if labelled["kinds"]:
             print("\npairs by labelled kind: the second page dropped as a copy of the first")
             print("| kind | duplicate | dropped | pairs | share |")
