@@ -16,7 +16,11 @@ How a page is read (:func:`main_text`):
    (paragraphs, headings, list items, cells, ``div``...). Each block knows its characters,
    the characters inside links, the elements opened since the block before it, and the
    *furniture* it sits in. Scripts, styles, forms' controls, media and hidden elements
-   (``hidden``, ``aria-hidden``, ``display: none``) are not read.
+   (``hidden``, ``aria-hidden``, ``display: none``) are not read, unless what is read
+   without them is thin: a page may hold its text in ``<noscript>`` (a forum's posts for
+   readers without scripts) or in ``<div hidden>`` (a body streamed to be moved into
+   place by a script), and is then read again with those parts shown (the longer
+   reading is kept).
 3. **Furniture.** ``nav``, ``aside``, ``header`` and ``footer`` elements, and containers
    whose class or id (or ARIA role) names a part of a page that is not its text (comments,
    sharing, sign-ups, notices, navigation, related links, advertising, the byline, a
@@ -29,7 +33,10 @@ How a page is read (:func:`main_text`):
    sidebar of links and a line about the site is never the text of a page whose own text
    is links or short. An ``<article>`` is a composition of its own: it is text wherever it
    sits (a tag page's newest note in an ``<aside>``). The readers' part (comments,
-   replies) and consent notices (:data:`NOT_TEXT`) stay furniture however long they are.
+   replies) and consent notices (:data:`NOT_TEXT`) stay furniture however long they are,
+   unless what is read without them is less than a tenth of them
+   (:data:`NOT_TEXT_SHARE`): a thread whose first post is among its replies, a cookie
+   policy's own page. Then each of their containers is read as text.
 4. **The text.** The heart of the text is the run of consecutive blocks with the largest
    score (a maximum-sum run): a block's characters outside links count for it, its link
    characters and the elements opened before it against it, and a block of furniture
@@ -135,6 +142,11 @@ WHOLE_SHARE = 0.95
 #: republishing site's disclaimer, cookie notices and "enable JavaScript" lines on
 #: near-dup-dev-2 and lost a republished pair (docs/benchmarks.md).
 OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 1.0, 0.2
+#: The readers' part and the notices (:data:`NOT_TEXT`) are the page's text when the
+#: prose read without them is less than this share of theirs: a thread whose replies are
+#: its text (its first post among them, or a line above them), a cookie policy's own
+#: page; an article's comments, however many, answer an article read beside them.
+NOT_TEXT_SHARE = 0.1
 
 
 NOT_TEXT_KIND = 2
@@ -427,7 +439,31 @@ def read_blocks(root: Any) -> MainText:
     # no more letters than link characters (links between separators: "A | B | C")
     prose_of = [0 if links * 2 >= len(text) or links and _links_alone(text, links)
                 else len(text) - links for text, links, *_ in blocks]
-    real = _furniture(walk, prose_of, prose_of)
+    keep, left_out, links_read = _read(walk, prose_of, root)
+    if walk.not_text:
+        # the readers' part and the notices are the page's text when what is read without
+        # them is a small share of them (a thread's replies, a cookie policy's page): read
+        # again with each of their containers as text (a thread's every reply is one)
+        held = sum(own for b, own in zip(blocks, prose_of)
+                   if any(f in walk.not_text for f in b[4]))
+        read = sum(prose_of[i] for i in keep if not left_out[i])
+        if read < NOT_TEXT_SHARE * held:
+            text = frozenset(walk.not_text)
+            walk.not_text.clear()
+            keep, left_out, links_read = _read(walk, prose_of, root, text)
+    return MainText("\n".join(
+        text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
+        if links_read or links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
+        * len(text)), walk.parents)
+
+
+def _read(walk: Any, prose_of: list[int], root: Any, text: frozenset[int] = frozenset()
+          ) -> tuple[set[int], list[bool], bool]:
+    """The blocks read of a walk (``prose_of``: each block's prose), which of them sit in
+    furniture, and whether the page is a page of links (its links are its text); ``text``:
+    containers of the walk that are not furniture whatever their names say."""
+    blocks = walk.blocks
+    real = _furniture(walk, prose_of, prose_of) - text
     left_out = _left_out(walk, real)
     # a page of links (an index, a table of contents): its text outside the furniture is
     # its links, when what is not a link there is thin and the links are not
@@ -440,7 +476,7 @@ def read_blocks(root: Any) -> MainText:
                 links_out += links
     links_read = prose < LINK_PAGE_CHARS and links_out > LINK_PAGE_SHARE * prose
     if links_read:  # the furniture weighed against all the page's text, links included
-        real = _furniture(walk, [len(b[0]) for b in blocks], prose_of)
+        real = _furniture(walk, [len(b[0]) for b in blocks], prose_of) - text
         left_out = _left_out(walk, real)
     keep = _select(blocks, left_out, links_read, root)
     revived = set(range(1, walk.containers + 1)) - real
@@ -452,10 +488,7 @@ def read_blocks(root: Any) -> MainText:
         more = _select(blocks, outside, links_read, root) - keep
         if sum(prose_of[i] for i in more if not outside[i]) >= LINK_PAGE_CHARS:
             keep |= {i for i in more if not outside[i]}
-    return MainText("\n".join(
-        text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
-        if links_read or links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
-        * len(text)), walk.parents)
+    return keep, left_out, links_read
 
 
 def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
@@ -599,4 +632,26 @@ def read_main(tree: Any) -> MainText:
         if not thin(read.text):
             return read
     body = tree.find("body")
-    return read_blocks(body if body is not None else tree)
+    read = read_blocks(body if body is not None else tree)
+    if thin(read.text) and (held := _held_back(body if body is not None else tree)) is not None:
+        more = read_blocks(held)
+        if len(more.text) > len(read.text):
+            return more
+    return read
+
+
+def _held_back(root: Any) -> Any:
+    """A copy of ``root`` whose ``<noscript>`` and ``hidden`` parts are shown, when it has
+    any (``None`` when not): a page whose visible text is thin may hold its text there
+    (a forum's posts in ``<noscript>`` for readers without scripts, a body streamed into
+    ``<div hidden>`` to be moved into place by a script). The tree itself is not changed."""
+    if next(root.iter("noscript"), None) is None and not root.xpath("boolean(.//*[@hidden])"):
+        return None
+    from copy import deepcopy
+
+    held = deepcopy(root)
+    for element in held.iter("noscript"):
+        element.tag = "div"
+    for element in held.xpath(".//*[@hidden]"):
+        del element.attrib["hidden"]
+    return held

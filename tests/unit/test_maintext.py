@@ -52,13 +52,33 @@ def test_a_template_naming_its_content_wrapper_like_furniture_loses_no_text() ->
     assert read(page).split("\n") == ["Harbour reopens", *STORY]
 
 
-def test_the_readers_comments_stay_out_however_long() -> None:
+def test_the_readers_comments_stay_out_when_several_times_the_article() -> None:
     comments = "".join(f"<div class=comment><p>{line} I could not agree more with this, "
                        "it is exactly what I have been saying for years.</p></div>"
                        for line in STORY * 3)
-    page = (f"<body><div class=post><h1>Harbour reopens</h1>{paragraphs(STORY[:2])}</div>"
+    page = (f"<body><div class=post><h1>Harbour reopens</h1>{paragraphs()}</div>"
             f"<div class=comments-area>{comments}</div></body>")
-    assert read(page).split("\n") == ["Harbour reopens", *STORY[:2]]
+    assert read(page).split("\n") == ["Harbour reopens", *STORY]
+
+
+@pytest.mark.parametrize("first_post_inside", [True, False])
+def test_a_threads_replies_are_its_text(first_post_inside: bool) -> None:
+    # bbPress lists a topic's first post among its replies (ul.bbp-replies), Vanilla its
+    # discussion in "MessageList Discussion": the readers' part is the whole page's text,
+    # each reply a comment of its own
+    replies = "".join(f"<li class='reply comment'><div class=comment-author><a href=/u{n}>"
+                      f"user{n}</a></div><div class=comment-content><p>{line} I could not "
+                      "agree more with this, it is what I have said for years.</p></div></li>"
+                      for n, line in enumerate(STORY * 3))
+    first = f"<li class='reply comment'><p>{STORY[0]}</p></li>"
+    page = ("<body><nav><a href=/>Forums</a> <a href=/f>Boats</a></nav><h1>Harbour wall</h1>"
+            "<div class=notice>You must be logged in to reply to this topic.</div>"
+            + ("" if first_post_inside else f"<div class=topic><p>{STORY[0]}</p></div>")
+            + f"<ul class='forums bbp-replies'>{first if first_post_inside else ''}{replies}"
+            "</ul><footer>Copyright 2026 The Harbour Forum</footer></body>")
+    text = read(page)
+    assert all(line in text for line in STORY) and text.count("I could not agree") == 12
+    assert "user3" not in text and "Copyright" not in text
 
 
 def test_a_short_article_above_a_long_disclaimer_is_read() -> None:
@@ -518,3 +538,23 @@ def test_the_readers_part_does_not_outweigh_a_pages_own_text() -> None:
             "</section></body></html>")
     assert read(page) == ("Pick your free workshop topic and let us take the next step "
                           "together.")
+
+
+@pytest.mark.parametrize("holder", ["<noscript>{}</noscript>", "<div hidden>{}</div>"])
+def test_a_page_whose_text_is_held_back_from_view_is_read(holder: str) -> None:
+    # Discourse serves a topic's posts in <noscript> for readers without scripts; Next.js
+    # streams a body into <div hidden> for a script to move into place
+    page = ("<html><body><nav><a href=/>Home</a> <a href=/t>Topics</a></nav>"
+            "<div id=app><div class=spinner>Loading</div></div>"
+            + holder.format(f"<div class=post><h1>Harbour reopens</h1>{paragraphs(STORY * 2)}"
+                            "</div>")
+            + "<footer>Copyright 2026 The Harbour Forum</footer></body></html>")
+    text = read(page)
+    assert text.split("\n") == ["Harbour reopens", *STORY * 2]
+
+
+def test_a_notice_held_back_from_view_is_not_read_beside_a_page_of_text() -> None:
+    page = (f"<body><main><h1>Harbour reopens</h1>{paragraphs(STORY * 2)}</main>"
+            "<noscript><p>Please enable JavaScript to see the comments.</p></noscript>"
+            "<div hidden><p>Sign in to your account to save this story.</p></div></body>")
+    assert read(page).split("\n") == ["Harbour reopens", *STORY * 2]
