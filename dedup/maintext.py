@@ -142,6 +142,9 @@ WHOLE_SHARE = 0.95
 #: republishing site's disclaimer, cookie notices and "enable JavaScript" lines on
 #: near-dup-dev-2 and lost a republished pair (docs/benchmarks.md).
 OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 1.0, 0.2
+#: How far above a block of links :func:`_item_titles` looks for the item it titles, and
+#: the fewest such items that make a listing.
+ITEM_DEPTH, LISTING_ITEMS = 6, 3
 #: The readers' part and the notices (:data:`NOT_TEXT`) are the page's text when the
 #: prose read without them is less than this share of theirs: a thread whose replies are
 #: its text (its first post among them, or a line above them), a cookie policy's own
@@ -451,10 +454,57 @@ def read_blocks(root: Any) -> MainText:
             text = frozenset(walk.not_text)
             walk.not_text.clear()
             keep, left_out, links_read = _read(walk, prose_of, root, text)
-    return MainText("\n".join(
-        text for text, links, tag, *_ in (blocks[i] for i in sorted(keep) if not left_out[i])
-        if links_read or links <= (PROSE_LINK_DENSITY if tag in PROSE else LINK_DENSITY)
-        * len(text)), walk.parents)
+    read = [i for i in sorted(keep) if not left_out[i]]
+    links = [not links_read and blocks[i][1] > (PROSE_LINK_DENSITY if blocks[i][2] in PROSE
+                                                  else LINK_DENSITY) * len(blocks[i][0])
+             for i in read]
+    titles = _item_titles(blocks, read, links, root) if any(links) else set()
+    return MainText("\n".join(blocks[i][0] for i, link in zip(read, links)
+                              if not link or i in titles), walk.parents)
+
+
+def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: Any) -> set[int]:
+    """Of the blocks ``read``, those that are links (``links``: mostly link text) and yet
+    the titles of a listing's items. An item is an element one of like siblings that can
+    be a listing's item (:data:`dedup.listing.ITEM_TAGS`: a product card, a post's teaser;
+    not a paragraph) holding a block of links and a block of text read (its price, its
+    excerpt), and less than half the text read; a listing is at least
+    :data:`LISTING_ITEMS` of them holding most of the text read. An article beside a list
+    of teasers is not one (its text is outside the teasers, or one item of it), and a
+    menu's items hold links alone and stay navigation."""
+    items: dict[Any, Any] = {}
+
+    def item(el: Any) -> Any:
+        path = []
+        found = None
+        while el is not None and el is not root and len(path) < ITEM_DEPTH:
+            if el in items:
+                found = items[el]
+                break
+            path.append(el)
+            if el.tag in ITEM_TAGS and _alike(el):
+                found = el
+                break
+            el = el.getparent()
+        for seen in path:
+            items[seen] = found
+        return found
+
+    text_in: dict[Any, int] = {}
+    titled: set[Any] = set()
+    total = 0
+    of = [item(blocks[i][5]) for i in read]
+    for i, link, found in zip(read, links, of):
+        if link:
+            titled.add(found)
+        else:
+            total += len(blocks[i][0])
+            text_in[found] = text_in.get(found, 0) + len(blocks[i][0])
+    listed = {found for found in titled if found is not None
+              and 0 < text_in.get(found, 0) and 2 * text_in[found] < total}
+    if len(listed) < LISTING_ITEMS or 2 * sum(text_in[found] for found in listed) <= total:
+        return set()
+    return {i for i, link, found in zip(read, links, of) if link and found in listed}
 
 
 def _read(walk: Any, prose_of: list[int], root: Any, text: frozenset[int] = frozenset()

@@ -78,7 +78,7 @@ def test_a_threads_replies_are_its_text(first_post_inside: bool) -> None:
             "</ul><footer>Copyright 2026 The Harbour Forum</footer></body>")
     text = read(page)
     assert all(line in text for line in STORY) and text.count("I could not agree") == 12
-    assert "user3" not in text and "Copyright" not in text
+    assert "Boats" not in text and "Copyright" not in text
 
 
 def test_a_short_article_above_a_long_disclaimer_is_read() -> None:
@@ -558,3 +558,17 @@ def test_a_notice_held_back_from_view_is_not_read_beside_a_page_of_text() -> Non
             "<noscript><p>Please enable JavaScript to see the comments.</p></noscript>"
             "<div hidden><p>Sign in to your account to save this story.</p></div></body>")
     assert read(page).split("\n") == ["Harbour reopens", *STORY * 2]
+
+
+def test_the_titles_of_a_listings_items_are_read_with_their_text() -> None:
+    # a shop's category page: each card's name is a link, its price and stock are text;
+    # the menu's items are links alone and stay navigation
+    cards = "".join(f"<li class='product card'><h3><a href=/p{n}>Harbour lamp model {n}</a>"
+                    f"</h3><span class=price>{n}9,00 EUR</span><p>In stock, sent within "
+                    "two days from our harbour warehouse.</p></li>" for n in range(8))
+    page = ("<body><ul class=menu><li class=item><a href=/a>Lamps</a></li><li class=item>"
+            "<a href=/b>Chairs</a></li><li class=item><a href=/c>Tables</a></li></ul>"
+            f"<h1>Harbour lamps</h1><ul class=products>{cards}</ul></body>")
+    text = read(page)
+    assert all(f"Harbour lamp model {n}" in text for n in range(8))
+    assert "Chairs" not in text
