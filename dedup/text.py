@@ -65,13 +65,30 @@ def token_pattern() -> re.Pattern[str]:
 def class_words(*groups: str) -> re.Pattern[str]:
     """A pattern matching any of ``groups``' words as a whole token of a class or id
     (tokens split at white space, ``-`` and ``_``), case-insensitively: what an element's
-    name says it is (``comment-list``: comments; ``js-answer``: an answer).
+    name says it is (``comment-list``: comments; ``js-answer``: an answer). A word after
+    ``has``, ``with``, ``no`` or ``is`` says what the element holds or how it looks, not
+    what it is (``summary-item-has-author`` is an item with a byline, ``no-sidebar`` a
+    layout), and so does a word after a utility's property (Tailwind's ``w-screen``, a
+    width, not a screen-reader's text), a modifier after ``--`` (``card--featured``) or a
+    custom property's name (``top-[var(--nav-height)]``).
 
     >>> bool(class_words("answers?").search("answer js-answer")), bool(
     ...     class_words("answers?").search("answered"))
     (True, False)
+    >>> [bool(class_words("author").search(name))
+    ...  for name in ("post-author", "summary-item-has-author", "with_author", "is-author")]
+    [True, False, False, False]
+    >>> [bool(class_words("screen|nav").search(name))
+    ...  for name in ("screen-reader-text", "w-screen relative", "top-[var(--nav-height)]")]
+    [True, False, False]
     """
-    return re.compile(r"(?:^|[\s_-])(?:" + "|".join(groups) + r")(?:$|[\s_-])", re.I)
+    return re.compile(r"(?:^|[\s_-])(?<!--)" + "".join(rf"(?<!\b{word}[-_])" for word in _STATES)
+                      + r"(?:" + "|".join(groups) + r")(?:$|[\s_-])", re.I)
+
+
+#: Words that make the class word after them a state, a content flag or a utility's value
+#: (:func:`class_words`).
+_STATES = ("has", "with", "no", "is", "w", "h")
 
 
 def char_class(ch: str) -> int:
