@@ -22,7 +22,7 @@ wrong drops. Reads the data from ``../shared`` (never copied into the repository
 development figures.
 
     python bench/quality_crawl.py [--data PATH ...] [-k 6] [--containment 0.8] [--trust 3]
-                                  [--verify 10] [--show]
+                                  [--verify 10] [--show] [--json]
 
 With several ``--data`` sets it prints each, then the figures of all of them together.
 """
@@ -254,6 +254,8 @@ def main() -> int:
                         "with its fallbacks (and DEDUP_EXTRACT_FAST=False)")
     parser.add_argument("--show", action="store_true",
                         help="list the crawl order's misses and wrong drops by page")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON line of each set's figures last")
     args = parser.parse_args()
     started = time.perf_counter()
     verify = None if args.verify < 0 else args.verify
@@ -307,6 +309,14 @@ def main() -> int:
     if len(results) > 1:
         print(f"\ntogether ({', '.join(r[0].name for r in results)}):\n")
         table(*(summed([r[i] for r in results]) for i in (3, 4)))
+    if args.json:
+        print(json.dumps({"bench": "quality_crawl", "sets": {
+            data.name: {"crawl order": {k: stream[k] for k in
+                                        ("precision", "recall", "wrong", "lost", "documents")},
+                        "pairs": {k: labelled[k] for k in ("precision", "recall", "fp", "fn")},
+                        "kinds": {kind: round(dropped / total, 4) for kind, (dropped, total)
+                                  in labelled["kinds"].items()}}
+            for data, _fps, _pairs, stream, labelled in results}}))
     return 0
 
 
