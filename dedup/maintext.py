@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
@@ -443,13 +444,14 @@ def read_blocks(root: Any) -> MainText:
     prose_of = [0 if links * 2 >= len(text) or links and _links_alone(text, links)
                 else len(text) - links for text, links, *_ in blocks]
     keep, left_out, links_read = _read(walk, prose_of, root)
-    if walk.not_text:
+    if walk.not_text and (read := sum(prose_of[i] for i in keep if not left_out[i])) \
+            < NOT_TEXT_SHARE * sum(prose_of):
         # the readers' part and the notices are the page's text when what is read without
         # them is a small share of them (a thread's replies, a cookie policy's page): read
         # again with each of their containers as text (a thread's every reply is one)
+        not_text = walk.not_text
         held = sum(own for b, own in zip(blocks, prose_of)
-                   if any(f in walk.not_text for f in b[4]))
-        read = sum(prose_of[i] for i in keep if not left_out[i])
+                   if own and not not_text.isdisjoint(b[4]))
         if read < NOT_TEXT_SHARE * held:
             text = frozenset(walk.not_text)
             walk.not_text.clear()
@@ -472,7 +474,18 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
     :data:`LISTING_ITEMS` of them holding most of the text read. An article beside a list
     of teasers is not one (its text is outside the teasers, or one item of it), and a
     menu's items hold links alone and stay navigation."""
+    if sum(links) < LISTING_ITEMS:
+        return set()
     items: dict[Any, Any] = {}
+    kinds: dict[Any, Counter[tuple[str, str | None]]] = {}  # a parent's children by kind
+
+    def alike(el: Any) -> bool:
+        parent = el.getparent()
+        if parent is None or el.tag == "dl":
+            return _alike(el)
+        if (counts := kinds.get(parent)) is None:
+            counts = kinds[parent] = Counter((c.tag, c.get("class")) for c in parent)
+        return counts[el.tag, el.get("class")] > 1
 
     def item(el: Any) -> Any:
         path = []
@@ -482,7 +495,7 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
                 found = items[el]
                 break
             path.append(el)
-            if el.tag in ITEM_TAGS and _alike(el):
+            if el.tag in ITEM_TAGS and alike(el):
                 found = el
                 break
             el = el.getparent()
@@ -691,12 +704,13 @@ def read_main(tree: Any) -> MainText:
 
 
 def _held_back(root: Any) -> Any:
-    """A copy of ``root`` whose ``<noscript>`` and ``hidden`` parts are shown, when it has
-    any (``None`` when not): a page whose visible text is thin may hold its text there
+    """A copy of ``root`` whose ``<noscript>`` and ``hidden`` parts are shown, when they
+    hold text (``None`` when not): a page whose visible text is thin may hold its text there
     (a forum's posts in ``<noscript>`` for readers without scripts, a body streamed into
     ``<div hidden>`` to be moved into place by a script). The tree itself is not changed."""
-    if next(root.iter("noscript"), None) is None and not root.xpath("boolean(.//*[@hidden])"):
-        return None
+    shown = [*root.iter("noscript"), *root.xpath(".//*[@hidden]")]
+    if sum(len("".join(element.itertext()).strip()) for element in shown) < LINK_PAGE_CHARS:
+        return None  # a tracking pixel, a "please enable JavaScript": nothing to read
     from copy import deepcopy
 
     held = deepcopy(root)
