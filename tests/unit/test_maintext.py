@@ -572,3 +572,18 @@ def test_the_titles_of_a_listings_items_are_read_with_their_text() -> None:
     text = read(page)
     assert all(f"Harbour lamp model {n}" in text for n in range(8))
     assert "Chairs" not in text
+
+
+def test_a_cookie_policys_own_page_is_read_as_its_policy() -> None:
+    # a real archive's cookie policy sat in <div id="cookies-policy">: read as the site's
+    # 14-token menu, it was an exact copy of the contact page
+    policy = "".join(f"<p>We use cookies to {verb} the site. Each cookie is kept for thirty "
+                     "days and can be removed in your browser's settings at any time.</p>"
+                     for verb in ("run", "measure", "improve", "secure", "remember"))
+    page = ("<body><nav><a href=/>Home</a> <a href=/contact>Contact</a></nav>"
+            "<ul class=menu><li><a href=/a>Products</a></li><li><a href=/b>Services</a></li>"
+            f"</ul><div id=cookies-policy><h1>Cookie policy</h1>{policy}</div>"
+            "<footer>Copyright 2026 Example Ltd</footer></body>")
+    text = read(page)
+    assert text.startswith("Cookie policy\nWe use cookies to run the site.")
+    assert text.count("We use cookies") == 5 and "Products" not in text
