@@ -444,7 +444,7 @@ def read_blocks(root: Any) -> MainText:
     prose_of = [0 if links * 2 >= len(text) or links and _links_alone(text, links)
                 else len(text) - links for text, links, *_ in blocks]
     keep, left_out, links_read = _read(walk, prose_of, root)
-    if walk.not_text and (read := sum(prose_of[i] for i in keep if not left_out[i])) \
+    if walk.not_text and (kept := sum(prose_of[i] for i in keep if not left_out[i])) \
             < NOT_TEXT_SHARE * sum(prose_of):
         # the readers' part and the notices are the page's text when what is read without
         # them is a small share of them (a thread's replies, a cookie policy's page): read
@@ -452,9 +452,9 @@ def read_blocks(root: Any) -> MainText:
         not_text = walk.not_text
         held = sum(own for b, own in zip(blocks, prose_of)
                    if own and not not_text.isdisjoint(b[4]))
-        if read < NOT_TEXT_SHARE * held:
-            text = frozenset(walk.not_text)
-            walk.not_text.clear()
+        if kept < NOT_TEXT_SHARE * held:
+            text = frozenset(not_text)
+            not_text.clear()  # the walk's: _furniture weighs them as the page's text now
             keep, left_out, links_read = _read(walk, prose_of, root, text)
     read = [i for i in sorted(keep) if not left_out[i]]
     links = [not links_read and blocks[i][1] > (PROSE_LINK_DENSITY if blocks[i][2] in PROSE
