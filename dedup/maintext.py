@@ -146,6 +146,9 @@ OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 1.0, 0.2
 #: How far above a block of links :func:`_item_titles` looks for the item it titles, and
 #: the fewest such items that make a listing.
 ITEM_DEPTH, LISTING_ITEMS = 6, 3
+#: The items whose titles are read (a table's rows are not: its cells are read as cells,
+#: a link alone in one as before, so that a listing reads alike as cards and as a table).
+TITLED_ITEMS = ITEM_TAGS - {"tr"}
 #: The readers' part and the notices (:data:`NOT_TEXT`) are the page's text when the
 #: prose read without them is less than this share of theirs: a thread whose replies are
 #: its text (its first post among them, or a line above them), a cookie policy's own
@@ -468,8 +471,9 @@ def read_blocks(root: Any) -> MainText:
 def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: Any) -> set[int]:
     """Of the blocks ``read``, those that are links (``links``: mostly link text) and yet
     the titles of a listing's items. An item is an element one of like siblings that can
-    be a listing's item (:data:`dedup.listing.ITEM_TAGS`: a product card, a post's teaser;
-    not a paragraph) holding a block of links and a block of text read (its price, its
+    be a listing's item (:data:`TITLED_ITEMS`: a product card, a post's teaser; not a
+    paragraph, not a table's row) holding a link alone (its title: more than :data:`PROSE_LINK_DENSITY`
+    of it in links, not a line of tags) and a block of text read (its price, its
     excerpt), and less than half the text read; a listing is at least
     :data:`LISTING_ITEMS` of them holding most of the text read. An article beside a list
     of teasers is not one (its text is outside the teasers, or one item of it), and a
@@ -495,7 +499,7 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
                 found = items[el]
                 break
             path.append(el)
-            if el.tag in ITEM_TAGS and alike(el):
+            if el.tag in TITLED_ITEMS and alike(el):
                 found = el
                 break
             el = el.getparent()
@@ -507,17 +511,19 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
     titled: set[Any] = set()
     total = 0
     of = [item(blocks[i][5]) for i in read]
-    for i, link, found in zip(read, links, of):
-        if link:
+    alone = [link and blocks[i][1] > PROSE_LINK_DENSITY * len(blocks[i][0])
+             for i, link in zip(read, links)]  # a link alone: a title, not "Tags: a, b"
+    for i, link, title, found in zip(read, links, alone, of):
+        if title:
             titled.add(found)
-        else:
+        elif not link:
             total += len(blocks[i][0])
             text_in[found] = text_in.get(found, 0) + len(blocks[i][0])
     listed = {found for found in titled if found is not None
               and 0 < text_in.get(found, 0) and 2 * text_in[found] < total}
     if len(listed) < LISTING_ITEMS or 2 * sum(text_in[found] for found in listed) <= total:
         return set()
-    return {i for i, link, found in zip(read, links, of) if link and found in listed}
+    return {i for i, title, found in zip(read, alone, of) if title and found in listed}
 
 
 def _read(walk: Any, prose_of: list[int], root: Any, text: frozenset[int] = frozenset()
