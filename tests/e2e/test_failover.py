@@ -46,6 +46,7 @@ def test_a_primary_killed_mid_crawl_fails_over_and_the_crawl_goes_on(
         while len(site.requests) < 60 and time.monotonic() < deadline:
             assert all(p.poll() is None for p in procs), "a crawl ended too early"
             time.sleep(0.02)
+        at_kill = len(site.requests)
         nodes.kill(nodes.primary_of(f"{NAMESPACE}:layout"))  # the crawl's one slot
         try:
             codes = [p.wait(timeout=300) for p in procs]
@@ -62,7 +63,11 @@ def test_a_primary_killed_mid_crawl_fails_over_and_the_crawl_goes_on(
                      for n in range(2)]
         assert all(s["lost_urls"] == [] for s in summaries)
         assert all(adds_up(s) for s in summaries), summaries
-        assert any("Redis answers again" in log for log in logs)
+        # the primary died mid-crawl and the crawl went on: pages were requested after it.
+        # (Whether a process felt the outage is timing: redis-py's cluster client retries a
+        # refused connection on the new topology itself when the replica is promoted in
+        # time, and the crawl then logs no outage at all; it did so on a quiet machine.)
+        assert len(site.requests) > at_kill, "the crawl had ended before the kill"
         db = connect_mongo(services.mongo_uri)["failover"]
         check_exact_groups(db, site)
         assert {c["state"] for c in db.crawls.find({})} == {"finished"}  # none left running
