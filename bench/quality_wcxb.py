@@ -89,7 +89,7 @@ def wcxb_pages(repo: Path, splits: list[str], evaluate: Any) -> list[dict[str, A
     return pages
 
 
-def dev_pages(repo: Path, evaluate: Any) -> list[dict[str, Any]]:
+def dev_pages(repo: Path) -> list[dict[str, Any]]:
     """The real pages (``P``) of near-dup-dev-2 (articles; the truth of the WCXB page each
     was made from) and near-dup-dev-3 (the set's ``truth.jsonl``), where present."""
     pages = []
@@ -213,7 +213,7 @@ def main() -> int:
     evaluate = load_evaluate(args.wcxb)
     pages = wcxb_pages(args.wcxb, args.split, evaluate)
     if not args.no_dev:
-        pages += dev_pages(args.wcxb, evaluate)
+        pages += dev_pages(args.wcxb)
     if not pages:
         raise SystemExit(f"--wcxb {args.wcxb}: no pages found under "
                          f"{', '.join(args.split)}/ground-truth")

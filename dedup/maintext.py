@@ -312,12 +312,14 @@ class MainText(NamedTuple):
     parents: list[Any]
 
 
-def _alike(el: Any) -> bool:
+def _alike(el: Any, kinds: dict[Any, Counter[tuple[str, str | None]]] | None = None
+           ) -> bool:
     """Whether ``el`` is one of several like siblings (the same tag and class): an item of
     a listing, an answer of a thread, a paragraph among paragraphs; for definitions
     (``<dl>``), a class word in common: an API page's ``py class`` and ``py function``.
     (A class word in common for every tag read more than that: a page's sections and
-    columns, and one wrong pair on near-dup-dev.)"""
+    columns, and one wrong pair on near-dup-dev.) ``kinds``: a cache of each parent's
+    children counted by tag and class, for a caller that asks of many siblings."""
     parent = el.getparent()
     if parent is None:
         return False
@@ -327,6 +329,10 @@ def _alike(el: Any) -> bool:
         return any(other is not el and other.tag == "dl"
                    and not words.isdisjoint((other.get("class") or "").split())
                    for other in parent)
+    if kinds is not None:
+        if (counts := kinds.get(parent)) is None:
+            counts = kinds[parent] = Counter((c.tag, c.get("class")) for c in parent)
+        return counts[tag, cls] > 1
     return any(other is not el and other.tag == tag and other.get("class") == cls
                for other in parent)
 
@@ -483,14 +489,6 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
     items: dict[Any, Any] = {}
     kinds: dict[Any, Counter[tuple[str, str | None]]] = {}  # a parent's children by kind
 
-    def alike(el: Any) -> bool:
-        parent = el.getparent()
-        if parent is None or el.tag == "dl":
-            return _alike(el)
-        if (counts := kinds.get(parent)) is None:
-            counts = kinds[parent] = Counter((c.tag, c.get("class")) for c in parent)
-        return counts[el.tag, el.get("class")] > 1
-
     def item(el: Any) -> Any:
         path = []
         found = None
@@ -499,7 +497,7 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
                 found = items[el]
                 break
             path.append(el)
-            if el.tag in TITLED_ITEMS and alike(el):
+            if el.tag in TITLED_ITEMS and _alike(el, kinds):
                 found = el
                 break
             el = el.getparent()
