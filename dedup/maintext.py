@@ -20,7 +20,8 @@ How a page is read (:func:`main_text`):
    without them is thin: a page may hold its text in ``<noscript>`` (a forum's posts for
    readers without scripts) or in ``<div hidden>`` (a body streamed to be moved into
    place by a script), and is then read again with those parts shown (the longer
-   reading is kept).
+   reading is kept). A dialog kept closed (``<dialog>`` without ``open``, or marked
+   ``aria-modal="true"``) opens on demand over the page and is never read.
 3. **Furniture.** ``nav``, ``aside``, ``header`` and ``footer`` elements, and containers
    whose class or id (or ARIA role) names a part of a page that is not its text (comments,
    sharing, sign-ups, notices, navigation, related links, advertising, the byline, a
@@ -213,7 +214,8 @@ class _Blocks:
         if tag in UNREAD:
             return
         get = el.get
-        if get("hidden") is not None or get("aria-hidden") == "true":
+        if get("hidden") is not None or get("aria-hidden") == "true" \
+                or get("aria-modal") == "true" or tag == "dialog" and get("open") is None:
             return
         style = get("style")
         if style and _HIDDEN_STYLE.search(style):

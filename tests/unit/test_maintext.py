@@ -189,10 +189,12 @@ def _blocks_agree(root) -> None:  # type: ignore[no-untyped-def]
 
 
 _TAGS = ["div", "p", "span", "a", "li", "ul", "section", "nav", "footer", "h1", "td", "tr",
-         "table", "b", "em", "script", "br", "main", "article", "aside", "fb:like", "o:p"]
+         "table", "b", "em", "script", "br", "main", "article", "aside", "fb:like", "o:p",
+         "dialog"]
 _ATTRS = ["", " class=share", " id=comments", " class='post-body'", " hidden",
           " aria-hidden=true", " style='display: none'", " style='color:red'",
-          " class='a&amp;b &#x3c;nav&#x3e;'", " id=''", " class=ad", " CLASS=Sidebar"]
+          " class='a&amp;b &#x3c;nav&#x3e;'", " id=''", " class=ad", " CLASS=Sidebar",
+          " aria-modal=true", " open", " aria-modal=false"]
 _TEXTS = ["", "word ", "  two words  ", "链接文字", "&amp; &lt;b&gt;", "<!-- a comment -->",
           "<![CDATA[cdata]]>", "<?pi x?>", "\u00a0nbsp\u2003", "tail text. "]
 
@@ -587,3 +589,38 @@ def test_a_cookie_policys_own_page_is_read_as_its_policy() -> None:
     text = read(page)
     assert text.startswith("Cookie policy\nWe use cookies to run the site.")
     assert text.count("We use cookies") == 5 and "Products" not in text
+
+
+# A shop's template carries a trade-in offer in a modal dialog on every page: 2,000
+# characters a stub page of one line of its own was read as, so that every such page of
+# the site was an exact copy of the first (near-dup-dev-3, irobot.com)
+TRADE_IN = "".join(f"<p>{line}</p>" for line in [
+    "With the trade-in programme, it is easy to get credit for your eligible old vacuum.",
+    "Send your robot to us and we will confirm the model we received matches the model.",
+    "Once confirmed, you will receive the credit back to your method of payment.",
+    "While it does not qualify, here are ways you can still recycle your current product.",
+] * 3)
+
+
+def shop_page(own: str, modal: str) -> str:
+    return ("<html><head><title>Robots</title></head><body><nav><a href=/>Home</a> "
+            f"<a href=/shop>Shop</a></nav><main><h1>Robots</h1><p>{own}</p></main>"
+            + modal.format(f"<h2>Get a credit for your new robot</h2>{TRADE_IN}")
+            + "<footer>Copyright 2026 Robots Inc.</footer></body></html>")
+
+
+@pytest.mark.parametrize("modal", [
+    "<div class=offer role=dialog aria-modal=true>{}</div>",
+    "<dialog>{}</dialog>",
+])
+def test_a_dialog_kept_closed_is_not_read_as_the_pages_text(modal: str) -> None:
+    from dedup.pages import decide_pages
+
+    own = ["Aura rated first for a reason, with one remark on its battery and its noise.",
+           "Office furniture for the home, chairs and desks delivered within the week."]
+    assert read(shop_page(own[0], modal)) == f"Robots\n{own[0]}"
+    verdicts = decide_pages([(f"https://robots.test/p/{n}", shop_page(line, modal))
+                             for n, line in enumerate(own)])
+    assert [v.kind for v in verdicts] == ["new", "new"]
+    # a dialog the page shows open is read as any other part of it
+    assert "get credit" in read(shop_page(own[0], "<dialog open>{}</dialog>"))
