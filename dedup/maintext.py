@@ -11,7 +11,10 @@ How a page is read (:func:`main_text`):
 
 1. **Where.** The element the page marks as its main content (its one ``<main>``, else
    its one ``<article>``: :func:`main_region`), else the body. A marked region whose text
-   is thin is read again from the whole body.
+   is thin is read again from the whole body, and so is one with fewer than 200
+   characters of :func:`sentences`, whose body reading is kept when it holds more of them
+   (a shop marks its grid of products as ``<main>`` and writes its guide to the category
+   below it).
 2. **Blocks.** One walk over the tree cuts the text into blocks at block-level elements
    (paragraphs, headings, list items, cells, ``div``...). Each block knows its characters,
    the characters inside links, the elements opened since the block before it, and the
@@ -49,9 +52,10 @@ How a page is read (:func:`main_text`):
    page's text outside its furniture (a reading unsure of itself reads more), up to the
    first that holds nearly all of it. Another run is read beside it when, widened, it
    holds as much text (a second body of text, not a notice), or a fifth when it is a list
-   of like items (a home page's newest post beside the list of the others); each run is
-   weighed in turn, best first, and one too small is passed over, not an end (a thread's
-   stats line before its short answers). Then the blocks right after the page's headline
+   of like items (a home page's newest post beside the list of the others), or as many
+   characters of sentences as it (200 at least: a guide below a grid of short cards);
+   each run is weighed in turn, best first, and one too small is passed over, not an end
+   (a thread's stats line before its short answers). Then the blocks right after the page's headline
    (its first ``<h1>``, then read too) are read while they add text, furniture among them
    counting by its length alone: an article shorter than a disclaimer further down is
    still read, and so is a question after its votes. A page whose text outside its
@@ -144,6 +148,12 @@ WHOLE_SHARE = 0.95
 #: republishing site's disclaimer, cookie notices and "enable JavaScript" lines on
 #: near-dup-dev-2 and lost a republished pair (docs/benchmarks.md).
 OTHER_RUN_SHARE, OTHER_ITEMS_SHARE = 1.0, 0.2
+#: A line or block of this many words and more is a sentence (a product card's name and
+#: price, a menu entry, a date are shorter): another run holding as many characters of
+#: sentences as the best, and 200 at least (:data:`LINK_PAGE_CHARS`), is read beside it
+#: (a shop's guide to a category below its grid of cards); a marked region with fewer is
+#: read from the body too (:func:`read_main`).
+SENTENCE_WORDS = 10
 #: How far above a block of links :func:`_item_titles` looks for the item it titles, and
 #: the fewest such items that make a listing.
 ITEM_DEPTH, LISTING_ITEMS = 6, 3
@@ -571,9 +581,12 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
     good = [0 if out else len(text) - (0 if links_read else links)
             for (text, links, *_), out in zip(blocks, left_out)]
     whole = sum(good)
+    # the text each block adds in sentences: a block of prose of SENTENCE_WORDS words and more
+    said = [0 if not own or text.count(" ") < SENTENCE_WORDS - 1 else own
+            for (text, *_), own in zip(blocks, good)]
     taken = bytearray(len(blocks))  # the blocks read, a flag each
     first = -1
-    heart = 0
+    heart = heart_said = 0
     while True:
         # the maximum-sum run of the blocks not yet weighed, widened: the first is the
         # text's heart; another is read too when, widened, it holds a share of the heart's
@@ -584,9 +597,11 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
             break
         a, b, items = _widen(blocks, a, b, root, good, whole, taken)
         held = sum(good[a:b + 1])
-        passed = first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart
+        sentences = sum(said[a:b + 1])
+        passed = first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart \
+            and not (sentences >= LINK_PAGE_CHARS and sentences >= OTHER_RUN_SHARE * heart_said)
         if first < 0:
-            first, heart = a, held
+            first, heart, heart_said = a, held, sentences
         taken[a:b + 1] = (b"\x02" if passed else b"\x01") * (b + 1 - a)
     keep = {i for i, read in enumerate(taken) if read == 1}
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
@@ -696,17 +711,25 @@ def read_main(tree: Any) -> MainText:
     if tree is None:
         return MainText("", [])
     region = main_region(tree)
+    marked = None
     if region is not None:
-        read = read_blocks(region)
-        if not thin(read.text):
-            return read
+        marked = read_blocks(region)
+        if not thin(marked.text) and (said := sentences(marked.text)) >= LINK_PAGE_CHARS:
+            return marked
     body = tree.find("body")
     read = read_blocks(body if body is not None else tree)
+    if marked is not None and not thin(marked.text) and sentences(read.text) <= said:
+        return marked
     if thin(read.text) and (held := _held_back(body if body is not None else tree)) is not None:
         more = read_blocks(held)
         if len(more.text) > len(read.text):
             return more
     return read
+
+
+def sentences(text: str) -> int:
+    """The characters of ``text``'s lines of :data:`SENTENCE_WORDS` words and more."""
+    return sum(len(line) for line in text.split("\n") if line.count(" ") >= SENTENCE_WORDS - 1)
 
 
 def _held_back(root: Any) -> Any:

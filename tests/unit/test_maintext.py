@@ -624,3 +624,44 @@ def test_a_dialog_kept_closed_is_not_read_as_the_pages_text(modal: str) -> None:
     assert [v.kind for v in verdicts] == ["new", "new"]
     # a dialog the page shows open is read as any other part of it
     assert "get credit" in read(shop_page(own[0], "<dialog open>{}</dialog>"))
+
+
+# A shop's category page marks its grid of products as <main> and writes its guide to the
+# category below it (WCXB's collection pages: the guide is the page's text); an article's
+# page marks its article, and the site's blurb beside it stays out
+GUIDE = [
+    "A charcoal barbecue stays the choice of most cooks for one reason: nothing matches the "
+    "taste that the embers of real wood charcoal give to the meat and the vegetables.",
+    "Choose it by the number of guests: a grill of fifty-seven centimetres feeds eight to "
+    "twelve people, and one of forty-seven suits four to six on a small terrace.",
+    "A lid turns the barbecue into an oven outside, so that roasts stay tender and the cook "
+    "controls the heat instead of watching the flames all evening long.",
+]
+
+
+def category_page(guide: list[str]) -> str:
+    cards = "".join(f"<article class=card><h3><a href=/p{n}>Kettle grill {n}</a></h3>"
+                    f"<span class=price>{n}49,00 EUR</span> <span>In stock, sent in two "
+                    "days</span></article>" for n in range(30))
+    return ("<html><body><nav><a href=/>Home</a> <a href=/grills>Grills</a></nav>"
+            f"<main><h1>Charcoal barbecues</h1><div class=grid>{cards}</div></main>"
+            f"<div class=category-bottom>{paragraphs(guide)}</div>"
+            "<footer>Copyright 2026 Grill Shop</footer></body></html>")
+
+
+def test_a_categorys_guide_is_read_beside_its_grid_of_products() -> None:
+    text = read(category_page(GUIDE))
+    assert all(line in text for line in GUIDE)
+    assert "2949,00 EUR In stock" in text and "Copyright" not in text
+    # two categories of one shop with one grid and their own guides read as two texts
+    other = [line.replace("charcoal", "gas").replace("embers of real wood charcoal",
+                                                     "steady flame of a burner")
+             for line in GUIDE[:1]] + ["A gas grill is lit in a second and is ready to "
+                                       "cook five minutes later, on any evening of the week."]
+    assert read(category_page(other)) != text
+
+
+def test_a_marked_article_is_read_without_the_sites_blurb_after_it() -> None:
+    page = (f"<html><body><main><h1>Harbour reopens</h1>{paragraphs(STORY * 2)}</main>"
+            f"<div class=about>{paragraphs(GUIDE)}</div></body></html>")
+    assert read(page).split("\n") == ["Harbour reopens", *STORY * 2]
