@@ -365,14 +365,27 @@ def print_summary(stats: dict) -> None:
     robots = int(stats.get("robotstxt/response_count", 0))
     # responses are not requests: robots.txt files are fetched beside the crawl's own
     # requests, and a request refused by robots.txt or cut at the size cap has none
+    turned = {k.rsplit("/", 1)[1]: int(v) for k, v in stats.items()
+              if k.startswith("dedup/turned/") and v}
+    # a page admitted first and then named a copy by a later page that says it came first
+    # (docs/fingerprints.md) is in one line: the turned round, not the admitted
     rows = [("responses downloaded", f"{responses} ({robots} of them robots.txt files; the "
              "requests below are the crawl's own)" if robots else responses),
-            ("admitted (unique)", stats.get("dedup/unique", 0)),
+            ("admitted (unique)", int(stats.get("dedup/unique", 0)) - sum(turned.values())),
             ("near duplicates dropped", stats.get("dedup/near_duplicate", 0)),
             ("exact duplicates dropped", stats.get("dedup/exact_duplicate", 0)),
             ("copies of registered originals (pinyin)", stats.get("dedup/pinyin_copy", 0)),
             ("outlinks of duplicates not followed", stats.get("dedup/outlinks_dropped", 0)),
             ("revisits", stats.get("dedup/revisit", 0))]
+    if turned:
+        rows.insert(5, ("matches turned round", f"{sum(turned.values())} (admitted, then "
+                        "copies of a later page that said it came first: " + ", ".join(
+                            f"{n} by the "
+                            f"{'canonical link' if why == 'canonical' else 'publication date'}"
+                            for why, n in sorted(turned.items())) + ")"))
+    if stats.get("dedup/excerpt"):  # kept, and a record of the passage they quote
+        rows.insert(2, ("  of them quoting an original (excerpt records)",
+                        stats.get("dedup/excerpt", 0)))
     if stats.get("dedup/url_rule") or stats.get("dedup/url_rules/resent"):
         rows.append(("copies not requested (URL rules)",
                      f"{stats.get('dedup/url_rule', 0)} (recorded as url_rule matches; "
@@ -390,12 +403,6 @@ def print_summary(stats: dict) -> None:
     rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
                  f"{taken} = {handled} + {skipped} skipped + {lost_pages} lost"
                  + (f" + {open_} in flight when the crawl stopped" if open_ else "")))
-    turned = {k.rsplit("/", 1)[1]: int(v) for k, v in stats.items()
-               if k.startswith("dedup/turned/") and v}
-    if turned:  # kept as the original of a page stored before it (docs/fingerprints.md)
-        rows.append(("matches turned round", f"{sum(turned.values())} (" + ", ".join(
-            f"{n} by the {'canonical link' if why == 'canonical' else 'publication date'}"
-            for why, n in sorted(turned.items())) + ")"))
     lost = stats.get("lost_urls") or []
     if lost:
         rows.append(("LOST: not decided or not stored", f"{len(lost)} (crawled again by the "

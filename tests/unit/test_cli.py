@@ -322,14 +322,26 @@ def test_a_bad_option_is_named_alone():
     assert out.stderr.rstrip().endswith("error: --sample must be at least 1, got -3")
 
 
-def test_the_summary_says_how_many_matches_were_turned_round(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_summary_puts_every_page_decided_in_one_line_and_they_add_up(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 72: with matches turned round the summary said admitted 10, exact 1, pages
+    stored 6, match records 5, the 4 turns nowhere; excerpt records had no line."""
     from crawler.run import print_summary
 
-    print_summary({"dedup/requests": 3, "dedup/unique": 2, "dedup/exact_duplicate": 1,
-                   "dedup/turned/canonical": 1, "dedup/turned/published": 2, "seconds": 1.0})
-    lines = [ln.split() for ln in capsys.readouterr().out.splitlines()]
-    assert ["matches", "turned", "round", "3", "(1", "by", "the", "canonical", "link,", "2",
-            "by", "the", "publication", "date)"] in lines
+    print_summary({"dedup/requests": 11, "dedup/unique": 10, "dedup/exact_duplicate": 1,
+                   "dedup/turned/canonical": 1, "dedup/turned/published": 3,
+                   "dedup/excerpt": 2, "dedup/stored/pages": 6, "dedup/stored/matches": 5,
+                   "seconds": 1.0})
+    rows = dict(ln.strip().split("  ", 1) for ln in capsys.readouterr().out.splitlines())
+    rows = {name.strip(): value.strip() for name, value in rows.items()}
+    assert rows["matches turned round"] == (
+        "4 (admitted, then copies of a later page that said it came first: 1 by the "
+        "canonical link, 3 by the publication date)")
+    assert rows["of them quoting an original (excerpt records)"] == "2"
+    decided = ("admitted (unique)", "near duplicates dropped", "exact duplicates dropped",
+               "copies of registered originals (pinyin)", "matches turned round", "revisits")
+    assert [int(rows[name].split()[0]) for name in decided] == [6, 0, 1, 0, 4, 0]
+    assert rows["requests (all accounted for)"].startswith("11 = 11 pages decided")
+    assert rows["pages stored / match records stored"] == "6 / 5"  # 6 admitted; 1 + 4
 
 
 def test_no_start_url_fetched_says_what_failed_in_words():
