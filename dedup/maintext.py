@@ -581,12 +581,13 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
     good = [0 if out else len(text) - (0 if links_read else links)
             for (text, links, *_), out in zip(blocks, left_out)]
     whole = sum(good)
-    # the text each block adds in sentences: a block of prose of SENTENCE_WORDS words and more
-    said = [0 if not own or text.count(" ") < SENTENCE_WORDS - 1 else own
-            for (text, *_), own in zip(blocks, good)]
+
+    def said(a: int, b: int) -> int:  # the text blocks a to b add in sentences
+        return sum(good[i] for i in range(a, b + 1) if good[i] and _sentence(blocks[i][0]))
+
     taken = bytearray(len(blocks))  # the blocks read, a flag each
-    first = -1
-    heart = heart_said = 0
+    first = last = -1
+    heart, heart_said = 0, -1  # -1: the heart's sentences not yet counted
     while True:
         # the maximum-sum run of the blocks not yet weighed, widened: the first is the
         # text's heart; another is read too when, widened, it holds a share of the heart's
@@ -597,11 +598,14 @@ def _select(blocks: list[Any], left_out: list[bool], links_read: bool, root: Any
             break
         a, b, items = _widen(blocks, a, b, root, good, whole, taken)
         held = sum(good[a:b + 1])
-        sentences = sum(said[a:b + 1])
-        passed = first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart \
-            and not (sentences >= LINK_PAGE_CHARS and sentences >= OTHER_RUN_SHARE * heart_said)
+        passed = first >= 0 and held < (OTHER_ITEMS_SHARE if items else OTHER_RUN_SHARE) * heart
+        if passed and held >= LINK_PAGE_CHARS:  # unless as many sentences as the heart's
+            if heart_said < 0:
+                heart_said = said(first, last)
+            sentences = said(a, b)
+            passed = sentences < LINK_PAGE_CHARS or sentences < OTHER_RUN_SHARE * heart_said
         if first < 0:
-            first, heart, heart_said = a, held, sentences
+            first, last, heart = a, b, held
         taken[a:b + 1] = (b"\x02" if passed else b"\x01") * (b + 1 - a)
     keep = {i for i, read in enumerate(taken) if read == 1}
     headline = next((i for i, b in enumerate(blocks) if b[2] == "h1"), -1)
@@ -714,7 +718,7 @@ def read_main(tree: Any) -> MainText:
     marked = None
     if region is not None:
         marked = read_blocks(region)
-        if not thin(marked.text) and (said := sentences(marked.text)) >= LINK_PAGE_CHARS:
+        if not thin(marked.text) and (said := sentences(marked.text, LINK_PAGE_CHARS)) >= LINK_PAGE_CHARS:
             return marked
     body = tree.find("body")
     read = read_blocks(body if body is not None else tree)
@@ -727,9 +731,40 @@ def read_main(tree: Any) -> MainText:
     return read
 
 
-def sentences(text: str) -> int:
-    """The characters of ``text``'s lines of :data:`SENTENCE_WORDS` words and more."""
-    return sum(len(line) for line in text.split("\n") if line.count(" ") >= SENTENCE_WORDS - 1)
+def sentences(text: str, enough: int | None = None) -> int:
+    """The characters of ``text``'s lines of :data:`SENTENCE_WORDS` words and more
+    (counted up to ``enough``, when given)."""
+    said = 0
+    for line in text.split("\n"):
+        if _sentence(line):
+            said += len(line)
+            if enough is not None and said >= enough:
+                break
+    return said
+
+
+#: A word of a sentence: two letters and more (not a number, a price, a "+" or a "-");
+#: and the characters of the scripts written without spaces (kana, CJK ideographs, hangul).
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _sentence(text: str) -> bool:
+    """Whether ``text`` has :data:`SENTENCE_WORDS` words (:data:`_WORD`) and more: a
+    sentence, not a product's name and price ("Grill 1800 + stand - Acme 149,00 EUR").
+
+    >>> _sentence("Barbecue charbon inox 1800 + socle 3 pieds - Martinsen 149,00 €")
+    False
+    >>> _sentence("The harbour wall reopened on Monday after three months of repairs.")
+    True
+    >>> _sentence("港口的防波堤在风暴损坏修复了三个月之后于星期一重新开放。")
+    True
+    """
+    if text.count(" ") >= SENTENCE_WORDS - 1:
+        return sum(1 for _ in islice(_WORD.finditer(text), SENTENCE_WORDS)) == SENTENCE_WORDS
+    # Chinese, Japanese, Korean: written without spaces, a character about half a word
+    return len(text) >= 2 * SENTENCE_WORDS and sum(
+        1 for _ in islice(_CJK.finditer(text), 2 * SENTENCE_WORDS)) == 2 * SENTENCE_WORDS
 
 
 def _held_back(root: Any) -> Any:
