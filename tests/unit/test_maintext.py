@@ -639,10 +639,10 @@ GUIDE = [
 ]
 
 
-def category_page(guide: list[str]) -> str:
+def category_page(guide: list[str], card: str = "In stock, sent in two days") -> str:
     cards = "".join(f"<article class=card><h3><a href=/p{n}>Kettle grill {n}</a></h3>"
-                    f"<span class=price>{n}49,00 EUR</span> <span>In stock, sent in two "
-                    "days</span></article>" for n in range(30))
+                    f"<span class=price>{n}49,00 €</span> <span>{card}</span></article>"
+                    for n in range(30))
     return ("<html><body><nav><a href=/>Home</a> <a href=/grills>Grills</a></nav>"
             f"<main><h1>Charcoal barbecues</h1><div class=grid>{cards}</div></main>"
             f"<div class=category-bottom>{paragraphs(guide)}</div>"
@@ -652,13 +652,19 @@ def category_page(guide: list[str]) -> str:
 def test_a_categorys_guide_is_read_beside_its_grid_of_products() -> None:
     text = read(category_page(GUIDE))
     assert all(line in text for line in GUIDE)
-    assert "2949,00 EUR In stock" in text and "Copyright" not in text
+    assert "2949,00 € In stock" in text and "Copyright" not in text
     # two categories of one shop with one grid and their own guides read as two texts
     other = [line.replace("charcoal", "gas").replace("embers of real wood charcoal",
                                                      "steady flame of a burner")
              for line in GUIDE[:1]] + ["A gas grill is lit in a second and is ready to "
                                        "cook five minutes later, on any evening of the week."]
     assert read(category_page(other)) != text
+
+
+def test_a_products_long_name_is_not_a_sentence_that_hides_the_guide() -> None:
+    # twelve spaces, nine words: "Pack kettle grill PRO 57 cm on cart + spit - Acme"
+    text = read(category_page(GUIDE, "Pack kettle grill PRO 57 cm on cart + spit - Acme"))
+    assert all(line in text for line in GUIDE)
 
 
 def test_a_marked_article_is_read_without_the_sites_blurb_after_it() -> None:
