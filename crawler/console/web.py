@@ -294,6 +294,24 @@ def create_app(reads: StoreReads, *, redis_client: Any = None, namespace: str | 
         return render_template("error.html", title="Not found",
                                message="There is no such page or record in the store."), 404
 
+    from pymongo.errors import ConnectionFailure
+    from redis.exceptions import ConnectionError as RedisDown
+
+    from dedup.errors import ServiceUnavailable
+
+    @app.errorhandler(ConnectionFailure)
+    @app.errorhandler(RedisDown)
+    @app.errorhandler(ServiceUnavailable)
+    def store_gone(exc: Exception) -> Any:
+        # the store stopped under the console (`simcrawl services stop`, a server down):
+        # say so, not a bare "Internal Server Error"
+        log.warning("the store does not answer: %s", exc)
+        return render_template(
+            "error.html", title="The store does not answer",
+            message=f"The console cannot reach the store of database {reads.name!r}: its "
+            "servers may have been stopped (simcrawl services stop) or be down. Start "
+            "them again (simcrawl services), then reload this page."), 503
+
     @app.errorhandler(413)
     def too_big(exc: Any) -> Any:
         return render_template("error.html", title="Too large",
