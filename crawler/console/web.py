@@ -294,12 +294,12 @@ def create_app(reads: StoreReads, *, redis_client: Any = None, namespace: str | 
         return render_template("error.html", title="Not found",
                                message="There is no such page or record in the store."), 404
 
-    from pymongo.errors import ConnectionFailure
     from redis.exceptions import ConnectionError as RedisDown
 
     from dedup.errors import ServiceUnavailable
 
-    @app.errorhandler(ConnectionFailure)
+    # the store's reads say a MongoDB that does not answer as ServiceUnavailable
+    # (dedup/store/mongo_reads.py); the index is read through redis-py
     @app.errorhandler(RedisDown)
     @app.errorhandler(ServiceUnavailable)
     def store_gone(exc: Exception) -> Any:
