@@ -166,6 +166,10 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         log_file = Path(own["LOG_FILE"])
     runs = []
     progress_files = []
+    # the start URLs in a file: a list from `--input-file` may be longer than a command
+    # line takes, and a URL may hold a comma (start_urls= is comma-separated)
+    start_file = Path(tempfile.mkstemp(prefix="simcrawl-start-", suffix=".txt")[1])
+    start_file.write_text("".join(f"{u}\n" for u in start_urls), encoding="utf-8")
     for n, log in enumerate(log_files(log_file, processes)):
         summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
         progress_files.append(Path(tempfile.mkstemp(prefix="simcrawl-progress-",
@@ -173,7 +177,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         metrics = os.environ.get("SIMCRAWL_METRICS_PORT", "")
         ports = ["-s", f"SIMCRAWL_METRICS_PORT={int(metrics) + n}"] \
             if metrics.isdigit() and int(metrics) else []  # one port per process
-        which = spider or ["site", "-a", "start_urls=" + ",".join(start_urls)]
+        which = spider or ["site", "-a", f"start_file={start_file}"]
         cmd = [sys.executable, "-m", "scrapy", "crawl", *which, "-s", f"DEDUP_SUMMARY_FILE={summary}",
                "-s", f"LOG_FILE={log}", "-s", f"SIMCRAWL_PROGRESS_FILE={progress_files[-1]}",
                *shared, *ports, *extra]
@@ -213,7 +217,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     finally:
         took = time.monotonic() - started
         live.stop()
-        for path in progress_files:
+        for path in [*progress_files, start_file]:
             path.unlink(missing_ok=True)
     combined: dict = {"lost_urls": [], "per_process": [], "outcomes": [], "finish_reasons": []}
     failed: list[tuple[int, Path]] = []  # exit status and log of those without a summary
@@ -369,8 +373,12 @@ def print_summary(stats: dict) -> None:
               if k.startswith("dedup/turned/") and v}
     # a page admitted first and then named a copy by a later page that says it came first
     # (docs/fingerprints.md) is in one line: the turned round, not the admitted
-    rows = [("responses downloaded", f"{responses} ({robots} of them robots.txt files; the "
-             "requests below are the crawl's own)" if robots else responses),
+    aside = int(stats.get("dedup/sitemaps/responses", 0))  # robots.txt and sitemaps read
+    besides = ", ".join(part for part in (
+        f"{robots} of them robots.txt files" if robots else "",
+        f"{aside} robots.txt and sitemap files read for their sitemaps" if aside else "") if part)
+    rows = [("responses downloaded", f"{responses} ({besides}; the requests below are the "
+             "crawl's own)" if besides else responses),
             ("admitted (unique)", int(stats.get("dedup/unique", 0)) - sum(turned.values())),
             ("near duplicates dropped", stats.get("dedup/near_duplicate", 0)),
             ("exact duplicates dropped", stats.get("dedup/exact_duplicate", 0)),
@@ -390,6 +398,15 @@ def print_summary(stats: dict) -> None:
         rows.append(("copies not requested (URL rules)",
                      f"{stats.get('dedup/url_rule', 0)} (recorded as url_rule matches; "
                      f"{stats.get('dedup/url_rules/resent', 0)} sent after all)"))
+    if stats.get("dedup/sitemaps/read") or stats.get("dedup/sitemaps/failed"):
+        failed = int(stats.get("dedup/sitemaps/failed", 0))
+        rows.append(("sitemaps read", f"{stats.get('dedup/sitemaps/read', 0)}, listing "
+                     f"{counted(int(stats.get('dedup/sitemaps/pages', 0)), 'page')} to crawl"
+                     + (f" ({failed} could not be read: the log names them)" if failed else "")))
+    if stats.get("dedup/outlinks_excluded"):
+        rows.append(("links left out by the URL patterns",
+                     f"{stats['dedup/outlinks_excluded']} (--include / --exclude; never "
+                     "requested)"))
     rows += [(f"skipped: {k.rsplit('/', 1)[1]}", v) for k, v in sorted(stats.items())
              if k.startswith("dedup/skipped/")]
     decided, skipped, lost_pages = outcomes(stats)

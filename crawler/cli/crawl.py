@@ -5,6 +5,7 @@ demo): crawl the URLs on REDIS_URL / MONGO_URI or the embedded servers; the work
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -48,6 +49,31 @@ def most_processes() -> int:
     return PROCESSES_PER_CORE * (os.cpu_count() or 1)
 
 
+def urls_of_file(name: str) -> tuple[list[str], list[str]]:
+    """The start URLs a file lists (``-``: standard input) and a line for each that is
+    not one (``FILE:LINE: text (why)``).
+
+    Raises:
+        ValueError: the file cannot be read (it says why).
+    """
+    from crawler.spiders.site import start_urls_in
+
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}"
+                         ) from None
+    urls, bad = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        for url in start_urls_in([line]):
+            why = bad_start_url(url)
+            if why:
+                bad.append(f"{name}:{n}: {url} ({why})")
+            else:
+                urls.append(url)
+    return urls, bad
+
+
 def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     """The main job (``./simcrawl``, ``simcrawl crawl``); returns the exit status."""
     from dedup.errors import EXIT_STATUSES
@@ -72,6 +98,19 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     parser.add_argument("--warc", default=None, metavar="DIR",
                         help="also write the crawl as WARC files in DIR, with a CDXJ index "
                         "beside each (the same as -s DEDUP_WARC_DIR=DIR; docs/warc.md)")
+    parser.add_argument("-i", "--input-file", metavar="FILE", default=None,
+                        help="also start from the URLs in FILE, one a line (blank lines and "
+                        "# comments skipped; - reads standard input), as wget -i")
+    parser.add_argument("--include", action="append", default=[], metavar="REGEX",
+                        help="follow only links whose URL this Python regular expression "
+                        "finds (repeatable: any one of them; start URLs are always fetched)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="REGEX",
+                        help="never follow a link whose URL this regular expression finds "
+                        "(repeatable; wins over --include)")
+    parser.add_argument("--sitemaps", action="store_true",
+                        help="also crawl the pages the start hosts' sitemaps list (the "
+                        "robots.txt's Sitemap: lines, else /sitemap.xml), after the start "
+                        "URLs")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         dest="settings", help="a Scrapy setting, as scrapy crawl takes it "
                         "(repeatable: -s DOWNLOAD_DELAY=1 -s DEDUP_MAX_DISTANCE=3)")
@@ -85,6 +124,27 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     bad = [f"{u} ({why})" for u in args.urls if (why := bad_start_url(u))]
     if bad:
         parser.error(f"not a start URL: {', '.join(bad)}")
+    if args.input_file is not None:
+        try:
+            listed, bad = urls_of_file(args.input_file)
+        except ValueError as exc:
+            parser.error(str(exc))
+        if bad:
+            parser.error("not a start URL: " + ", ".join(bad[:5])
+                         + (f" and {len(bad) - 5} more" if len(bad) > 5 else ""))
+        if not listed:
+            parser.error(f"{args.input_file} lists no start URL")
+        args.urls = list(dict.fromkeys([*args.urls, *listed]))
+    if (args.include or args.exclude or args.sitemaps) and not args.urls:
+        parser.error("--include, --exclude and --sitemaps are for a crawl of URLs; the demo "
+                     "crawls its own site")
+    from crawler.scope import UrlPatterns
+
+    try:
+        UrlPatterns(args.include, args.exclude)
+    except ValueError as exc:
+        parser.error(str(exc).replace("SIMCRAWL_INCLUDE", "--include")
+                     .replace("SIMCRAWL_EXCLUDE", "--exclude"))
     for setting in args.settings:
         name, equals, _ = setting.partition("=")
         if not equals or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
@@ -128,6 +188,12 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         extra += ["-s", f"DEDUP_DATABASE={args.database}"]
     if args.warc:
         extra += ["-s", f"DEDUP_WARC_DIR={Path(args.warc).resolve()}"]
+    if args.include:
+        extra += ["-s", f"SIMCRAWL_INCLUDE={json.dumps(args.include)}"]
+    if args.exclude:
+        extra += ["-s", f"SIMCRAWL_EXCLUDE={json.dumps(args.exclude)}"]
+    if args.sitemaps:
+        extra += ["-s", "SIMCRAWL_SITEMAPS=1"]
     services = None
     with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
         try:
@@ -139,7 +205,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
                 named = re.sub(r"[^\w.-]", "_", database or "simcrawl")
                 own_log = log_dir / ("crawl.log" if named == "simcrawl" else f"crawl-{named}.log")
                 log = Path(own_settings(extra)[1].get("LOG_FILE") or own_log)
-                print(f"crawling {', '.join(args.urls)} (log: "
+                named_urls = ", ".join(args.urls) if len(args.urls) <= 3 else \
+                    f"{len(args.urls):,} start URLs ({args.urls[0]}, ...)"
+                print(f"crawling {named_urls} (log: "
                       f"{', '.join(map(str, log_files(log, args.processes)))}) ...")
                 stats = crawl(args.urls, redis_url, mongo_uri, extra, own_log,
                               args.processes)

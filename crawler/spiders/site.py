@@ -11,11 +11,13 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.http import HtmlResponse, Response
+from scrapy.http.request import NO_CALLBACK
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from crawler.extraction import page_language, page_links
 from crawler.items import page_item_of
+from crawler.scope import UrlPatterns
 from crawler.state import CrawlState
 from crawler.steps import error_reason
 
@@ -37,8 +39,13 @@ class SiteSpider(scrapy.Spider):
 
     Arguments (``scrapy crawl site -a name=value``):
         start_urls: comma-separated URLs (or ``START_URLS`` in the environment).
-        start_file: a file with one URL per line (``#`` comments).
+        start_file: a file with one URL per line (blank lines and ``#`` comments skipped).
         allowed_domains: comma-separated domains (default: the start URLs' hosts).
+
+    Settings of its own: ``SIMCRAWL_INCLUDE`` / ``SIMCRAWL_EXCLUDE``, the URL patterns a
+    link must match / must not match to be requested (:mod:`crawler.scope`), and
+    ``SIMCRAWL_SITEMAPS``, to request the pages the start hosts' sitemaps list as well
+    (:mod:`crawler.sitemaps`).
 
     The depth limit is Scrapy's ``DEPTH_LIMIT`` setting; robots.txt, throttling and the
     body-size cap come from the project settings. ``SIMCRAWL_MAX_OUTLINKS`` (default
@@ -60,14 +67,14 @@ class SiteSpider(scrapy.Spider):
         super().__init__(**kwargs)
         import os
 
-        urls = [u.strip() for u in (start_urls or os.environ.get("START_URLS", "")).split(",")
-                if u.strip()]
+        given = start_urls if start_urls or start_file else os.environ.get("START_URLS")
+        urls = [u.strip() for u in (given or "").split(",") if u.strip()]
         if start_file:
             try:
                 lines = Path(start_file).read_text(encoding="utf-8").splitlines()
             except OSError as exc:
                 raise ValueError(f"cannot read start_file {start_file!r}: {exc}") from exc
-            urls += [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+            urls += start_urls_in(lines)
         bad = [u for u in urls if urlsplit(u).scheme not in ("http", "https")]
         if bad or not urls:
             raise ValueError(f"give http(s) start URLs (-a start_urls=... or START_URLS); got "
@@ -93,10 +100,13 @@ class SiteSpider(scrapy.Spider):
         self._requested: dict[str, int] = {}
         # a URL's scheme and authority -> whether its host is in scope (see _allowed)
         self._scope: dict[str, bool] = {}
+        #: which found URLs are requested (SIMCRAWL_INCLUDE / _EXCLUDE), from the settings
+        self.patterns = UrlPatterns()
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SiteSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.patterns = UrlPatterns.from_settings(crawler.settings)  # ValueError: exit 2
         crawler.signals.connect(spider.dropped, signal=scrapy.signals.request_dropped)
         crawler.signals.connect(spider.opened, signal=scrapy.signals.spider_opened)
         return spider  # type: ignore[no-any-return]
@@ -127,8 +137,75 @@ class SiteSpider(scrapy.Spider):
         self.logger.info("skipped %s: %s (to %s)", chain[0], reason, request.url)
 
     async def start(self) -> AsyncIterator[Any]:
+        """The start URLs, then (``SIMCRAWL_SITEMAPS``) the pages their hosts' sitemaps
+        list."""
         for url in self.start_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+        if self.settings.getbool("SIMCRAWL_SITEMAPS"):
+            async for url in self.sitemap_pages():
+                yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+
+    async def sitemap_pages(self) -> AsyncIterator[str]:
+        """The pages the start hosts' sitemaps list, within the allowed domains and the
+        URL patterns, each once (:mod:`crawler.sitemaps`). The robots.txt and the sitemaps
+        are fetched through the downloader's middlewares (robots.txt rules, retries, the
+        size cap), outside the crawl's queue: they are no pages to decide. Each host's
+        outcome is logged; the stats count ``dedup/sitemaps/read``, ``.../failed`` and
+        ``.../pages``."""
+        from crawler.sitemaps import NESTING, origins, read_sitemap, sitemap_body, sitemaps_in_robots
+
+        stats = self.crawler.stats
+        max_size = self.settings.getint("DOWNLOAD_MAXSIZE")
+        seen_sitemaps: set[str] = set()
+        listed: set[str] = set(self.start_urls)
+        for origin in origins(self.start_urls):
+            robots = await self._fetch(f"{origin}/robots.txt", robots=True)
+            named = sitemaps_in_robots(robots.body, robots.url) \
+                if robots is not None and robots.status == 200 else []
+            todo = [(url, 0) for url in named or [f"{origin}/sitemap.xml"]]
+            pages = 0
+            while todo:
+                url, level = todo.pop(0)
+                if url in seen_sitemaps:
+                    continue
+                seen_sitemaps.add(url)
+                response = await self._fetch(url)
+                xml = None if response is None or response.status != 200 else \
+                    sitemap_body(response.body, max_size)
+                listing = read_sitemap(xml) if xml else None
+                if listing is None or listing.kind not in ("urlset", "sitemapindex"):
+                    if named or url != f"{origin}/sitemap.xml" or (
+                            response is not None and response.status != 404):
+                        # a sitemap the site names, or one that is there but unreadable
+                        stats.inc_value("dedup/sitemaps/failed")
+                        self.logger.warning("sitemap %s could not be read (%s)", url,
+                                            _why_not(response, xml, listing))
+                    continue
+                stats.inc_value("dedup/sitemaps/read")
+                if level < NESTING:
+                    todo += [(u, level + 1) for u in listing.sitemaps]
+                for page in self.patterns.keep(self.in_scope(listing.pages)):
+                    if page not in listed:
+                        listed.add(page)
+                        pages += 1
+                        stats.inc_value("dedup/sitemaps/pages")
+                        yield page
+            self.logger.info("sitemaps of %s: %d pages listed to crawl", origin, pages)
+
+    async def _fetch(self, url: str, robots: bool = False) -> Response | None:
+        """A response for ``url`` through the downloader (``None``: no response, said in the
+        log)."""
+        request = scrapy.Request(url, callback=NO_CALLBACK, dont_filter=True,
+                                 meta={"dont_obey_robotstxt": True} if robots else {})
+        try:
+            response = await self.crawler.engine.download_async(request)  # type: ignore[union-attr]
+            self.crawler.stats.inc_value("dedup/sitemaps/responses")  # type: ignore[union-attr]
+            return response  # type: ignore[no-any-return]
+        except Exception as exc:  # noqa: BLE001 - any failure is "no response"
+            if not robots:
+                self.logger.warning("sitemap %s could not be fetched: %s", url,
+                                    error_reason(exc))
+            return None
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         """The page as a :class:`~crawler.items.PageItem`, then requests for its links.
@@ -160,7 +237,9 @@ class SiteSpider(scrapy.Spider):
         return page_links(response)
 
     def in_scope(self, urls: list[str]) -> list[str]:
-        """The links within the allowed domains."""
+        """The links within the allowed domains and the URL patterns."""
+        if self.patterns:
+            return [u for u in urls if self._allowed(u) and self.patterns.wanted(u)]
         return [u for u in urls if self._allowed(u)]
 
     def follow(self, urls: list[str], source: str, depth: int = 0) -> list[scrapy.Request]:
@@ -184,6 +263,10 @@ class SiteSpider(scrapy.Spider):
         if self._at_depth_limit(depth):
             return []
         links = self.in_scope(urls)
+        if self.patterns:  # counted apart from the links to other sites
+            outside = sum(1 for u in urls if self._allowed(u)) - len(links)
+            if outside and self.crawler.stats is not None:
+                self.crawler.stats.inc_value("dedup/outlinks_excluded", outside)
         cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
         if 0 < cap < len(links):
             stats = self.crawler.stats
@@ -249,3 +332,22 @@ class SiteSpider(scrapy.Spider):
             self.state.settle_request(failure.request)  # type: ignore[attr-defined]
         self.logger.info("skipped %s: %s", failure.request.url,  # type: ignore[attr-defined]
                          reason)
+
+
+def start_urls_in(lines: list[str]) -> list[str]:
+    """The URLs of a start file's lines: each line's text, blank lines and ``#`` comments
+    skipped."""
+    return [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _why_not(response: Response | None, xml: bytes | None, listing: Any) -> str:
+    """Why a sitemap was not read, for the log."""
+    if response is None:
+        return "no response"
+    if response.status != 200:
+        return f"HTTP {response.status}"
+    if xml is None:
+        return "larger than DOWNLOAD_MAXSIZE once ungzipped"
+    kind = getattr(listing, "kind", "")
+    return f"its root element is <{kind}>, not <urlset> or <sitemapindex>" if kind \
+        else "not XML"

@@ -105,3 +105,58 @@ def test_a_crawl_with_dedup_off_accounts_for_every_request(tmp_path: Path) -> No
         typo = "DEPTH_LIMT is not a Scrapy setting and does nothing; did you mean DEPTH_LIMIT?"
         assert f"warning: {typo}" in done.stderr
         assert typo in (tmp_path / "cli" / "crawl-off.log").read_text()
+
+
+def test_a_crawl_starts_from_a_file_reads_the_sitemaps_and_keeps_to_the_url_patterns(
+        tmp_path: Path) -> None:
+    """What a user of wget or Heritrix reaches for (issue 72 item 11): start URLs from a
+    file (``-i``, as ``wget -i``), a page no link reaches found through the sitemap its
+    robots.txt names (a sitemap index, a gzipped sitemap), and ``--exclude`` patterns that
+    keep links from ever being requested, the sitemap's pages included."""
+    import gzip
+
+    from crawler.examples.demosite import Page
+
+    content = build(articles=6, zh_articles=0, novel_chapters=0)
+    orphan = ("<html><head><title>The old ferry</title></head><body><article><h1>The old "
+              "ferry</h1>" + "".join(
+                  f"<p>The ferry that crossed the estuary for {n + 40} years made its last "
+                  f"run on a grey morning, and {n + 3} of its old hands came to see it off "
+                  "from the slipway by the harbour wall.</p>" for n in range(6))
+              + "</article></body></html>").encode()
+    news = content.pages["news"]
+    news["/old/ferry.html"] = Page(orphan)  # no page links to it
+    news["/robots.txt"] = Page(news["/robots.txt"].body
+                               + b"Sitemap: {news}/sitemaps/index.xml\n", "text/plain")
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
+        base = site.url("news")
+        listed = "".join(f"<url><loc>{base}{p}</loc></url>" for p in (
+            "/old/ferry.html", "/print/harbour-0.html", "/articles/harbour-0.html"))
+        news["/sitemaps/index.xml"] = Page(
+            f'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/'
+            f'sitemap/0.9"><sitemap><loc>{base}/sitemaps/pages.xml.gz</loc></sitemap>'
+            f"</sitemapindex>".encode(), "application/xml")
+        news["/sitemaps/pages.xml.gz"] = Page(gzip.compress(
+            f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/'
+            f'sitemap/0.9">{listed}</urlset>'.encode()), "application/gzip")
+        start = tmp_path / "start.txt"
+        start.write_text(f"# where the crawl starts\n\n{base}/\n")
+        env = dict(os.environ, REDIS_URL=services.redis_url or "",
+                   MONGO_URI=services.mongo_uri or "")
+        done = subprocess.run(
+            [sys.executable, "-m", "crawler.cli", "crawl", "-i", str(start), "--sitemaps",
+             "--exclude", "/print/", "--exclude", "/tag/", "--database", "mapped",
+             "-s", "AUTOTHROTTLE_ENABLED=0", "--data-dir", str(tmp_path / "cli")],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        requested = set(site.requests)
+        assert "news/old/ferry.html" in requested  # reached through the sitemap alone
+        assert {"news/sitemaps/index.xml", "news/sitemaps/pages.xml.gz"} <= requested
+        assert not [r for r in requested if r.startswith(("news/print/", "news/tag/"))]
+        stored = connect_mongo(services.mongo_uri or "")["mapped"].pages.find_one(
+            {"url": f"{base}/old/ferry.html"})
+        assert stored is not None and stored["title"] == "The old ferry"
+        lines = done.stdout.splitlines()
+        assert any("sitemaps read" in x and "2, listing 2 pages to crawl" in x for x in lines)
+        assert any("links left out by the URL patterns" in x for x in lines)
+        assert "requests (all accounted for)" in done.stdout

@@ -215,6 +215,10 @@ def test_number_options_say_what_they_do():
 
 def test_the_main_command_refuses_bad_arguments_in_one_line(tmp_path):
     main = [sys.executable, "-m", "crawler.cli", "crawl"]
+    listed = tmp_path / "urls.txt"
+    listed.write_text("# start here\nhttps://example.org/\n  ftp://example.org/x\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing yet\n\n")
     for args, message in ((["--depth", "-3", "https://example.org/"], "must be at least 1"),
                           (["--data-dir", "/dev/null/x", "https://example.org/"],
                            "cannot use /dev/null/x as a data folder"),
@@ -223,7 +227,15 @@ def test_the_main_command_refuses_bad_arguments_in_one_line(tmp_path):
                           (["-s", "download_delay=1", "https://example.org/"],
                            "-s takes NAME=VALUE"),
                           (["--database", "mine"], "--database is for a crawl of URLs"),
-                          (["-s", "DEDUP_DATABASE=mine"], "is for a crawl of URLs")):
+                          (["-s", "DEDUP_DATABASE=mine"], "is for a crawl of URLs"),
+                          (["-i", str(tmp_path / "none.txt")],
+                           f"cannot read {tmp_path / 'none.txt'}: No such file"),
+                          (["-i", str(listed)], f"{listed}:3: ftp://example.org/x (not an "
+                           "http or https URL)"),
+                          (["-i", str(empty)], f"{empty} lists no start URL"),
+                          (["https://example.org/", "--exclude", "a(b"],
+                           "--exclude: 'a(b' is not a regular expression"),
+                          (["--sitemaps"], "are for a crawl of URLs")):
         out = subprocess.run(main + args, capture_output=True, text=True, cwd=ROOT, timeout=60,
                              check=False)
         assert out.returncode == 2 and message in out.stderr, out.stderr
