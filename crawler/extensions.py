@@ -69,6 +69,89 @@ class JobGuard:
         self.marker.unlink(missing_ok=True)
 
 
+class PutBackOnStop:
+    """On the first Ctrl-C or SIGTERM, the requests waiting in the downloader's queues are
+    put back instead of sent.
+
+    Scrapy's graceful stop fetches every request the engine has handed to the downloader:
+    with a download delay or AutoThrottle spacing a host's requests, up to
+    ``CONCURRENT_REQUESTS`` of them wait there, and the stop took their delays one after
+    another (18 s on a small site, minutes at AutoThrottle's delays on a slow one). Once
+    the engine stops running (a stop: a crawl that ends by itself has nothing waiting),
+    each waiting request is failed with :class:`crawler.steps.PutBack` before it is sent,
+    and queued again in Scrapy's scheduler (``dont_filter``: it was seen, never fetched),
+    whose ``JOBDIR`` saves it for the next run; in a shared frontier it stays in flight
+    and is recovered from this process as any request in flight is. The requests being
+    downloaded finish (the command bounds that: ``SIMCRAWL_STOP_SECONDS``). Counted in
+    ``dedup/put_back``.
+    """
+
+    #: Seconds between two looks at whether the engine stopped.
+    LOOK_SECONDS = 0.2
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._loop: Any = None
+        self._said = False
+        self.requeue = crawler.settings.get("SIMCRAWL_FRONTIER", "memory") != "redis"
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PutBackOnStop:
+        return cls(crawler)
+
+    def opened(self, spider: Any = None) -> None:
+        from twisted.internet.task import LoopingCall
+
+        self._loop = LoopingCall(self._look)
+        self._loop.start(self.LOOK_SECONDS, now=False)
+
+    def closed(self, spider: Any = None, reason: str = "") -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+
+    def _look(self) -> None:
+        engine = self.crawler.engine
+        if engine is None or engine.running or engine.spider is None:
+            return
+        # stopping: what waits now, and what comes to wait until the spider closes (a
+        # page whose robots.txt was being fetched)
+        self.put_back(engine)
+
+    def put_back(self, engine: Any) -> int:
+        """Fail the requests waiting in the downloader's slots and queue them again;
+        returns how many. A request of the crawl's own machinery (a robots.txt, which
+        Scrapy's middleware sends without a callback) is left to go: pages wait on it."""
+        from scrapy.http.request import NO_CALLBACK
+        from twisted.python.failure import Failure
+
+        from crawler.steps import PutBack
+
+        waiting = []
+        for slot in list(getattr(engine.downloader, "slots", {}).values()):
+            kept = [(r, d) for r, d in slot.queue if r.callback is NO_CALLBACK]
+            waiting += [(r, d) for r, d in slot.queue if r.callback is not NO_CALLBACK]
+            slot.queue.clear()
+            slot.queue.extend(kept)
+        if not waiting:
+            return 0
+        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        for request, deferred in waiting:
+            if self.requeue and scheduler is not None:
+                scheduler.enqueue_request(request.replace(dont_filter=True))
+            deferred.errback(Failure(PutBack(f"put back: {request.url}")))
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value("dedup/put_back", len(waiting))
+        (log.debug if self._said else log.info)(
+            "stopping: %d requests waiting for their download delay put back, not sent%s",
+            len(waiting), " (JOBDIR keeps them)" if self.requeue and
+            self.crawler.settings.get("JOBDIR") else "")
+        self._said = True
+        return len(waiting)
+
+
 def crawl_counters(crawler: Crawler) -> dict[str, Any]:
     """A crawl process's counters now, from its Scrapy stats: fetched, admitted, dropped,
     revisits, skipped, lost, queue length (-1: unknown) and seconds since it started (and

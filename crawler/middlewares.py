@@ -26,7 +26,7 @@ from crawler.frontier import INFLIGHT_ID, frontier_of
 from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
 from crawler.metrics import metrics_port, page_decided
 from crawler.state import CrawlState
-from crawler.steps import Outage, error_reason, fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.steps import Outage, PutBack, error_reason, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.url_rules import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig
@@ -564,7 +564,8 @@ class SettleFailures:
 
     def process_exception(self, request: scrapy.Request, exception: Exception,
                           spider: Any = None) -> None:
-        self.state.settle_request(request)
+        if not isinstance(exception, PutBack):  # that one stays in flight: recovered
+            self.state.settle_request(request)
 
 
 def _addresses(url: str) -> list[tuple[str, int]]:

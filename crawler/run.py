@@ -36,6 +36,44 @@ class CrawlDidNotRun(Exception):
         self.said = status in (2, 3)
 
 
+class CrawlInterrupted(KeyboardInterrupt):
+    """A crawl stopped by a signal (Ctrl-C, SIGTERM) before it ran out of pages; ``stats``
+    is what its processes did until then, as :func:`crawl` returns it, with ``forced``
+    (the processes that had to be forced out past ``SIMCRAWL_STOP_SECONDS``, without a
+    summary of their own) and ``last_counters`` (the live line's last counters of all of
+    them); without ``per_process`` none of them left a summary."""
+
+    def __init__(self, stats: dict) -> None:
+        super().__init__("interrupted")
+        self.stats = stats
+
+
+#: Seconds the crawl processes have, after the first Ctrl-C or SIGTERM, to finish or put
+#: back what is in flight and store what they decided (``SIMCRAWL_STOP_SECONDS``); then
+#: they are forced out (Scrapy's second signal), and killed 10 s later.
+STOP_SECONDS = 30.0
+
+
+def stop_seconds(value: str | None = None) -> float:
+    """``SIMCRAWL_STOP_SECONDS``: ``value`` (given with ``-s``), else from the environment,
+    else :data:`STOP_SECONDS`.
+
+    Raises:
+        ValueError: not a number of seconds, 0 or more (named).
+    """
+    given = value if value not in (None, "") else os.environ.get("SIMCRAWL_STOP_SECONDS")
+    if given in (None, ""):
+        return STOP_SECONDS
+    try:
+        seconds = float(given)  # type: ignore[arg-type]
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"SIMCRAWL_STOP_SECONDS must be a number of seconds, 0 or more, "
+                         f"got {given!r}")
+    return seconds
+
+
 def _forward(runs: list[tuple[subprocess.Popen, Path, Path]], signum: int) -> None:
     """Send ``signum`` to the crawl processes still running."""
     for proc, _, _ in runs:
@@ -104,9 +142,11 @@ def unreachable(stats: dict) -> str | None:
     return None
 
 
-#: Settings the command sets for each crawl process itself: a user's value of the first
-#: two is honoured (:func:`own_settings`), the third is the command's live line.
-OWN_SETTINGS = ("LOG_FILE", "DEDUP_SUMMARY_FILE", "SIMCRAWL_PROGRESS_FILE")
+#: Settings the command sets for each crawl process itself, or reads itself: a user's
+#: value of the first two is honoured (:func:`own_settings`), the third is the command's
+#: live line, the fourth the bound of a stop (:func:`stop_seconds`).
+OWN_SETTINGS = ("LOG_FILE", "DEDUP_SUMMARY_FILE", "SIMCRAWL_PROGRESS_FILE",
+                "SIMCRAWL_STOP_SECONDS")
 
 
 def own_settings(extra: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -198,27 +238,68 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
             proc.wait()
     except KeyboardInterrupt as exc:
         # each signal this command gets is passed on once: the first asks the crawls to
-        # stop cleanly, another one (a second Ctrl-C) to stop at once
+        # stop cleanly, another one (a second Ctrl-C) to stop at once; past the bound
+        # (SIMCRAWL_STOP_SECONDS) the command sends that second one itself
         forward = signal.SIGTERM if str(exc).startswith("signal") else signal.SIGINT
         _forward(runs, forward)
-        deadline = time.monotonic() + 120
-        for proc, _, _ in runs:
-            while True:
-                try:
-                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                    break
-                except KeyboardInterrupt:
-                    _forward(runs, signal.SIGINT)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                    break
-        raise
+        live.stop()
+        bound = stop_seconds(own.get("SIMCRAWL_STOP_SECONDS"))
+        print(f"stopping: the crawl finishes what is in flight and stores what it decided "
+              f"(at most {bound:.0f} s, SIMCRAWL_STOP_SECONDS; Ctrl-C again to stop at "
+              "once) ...", file=sys.stderr, flush=True)
+        forced = _stop_within(runs, bound)
+        took = time.monotonic() - started
+        last = live.line().strip().split("  ", 1)[-1]  # the last counters, added up
+        for path in [*progress_files, start_file]:
+            path.unlink(missing_ok=True)
+        try:
+            combined = _combine(runs, took, own)
+        except CrawlDidNotRun:  # every process forced out: no summary, their counters
+            combined = {}
+        raise CrawlInterrupted({**combined, "forced": forced, "last_counters": last,
+                                "seconds": took}) from None
     finally:
         took = time.monotonic() - started
         live.stop()
         for path in [*progress_files, start_file]:
             path.unlink(missing_ok=True)
+    return _combine(runs, took, own)
+
+
+def _stop_within(runs: list[tuple[subprocess.Popen, Path, Path]], bound: float) -> int:
+    """Wait for the crawl processes asked to stop: ``bound`` seconds, then force them out
+    (a second signal: Scrapy stops at once), then kill them 10 s later; a Ctrl-C while
+    waiting forces them out at once. Returns how many had to be forced out."""
+    deadline = time.monotonic() + bound
+    forced: set[int] = set()
+    for proc, _, _ in runs:
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except KeyboardInterrupt:
+                forced |= {p.pid for p, _, _ in runs if p.poll() is None}
+                _forward(runs, signal.SIGINT)
+                deadline = min(deadline, time.monotonic() + 10)
+            except subprocess.TimeoutExpired:
+                if proc.pid not in forced:  # the bound passed: stop at once
+                    forced |= {p.pid for p, _, _ in runs if p.poll() is None}
+                    _forward(runs, signal.SIGINT)
+                    deadline = time.monotonic() + 10
+                    continue
+                proc.kill()
+                proc.wait()
+                break
+    return len(forced)
+
+
+def _combine(runs: list[tuple[subprocess.Popen, Path, Path]], took: float,
+             own: dict[str, str]) -> dict:
+    """The crawl processes' summaries as one (see :func:`crawl`).
+
+    Raises:
+        CrawlDidNotRun: none of them wrote a summary.
+    """
     combined: dict = {"lost_urls": [], "per_process": [], "outcomes": [], "finish_reasons": []}
     failed: list[tuple[int, Path]] = []  # exit status and log of those without a summary
     for n, (proc, summary, log) in enumerate(runs, 1):
@@ -343,6 +424,7 @@ class LiveProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            self._thread = None  # once: a stopped crawl stops it early, then again
             if not getattr(self.out, "isatty", lambda: False)() and any(self.read()):
                 print(f"progress: {self.line()}", file=self.out, flush=True)
 
@@ -417,9 +499,12 @@ def print_summary(stats: dict) -> None:
     open_ = taken - decided - skipped - lost_pages
     handled = f"{decided - undecided} pages decided" + (
         f" + {undecided} stored undecided" if undecided else "")
+    put_back = min(open_, int(stats.get("dedup/put_back", 0)))  # waiting when it stopped
     rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
                  f"{taken} = {handled} + {skipped} skipped + {lost_pages} lost"
-                 + (f" + {open_} in flight when the crawl stopped" if open_ else "")))
+                 + (f" + {put_back} put back unsent when the crawl stopped" if put_back else "")
+                 + (f" + {open_ - put_back} in flight when the crawl stopped"
+                    if open_ > put_back else "")))
     lost = stats.get("lost_urls") or []
     if lost:
         rows.append(("LOST: not decided or not stored", f"{len(lost)} (crawled again by the "

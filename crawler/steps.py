@@ -10,6 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.extraction import Extractor
@@ -32,6 +33,15 @@ def stop_crawl(crawler: Crawler, reason: str) -> None:
     engine = crawler.engine
     if engine is not None and engine.spider is not None:
         deferred_from_coro(engine.close_spider_async(reason=reason))
+
+
+class PutBack(IgnoreRequest):
+    """A request that waited in the downloader's queue (a download delay or AutoThrottle
+    spacing a host's requests) when the crawl was asked to stop: put back, not sent
+    (:class:`crawler.extensions.PutBackOnStop`). It is no skip and settles nothing: the
+    memory frontier queues it again (a ``JOBDIR`` keeps it), the shared one recovers it
+    from this process's requests in flight. An ``IgnoreRequest``: Scrapy logs no error
+    for it, for any spider."""
 
 
 class Outage:

@@ -21,6 +21,7 @@ from crawler.run import (
     own_settings,
     print_summary,
     query_hint,
+    stop_seconds,
     unreachable,
 )
 
@@ -72,6 +73,30 @@ def urls_of_file(name: str) -> tuple[list[str], list[str]]:
             else:
                 urls.append(url)
     return urls, bad
+
+
+def stopped_how(stats: dict) -> str:
+    """How an interrupted crawl stopped, for its last line: what it did not reach and how
+    to go on."""
+    from dedup.progress import counted
+
+    forced = stats.get("forced", 0)
+    said = "the pages it had not reached were not fetched (the summary above is what it did)"
+    if forced:
+        said += (f"; {counted(forced, 'crawl process', 'crawl processes')} did not stop "
+                 f"within SIMCRAWL_STOP_SECONDS and {'was' if forced == 1 else 'were'} "
+                 "forced out (what it decided is stored or taken back, never half)")
+    return said + ". Crawl again to go on (with -s JOBDIR=DIR, from where it stopped)."
+
+
+def services_left(services: object) -> str:
+    """What became of the embedded servers a stopped command left: stopped (it was their
+    last user) or still up for the other processes using them."""
+    servers = getattr(services, "servers", {}).values()
+    if all(server.pid is None for server in servers):
+        return "the embedded services are stopped"
+    return ("the embedded services stay up: other processes use them (simcrawl services "
+            "stop stops them)")
 
 
 def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
@@ -174,6 +199,10 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
             + mistyped(name for name, _ in given) + unknown(os.environ, ENVIRONMENT):
         print(f"warning: {line}", file=sys.stderr)
     bad = bad_values(given)  # the last value of each wins, as Scrapy takes them
+    try:
+        stop_seconds(dict(given).get("SIMCRAWL_STOP_SECONDS"))
+    except ValueError as exc:
+        bad.append(str(exc))
     if bad:  # before any service or process starts
         print(f"error: {'; '.join(bad)}", file=sys.stderr)
         return EXIT_USAGE
@@ -195,6 +224,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     if args.sitemaps:
         extra += ["-s", "SIMCRAWL_SITEMAPS=1"]
     services = None
+    interrupted = False
     with stop_on_signals():  # SIGTERM / SIGHUP stop the crawl and the services too
         try:
             private_folder(log_dir)
@@ -237,11 +267,20 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         except (ServiceUnavailable, ValueError) as exc:  # unreachable; a malformed URL
             print(f"error: {exc}", file=sys.stderr)
             return exit_status(exc)
-        except KeyboardInterrupt:
-            print("interrupted; the embedded services are stopped", file=sys.stderr)
+        except KeyboardInterrupt as exc:
+            interrupted = True
+            stats = getattr(exc, "stats", None)  # crawler.run.CrawlInterrupted's
+            if stats and stats.get("per_process"):  # what was done before the stop
+                print_summary(stats)
+            elif stats:  # none of them left a summary: their last counters
+                print(f"  what was done: {stats.get('last_counters')}")
+            print("interrupted" + (f": {stopped_how(stats)}" if stats else ""),
+                  file=sys.stderr)
             return EXIT_INTERRUPTED
         finally:
             if services is not None:
                 services.stop()
+                if interrupted:  # say what became of them: they may serve others still
+                    print(services_left(services), file=sys.stderr)
 
 

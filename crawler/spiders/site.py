@@ -19,7 +19,7 @@ from crawler.extraction import page_language, page_links
 from crawler.items import page_item_of
 from crawler.scope import UrlPatterns
 from crawler.state import CrawlState
-from crawler.steps import error_reason
+from crawler.steps import PutBack, error_reason
 
 #: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
 MAX_OUTLINKS = 10_000
@@ -311,8 +311,11 @@ class SiteSpider(scrapy.Spider):
         return allowed
 
     def failed(self, failure: Failure) -> None:
-        """Count a failed request as a skip with its reason."""
+        """Count a failed request as a skip with its reason (one put back as the crawl
+        stops is none: :class:`crawler.steps.PutBack`)."""
         stats = self.crawler.stats
+        if failure.check(PutBack):
+            return
         if failure.check(HttpError):
             reason = f"http_{failure.value.response.status}"
         elif failure.check(DownloadCancelledError):  # larger than DOWNLOAD_MAXSIZE
