@@ -23,6 +23,9 @@ stored before it. Figures per site:
 * **copies found** under another layout (print, AMP, table) or another title (reposts,
   variants, empty search and calendar pages): of the true copies of those kinds the
   crawl met, the share dropped;
+* **originals in a copy's form**: pages stored as originals that are a print or AMP
+  view, a repost or a variant of a page of their own group (met before it: the crawl's
+  order reached the copy first, and followed its links);
 * **listings**: the listing pages the crawl requested that its reader took for listings
   (:mod:`dedup.listing`), and the other pages it took for listings.
 
@@ -71,6 +74,10 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]
 LAYOUT_KINDS = {"print", "amp", "table listing", "listing alias"}
 TITLE_KINDS = {"repost", "variant", "empty search", "empty calendar", "retitled edit"}
+#: The kinds of page that are another form of a page of their group (a search or calendar
+#: page is its group's only form).
+COPY_FORMS = {"print", "amp", "table listing", "listing alias", "repost", "variant",
+              "retitled edit"}
 
 
 def articles(sets: list[Path]) -> list[Article]:
@@ -286,7 +293,13 @@ def measure(site: Site, run: dict[str, Any] | None = None) -> dict[str, Any]:
                                           and site.group.get(original) == site.group[u]))}
     for url in sorted(ideal_pages - set(got)):
         cases.append(f"never requested {url} ({site.kind[url]})")
+    # an original in a copy's form (a print or AMP view, a repost, a colour variant) while
+    # its group has a page of its own form: met first, its links were followed
+    plain = {site.group[u] for u in site.pages if site.kind[u] not in COPY_FORMS}
+    other_form = sum(1 for u, (what, _) in got.items() if what == "stored"
+                     and site.kind[u] in COPY_FORMS and site.group[u] in plain)
     return {"pages": len(site.pages), "ideal": len(ideal_pages), "covered": len(covered),
+            "other_form": other_form,
             "requested": sum(1 for w, _ in got.values() if w != "not a page"),
             "stored": sum(1 for w, _ in got.values() if w == "stored"),
             "skipped": sum(1 for w, _ in got.values() if w == "skipped"),
@@ -350,13 +363,13 @@ def main() -> int:
     print(f"{len(texts)} articles and {len(set(args.sites) & set(BUILDERS))} generators' sites; the crawl's settings; {os.cpu_count()} cores; "
           f"{time.perf_counter() - started:.0f} s (development figures)\n")
     print("| site | run | pages | ideal crawl | coverage | stored | skipped | wrong drops | "
-          "missed copies | copies found: other layout | other title | listings read as "
-          "such | other pages read as listings |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
+          "missed copies | originals in a copy's form | copies found: other layout | other "
+          "title | listings read as such | other pages read as listings |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
     for site, how, r in results:
         print(f"| {site.name} | {how} | {r['pages']} | {r['ideal']} | "
               f"{r['covered']} ({r['covered'] / r['ideal']:.1%}) | {r['stored']} | "
-              f"{r['skipped']} | {r['wrong']} | {r['missed']} | "
+              f"{r['skipped']} | {r['wrong']} | {r['missed']} | {r['other_form']} | "
               f"{share(r['found']['layout'], r['met']['layout'])} | "
               f"{share(r['found']['title'], r['met']['title'])} | "
               f"{r['listings'][0]} of {r['listings'][1]} | {r['listings'][2]} |")

@@ -34,6 +34,14 @@ CONCURRENT_ITEMS = 2
 DOWNLOAD_MAXSIZE = int(os.environ.get("SIMCRAWL_MAX_BODY", str(5 * 1024 * 1024)))
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 DEPTH_LIMIT = int(os.environ.get("SIMCRAWL_DEPTH_LIMIT", "5"))
+# Breadth-first, as the README advises a project under the add-on: a page is reached
+# before the pages it links to, so an article is met before its /print/ and /syndicated/
+# copies, and becomes their original (Scrapy's default, depth-first, met the copies
+# first, followed their links, and turned them round later: docs/fingerprints.md, "The
+# right original"). The shared frontier takes one priority in the order requests came.
+DEPTH_PRIORITY = 1
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 # Logs people can read: INFO (SIMCRAWL_LOG_LEVEL=DEBUG for more); third-party libraries
 # log at WARNING (crawler/logs.py); items print as one short line (crawler/items.py).

@@ -160,3 +160,31 @@ def test_a_crawl_starts_from_a_file_reads_the_sitemaps_and_keeps_to_the_url_patt
         assert any("sitemaps read" in x and "2, listing 2 pages to crawl" in x for x in lines)
         assert any("links left out by the URL patterns" in x for x in lines)
         assert "requests (all accounted for)" in done.stdout
+
+
+def test_the_crawl_reaches_a_page_before_the_pages_it_links_to(tmp_path: Path) -> None:
+    """Breadth-first, as the README advises a project (issue 72 item 12): every page one
+    link from the start is requested before any page two links away, so an article is
+    met before the print view or syndicated copy its neighbours link to. Scrapy's default
+    (depth-first) took the last link first: /, /b1, /a1, ... (/b2 before /a1 when the
+    pages are decided sooner)."""
+    from crawler.examples.demosite import Page
+
+    def page(*links: str) -> Page:
+        return Page(("<html><body>" + "".join(f'<p><a href="{link}">{link}</a></p>'
+                                              for link in links) + "</body></html>").encode())
+
+    content = build(articles=4, zh_articles=0, novel_chapters=0)
+    content.pages["news"] = {"/": page("/a1", "/b1"), "/a1": page("/a2"), "/a2": page("/a3"),
+                             "/a3": page(), "/b1": page("/b2"), "/b2": page(),
+                             "/robots.txt": Page(b"User-agent: *\n", "text/plain")}
+    depth = {"news/": 0, "news/a1": 1, "news/b1": 1, "news/a2": 2, "news/b2": 2,
+             "news/a3": 3}
+    with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
+        done = simcrawl_crawl(services, site, tmp_path, "-s", "CONCURRENT_REQUESTS=1")
+        assert done.returncode == 0, done.stdout + done.stderr
+        order = [r for r in site.requests if r in depth]
+    assert sorted(order) == sorted(depth)
+    assert [depth[r] for r in order] == sorted(depth[r] for r in order), order
+    # and the links of one page in the order they came (depth-first took the last first)
+    assert order[:3] == ["news/", "news/a1", "news/b1"], order
