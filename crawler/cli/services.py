@@ -49,6 +49,12 @@ def services_(args: argparse.Namespace) -> int:
             return 0
         finally:
             services.stop()
+            if services.left_to:  # it does not stop them: say so, and who holds them
+                print(f"leaving; the servers stay up for "
+                      f"{counted(len(services.left_to), 'other process', 'other processes')}"
+                      f" still using them (pid {', '.join(map(str, services.left_to))}; the "
+                      "last to leave stops them, 'simcrawl services stop' at once)",
+                      file=sys.stderr, flush=True)
 
 
 #: How often ``services run`` checks that its servers still run.

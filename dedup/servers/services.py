@@ -465,6 +465,9 @@ class EmbeddedServices:
         if mongo:
             self.servers["mongo"] = EmbeddedServer("mongo", self.data_dir)
         self._joined = False
+        #: the other users it left the servers to, as it left (:meth:`stop`); empty:
+        #: it stopped them, or has not left
+        self.left_to: list[int] = []
 
     @property
     def redis_url(self) -> str | None:
@@ -569,6 +572,7 @@ class EmbeddedServices:
             if users:
                 for server in self.servers.values():  # others still use them
                     server.owned = False
+                self.left_to = list(users)
                 return
             for name, server in self.servers.items():
                 server.owned = server.pid is not None

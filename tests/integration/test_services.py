@@ -61,6 +61,27 @@ def test_the_last_user_stops_the_servers_whoever_started_them(tmp_path: Path) ->
     assert oct((tmp_path / "redis.log").stat().st_mode & 0o777) == "0o600"
 
 
+def test_services_leaving_servers_others_use_says_who_holds_them(tmp_path: Path) -> None:
+    """`simcrawl services` stopped while another process uses its servers leaves them up
+    (the last user stops them): it says so and names the processes, not a silent exit
+    after which the servers seemed orphaned."""
+    import os
+
+    proc = services_process(tmp_path)
+    other = EmbeddedServices(tmp_path).start()  # this test: another user
+    try:
+        pids = server_pids(tmp_path)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "the servers stay up for 1 other process still using them" in err, err
+        assert f"pid {os.getpid()}" in err and "simcrawl services stop" in err
+        assert all(process_alive(p) for p in pids)
+    finally:
+        other.stop()
+    assert wait_gone(pids)
+
+
 def test_two_starts_at_once_on_a_new_folder_share_one_set_of_servers(tmp_path: Path) -> None:
     procs = [services_process(tmp_path) for _ in range(1)]
     procs.append(services_process(tmp_path))  # both run now; one started, one joined
