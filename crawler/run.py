@@ -250,8 +250,6 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         forced = _stop_within(runs, bound)
         took = time.monotonic() - started
         last = live.line().strip().split("  ", 1)[-1]  # the last counters, added up
-        for path in [*progress_files, start_file]:
-            path.unlink(missing_ok=True)
         try:
             combined = _combine(runs, took, own)
         except CrawlDidNotRun:  # every process forced out: no summary, their counters

@@ -92,8 +92,7 @@ def stopped_how(stats: dict) -> str:
 def services_left(services: object) -> str:
     """What became of the embedded servers a stopped command left: stopped (it was their
     last user) or still up for the other processes using them."""
-    servers = getattr(services, "servers", {}).values()
-    if all(server.pid is None for server in servers):
+    if not getattr(services, "left_to", None):  # EmbeddedServices.stop: no one else
         return "the embedded services are stopped"
     return ("the embedded services stay up: other processes use them (simcrawl services "
             "stop stops them)")

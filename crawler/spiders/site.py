@@ -184,7 +184,7 @@ class SiteSpider(scrapy.Spider):
                 stats.inc_value("dedup/sitemaps/read")
                 if level < NESTING:
                     todo += [(u, level + 1) for u in listing.sitemaps]
-                for page in self.patterns.keep(self.in_scope(listing.pages)):
+                for page in self.in_scope(listing.pages):
                     if page not in listed:
                         listed.add(page)
                         pages += 1
@@ -238,9 +238,11 @@ class SiteSpider(scrapy.Spider):
 
     def in_scope(self, urls: list[str]) -> list[str]:
         """The links within the allowed domains and the URL patterns."""
-        if self.patterns:
-            return [u for u in urls if self._allowed(u) and self.patterns.wanted(u)]
-        return [u for u in urls if self._allowed(u)]
+        return self._wanted([u for u in urls if self._allowed(u)])
+
+    def _wanted(self, urls: list[str]) -> list[str]:
+        """Those of ``urls`` the URL patterns keep (all when there are none)."""
+        return list(self.patterns.keep(urls)) if self.patterns else urls
 
     def follow(self, urls: list[str], source: str, depth: int = 0) -> list[scrapy.Request]:
         """Requests for the links of page ``source`` (at ``depth``): those within the
@@ -262,11 +264,11 @@ class SiteSpider(scrapy.Spider):
         """
         if self._at_depth_limit(depth):
             return []
-        links = self.in_scope(urls)
-        if self.patterns:  # counted apart from the links to other sites
-            outside = sum(1 for u in urls if self._allowed(u)) - len(links)
-            if outside and self.crawler.stats is not None:
-                self.crawler.stats.inc_value("dedup/outlinks_excluded", outside)
+        allowed = [u for u in urls if self._allowed(u)]
+        links = self._wanted(allowed)
+        if len(links) < len(allowed) and self.crawler.stats is not None:
+            # counted apart from the links to other sites
+            self.crawler.stats.inc_value("dedup/outlinks_excluded", len(allowed) - len(links))
         cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
         if 0 < cap < len(links):
             stats = self.crawler.stats
