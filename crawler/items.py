@@ -19,6 +19,13 @@ from scrapy.http import HtmlResponse
 
 from dedup.page import Page
 
+#: The request meta key of a page's capture time when it was not fetched now (a page read
+#: from a web archive: its ``WARC-Date``); the page is dated so.
+CAPTURED = "simcrawl_captured"
+#: The request meta key of the request an archive holds for a page
+#: (:class:`dedup.archive.Asked`): the one its WARC request record is written from.
+ARCHIVED_REQUEST = "simcrawl_archived_request"
+
 
 def _pinyin_codes(fp: Any) -> list[int] | None:
     return None if fp is None else list(fp.codes)
@@ -133,6 +140,9 @@ def page_item_of(response: Any) -> PageItem:
     item = PageItem(url=response.url, host=urlsplit(response.url).netloc,
                     status=response.status, depth=response.meta.get("depth", 0),
                     referer=ref.decode("latin-1") if ref else None, body=response.body)
+    captured = response.meta.get(CAPTURED)
+    if isinstance(captured, dt.datetime):
+        item.fetched_at = captured
     if isinstance(response, HtmlResponse):
         item.encoding = response.encoding
     return item

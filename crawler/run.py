@@ -200,6 +200,10 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     # the settings module inside the package: the crawl runs from any folder
     env = dict(os.environ, REDIS_URL=redis_url, MONGO_URI=mongo_uri,
                SCRAPY_SETTINGS_MODULE="crawler.settings")
+    # Scrapy's cookies read domains with tldextract, which downloads the public suffix
+    # list at every run (a traceback in the log offline): the list tldextract ships is
+    # used instead, unless the user names lists to fetch (docs/operations.md)
+    env.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     shared = ["-s", "SIMCRAWL_FRONTIER=redis"] if processes > 1 else []
     extra, own = own_settings(extra)
     if own.get("LOG_FILE"):

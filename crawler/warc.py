@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawler.items import MatchItem, PageItem
+from crawler.items import ARCHIVED_REQUEST, MatchItem, PageItem
 from dedup.errors import ServiceUnavailable
 from dedup.store.records import match_record_of
 from dedup.warc import (
@@ -110,11 +110,15 @@ def fetch_of(response: Any, when: dt.datetime | None = None) -> Fetch:
     except ValueError:
         reason = ""
     request = response.request
+    method = request.method if request is not None else "GET"
+    asked = pairs(request.headers) if request is not None else []
+    archived = request.meta.get(ARCHIVED_REQUEST) if request is not None else None
+    if archived is not None:  # read from an archive: the request it holds
+        method, asked = archived.method, list(archived.headers)
     return Fetch(url=response.url, status=response.status, headers=pairs(response.headers),
                  body=response.body, date=when or dt.datetime.now(dt.timezone.utc),
                  reason=reason, protocol=getattr(response, "protocol", None) or "HTTP/1.1",
-                 method=request.method if request is not None else "GET",
-                 request_headers=pairs(request.headers) if request is not None else [])
+                 method=method, request_headers=asked)
 
 
 class WarcOut:
@@ -252,12 +256,13 @@ class WarcOut:
             log.error("writing WARC in %s failed (%s): the crawl goes on without the "
                       "archive from here", self.folder, exc)
 
-    def spider_closed(self, spider: Any = None) -> Any:
+    async def spider_closed(self, spider: Any = None) -> None:
         """Write what is left and close the last file, off the reactor."""
+        from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet.threads import deferToThread
 
         def finish() -> None:
             self._queue.put(None)
             self._thread.join()
 
-        return deferToThread(finish)
+        await maybe_deferred_to_future(deferToThread(finish))

@@ -10,20 +10,38 @@ from pathlib import Path
 HELP = "decide the HTML responses of WARC files as a crawl would, and store the record"
 
 
+def writable(folder: Path) -> None:
+    """Make sure the archive can be written in ``folder`` before anything starts.
+
+    Raises:
+        ValueError: naming the folder and why.
+    """
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--warc {folder} cannot be written: {exc.strerror or exc}") from None
+
+
 def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
     from crawler.cli.common import parser as verb_parser
     from crawler.run import CrawlDidNotRun, crawl, hint_options, print_summary, query_hint
-    from crawler.spiders.warc import warc_files
+    from dedup.archive import archive_files, check_archive
     from dedup.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ServiceUnavailable, exit_status
     from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
 
     parser = verb_parser(
-        prog, "Decide every HTML response of WARC files (gzip or not, "
-        "WARC 1.0 and 1.1; folders searched for .warc and .warc.gz) in file order, as a "
+        prog, "Decide every HTML page of WARC and ARC files (gzip or not, "
+        "WARC 0.17 to 1.1; folders searched for .warc, .warc.gz, .arc and .arc.gz) in "
+        "file order, dated as captured, as a "
         "crawl decides its pages, and store pages, fingerprints and match records as a "
         "crawl does, under a crawl id of its own. A record that cannot be read is named "
         "with its file and offset, and the run goes on with the next file (exit status 1 "
-        "at the end).")
+        "at the end); a record that fails its digest is decided, skipped or stops the "
+        "run (-s DEDUP_WARC_DIGESTS=decide|skip|raise).")
     parser.add_argument("paths", nargs="+", help="WARC files or folders of them")
     parser.add_argument("--data-dir", default=None,
                         help="embedded services' data (default $SIMCRAWL_DATA or ./simcrawl-data)")
@@ -36,9 +54,15 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
                         dest="settings", help="a Scrapy or simcrawl setting (repeatable)")
     args = parser.parse_args(argv)
     try:
-        files = warc_files(args.paths)
+        files = archive_files(args.paths)
+        for name in args.paths:  # a file named is an archive (a folder's are read as found)
+            if Path(name).is_file():
+                check_archive(Path(name))
+        if args.warc:
+            writable(Path(args.warc))
     except ValueError as exc:
-        parser.error(str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     import os
 
     log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
@@ -55,7 +79,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
             private_folder(log_dir)
             redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
             try:
-                print(f"deciding the HTML responses of {len(files)} WARC file"
+                print(f"deciding the HTML pages of {len(files)} archive file"
                       f"{'s' if len(files) > 1 else ''} (log: {log_dir / 'warc.log'}) ...")
                 stats = crawl([], redis_url, mongo_uri, extra, log_dir / "warc.log", 1,
                               spider=spider)
@@ -73,15 +97,34 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
             print(f"error: {exc}", file=sys.stderr)
             return exit_status(exc)
     print_summary(stats)
-    other, bad = stats.get("dedup/warc/other_records", 0), stats.get("dedup/warc/bad_records", 0)
-    revisits = stats.get("dedup/warc/revisits", 0)
-    unresolved = stats.get("dedup/warc/revisits_unresolved", 0)
-    print(f"records not decided (not HTML responses): {other}; files cut short by a record "
-          f"that cannot be read: {bad} (named in the log)")
-    if revisits or unresolved:
-        print(f"revisit records decided as the response they repeat: {revisits}; repeating "
-              f"a response not in the files: {unresolved} (named in the log, not decided)")
+    for line in archive_lines(stats):
+        print(line)
     stored_in = args.database or "simcrawl"
     print(f"\nmatch records (MongoDB, database \"{stored_in}\"). "
           + query_hint(stored_in, hint_options(stored_in, args.data_dir)))
-    return EXIT_FAILED if stats.get("lost_urls") or bad else EXIT_OK
+    failed = stats.get("lost_urls") or stats.get("dedup/warc/bad_records") \
+        or stats.get("dedup/warc/stopped_at_digest")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def archive_lines(stats: dict[str, int]) -> list[str]:
+    """What the summary says of the archive's records that were not pages decided, each
+    named in the log (crawler/spiders/warc.py)."""
+    def n(key: str) -> int:
+        return int(stats.get(f"dedup/warc/{key}", 0) or 0)
+
+    lines = [f"records not decided (not HTML pages): {n('other_records')}; files cut short "
+             f"by a record that cannot be read: {n('bad_records')} (named in the log)"]
+    if n("revisits") or n("revisits_unresolved"):
+        lines.append(f"revisit records decided as the response they repeat: {n('revisits')}; "
+                     f"repeating a response not in the files: {n('revisits_unresolved')} "
+                     "(named in the log, not decided)")
+    if n("digest_mismatch"):
+        how = ("the run stopped at the first (DEDUP_WARC_DIGESTS=raise)"
+               if n("stopped_at_digest") else "per DEDUP_WARC_DIGESTS")
+        lines.append(f"records whose digest does not match their bytes: "
+                     f"{n('digest_mismatch')}, {how} (named in the log)")
+    if n("undecodable"):
+        lines.append(f"page records whose payload cannot be decoded: {n('undecodable')} "
+                     "(skipped, named in the log)")
+    return lines

@@ -324,7 +324,7 @@ class SiteSpider(scrapy.Spider):
             reason = "too_big"
         elif failure.check(IgnoreRequest):
             text = str(failure.value)
-            reason = ("robots_txt" if "robots" in text.lower() else
+            reason = getattr(failure.value, "reason", None) or ("robots_txt" if "robots" in text.lower() else
                       "too_big" if "DOWNLOAD_MAXSIZE" in text else
                       "forbidden_port" if text.startswith("forbidden port") else
                       "too_many_redirects" if "max redirections" in text else "ignored")

@@ -1,108 +1,77 @@
-"""WARC files read as a crawl (``simcrawl warc FILE...``; ``scrapy crawl warc -a
-files=A,B``): every HTML response record, in file order, is decided by the crawl's own
-decision and written as a crawl writes it (pages, fingerprints, match records, the
-summary), under the run's crawl id.
+"""Web archives read as a crawl (``simcrawl warc FILE...``; ``scrapy crawl warc -a
+files=A,B``): every HTML page of WARC and ARC files (``response`` and ``resource``
+records), in file order, is decided by the crawl's own decision and written as a crawl
+writes it (pages, fingerprints, match records, the summary), under the run's crawl id,
+dated as it was captured (``WARC-Date``). The files are read with :mod:`dedup.archive`.
 
 - :class:`WarcSpider` (the site spider, whose pages come from the files): a request per
-  response record, none for the links of a page (the archive is the crawl).
+  page record, none for the links of a page (the archive is the crawl).
 - :class:`FromArchive` (a downloader middleware, first of all): a request is answered with
   its record, read again from its file at its offset (the files are not held in memory;
-  Scrapy's HTTP cache answers the same way).
+  Scrapy's HTTP cache answers the same way), with the request record the archive holds
+  for it, when there is one, for the WARC the run writes.
 
 A ``revisit`` record that repeats an HTML response's payload (profile
 *identical-payload-digest*, as Heritrix, browsertrix-crawler and simcrawl write them for a
-payload seen before) is decided as a page of its own URL with that response's payload:
-under another URL it is an exact copy, under the same URL a revisit of the page
-(``unchanged``). It is found by its ``WARC-Payload-Digest`` among the HTML responses read
-before it, in these files (counted in ``dedup/warc/revisits``); one whose response is not
-in them (an earlier crawl's files not given) is counted in
-``dedup/warc/revisits_unresolved``, logged, and not decided.
+payload seen before, or webrecorder's *uri-agnostic-identical-payload-digest*) is decided
+as a page of its own URL with that response's payload: under another URL it is an exact
+copy, under the same URL a revisit of the page (``unchanged``). It is found by its
+``WARC-Payload-Digest`` among the HTML responses read before it, in these files (counted
+in ``dedup/warc/revisits``); one whose response is not in them (an earlier crawl's files
+not given) is counted in ``dedup/warc/revisits_unresolved``, logged, and not decided.
 
-A record that cannot be read (a truncated or corrupt file) gets one line naming the file
-and the offset, is counted in ``dedup/warc/bad_records``, and the run goes on with the next
-file. Records that are not HTML responses (requests, metadata, images, redirects, ``dns:``
-records...) are counted in ``dedup/warc/other_records`` and not decided.
+One record's fault costs that record alone:
+
+- a digest that does not match the record's bytes (``dedup/warc/digest_mismatch``, each
+  named in the log): the record is decided (``DEDUP_WARC_DIGESTS=decide``, the default),
+  skipped (``skip``), or the run stops there (``raise``);
+- a payload that cannot be decoded (``dedup/warc/undecodable``, named): skipped;
+- a record that cannot be read at all (cut short, corrupt): named with its file and its
+  offset, counted in ``dedup/warc/bad_records``; the rest of its file cannot be found from
+  it, and the next file is read.
+
+Records that are not pages (requests, metadata, images, redirects, ``dns:`` records...)
+are counted in ``dedup/warc/other_records`` and not decided.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import scrapy
-import xxhash
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.responsetypes import responsetypes
 
+from crawler.items import ARCHIVED_REQUEST, CAPTURED
 from crawler.spiders.site import SiteSpider
+from dedup.archive import (
+    DIGEST_CHOICES,
+    BadRecord,
+    Entry,
+    archive_files,
+    page_at,
+    records,
+    request_at,
+    warc_time,
+)
 
 log = logging.getLogger(__name__)
 
 #: Where a request's record is: the meta key (file, offset).
 RECORD = "simcrawl_warc_record"
+#: Where the archive's request record of a page is (file, offset): the meta key.
+ASKED = "simcrawl_warc_request"
+#: Request records waiting for their page at most (they come next to it).
+ASKED_HELD = 64
 
-#: Headers of the wire, not of the body as it is read (decoded).
-_WIRE = {b"content-encoding", b"transfer-encoding", b"content-length"}
+class Undecodable(IgnoreRequest):
+    """A page record whose payload cannot be decoded (counted as the skip ``undecodable``)."""
 
-
-def warc_files(paths: list[str]) -> list[Path]:
-    """The WARC files named, a folder's in name order (``.warc``, ``.warc.gz``).
-
-    Raises:
-        ValueError: a path that is not there, or no WARC file at all.
-    """
-    out: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            out += sorted(p for p in path.rglob("*") if p.name.endswith((".warc", ".warc.gz")))
-        elif path.is_file():
-            out.append(path)
-        else:
-            raise ValueError(f"no such WARC file or folder: {name}")
-    if not out:
-        raise ValueError(f"no WARC file (.warc, .warc.gz) in {', '.join(paths)}")
-    return out
-
-
-#: The revisit profile whose record repeats another record's payload (WARC 1.0 and 1.1
-#: name it alike but for the version).
-IDENTICAL_PAYLOAD = "/revisit/identical-payload-digest"
-
-
-def digest_key(digest: str | None) -> int | None:
-    """A ``WARC-Payload-Digest`` as a number to look the payload up by: the algorithm and
-    the digest's bytes, however they are written (base 32 as Heritrix and warcio write
-    them, or base 16), hashed to 64 bits. ``None``: no digest, or not one."""
-    algorithm, _, value = (digest or "").strip().partition(":")
-    value = value.strip()
-    try:
-        raw = bytes.fromhex(value) if len(value) in (32, 40, 64, 128) and all(
-            c in "0123456789abcdefABCDEF" for c in value) else base64.b32decode(value.upper())
-    except (binascii.Error, ValueError):
-        return None
-    return xxhash.xxh3_64_intdigest(algorithm.lower().encode() + b":" + raw) if raw else None
-
-
-def repeated(record: Any) -> int | None:
-    """The payload a revisit record repeats (:func:`digest_key` of its digest), when its
-    profile says it repeats one; else ``None``."""
-    if record.rec_type != "revisit" or not (
-            record.rec_headers.get_header("WARC-Profile") or "").endswith(IDENTICAL_PAYLOAD):
-        return None
-    return digest_key(record.rec_headers.get_header("WARC-Payload-Digest"))
-
-
-def _is_html(record: Any) -> bool:
-    headers = record.http_headers
-    if record.rec_type != "response" or headers is None:
-        return False
-    kind = (headers.get_header("Content-Type") or "").lower()
-    return "html" in kind or kind.startswith("application/xhtml")
+    reason = "undecodable"
 
 
 class WarcSpider(SiteSpider):
@@ -127,79 +96,121 @@ class WarcSpider(SiteSpider):
     #: however long each page takes to read
     decide_in_order = True
 
-    def __init__(self, files: str = "", **kwargs: Any) -> None:
+    def __init__(self, files: str = "", digests: str = "decide", **kwargs: Any) -> None:
         scrapy.Spider.__init__(self, **kwargs)  # no start URLs: the files are the crawl
-        self.files = warc_files([f for f in files.split(",") if f])
+        self.files = archive_files([f for f in files.split(",") if f])
         self.start_urls, self.allowed_domains = [], []  # every page of the files
+        self.digests = digests
         self._start_state()
 
-    async def start(self) -> AsyncIterator[Any]:
-        from warcio.archiveiterator import ArchiveIterator
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> WarcSpider:
+        digests = crawler.settings.get("DEDUP_WARC_DIGESTS") or "decide"
+        if digests not in DIGEST_CHOICES:
+            raise ValueError(f"DEDUP_WARC_DIGESTS must be one of {', '.join(DIGEST_CHOICES)}, "
+                             f"got {digests!r}")
+        kwargs.setdefault("digests", digests)
+        return super().from_crawler(crawler, *args, **kwargs)
 
+    async def start(self) -> AsyncIterator[Any]:
         done = 0  # bytes of the files read before this one: the progress line's share
         self._set("dedup/warc/bytes_total", sum(p.stat().st_size for p in self.files))
         # where each HTML payload read so far is, by its digest: a revisit record's page
         # (a key and a small tuple a response: about 180 MB a million responses, measured)
         payloads: dict[int, tuple[int, int]] = {}
         for n, path in enumerate(self.files):
+            # a page is held until the record after it is read: the request record of a
+            # page comes before it (wget) or after it (Heritrix, warcio)
+            held: tuple[Entry, tuple[int, int]] | None = None
+            asked: dict[str, int] = {}  # request records by the records they go with
             with open(path, "rb") as fh:  # noqa: ASYNC230  (a local file, read a record at a time)
-                # digests checked as the records are read: a record cut short is caught
-                records = ArchiveIterator(fh, check_digests="raise")
-                offset = 0
                 try:
-                    for record in records:
-                        offset = records.get_record_offset()
-                        records.read_to_end(record)  # its digests checked, its length too
-                        self._set("dedup/warc/bytes_read", done + records.offset)
-                        if getattr(record.raw_stream, "limit", 0) > 0:
-                            raise ValueError("the record is cut short")
-                        url = record.rec_headers.get_header("WARC-Target-URI")
-                        where: tuple[int, int] | None = (n, offset)
-                        if record.rec_type == "revisit":
-                            where = self._revisited(record, payloads, path, offset)
-                        elif _is_html(record):
-                            key = digest_key(record.rec_headers.get_header(
-                                "WARC-Payload-Digest"))
-                            if key is not None:
-                                payloads.setdefault(key, (n, offset))
-                        else:
+                    for entry in records(fh):
+                        self._set("dedup/warc/bytes_read", done + fh.tell())
+                        if entry.kind == "request":  # not decided: kept for its page
                             self._count("dedup/warc/other_records")
-                            where = None
-                        if where is None:
+                            for other in entry.concurrent_to:
+                                asked[other] = entry.offset
+                            if entry.record_id:
+                                asked[entry.record_id] = entry.offset
                             continue
-                        yield scrapy.Request(url, callback=self.parse, errback=self.failed,
-                                             dont_filter=True,
-                                             meta={RECORD: (str(self.files[where[0]]),
-                                                            where[1]),
-                                                   "dont_redirect": True, "dont_retry": True})
-                    if records.offset < path.stat().st_size:  # a record cut short: no end
-                        offset = records.offset
-                        raise ValueError(f"{path.stat().st_size - offset} bytes after the "
-                                         "last whole record are not one")
-                except Exception as exc:  # noqa: BLE001  (a bad file: said, and the next one read)
+                        if held is not None:
+                            yield self._request(n, *held, asked)
+                            held = None
+                        if entry.problems and not self._digests_pass(path, entry):
+                            if self.digests == "raise":
+                                return
+                            continue
+                        where = self._place(n, path, entry, payloads)
+                        if where is not None:
+                            held = (entry, where)
+                    if held is not None:
+                        yield self._request(n, *held, asked)
+                        held = None
+                except BadRecord as exc:
+                    if held is not None:
+                        yield self._request(n, *held, asked)
                     self._count("dedup/warc/bad_records")
-                    log.error("%s: the record at offset %d or after it cannot be read (%s); "
-                              "the rest of this file is skipped", path, offset, exc)
+                    log.error("%s: the record at offset %d cannot be read (%s); the rest of "
+                              "this file cannot be found from it and is not read", path,
+                              exc.offset, exc.reason)
             done += path.stat().st_size
             self._set("dedup/warc/bytes_read", done)
 
-    def _revisited(self, record: Any, payloads: dict[int, tuple[int, int]], path: Path,
-                   offset: int) -> tuple[int, int] | None:
+    def _digests_pass(self, path: Path, entry: Entry) -> bool:
+        """Whether a record whose digests do not match its bytes is decided (counted and
+        named in any case, per ``DEDUP_WARC_DIGESTS``)."""
+        self._count("dedup/warc/digest_mismatch")
+        what = {"decide": "decided as it is", "skip": "skipped",
+                "raise": "the run stops here (DEDUP_WARC_DIGESTS=raise)"}[self.digests]
+        log.warning("%s: the %s record at offset %d (%s) does not match its digest (%s); %s",
+                    path, entry.kind, entry.offset, entry.url, "; ".join(entry.problems), what)
+        if self.digests == "raise":
+            self._set("dedup/warc/stopped_at_digest", 1)
+        return self.digests == "decide"
+
+    def _place(self, n: int, path: Path, entry: Entry,
+               payloads: dict[int, tuple[int, int]]) -> tuple[int, int] | None:
+        """Where the page of a record is (file number, offset), or ``None``: it is not a
+        page to decide (counted)."""
+        if entry.kind == "page":
+            if entry.payload is not None:
+                payloads.setdefault(entry.payload, (n, entry.offset))
+            return n, entry.offset
+        if entry.kind == "revisit":
+            return self._revisited(entry, payloads, path)
+        self._count("dedup/warc/other_records")
+        return None
+
+    def _request(self, n: int, entry: Entry, where: tuple[int, int],
+                 asked: dict[str, int]) -> scrapy.Request:
+        meta: dict[str, Any] = {RECORD: (str(self.files[where[0]]), where[1]),
+                                CAPTURED: warc_time(entry.date),
+                                "dont_redirect": True, "dont_retry": True}
+        request_offset = None
+        for key in (entry.record_id or "", *entry.concurrent_to):
+            found = asked.pop(key, None)
+            request_offset = found if found is not None else request_offset
+        if request_offset is not None:
+            meta[ASKED] = (str(self.files[n]), request_offset)
+        if len(asked) > ASKED_HELD:  # requests of no page here (POSTs of JSON, ...)
+            asked.clear()
+        return scrapy.Request(entry.url or "", callback=self.parse, errback=self.failed,
+                              dont_filter=True, meta=meta)
+
+    def _revisited(self, entry: Entry, payloads: dict[int, tuple[int, int]],
+                   path: Path) -> tuple[int, int] | None:
         """Where the HTML response a revisit record repeats is (file number, offset), or
         ``None``: it repeats none, or one these files do not hold before it (counted,
         and said)."""
-        key = repeated(record)
-        where = payloads.get(key) if key is not None else None
+        where = payloads.get(entry.payload) if entry.payload is not None else None
         if where is not None:
             self._count("dedup/warc/revisits")
             return where
-        headers = record.http_headers
-        kind = (headers.get_header("Content-Type") or "").lower() if headers else ""
-        if key is not None and "html" in kind:
+        if entry.payload is not None and entry.html:
             self._count("dedup/warc/revisits_unresolved")
             log.warning("%s: the revisit record at offset %d (%s) repeats a response not "
-                        "in the files before it; not decided", path, offset,
-                        record.rec_headers.get_header("WARC-Target-URI"))
+                        "in the files before it; not decided", path, entry.offset, entry.url)
         else:
             self._count("dedup/warc/other_records")
         return None
@@ -217,23 +228,35 @@ class WarcSpider(SiteSpider):
 
 
 class FromArchive:
-    """Answer a :class:`WarcSpider` request with its record (see the module docstring)."""
+    """Answer a :class:`WarcSpider` request with its record (see the module docstring).
+    A payload that cannot be decoded is named in the log and the request skipped
+    (:class:`Undecodable`, counted in ``dedup/warc/undecodable``)."""
+
+    def __init__(self, stats: Any = None) -> None:
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> FromArchive:
+        return cls(crawler.stats)
 
     def process_request(self, request: scrapy.Request, spider: Any = None) -> Response | None:
         where = request.meta.get(RECORD)
         if where is None:
             return None
-        from warcio.archiveiterator import ArchiveIterator
-
         path, offset = where
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            record = next(iter(ArchiveIterator(fh, check_digests="raise")))
-            body = record.content_stream().read()  # transfer and content encodings undone
-            http = record.http_headers
-            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in http.headers
-                       if k.lower().encode("latin-1") not in _WIRE]
-            status = int(http.get_statuscode() or 200)
-        cls = responsetypes.from_args(headers=dict(headers), url=request.url, body=body)
-        return cls(url=request.url, status=status, headers=headers, body=body,
-                   request=request, flags=["warc"])
+        try:
+            page = page_at(path, offset)
+        except ValueError as exc:
+            if self.stats is not None:
+                self.stats.inc_value("dedup/warc/undecodable")
+            log.error("%s: the page record at offset %d (%s) cannot be decoded (%s); "
+                      "skipped", path, offset, request.url, exc)
+            raise Undecodable(f"cannot be decoded: {exc}") from None
+        asked_at = request.meta.get(ASKED)
+        if asked_at is not None:
+            request.meta[ARCHIVED_REQUEST] = request_at(*asked_at)
+        headers = [(k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+                   for k, v in page.headers]
+        cls = responsetypes.from_args(headers=dict(headers), url=request.url, body=page.body)
+        return cls(url=request.url, status=page.status, headers=headers, body=page.body,
+                   request=request, flags=["warc"], protocol=page.protocol)

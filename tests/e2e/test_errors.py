@@ -191,6 +191,15 @@ def _has_mark(proc_dir: Path, mark: str) -> bool:
      "error: DEDUP_WARC_DIR /proc/no-archive-here cannot be written"),
     (["http://127.0.0.1:{port}/", "--warc", "archive", "-s", "DEDUP_WARC_NEAR=all"], {}, 2,
      "error: DEDUP_WARC_NEAR must be one of response, metadata, got 'all'"),
+    # simcrawl warc: a file that is not an archive, one gzip stream, an output folder
+    # that cannot be written, a bad digest policy: one line each, before anything starts
+    (["warc", "README.md"], {}, 2, "error: README.md: not a WARC or ARC file"),
+    (["warc", "tests/data/warcio/example-bad-non-chunked.warc.gz"], {}, 2,
+     "`warcio recompress FILE NEW` writes it record by record"),
+    (["warc", "tests/data/warcio/example.warc.gz", "--warc", "/proc/no-archive-here"], {}, 2,
+     "error: --warc /proc/no-archive-here cannot be written"),
+    (["warc", "tests/data/warcio/example.warc.gz", "-s", "DEDUP_WARC_DIGESTS=maybe"], {}, 2,
+     "error: DEDUP_WARC_DIGESTS must be one of decide, skip, raise, got 'maybe'"),
     # (robots.txt not tried again: its RFC 9309 retries, 7 s, are not what this checks)
     (["http://127.0.0.1:{port}/"], {"SIMCRAWL_ROBOTS_RETRIES": "0"}, 1,
      "none of the start URLs could be fetched: connection refused"),

@@ -167,7 +167,7 @@ def test_a_payload_digest_is_one_key_in_base_32_or_16() -> None:
     import base64
     import hashlib
 
-    from crawler.spiders.warc import digest_key
+    from dedup.archive import digest_key
 
     raw = hashlib.sha1(b"<html>the page</html>").digest()
     key = digest_key("sha1:" + base64.b32encode(raw).decode())
