@@ -14,7 +14,9 @@ are not written. When the crawl closes, the thread writes what is left, closes t
 file and indexes it.
 
 Settings (docs/settings.md): ``DEDUP_WARC_DIR`` (unset: no archive),
-``DEDUP_WARC_FILE_BYTES`` (1 GiB), ``DEDUP_WARC_NEAR`` (``response`` or ``metadata``).
+``DEDUP_WARC_FILE_BYTES`` (1 GiB), ``DEDUP_WARC_NEAR`` (``response`` or ``metadata``),
+``DEDUP_WARC_KEEP`` (``all`` or ``pages``: what ``simcrawl warc`` keeps of its files'
+records that are not pages, :data:`KEEP_CHOICES`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,16 @@ QUEUE = 1000
 HANDOFF = 32
 
 
+#: What the deduplicated archive keeps of an archive's records that are not pages it
+#: decides (``DEDUP_WARC_KEEP``): ``all`` of them as they are (a page's stylesheets,
+#: images and scripts, redirects, ``dns:`` records: what a replay needs), or ``pages``.
+KEEP_CHOICES = ("all", "pages")
+
+#: A Scrapy signal the archive's spider (crawler/spiders/warc.py) sends for a record of
+#: its files that is not a page it decides, with ``path`` and ``offset``: written to the
+#: deduplicated archive as it is (``DEDUP_WARC_KEEP=all``).
+record_passed = object()
+
 #: The writer of the process that writes the archive (:func:`_open_writer`).
 _WRITER: WarcWriter | None = None
 
@@ -84,6 +96,8 @@ def _write(pages: list[tuple[str, Fetch, Any, tuple[str, str] | None]]) -> int:
     for what, fetch, extra, elsewhere in pages:
         if what == "original":
             writer.original(fetch, extra)
+        elif what == "record":
+            writer.copied(*extra)
         else:
             writer.copy(fetch, extra, elsewhere)
     return writer.records - before
@@ -153,6 +167,10 @@ class WarcOut:
         if near not in NEAR_CHOICES:
             raise ValueError(f"DEDUP_WARC_NEAR must be one of {', '.join(NEAR_CHOICES)}, "
                              f"got {near!r}")
+        keep = settings.get("DEDUP_WARC_KEEP") or "all"
+        if keep not in KEEP_CHOICES:
+            raise ValueError(f"DEDUP_WARC_KEEP must be one of {', '.join(KEEP_CHOICES)}, "
+                             f"got {keep!r}")
         size = settings.getint("DEDUP_WARC_FILE_BYTES", FILE_BYTES)
         from dedup.about import version
 
@@ -176,6 +194,8 @@ class WarcOut:
         crawler.signals.connect(ext.item_out, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_out, signal=signals.item_dropped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        if keep == "all":
+            crawler.signals.connect(ext.record_out, signal=record_passed)
         log.info("writing the crawl as WARC in %s (%s-*.warc.gz)", folder, prefix)
         return ext
 
@@ -192,6 +212,11 @@ class WarcOut:
             record = match_record_of(item, crawl_id=None)  # as the store keeps it
             match = {name: record.get(name) for name in WARC_FIELDS}
             self._queue.put(("copy", fetch_of(response, item.fetched_at), match))
+
+    def record_out(self, path: str, offset: int, **kwargs: Any) -> None:
+        """A record of an archive read that is not a page decided: written as it is."""
+        if self._failed is None:
+            self._queue.put(("record", None, (path, offset)))
 
     def _run(self) -> None:
         while True:

@@ -73,7 +73,8 @@ class Entry:
 
     Attributes:
         offset: where it starts in the file (:func:`page_at` reads it there again).
-        kind: ``page`` (an HTML ``response`` or ``resource``), ``revisit`` (a revisit
+        kind: ``page`` (an HTML ``response`` of status 2xx, or ``resource``),
+            ``revisit`` (a revisit
             record repeating a payload, ``payload`` its digest), ``request``, or
             ``other`` (``warcinfo``, ``metadata``, ``dns:``, images, scripts...).
         url: ``WARC-Target-URI`` (``None`` for a record of no URL).
@@ -84,6 +85,7 @@ class Entry:
             a revisit repeats), ``None`` when there is none.
         html: an HTML payload (a revisit says so by its HTTP headers).
         problems: what warcio found wrong with its digests (empty: nothing).
+        record_type: ``WARC-Type`` (``warcinfo``, ``response``, ``request``...).
     """
 
     offset: int
@@ -95,6 +97,7 @@ class Entry:
     payload: int | None = None
     html: bool = False
     problems: tuple[str, ...] = ()
+    record_type: str = ""
 
 
 def archive_files(paths: list[str]) -> list[Path]:
@@ -172,7 +175,7 @@ def _entry(record: Any, offset: int) -> Entry:
     digest = header("WARC-Payload-Digest")
     if rec_type == "revisit" and (header("WARC-Profile") or "").endswith(IDENTICAL_PAYLOAD):
         kind = "revisit"
-    elif rec_type in ("response", "resource") and html:
+    elif rec_type in ("response", "resource") and html and _succeeded(record):
         kind = "page"
     elif rec_type == "request":
         kind = "request"
@@ -185,7 +188,16 @@ def _entry(record: Any, offset: int) -> Entry:
                  date=header("WARC-Date"), record_id=header("WARC-Record-ID"),
                  concurrent_to=concurrent,
                  payload=digest_key(digest) if kind in ("page", "revisit") else None,
-                 html=html, problems=problems)
+                 html=html, problems=problems, record_type=rec_type)
+
+
+def _succeeded(record: Any) -> bool:
+    """A response that gave its page (2xx: a redirect or an error page is archived as it
+    is, not decided), or a resource record (no status: the page itself)."""
+    if record.http_headers is None or record.rec_type == "resource":
+        return True
+    status = record.http_headers.get_statuscode() or ""
+    return status.isdigit() and 200 <= int(status) < 300
 
 
 def records(fh: BinaryIO) -> Iterator[Entry]:

@@ -26,7 +26,8 @@ OTHER_DEDUP = {
     "DEDUP_WARC_DIR": SETTING,  # write the crawl as WARC files there (crawler/warc.py)
     "DEDUP_WARC_FILE_BYTES": SETTING,
     "DEDUP_WARC_NEAR": SETTING,
-    "DEDUP_WARC_DIGESTS": SETTING,  # a record that fails its digest: decide, skip, raise
+    "DEDUP_WARC_DIGESTS": SETTING,
+    "DEDUP_WARC_KEEP": SETTING,  # simcrawl warc --warc: the files' other records kept too  # a record that fails its digest: decide, skip, raise
 }
 
 #: ``SIMCRAWL_*`` names and how each is read (docs/settings.md says what each does).

@@ -332,6 +332,16 @@ class WarcWriter:
         status = f"{fetch.status} {fetch.reason}".strip()
         return StatusAndHeaders(status, headers, protocol=fetch.protocol)
 
+    def copied(self, path: str | Path, offset: int) -> None:
+        """The record at ``offset`` of an archive file (WARC or ARC), written as it is: its
+        headers, date, id and payload (an ARC record as warcio makes it a WARC one)."""
+        from warcio.archiveiterator import ArchiveIterator
+
+        self._ready()
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            self._write(next(iter(ArchiveIterator(fh, arc2warc=True))))
+
     def holds(self, page_id: str, url: str = "") -> bool:
         """Whether this writer wrote the original (by its page id or URL) and remembers it."""
         return bool(page_id and page_id in self._held) or bool(url and url in self._held)

@@ -48,6 +48,7 @@ from scrapy.responsetypes import responsetypes
 
 from crawler.items import ARCHIVED_REQUEST, CAPTURED
 from crawler.spiders.site import SiteSpider
+from crawler.warc import record_passed
 from dedup.archive import (
     DIGEST_CHOICES,
     BadRecord,
@@ -65,7 +66,8 @@ log = logging.getLogger(__name__)
 RECORD = "simcrawl_warc_record"
 #: Where the archive's request record of a page is (file, offset): the meta key.
 ASKED = "simcrawl_warc_request"
-#: Request records waiting for their page at most (they come next to it).
+#: Request records waiting for their page at most (they come next to it): past it, those
+#: waiting are taken for requests of no page (POSTs, non-HTML).
 ASKED_HELD = 64
 
 class Undecodable(IgnoreRequest):
@@ -137,6 +139,8 @@ class WarcSpider(SiteSpider):
                         if held is not None:
                             yield self._request(n, *held, asked)
                             held = None
+                        if len(asked) > ASKED_HELD:  # requests of no page here (POSTs, ...)
+                            self._pass_requests(path, asked)
                         if entry.problems and not self._digests_pass(path, entry):
                             if self.digests == "raise":
                                 return
@@ -150,10 +154,12 @@ class WarcSpider(SiteSpider):
                 except BadRecord as exc:
                     if held is not None:
                         yield self._request(n, *held, asked)
+                        held = None
                     self._count("dedup/warc/bad_records")
                     log.error("%s: the record at offset %d cannot be read (%s); the rest of "
                               "this file cannot be found from it and is not read", path,
                               exc.offset, exc.reason)
+                self._pass_requests(path, asked)
             done += path.stat().st_size
             self._set("dedup/warc/bytes_read", done)
 
@@ -178,9 +184,25 @@ class WarcSpider(SiteSpider):
                 payloads.setdefault(entry.payload, (n, entry.offset))
             return n, entry.offset
         if entry.kind == "revisit":
-            return self._revisited(entry, payloads, path)
+            where = self._revisited(entry, payloads, path)
+            if where is None:
+                self._pass(path, entry.offset)
+            return where
         self._count("dedup/warc/other_records")
+        if entry.record_type != "warcinfo":  # the archive written has its own
+            self._pass(path, entry.offset)
         return None
+
+    def _pass(self, path: Path, offset: int) -> None:
+        """A record that is not a page decided: handed on as it is (the WARC the run
+        writes keeps it, per ``DEDUP_WARC_KEEP``: crawler/warc.py)."""
+        self.crawler.signals.send_catch_log(record_passed, path=str(path), offset=offset)
+
+    def _pass_requests(self, path: Path, asked: dict[str, int]) -> None:
+        """The request records no page of the file took: handed on (:meth:`_pass`)."""
+        for offset in sorted(set(asked.values())):
+            self._pass(path, offset)
+        asked.clear()
 
     def _request(self, n: int, entry: Entry, where: tuple[int, int],
                  asked: dict[str, int]) -> scrapy.Request:
@@ -193,8 +215,8 @@ class WarcSpider(SiteSpider):
             request_offset = found if found is not None else request_offset
         if request_offset is not None:
             meta[ASKED] = (str(self.files[n]), request_offset)
-        if len(asked) > ASKED_HELD:  # requests of no page here (POSTs of JSON, ...)
-            asked.clear()
+            for key in [k for k, v in asked.items() if v == request_offset]:
+                del asked[key]  # under its other name
         return scrapy.Request(entry.url or "", callback=self.parse, errback=self.failed,
                               dont_filter=True, meta=meta)
 

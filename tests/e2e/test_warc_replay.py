@@ -8,6 +8,7 @@ package registry on first use (about ten seconds)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -49,19 +50,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def replay(demo_run, tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """pywb serving the demo crawl's archive as collection ``crawl``, from simcrawl's
-    CDXJ files; its base URL."""
-    proc, _ = demo_run
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    root = tmp_path_factory.mktemp("pywb")
+@contextlib.contextmanager
+def serving(warc_folder: Path, root: Path) -> Iterator[str]:
+    """pywb serving the WARC files of ``warc_folder`` as collection ``crawl`` from
+    simcrawl's CDXJ files beside them (its collections under ``root``); its base URL."""
     archive, indexes = root / "collections/crawl/archive", root / "collections/crawl/indexes"
     archive.mkdir(parents=True)
     indexes.mkdir(parents=True)
-    for path in (proc.folder / "warc").glob("*.warc.gz"):
+    for path in warc_folder.glob("*.warc.gz"):
         shutil.copy(path, archive)
-    for path in (proc.folder / "warc").glob("*.cdxj"):
+    for path in warc_folder.glob("*.cdxj"):
         shutil.copy(path, indexes)
     port = free_port()
     server = subprocess.Popen([str(wayback()), "-p", str(port), "-b", "127.0.0.1",
@@ -82,6 +80,16 @@ def replay(demo_run, tmp_path_factory) -> Iterator[str]:  # type: ignore[no-unty
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def replay(demo_run, tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """pywb serving the demo crawl's archive as collection ``crawl``, from simcrawl's
+    CDXJ files; its base URL."""
+    proc, _ = demo_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with serving(proc.folder / "warc", tmp_path_factory.mktemp("pywb")) as base:
+        yield base
 
 
 def fetched(url: str) -> tuple[int, bytes]:
@@ -119,3 +127,85 @@ def test_pywb_replays_every_original_and_copy_byte_for_byte(demo_run, replay) ->
         if status != 200 or body != kept[original][1]:
             wrong.append(f"revisit {url}: status {status}, not {original}'s payload")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_deduplicated_archive_replays_its_pages_resources(demo_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``simcrawl warc IN --warc OUT`` keeps the records of IN that are not pages it
+    decides, as they are (``DEDUP_WARC_KEEP=all``, the default): a page's stylesheet and
+    image, a redirect, a ``dns:`` record, each with its date. pywb replays the page's
+    resources from OUT byte for byte; a copy of the page is kept as its copy."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from tests.e2e.test_warc_crawl import _warc_in, archived_pages
+
+    proc, _ = demo_run
+    url, status, headers, body = next(p for p in archived_pages(proc.folder / "warc")
+                                      if p[1].startswith("200"))
+    host = url.split("/")[2]
+    css, png = b"body { color: #333 }\n", b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+    resources = {f"http://{host}/style.css": (css, "text/css"),
+                 f"http://{host}/logo.png": (png, "image/png")}
+    page_headers = [(k, v) for k, v in headers if k.lower() not in ("content-encoding",
+                                                                     "content-length")]
+    dates = {url: "2021-03-04T05:06:07Z", f"http://{host}/copy.html": "2021-03-05T00:00:00Z",
+             f"http://{host}/style.css": "2021-03-04T05:06:08Z",
+             f"http://{host}/logo.png": "2021-03-04T05:06:09Z",
+             f"http://{host}/old.html": "2021-03-04T05:06:10Z",
+             f"dns:{host.split(':')[0]}": "2021-03-04T05:06:06Z"}
+    source = tmp_path / "in"
+    source.mkdir()
+    with open(source / "site.warc.gz", "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+
+        def response(target: str, payload: bytes, http: StatusAndHeaders | None,
+                     kind: str = "") -> None:
+            record = writer.create_warc_record(target, "response", payload=BytesIO(payload),
+                                               length=len(payload), http_headers=http,
+                                               warc_content_type=kind or None)
+            record.rec_headers.replace_header("WARC-Date", dates[target])
+            writer.write_record(record)
+            if http is not None:
+                request = writer.create_warc_record(target, "request", http_headers=(
+                    StatusAndHeaders("GET / HTTP/1.1", [("User-Agent", "a-crawler/1")],
+                                     is_http_request=True)))
+                request.rec_headers.add_header(
+                    "WARC-Concurrent-To", record.rec_headers.get_header("WARC-Record-ID"))
+                request.rec_headers.replace_header("WARC-Date", dates[target])
+                writer.write_record(request)
+
+        dns = f"20210304050606\n{host.split(':')[0]}.\t300\tIN\tA\t127.0.0.1\n".encode()
+        response(f"dns:{host.split(':')[0]}", dns, None, "text/dns")
+        response(url, body, StatusAndHeaders(status, page_headers, protocol="HTTP/1.1"))
+        for target, (payload, kind) in resources.items():
+            response(target, payload, StatusAndHeaders(
+                "200 OK", [("Content-Type", kind)], protocol="HTTP/1.1"))
+        response(f"http://{host}/old.html", b"", StatusAndHeaders(
+            "301 Moved Permanently", [("Location", url), ("Content-Type", "text/html")],
+            protocol="HTTP/1.1"))
+        response(f"http://{host}/copy.html", body, StatusAndHeaders(
+            status, page_headers, protocol="HTTP/1.1"))
+    out = tmp_path / "out"
+    ran = _warc_in(proc, str(source), "--database", "warc_keep", "--warc", str(out))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    written: dict[str, tuple[str, str]] = {}  # URL -> (record type, WARC-Date), last
+    for path in out.glob("*.warc.gz"):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                target = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type != "request" and target:
+                    written[target] = (record.rec_type,
+                                       iso_date_to_timestamp(record.rec_headers.get_header(
+                                           "WARC-Date")))
+    assert set(written) == set(dates), set(written) ^ set(dates)
+    assert written[f"http://{host}/copy.html"][0] == "metadata"  # the copy named as one
+    for target, date in dates.items():
+        assert written[target][1] == iso_date_to_timestamp(date), target
+    with serving(out, tmp_path / "pywb") as base:
+        for target, (payload, _kind) in resources.items():
+            stamp = iso_date_to_timestamp(dates[target])
+            assert fetched(f"{base}/crawl/{stamp}id_/{target}") == (200, payload), target
+        stamp = iso_date_to_timestamp(dates[url])
+        assert fetched(f"{base}/crawl/{stamp}id_/{url}") == (200, body)

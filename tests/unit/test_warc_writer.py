@@ -161,6 +161,32 @@ def test_the_index_is_the_one_cdxj_indexer_writes(tmp_path: Path) -> None:
     assert mine.splitlines() == theirs.read_text().splitlines() and len(mine.splitlines()) == 3
 
 
+def test_a_record_of_another_archive_is_written_as_it_is(tmp_path: Path) -> None:
+    """``copied``: a record of an archive read (an ARC record too, made WARC), its date,
+    URL and payload unchanged, indexed as cdxj-indexer indexes it; the file passes
+    warcio's check."""
+    from cdxj_indexer.main import CDXJIndexer
+
+    data = Path(__file__).resolve().parents[1] / "data" / "warcio"
+    writer = WarcWriter(tmp_path, "kept", {"software": "simcrawl/test"})
+    writer.copied(data / "example.arc.gz", 171)  # its response record
+    writer.copied(data / "example.warc.gz", 2012)  # a request record
+    writer.close()
+    with open(writer.files[0], "rb") as fh:
+        kept = [(r.rec_type, r.rec_headers.get_header("WARC-Date"),
+                 r.content_stream().read()) for r in ArchiveIterator(fh)]
+    assert [(t, d) for t, d, _ in kept] == [("warcinfo", kept[0][1]),
+                                             ("response", "2014-02-16T05:02:21Z"),
+                                             ("request", "2017-03-06T04:02:06Z")]
+    assert b"Example Domain" in kept[1][2]
+    theirs = tmp_path / "theirs.cdxj"
+    CDXJIndexer(str(theirs), [str(writer.files[0])], sort=True).process_all()
+    mine = (tmp_path / "kept-00001.cdxj").read_text()
+    assert mine.splitlines() == theirs.read_text().splitlines() and len(mine.splitlines()) == 1
+    assert Checker(SimpleNamespace(inputs=[str(writer.files[0])], verbose=False)
+                   ).process_all() == 0
+
+
 def test_a_payload_digest_is_one_key_in_base_32_or_16() -> None:
     """A revisit record finds the response it repeats by its payload digest, however the
     two writers wrote it (crawler/spiders/warc.py)."""
