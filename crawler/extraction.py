@@ -194,6 +194,16 @@ def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Pa
                      language=page_language(response))
 
 
+def read_fetched(body: bytes, url: str, content_type: str | None, params: Params) -> Page:
+    """Read a fetched page as the crawl process and its extraction worker read a response
+    of that body and ``Content-Type``: decoded as Scrapy decodes it, links included
+    (:func:`read_page`). Spark's executors read an archive's pages with it
+    (``simcrawl warc --engine spark``: dedup/readahead.py)."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = HtmlResponse(url, body=body, headers=headers)
+    return read_page(body, url, response.encoding, params)
+
+
 def page_language(response: HtmlResponse) -> str | None:
     """The page's ``html::attr(lang)``: read off the parsed page's root when it is the
     ``<html>`` element and has one (the CSS selector's first match), else by the

@@ -25,6 +25,9 @@ CAPTURED = "simcrawl_captured"
 #: The request meta key of the request an archive holds for a page
 #: (:class:`dedup.archive.Asked`): the one its WARC request record is written from.
 ARCHIVED_REQUEST = "simcrawl_archived_request"
+#: The request meta key of a page read already (:class:`dedup.page.Page`: an archive's
+#: page read ahead, :mod:`dedup.readahead`): the page is not read again.
+READ = "simcrawl_read"
 
 
 def _pinyin_codes(fp: Any) -> list[int] | None:
@@ -143,6 +146,9 @@ def page_item_of(response: Any) -> PageItem:
     captured = response.meta.get(CAPTURED)
     if isinstance(captured, dt.datetime):
         item.fetched_at = captured
+    read = response.meta.get(READ)
+    if isinstance(read, Page) and read.url == item.url:
+        item.take_reading(read)
     if isinstance(response, HtmlResponse):
         item.encoding = response.encoding
     return item

@@ -131,6 +131,8 @@ async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
         ``None``, or the reason to skip the page: ``"empty_text"`` (no text at all) or
         ``"extract_failed"`` (the extractor raised or its worker died; logged).
     """
+    if item.checksum:  # read already (an archive's page read ahead: dedup.readahead)
+        return None if item.tokens > 0 else "empty_text"
     try:
         page = await maybe_deferred_to_future(extractor.submit(item.body, item.url,
                                                                item.encoding))

@@ -5,6 +5,8 @@ detection rules."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 from dedup.servers.services import LocalRedisCluster as RedisClusterNodes
+from dedup.servers.services import free_port
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -81,3 +84,56 @@ def redis_cluster_with_replicas(tmp_path: Path) -> Iterator[RedisClusterNodes]:
         yield nodes.start()
     finally:
         nodes.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark standalone master and two one-core workers on 127.0.0.1, started from the
+    installed pyspark's ``spark-class``; yields the master URL."""
+    pyspark = pytest.importorskip("pyspark", reason="the Spark engine needs simcrawl[spark]")
+
+    home = Path(pyspark.__file__).parent
+    folder = tmp_path_factory.mktemp("spark-standalone")
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(folder),
+           "PYSPARK_PYTHON": sys.executable}
+    spark_class = str(home / "bin" / "spark-class")
+    url = f"spark://127.0.0.1:{port}"
+    logs = [open(folder / name, "w") for name in ("master.log", "worker1.log", "worker2.log")]
+    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master",
+                               "--host", "127.0.0.1", "--port", str(port),
+                               "--webui-port", str(free_port())],
+                              env=env, stdout=logs[0], stderr=subprocess.STDOUT)]
+    try:
+        _wait_for(folder / "master.log", "Starting Spark master", procs[0])
+        for n in (1, 2):
+            procs.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host",
+                 "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
+                 str(free_port()), "--work-dir", str(folder / f"work{n}")],
+                env=env, stdout=logs[n], stderr=subprocess.STDOUT))
+        for n in (1, 2):
+            _wait_for(folder / f"worker{n}.log", "Successfully registered with master",
+                      procs[n])
+        yield url
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for log in logs:
+            log.close()
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.3)
+    pytest.fail(f"{log.name}: no {text!r}:\n{log.read_text(errors='replace')[-3000:]}")

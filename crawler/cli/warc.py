@@ -4,8 +4,12 @@ them (crawler/spiders/warc.py); ``--warc DIR`` writes the deduplicated archive t
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 HELP = "decide the HTML responses of WARC files as a crawl would, and store the record"
 
@@ -26,7 +30,51 @@ def writable(folder: Path) -> None:
         raise ValueError(f"--warc {folder} cannot be written: {exc.strerror or exc}") from None
 
 
+def reading_params(settings: list[str]) -> Any:
+    """How the crawl will read its pages (:func:`dedup.pages.fingerprint_params`) with the
+    crawl's settings and these ``NAME=VALUE`` ones, as its processes will build them."""
+    from scrapy.settings import Settings
+
+    from dedup.config import DedupConfig
+    from dedup.pages import fingerprint_params
+
+    built = Settings()
+    built.setmodule("crawler.settings", priority="project")
+    for item in settings:
+        name, _, value = item.partition("=")
+        built.set(name.strip(), value, priority="cmdline")
+    return fingerprint_params(DedupConfig.from_settings(built.get))
+
+
+def read_on_spark(args: argparse.Namespace, files: list[Path], stack: Any) -> Path:
+    """``--engine spark``: every page of ``files`` read on Spark (dedup/spark/warc.py) into
+    a staging folder (``--stage``, else a temporary one removed with ``stack``), which
+    the decision takes them from; Spark is stopped before the decision starts."""
+    from crawler.cli.common import open_spark
+    from crawler.extraction import read_fetched
+    from dedup.spark.warc import read_archives
+
+    params = reading_params(args.settings)
+    started = time.perf_counter()
+    print(f"reading the pages of {len(files)} archive file{'s' if len(files) > 1 else ''} "
+          f"on Spark ({args.master}) ...", flush=True)
+    spark, folder = open_spark(args, stack, "simcrawl-warc")
+    try:
+        reads = read_archives(spark, files, params, folder, read_fetched)
+        cores = spark.sparkContext.defaultParallelism
+    finally:
+        spark.stop()
+    pages, records = sum(r.pages for r in reads), sum(r.records for r in reads)
+    cpu = sum(r.seconds for r in reads)
+    print(f"read {pages} pages of {records} records on Spark in "
+          f"{time.perf_counter() - started:.1f} s ({cpu:.1f} CPU s in its executors, "
+          f"{cores} core{'s' if cores > 1 else ''}); deciding them in file order ...",
+          flush=True)
+    return folder
+
+
 def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
+    from crawler.cli.common import InputError, check_engine_options, engine_options
     from crawler.cli.common import parser as verb_parser
     from crawler.run import CrawlDidNotRun, crawl, hint_options, print_summary, query_hint
     from dedup.archive import archive_files, check_archive
@@ -52,7 +100,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
                         "record naming its original for each copy (docs/warc.md)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         dest="settings", help="a Scrapy or simcrawl setting (repeatable)")
+    engine_options(parser, "the pages read by the crawl's extraction workers")
     args = parser.parse_args(argv)
+    check_engine_options(parser, args)
     try:
         files = archive_files(args.paths)
         for name in args.paths:  # a file named is an archive (a folder's are read as found)
@@ -74,8 +124,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
     if args.warc:
         extra += ["-s", f"DEDUP_WARC_DIR={Path(args.warc).resolve()}"]
     spider = ["warc", "-a", "files=" + ",".join(str(f.resolve()) for f in files)]
-    with stop_on_signals():
+    stack = contextlib.ExitStack()
+    with stop_on_signals(), stack:
         try:
+            if args.engine == "spark":
+                spider += ["-a", f"read={read_on_spark(args, files, stack)}"]
             private_folder(log_dir)
             redis_url, mongo_uri, services = resolve(data_dir=args.data_dir)
             try:
@@ -96,6 +149,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
         except (ServiceUnavailable, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return exit_status(exc)
+        except InputError as exc:  # Spark cannot start here: what to install
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     print_summary(stats)
     for line in archive_lines(stats):
         print(line)
@@ -124,6 +180,8 @@ def archive_lines(stats: dict[str, int]) -> list[str]:
                if n("stopped_at_digest") else "per DEDUP_WARC_DIGESTS")
         lines.append(f"records whose digest does not match their bytes: "
                      f"{n('digest_mismatch')}, {how} (named in the log)")
+    if n("read_ahead"):
+        lines.append(f"pages read ahead on Spark, not read again: {n('read_ahead')}")
     if n("undecodable"):
         lines.append(f"page records whose payload cannot be decoded: {n('undecodable')} "
                      "(skipped, named in the log)")

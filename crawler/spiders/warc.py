@@ -46,7 +46,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.responsetypes import responsetypes
 
-from crawler.items import ARCHIVED_REQUEST, CAPTURED
+from crawler.items import ARCHIVED_REQUEST, CAPTURED, READ
 from crawler.spiders.site import SiteSpider
 from crawler.warc import record_passed
 from dedup.archive import (
@@ -59,6 +59,7 @@ from dedup.archive import (
     request_at,
     warc_time,
 )
+from dedup.readahead import stage_paths, staged_index, staged_page
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ log = logging.getLogger(__name__)
 RECORD = "simcrawl_warc_record"
 #: Where the archive's request record of a page is (file, offset): the meta key.
 ASKED = "simcrawl_warc_request"
+#: Where a page's reading is staged (pages file, position): the meta key.
+READ_AHEAD = "simcrawl_warc_read_ahead"
 #: Request records waiting for their page at most (they come next to it): past it, those
 #: waiting are taken for requests of no page (POSTs, non-HTML).
 ASKED_HELD = 64
@@ -98,11 +101,15 @@ class WarcSpider(SiteSpider):
     #: however long each page takes to read
     decide_in_order = True
 
-    def __init__(self, files: str = "", digests: str = "decide", **kwargs: Any) -> None:
+    def __init__(self, files: str = "", digests: str = "decide", read: str = "",
+                 **kwargs: Any) -> None:
         scrapy.Spider.__init__(self, **kwargs)  # no start URLs: the files are the crawl
         self.files = archive_files([f for f in files.split(",") if f])
         self.start_urls, self.allowed_domains = [], []  # every page of the files
         self.digests = digests
+        #: the staging folder of the pages read ahead (dedup.readahead), if any
+        self.read_ahead = Path(read) if read else None
+        self._ahead: dict[int, int] = {}  # the file read now: offset -> staged position
         self._start_state()
 
     @classmethod
@@ -125,6 +132,8 @@ class WarcSpider(SiteSpider):
             # page comes before it (wget) or after it (Heritrix, warcio)
             held: tuple[Entry, tuple[int, int]] | None = None
             asked: dict[str, int] = {}  # request records by the records they go with
+            # this file's pages read ahead: offset -> where the reading is staged
+            self._ahead = staged_index(self.read_ahead, n) if self.read_ahead else {}
             with open(path, "rb") as fh:  # noqa: ASYNC230  (a local file, read a record at a time)
                 try:
                     for entry in records(fh):
@@ -215,6 +224,9 @@ class WarcSpider(SiteSpider):
             request_offset = found if found is not None else request_offset
         if request_offset is not None:
             meta[ASKED] = (str(self.files[n]), request_offset)
+        position = self._ahead.get(entry.offset) if where == (n, entry.offset) else None
+        if position is not None and self.read_ahead is not None:
+            meta[READ_AHEAD] = (str(stage_paths(self.read_ahead, n)[0]), position)
             for key in [k for k, v in asked.items() if v == request_offset]:
                 del asked[key]  # under its other name
         return scrapy.Request(entry.url or "", callback=self.parse, errback=self.failed,
@@ -274,6 +286,11 @@ class FromArchive:
             log.error("%s: the page record at offset %d (%s) cannot be decoded (%s); "
                       "skipped", path, offset, request.url, exc)
             raise Undecodable(f"cannot be decoded: {exc}") from None
+        ahead = request.meta.get(READ_AHEAD)
+        if ahead is not None:
+            request.meta[READ] = staged_page(*ahead)
+            if self.stats is not None:
+                self.stats.inc_value("dedup/warc/read_ahead")
         asked_at = request.meta.get(ASKED)
         if asked_at is not None:
             request.meta[ARCHIVED_REQUEST] = request_at(*asked_at)

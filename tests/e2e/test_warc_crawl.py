@@ -514,3 +514,83 @@ def test_archives_other_tools_wrote_are_read_dated_as_captured(demo_run, tmp_pat
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     assert "records whose digest does not match their bytes: 1, the run stopped at the " \
            "first" in stopped.stdout, stopped.stdout
+
+
+def _decisions(database) -> tuple[set[str], dict[str, tuple[str, str]]]:  # type: ignore[no-untyped-def]
+    """A run's record: the pages stored, and each copy's (kind, original)."""
+    return ({d["url"] for d in database.pages.find({}, {"url": 1})},
+            {d["url"]: (d["kind"], d["original_url"]) for d in database.matches.find(
+                {}, {"url": 1, "kind": 1, "original_url": 1})})
+
+
+def _split(pages: list, folder: Path, parts: int) -> list[Path]:  # type: ignore[type-arg]
+    """``pages`` (URL, status line, headers, payload) written in order as ``parts`` WARC
+    files, each a run of consecutive pages, named in that order."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    folder.mkdir()
+    size = -(-len(pages) // parts)
+    files = []
+    for n in range(parts):
+        path = folder / f"part-{n:03d}.warc.gz"
+        with open(path, "wb") as fh:
+            writer = WARCWriter(fh, gzip=True)
+            for url, status, headers, body in pages[n * size:(n + 1) * size]:
+                kept = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+                writer.write_record(writer.create_warc_record(
+                    url, "response", payload=BytesIO(body), length=len(body),
+                    http_headers=StatusAndHeaders(status, kept, protocol="HTTP/1.1")))
+        files.append(path)
+    return files
+
+
+@pytest.mark.spark
+def test_pages_read_on_spark_are_decided_as_one_process_decides_them(demo_run,  # type: ignore[no-untyped-def]
+                                                                    tmp_path) -> None:
+    """``simcrawl warc --engine spark`` (issue 69): the demo crawl's pages, in 16 files,
+    read on Spark (``local[2]``) a task a file and decided in file order, make the
+    decisions ``simcrawl warc`` makes reading them itself, page for page; every page was
+    read on Spark and none again."""
+    pytest.importorskip("pyspark", reason="the Spark engine needs the extra simcrawl[spark]")
+    from dedup.servers.services import connect_mongo
+
+    proc, _ = demo_run
+    pages = archived_pages(proc.folder / "warc")
+    files = tmp_path / "parts"
+    _split(pages, files, 16)
+    alone = _warc_in(proc, str(files), "--database", "warc_alone")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    spark = _warc_in(proc, str(files), "--database", "warc_spark", "--engine", "spark",
+                     "--master", "local[2]", "--stage", str(tmp_path / "stage"))
+    assert spark.returncode == 0, spark.stdout + spark.stderr
+    assert f"read {len(pages)} pages of {len(pages)} records on Spark" in spark.stdout
+    assert f"pages read ahead on Spark, not read again: {len(pages)}" in spark.stdout
+    client = connect_mongo(proc.services.mongo_uri)
+    mine, theirs = _decisions(client["warc_alone"]), _decisions(client["warc_spark"])
+    assert mine[0] and mine[1] and theirs == mine
+    assert len(list((tmp_path / "stage").glob("*.pages"))) == 16
+
+
+@pytest.mark.spark
+def test_a_standalone_spark_cluster_reads_the_pages_for_the_same_decisions(  # type: ignore[no-untyped-def]
+        demo_run, standalone, tmp_path) -> None:
+    """The same run on a standalone master and two one-core workers (the installed
+    pyspark's): the decisions of ``local[2]``, of one process."""
+    from dedup.servers.services import connect_mongo
+
+    proc, _ = demo_run
+    pages = archived_pages(proc.folder / "warc")
+    files = tmp_path / "parts"
+    _split(pages, files, 16)
+    ran = _warc_in(proc, str(files), "--database", "warc_standalone", "--engine", "spark",
+                   "--master", standalone)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"on Spark ({standalone})" in ran.stdout
+    assert f"pages read ahead on Spark, not read again: {len(pages)}" in ran.stdout
+    alone = _warc_in(proc, str(files), "--database", "warc_alone_2")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    client = connect_mongo(proc.services.mongo_uri)
+    assert _decisions(client["warc_standalone"]) == _decisions(client["warc_alone_2"])

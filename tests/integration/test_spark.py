@@ -139,59 +139,6 @@ def test_store_input_on_both_engines(services, pages, tmp_path: Path) -> None:  
     assert f"{len(values):,} fingerprints" in local.stderr  # the short one left out
 
 
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark standalone master and two one-core workers on 127.0.0.1, started from the
-    installed pyspark's ``spark-class``; yields the master URL."""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    folder = tmp_path_factory.mktemp("spark-standalone")
-    port = free_port()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(folder),
-           "PYSPARK_PYTHON": sys.executable}
-    spark_class = str(home / "bin" / "spark-class")
-    url = f"spark://127.0.0.1:{port}"
-    logs = [open(folder / name, "w") for name in ("master.log", "worker1.log", "worker2.log")]
-    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master",
-                               "--host", "127.0.0.1", "--port", str(port),
-                               "--webui-port", str(free_port())],
-                              env=env, stdout=logs[0], stderr=subprocess.STDOUT)]
-    try:
-        _wait_for(folder / "master.log", "Starting Spark master", procs[0])
-        for n in (1, 2):
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host",
-                 "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
-                 str(free_port()), "--work-dir", str(folder / f"work{n}")],
-                env=env, stdout=logs[n], stderr=subprocess.STDOUT))
-        for n in (1, 2):
-            _wait_for(folder / f"worker{n}.log", "Successfully registered with master",
-                      procs[n])
-        yield url
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for log in logs:
-            log.close()
-
-
-def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.3)
-    pytest.fail(f"{log.name}: no {text!r}:\n{log.read_text(errors='replace')[-3000:]}")
-
-
 def test_standalone_cluster_gives_the_in_process_answer(standalone: str, tmp_path: Path
                                                          ) -> None:
     values = planted(50_000, 300, 3, seed=3)
