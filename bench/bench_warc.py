@@ -52,12 +52,30 @@ def write_archive(folder: Path, max_bytes: int | None = None) -> int:
     return n
 
 
+def timed_run(services: object, database: str, log: Path, spider: list[str]
+              ) -> tuple[int, float, float]:
+    """One ``simcrawl warc`` run: (pages decided, wall seconds, CPU seconds of its
+    processes)."""
+    from crawler.run import crawl
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    stats = crawl([], services.redis_url or "", services.mongo_uri or "",  # type: ignore[attr-defined]
+                  ["-s", f"DEDUP_DATABASE={database}", "-s", "LOG_LEVEL=WARNING"], log, 1,
+                  spider=spider)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    decided = sum(int(stats.get(k, 0)) for k in (
+        "dedup/unique", "dedup/near_duplicate", "dedup/exact_duplicate", "dedup/pinyin_copy"))
+    return decided, wall, cpu
+
+
 def spark_rows(tmp: Path, repeat: int, master: str) -> int:
     """``--spark``: one process and Spark on the pages as 16 files, taking turns; prints
     the table and a JSON line."""
     from crawler.cli.warc import reading_params
     from crawler.extraction import read_fetched
-    from crawler.run import crawl
     from dedup.servers.services import EmbeddedServices
     from dedup.spark import session
     from dedup.spark.warc import read_archives
@@ -74,7 +92,6 @@ def spark_rows(tmp: Path, repeat: int, master: str) -> int:
     with EmbeddedServices(tmp / "data") as services:
         for run in range(repeat):
             for engine in rows:
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
                 spider = ["warc", "-a", f"files={files}"]
                 executors = 0.0
@@ -85,16 +102,9 @@ def spark_rows(tmp: Path, repeat: int, master: str) -> int:
                     spark.stop()
                     executors = sum(r.seconds for r in reads)
                     spider += ["-a", f"read={stage}"]
-                stats = crawl([], services.redis_url or "", services.mongo_uri or "",
-                              ["-s", f"DEDUP_DATABASE=bench_warc_{engine[:3].strip()}_{run}",
-                               "-s", "LOG_LEVEL=WARNING"],
-                              tmp / f"run-{engine[:3].strip()}-{run}.log", 1, spider=spider)
-                wall = time.perf_counter() - started
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-                decided = sum(int(stats.get(k, 0)) for k in (
-                    "dedup/unique", "dedup/near_duplicate", "dedup/exact_duplicate",
-                    "dedup/pinyin_copy"))
+                decided, _, cpu = timed_run(services, f"bench_warc_{engine[:3].strip()}_{run}",
+                                            tmp / f"run-{engine[:3].strip()}-{run}.log", spider)
+                wall = time.perf_counter() - started  # the Spark reading included
                 rows[engine].append((decided, wall, cpu + executors))
                 print(f"[bench] {engine} run {run + 1}: {decided} decided in {wall:.1f} s",
                       file=sys.stderr)
@@ -130,7 +140,6 @@ def main() -> int:
             return spark_rows(Path(tmp), args.repeat, args.master)
     if not (SHARED / "near-dup-dev" / "pages.jsonl").exists():
         raise SystemExit(f"the development data is not in {SHARED}")
-    from crawler.run import crawl
     from dedup.servers.services import EmbeddedServices
 
     rows = []
@@ -140,19 +149,9 @@ def main() -> int:
         files = ",".join(str(p) for p in sorted(folder.glob("*.warc.gz")))
         with EmbeddedServices(Path(tmp) / "data") as services:
             for run in range(args.repeat):
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                started = time.perf_counter()
-                stats = crawl([], services.redis_url or "", services.mongo_uri or "",
-                              ["-s", f"DEDUP_DATABASE=bench_warc_{run}",
-                               "-s", "LOG_LEVEL=WARNING"],
-                              Path(tmp) / f"run-{run}.log", 1,
-                              spider=["warc", "-a", f"files={files}"])
-                wall = time.perf_counter() - started
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-                decided = sum(int(stats.get(k, 0)) for k in (
-                    "dedup/unique", "dedup/near_duplicate", "dedup/exact_duplicate",
-                    "dedup/pinyin_copy"))
+                decided, wall, cpu = timed_run(services, f"bench_warc_{run}",
+                                               Path(tmp) / f"run-{run}.log",
+                                               ["warc", "-a", f"files={files}"])
                 rows.append((decided, wall, cpu))
                 print(f"[bench] run {run + 1}: {decided} decided in {wall:.1f} s",
                       file=sys.stderr)
