@@ -224,11 +224,11 @@ class WarcSpider(SiteSpider):
             request_offset = found if found is not None else request_offset
         if request_offset is not None:
             meta[ASKED] = (str(self.files[n]), request_offset)
+            for key in [k for k, v in asked.items() if v == request_offset]:
+                del asked[key]  # under its other name
         position = self._ahead.get(entry.offset) if where == (n, entry.offset) else None
         if position is not None and self.read_ahead is not None:
             meta[READ_AHEAD] = (str(stage_paths(self.read_ahead, n)[0]), position)
-            for key in [k for k, v in asked.items() if v == request_offset]:
-                del asked[key]  # under its other name
         return scrapy.Request(entry.url or "", callback=self.parse, errback=self.failed,
                               dont_filter=True, meta=meta)
 

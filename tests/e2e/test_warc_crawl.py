@@ -487,6 +487,7 @@ def test_archives_other_tools_wrote_are_read_dated_as_captured(demo_run, tmp_pat
     assert match and match["kind"] == "exact" and match["original_url"] == pages[8][0]
     written: dict[str, str] = {}
     asked: dict[str, list] = {}  # type: ignore[type-arg]
+    requests: list[str] = []
     for path in sorted(out.glob("*.warc.gz")):
         with open(path, "rb") as fh:
             for record in ArchiveIterator(fh):
@@ -495,10 +496,12 @@ def test_archives_other_tools_wrote_are_read_dated_as_captured(demo_run, tmp_pat
                     written[uri] = record.rec_headers.get_header("WARC-Date")
                 elif record.rec_type == "request":
                     asked[uri] = record.http_headers.headers
+                    requests.append(uri)
         for line in path.with_suffix("").with_suffix(".cdxj").read_text().splitlines():
             uri, stamp = json.loads(line.split(" ", 2)[2])["url"], line.split(" ")[1]
             assert stamp == warc_time(dates[uri]).strftime("%Y%m%d%H%M%S"), (uri, stamp)
     assert set(written) == set(dates)
+    assert sorted(requests) == sorted(set(requests)), requests  # one request a page
     for uri, date in written.items():
         assert warc_time(date) == warc_time(dates[uri]), (uri, date, dates[uri])
     assert ("User-Agent", "Wget/1.21.3") in asked[pages[8][0]]

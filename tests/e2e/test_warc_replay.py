@@ -191,15 +191,19 @@ def test_a_deduplicated_archive_replays_its_pages_resources(demo_run, tmp_path) 
     ran = _warc_in(proc, str(source), "--database", "warc_keep", "--warc", str(out))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     written: dict[str, tuple[str, str]] = {}  # URL -> (record type, WARC-Date), last
+    requests: list[str] = []
     for path in out.glob("*.warc.gz"):
         with open(path, "rb") as fh:
             for record in ArchiveIterator(fh):
                 target = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type == "request":
+                    requests.append(target)
                 if record.rec_type != "request" and target:
                     written[target] = (record.rec_type,
                                        iso_date_to_timestamp(record.rec_headers.get_header(
                                            "WARC-Date")))
     assert set(written) == set(dates), set(written) ^ set(dates)
+    assert sorted(requests) == sorted(set(requests)), requests  # each request once
     assert written[f"http://{host}/copy.html"][0] == "metadata"  # the copy named as one
     for target, date in dates.items():
         assert written[target][1] == iso_date_to_timestamp(date), target
