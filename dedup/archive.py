@@ -24,6 +24,7 @@ import contextlib
 import datetime as dt
 import io
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,8 @@ DIGEST_CHOICES = ("decide", "skip", "raise")
 #: ``uri-agnostic-identical-payload-digest``); both end so.
 IDENTICAL_PAYLOAD = "identical-payload-digest"
 
-#: Headers of the wire, not of the body as it is read (decoded).
+#: HTTP headers that describe the bytes on the wire, not the body as it is read (decoded):
+#: left out of a page read from an archive, and set again when a page is written.
 WIRE_HEADERS = {"content-encoding", "transfer-encoding", "content-length"}
 
 #: What warcio says of a gzip file that is one stream, not a member a record.
@@ -240,8 +242,6 @@ def records(fh: BinaryIO) -> Iterator[Entry]:
 
 def _size(fh: BinaryIO) -> int | None:
     try:
-        import os
-
         return os.fstat(fh.fileno()).st_size
     except (AttributeError, OSError, ValueError):
         return None
@@ -268,18 +268,14 @@ class Fetched:
         headers: the HTTP headers but the wire's (:data:`WIRE_HEADERS`), as the body is
             decoded.
         body: the payload, its transfer and content encodings undone.
-        date: ``WARC-Date`` read as a time (``None``: none, or not one).
         protocol: the HTTP version of the status line.
-        reason: the status line's reason phrase.
     """
 
     url: str
     status: int
     headers: list[tuple[str, str]]
     body: bytes
-    date: dt.datetime | None
     protocol: str = "HTTP/1.1"
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -313,17 +309,14 @@ def page_at(path: Path | str, offset: int) -> Fetched:
                 headers = [(k, v) for k, v in http.headers if k.lower() not in WIRE_HEADERS]
                 status = int(http.get_statuscode() or 200)
                 protocol = http.protocol or "HTTP/1.1"
-                reason = http.statusline.partition(" ")[2]
             else:
                 headers = [("Content-Type", record.rec_headers.get_header("Content-Type")
                             or "text/html")]
-                status, protocol, reason = 200, "HTTP/1.1", "OK"
+                status, protocol = 200, "HTTP/1.1"
             url = record.rec_headers.get_header("WARC-Target-URI") or ""
-            date = warc_time(record.rec_headers.get_header("WARC-Date"))
     except Exception as exc:  # noqa: BLE001  (a decoder's error, whichever: said, not raised on)
         raise ValueError(_undecodable(exc)) from None
-    return Fetched(url=url, status=status, headers=headers, body=body, date=date,
-                   protocol=protocol, reason=reason)
+    return Fetched(url=url, status=status, headers=headers, body=body, protocol=protocol)
 
 
 def request_at(path: Path | str, offset: int) -> Asked | None:

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
+from dedup.archive import WIRE_HEADERS
+
 log = logging.getLogger(__name__)
 
 #: Bytes a WARC file grows to before the next one is opened (1 GiB).
@@ -79,9 +81,6 @@ except ImportError:  # a platform without its wheel: zlib, the same files a litt
 #: of their size, zlib's 1 in 0.52 s at 26.2% (docs/benchmarks.md).
 GZIP_LEVEL = 1
 
-#: HTTP headers that described the bytes on the wire, not the body the crawl holds
-#: (Scrapy hands the body decoded: its length and encodings are set again).
-_WIRE_HEADERS = {"content-encoding", "transfer-encoding", "content-length"}
 
 
 @dataclass
@@ -327,7 +326,7 @@ class WarcWriter:
     def _http_headers(fetch: Fetch) -> Any:
         from warcio.statusandheaders import StatusAndHeaders
 
-        headers = [(k, v) for k, v in fetch.headers if k.lower() not in _WIRE_HEADERS]
+        headers = [(k, v) for k, v in fetch.headers if k.lower() not in WIRE_HEADERS]
         headers.append(("Content-Length", str(len(fetch.body))))
         status = f"{fetch.status} {fetch.reason}".strip()
         return StatusAndHeaders(status, headers, protocol=fetch.protocol)
