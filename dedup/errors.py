@@ -45,7 +45,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 
 EXIT_STATUSES = (
     (EXIT_OK, "done"),
     (EXIT_FAILED, ("the work failed: a crawl lost pages, fetched none of its start URLs or "
-                   "could not start; something asked for was not found")),
+                   "could not start; an archive's record could not be read; something "
+                   "asked for was not found")),
     (EXIT_USAGE, "bad usage: an unknown command, a bad option, setting, URL or input file"),
     (EXIT_UNAVAILABLE, "Redis or MongoDB cannot be reached"),
     (EXIT_INTERRUPTED, ("interrupted (Ctrl-C); a crawl forced out by a second signal before "
