@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ from dedup.decide import (
     turned_round,
 )
 from dedup.errors import ServiceUnavailable
-from dedup.facts import MemoryFacts, PageFacts
+from dedup.facts import CopyVerdict, MemoryFacts, PageFacts
 from dedup.ids import url_key
 from dedup.index import Match, MemoryStore, NearDuplicateIndex
 from dedup.index.windows import WindowIndex
@@ -96,8 +97,8 @@ class Deduplicator:
             fingerprints; admitted pages teach it (``None``: off).
         turns: the ledger of originals' ids taken over by a match turned round
             (:mod:`dedup.turns`; a :class:`~dedup.turns.MemoryTurns` when not given).
-        in_order: decide a batch's pages in its order to the letter (see :meth:`decide`;
-            the other stages' evidence is still read a batch at a time).
+        in_order: decide a batch's pages in its order to the letter, each page whole
+            (its evidence read, judged and applied) before the next (see :meth:`decide`).
     """
 
     def __init__(self, index: NearDuplicateIndex, registry: ChecksumRegistry,
@@ -138,8 +139,9 @@ class Deduplicator:
         only if no new candidate appeared since its probe, and a later page of the batch
         that had no candidate at all was admitted at its probe, so the earlier page may be
         judged its copy; with ``in_order``, as ``simcrawl warc`` decides its files'
-        pages, the index is asked a page at a time, each page judged and admitted before
-        the next is probed), in three steps:
+        pages, each page is decided whole, as a batch of its own, before the next one's
+        evidence is read: the same files give the same record however their pages were
+        batched), in three steps:
 
         1. **gather the evidence and judge it**, stage by stage, each stage for the pages
            the one before left open: the pages known already (stored, or recorded as
@@ -170,7 +172,26 @@ class Deduplicator:
         Raises:
             ServiceUnavailable: a store failed; the batch may be decided again.
         """
-        work = _Batch(batch)
+        if self.in_order and len(batch) > 1:
+            return self._one_at_a_time(batch)
+        return self._decide(batch)
+
+    def _one_at_a_time(self, batch: Sequence[Page]) -> list[Decision]:
+        """``in_order``: each page read, judged and applied (its host's template taught,
+        its facts remembered) before the next page's evidence is read, so the batch's
+        makeup, which follows the timing of the reading, changes nothing. What the
+        batch's pages cannot change is read once for the batch: which URLs the store
+        holds and which an earlier crawl recorded as copies, and each host's template
+        until one of the batch's pages teaches it."""
+        urls = [c.url for c in batch]
+        declared = [c.canonical for c in batch if c.canonical]  # see _declared_ids
+        stored = self.facts.stored_urls(urls + declared)
+        seen = _Seen(stored, self.facts.recorded_copies([u for u in urls if u not in stored]))
+        return [d for page in batch for d in self._decide([page], seen)]
+
+    def _decide(self, batch: Sequence[Page], seen: _Seen | None = None) -> list[Decision]:
+        """:meth:`decide`, with what was read already for the batch this one is part of."""
+        work = _Batch(batch, seen)
         # 1. the evidence, stage by stage, each judged by the rules
         self._known_pages(work)
         self._template_text(work)
@@ -189,8 +210,11 @@ class Deduplicator:
         with the same text, keeps its verdict; a long text met earlier in the batch
         follows that page. The rest go on."""
         batch = work.batch
-        stored = self.facts.stored_urls([c.url for c in batch])
-        recorded = self.facts.recorded_copies([c.url for c in batch if c.url not in stored])
+        if work.seen is not None:
+            stored, recorded = work.seen.stored, work.seen.recorded
+        else:
+            stored = self.facts.stored_urls([c.url for c in batch])
+            recorded = self.facts.recorded_copies([c.url for c in batch if c.url not in stored])
         leader: dict[str, int] = {}  # a long text's checksum -> its first row
         for i, c in enumerate(batch):
             if c.url in stored:
@@ -213,12 +237,22 @@ class Deduplicator:
         batch = work.batch
         todo = [i for i in work.open if batch[i].text and not batch[i].short
                 and not batch[i].templated]
-        known = self.templates.known(batch[i].host for i in todo) if todo else {}
+        known = self._templates_of({batch[i].host for i in todo}, work.seen) if todo else {}
         for i in todo:
             work.decisions[i] = leave_out_template(
                 batch[i], known.get(batch[i].host, frozenset()), self.rules)
         work.close_decided()
         work.rest = list(work.open)  # a page of nothing but template text settles nothing
+
+    def _templates_of(self, hosts: set[str], seen: _Seen | None) -> dict[str, frozenset[int]]:
+        """The hosts' learned template blocks: read for each batch, and for a batch
+        decided a page at a time, kept until one of its pages teaches the host."""
+        assert self.templates is not None
+        if seen is None:
+            return self.templates.known(hosts)
+        if hosts - seen.templates.keys():
+            seen.templates.update(self.templates.known(hosts - seen.templates.keys()))
+        return {h: seen.templates[h] for h in hosts}
 
     def _checksums(self, work: _Batch) -> None:
         """The checksum registry's owner of each text (claimed atomically): an exact copy
@@ -255,15 +289,8 @@ class Deduplicator:
         order by what the page declares canonical, and judged by their text sketches and
         second opinions (:func:`dedup.decide.choose_original`); a page none of whose
         candidates is its original is admitted unless one appeared since."""
-        if not self.in_order:
-            self._near_rows(work, work.open)
-            return
-        for i in work.open:  # each page judged and admitted before the next is probed
-            self._near_rows(work, [i])
-
-    def _near_rows(self, work: _Batch, rows: list[int]) -> None:
-        """:meth:`_near_copies` of some of the open rows, in one index step."""
         batch = work.batch
+        rows = work.open
         # Every page that may be admitted leaves its text sketch with its fingerprint.
         values = {i: batch[i].shingles if batch[i].shingles is not None
                   and batch[i].own_text is batch[i].text
@@ -277,7 +304,7 @@ class Deduplicator:
             batch[i].sketch = sketch
         candidates = self.index.check_and_add_all(
             [(batch[i].simhash, batch[i].page_id, sketches.get(i)) for i in rows])
-        work.declared.update(self._declared_ids(batch, rows, candidates))
+        work.declared.update(self._declared_ids(batch, rows, candidates, work.seen))
         candidates = [declared_first(batch[i], found, work.declared.get(i))
                       for i, found in zip(rows, candidates)]
         chosen = self._choose(batch, rows, candidates, values)
@@ -319,6 +346,9 @@ class Deduplicator:
         admitted = [i for i in work.rest if out[i].kind == NEW and not batch[i].short]
         if self.templates is not None:  # admitted pages teach their host's template
             self.templates.learn((batch[i].host, batch[i].blocks or []) for i in admitted)
+            if work.seen is not None:  # read again for the batch's next page of the host
+                for i in admitted:
+                    work.seen.templates.pop(batch[i].host, None)
         self.registry.settle([(batch[i].checksum, batch[i].page_id) for i in admitted],
                              [batch[i].page_id for i in work.rest if out[i].dropped])
         self._remember(batch, out)
@@ -373,9 +403,10 @@ class Deduplicator:
             self._text_chars -= len(self._texts.popitem(last=False)[1])
 
     def _declared_ids(self, batch: Sequence[Page], rows: list[int],
-                      candidates: list[list[Any]]) -> dict[int, str]:
+                      candidates: list[list[Any]], seen: _Seen | None) -> dict[int, str]:
         """For each row with candidates whose page declares another URL canonical, the
-        id of the admitted page at that URL, when there is one."""
+        id of the admitted page at that URL, when there is one (``seen``: the store's
+        answer read for the larger batch)."""
         wanted: dict[int, tuple[str, str]] = {}  # row -> (declared URL, its url_key)
         for i, found in zip(rows, candidates):
             declared = batch[i].canonical
@@ -383,7 +414,8 @@ class Deduplicator:
                 wanted[i] = (declared, url_key(declared))
         if not wanted:
             return {}
-        stored = self.facts.stored_urls(u for u, key in wanted.values() if key not in self._keys)
+        stored = seen.stored if seen is not None else self.facts.stored_urls(
+            u for u, key in wanted.values() if key not in self._keys)
         out = {}
         for i, (declared, key) in wanted.items():
             pid = self._keys.get(key) or (stored[declared][0] if declared in stored else None)
@@ -579,12 +611,25 @@ class Deduplicator:
                 e.original_url, e.original_host, e.source = self._known[e.original_id]
 
 
+@dataclass
+class _Seen:
+    """What a batch decided a page at a time (``in_order``) reads once for all its pages:
+    its URLs stored and recorded as copies (:meth:`Deduplicator._known_pages`), and the
+    hosts' template blocks, read on a host's first page and after a page taught it."""
+
+    stored: dict[str, tuple[str, str | None]]
+    recorded: dict[str, CopyVerdict]
+    templates: dict[str, frozenset[int]] = field(default_factory=dict)
+
+
 class _Batch:
     """One batch on its way through :meth:`Deduplicator.decide`: the verdicts so far, the
     pages still open, and what the stages found that the later ones use."""
 
-    def __init__(self, batch: Sequence[Page]) -> None:
+    def __init__(self, batch: Sequence[Page], seen: _Seen | None = None) -> None:
         self.batch = batch
+        #: what the larger batch this one is a page of read already (``in_order``)
+        self.seen = seen
         self.decisions: list[Decision | None] = [None] * len(batch)
         #: rows decided by this batch's own evidence (not revisits, kept verdicts or
         #: followers): they settle their checksums

@@ -310,6 +310,30 @@ def test_in_order_a_page_is_admitted_before_a_later_page_of_its_batch_is_probed(
     assert got == [(NEW, None), (NEAR, x.page_id)]
 
 
+def test_in_order_a_batch_gives_what_its_pages_one_at_a_time_give(world: World) -> None:
+    # simcrawl warc's batches are made by the timing of the reading: in order, a page's
+    # evidence is read after every earlier page of its batch was applied, so the record
+    # does not depend on it. Here the third page of a site meets the template its first
+    # two taught, and a stub of nothing but that template is skipped, in one batch as
+    # when each page is a batch of its own.
+    def site(host: str, seed: int) -> list[Page]:
+        furniture = "\n".join(" ".join(words(12, seed + 50 + i)) for i in range(4))
+        return [*(page(f"http://{host}/{n}", far(seed + n), article(seed + n) + "\n" + furniture)
+                  for n in (1, 2, 3)), page(f"http://{host}/tag/1", far(seed + 9), furniture)]
+
+    alone = world.deduplicator(template_pages=2)
+    alone.in_order = True
+    pages = site("t.example", 200)
+    one_by_one = [alone.decide([p])[0].kind for p in pages]
+    assert one_by_one == [NEW, NEW, NEW, TEMPLATE_ONLY]
+    assert [p.template_lines for p in pages[:3]] == [0, 0, 4]
+    batched = world.deduplicator(template_pages=2)
+    batched.in_order = True
+    pages = site("u.example", 300)
+    assert [d.kind for d in batched.decide(pages)] == one_by_one
+    assert [p.template_lines for p in pages[:3]] == [0, 0, 4]  # the article's own text left
+
+
 def test_pages_with_one_fingerprint_are_each_a_candidate(world: World) -> None:
     # A rewrite admitted first; its article arrives with the very same fingerprint (a
     # rewrite keeps the vocabulary), is not its copy and is admitted, indexed under the
