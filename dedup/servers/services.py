@@ -438,8 +438,9 @@ class EmbeddedServices:
     never start two servers on one folder), and the servers stop when the last user
     leaves, whoever started them. A user that died (SIGKILL, a crash) is dropped from the
     count by the next process that starts or stops; servers whose users all died are
-    joined by the next process and stopped when it leaves (``simcrawl services
-    stop`` stops them at once).
+    stopped by the watchdog the process that started them started beside them, within
+    seconds (:mod:`dedup.servers.watchdog`; ``simcrawl services stop`` stops them at
+    once).
 
     Args:
         data_dir: folder for their data, logs and ``services.json`` (created readable by
@@ -516,6 +517,7 @@ class EmbeddedServices:
         Returns ``self``."""
         if self._joined:
             return self
+        started = False
         with self._locked() as state:
             try:
                 for name, server in self.servers.items():
@@ -531,6 +533,7 @@ class EmbeddedServices:
                     server.port = None
                     server.start()
                     state[name] = {"pid": server.pid, "port": server.port}
+                    started = True
             except BaseException:
                 for name, server in self.servers.items():
                     if server.owned:
@@ -539,6 +542,8 @@ class EmbeddedServices:
                 raise
             state["users"].append(os.getpid())
             self._joined = True
+        if started:  # stops them if every user goes without stopping them
+            start_watchdog(self.data_dir)
         _JOINED.append(self)
         return self
 
@@ -588,6 +593,19 @@ class EmbeddedServices:
 
 #: The embedded services this process has joined (and not left).
 _JOINED: list[EmbeddedServices] = []
+
+
+def start_watchdog(data_dir: Path) -> int:
+    """Start the watchdog of a data folder's servers (:mod:`dedup.servers.watchdog`),
+    detached: in a session of its own, its output to ``watchdog.log``. Returns its pid."""
+    out = open(data_dir / "watchdog.log", "ab")  # noqa: SIM115 - the child holds it
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "dedup.servers.watchdog", str(data_dir)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True, close_fds=True)
+    finally:
+        out.close()
+    return proc.pid
 
 
 def share_with(pids: Iterable[int]) -> None:

@@ -94,10 +94,30 @@ def test_two_starts_at_once_on_a_new_folder_share_one_set_of_servers(tmp_path: P
     assert wait_gone(pids), "SIGTERM left the servers running"
 
 
-def test_servers_of_a_killed_user_are_adopted_and_stopped(tmp_path: Path) -> None:
+def test_servers_of_a_killed_user_are_stopped_by_their_watchdog(tmp_path: Path) -> None:
+    # a crash of the only user (SIGKILL: nothing runs its clean-up) once left the servers
+    # running until another process joined the folder, for hours
     proc = services_process(tmp_path)
     pids = server_pids(tmp_path)
-    proc.kill()  # a crash: nothing runs its clean-up
+    proc.kill()
+    proc.wait()
+    assert wait_gone(pids, 60), "the servers of a killed user are still running"
+    assert "every process that used them had gone" in (tmp_path / "watchdog.log").read_text()
+    assert not (tmp_path / "services.json").exists()
+    later = EmbeddedServices(tmp_path).start()  # the next run starts them again
+    assert later.servers["mongo"]._ping()
+    later.stop()
+
+
+def test_servers_whose_watchdog_died_too_are_adopted_and_stopped(tmp_path: Path) -> None:
+    proc = services_process(tmp_path)
+    pids = server_pids(tmp_path)
+    watchdogs = [int(p) for p in subprocess.run(
+        ["pgrep", "-f", f"dedup.servers.watchdog {tmp_path}"], capture_output=True,
+        text=True).stdout.split()]
+    assert len(watchdogs) == 1
+    os.kill(watchdogs[0], signal.SIGKILL)
+    proc.kill()  # a crash of both
     proc.wait()
     assert all(process_alive(p) for p in pids)
     later = EmbeddedServices(tmp_path).start()  # the next run adopts them ...
