@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,9 @@ log = logging.getLogger(__name__)
 
 #: The marker a running job keeps in its ``JOBDIR``.
 RUNNING = "simcrawl.running"
+
+#: A request's meta key: its download was cut by a stop (:class:`PutBackOnStop`).
+CUT = "simcrawl_cut"
 
 
 class JobGuard:
@@ -82,20 +86,34 @@ class PutBackOnStop:
     and queued again in Scrapy's scheduler (``dont_filter``: it was seen, never fetched),
     whose ``JOBDIR`` saves it for the next run; in a shared frontier it stays in flight
     and is recovered from this process as any request in flight is. The requests being
-    downloaded finish (the command bounds that: ``SIMCRAWL_STOP_SECONDS``). Counted in
-    ``dedup/put_back``.
+    downloaded finish, for half of ``SIMCRAWL_STOP_SECONDS`` (30 s by default): a download
+    still running then (a body that drips in a byte a second kept a stop for minutes) is
+    cut at its next bytes (Scrapy's :class:`~scrapy.exceptions.StopDownload`) and put back
+    the same way (:class:`CutDownloads` turns its failure into a
+    :class:`crawler.steps.PutBack`); the other half is the crawl's, to decide and store
+    what it fetched. A server that sends nothing at all is left to Scrapy's
+    ``DOWNLOAD_TIMEOUT``, and to the command, which forces a crawl out past
+    ``SIMCRAWL_STOP_SECONDS``. Counted in ``dedup/put_back``.
     """
 
     #: Seconds between two looks at whether the engine stopped.
     LOOK_SECONDS = 0.2
 
     def __init__(self, crawler: Crawler) -> None:
+        from crawler.run import stop_seconds
+
         self.crawler = crawler
         self._loop: Any = None
         self._said = False
         self.requeue = crawler.settings.get("SIMCRAWL_FRONTIER", "memory") != "redis"
+        #: seconds after the stop began at which downloads still running are cut
+        self.cut_after = stop_seconds(crawler.settings.get("SIMCRAWL_STOP_SECONDS")) / 2
+        self._stopping_since: float | None = None
+        self._cutting = False
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.received, signal=signals.headers_received)
+        crawler.signals.connect(self.received, signal=signals.bytes_received)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PutBackOnStop:
@@ -119,6 +137,42 @@ class PutBackOnStop:
         # stopping: what waits now, and what comes to wait until the spider closes (a
         # page whose robots.txt was being fetched)
         self.put_back(engine)
+        now = time.monotonic()
+        if self._stopping_since is None:
+            self._stopping_since = now
+        elif not self._cutting and now - self._stopping_since >= self.cut_after:
+            running = sum(len(slot.transferring) for slot in
+                          getattr(engine.downloader, "slots", {}).values())
+            self._cutting = True
+            if running:
+                log.info("stopping: %d downloads still running after %.0f s (half of "
+                         "SIMCRAWL_STOP_SECONDS) are cut at their next bytes and put back",
+                         running, self.cut_after)
+
+    def received(self, request: Any = None, **kwargs: Any) -> None:
+        """A download's headers or bytes came: past the bound of a stop, it is cut here
+        and put back (a robots.txt is left to go: pages wait on it)."""
+        if not self._cutting or request is None:
+            return
+        from scrapy.exceptions import StopDownload
+        from scrapy.http.request import NO_CALLBACK
+
+        if request.callback is NO_CALLBACK or request.meta.get(CUT):
+            return
+        request.meta[CUT] = True
+        self._queue_again([request])
+        raise StopDownload(fail=True)
+
+    def _queue_again(self, requests: list[Any]) -> None:
+        """Queue requests again in Scrapy's scheduler (``JOBDIR`` keeps them; a shared
+        frontier recovers them from this process's requests in flight), and count them."""
+        engine = self.crawler.engine
+        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        if self.requeue and scheduler is not None:
+            for request in requests:
+                scheduler.enqueue_request(request.replace(dont_filter=True))
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value("dedup/put_back", len(requests))
 
     def put_back(self, engine: Any) -> int:
         """Fail the requests waiting in the downloader's slots and queue them again;
@@ -137,13 +191,9 @@ class PutBackOnStop:
             slot.queue.extend(kept)
         if not waiting:
             return 0
-        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        self._queue_again([r for r, _ in waiting])
         for request, deferred in waiting:
-            if self.requeue and scheduler is not None:
-                scheduler.enqueue_request(request.replace(dont_filter=True))
             deferred.errback(Failure(PutBack(f"put back: {request.url}")))
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value("dedup/put_back", len(waiting))
         (log.debug if self._said else log.info)(
             "stopping: %d requests waiting for their download delay put back, not sent%s",
             len(waiting), " (JOBDIR keeps them)" if self.requeue and
@@ -277,3 +327,19 @@ class Throttle(AutoThrottle):
         target = latency / self.target_concurrency  # Scrapy's policy for a 200
         delay = max(target, (slot.delay + target) / 2.0)
         slot.delay = min(max(self.mindelay, delay), self.maxdelay)
+
+
+class CutDownloads:
+    """The failure of a download :class:`PutBackOnStop` cut (Scrapy's ``StopDownload``) is
+    a :class:`crawler.steps.PutBack`: an ``IgnoreRequest``, which no spider's errback
+    takes for a page that failed, and Scrapy logs no error for. A downloader middleware,
+    last in ``DOWNLOADER_MIDDLEWARES``, so its ``process_exception`` runs first."""
+
+    def process_exception(self, request: Any, exception: Exception,
+                          spider: Any = None) -> None:
+        from scrapy.exceptions import StopDownload
+
+        from crawler.steps import PutBack
+
+        if isinstance(exception, StopDownload) and request.meta.get(CUT):
+            raise PutBack(f"put back: {request.url} (its download cut by the stop)")

@@ -206,6 +206,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     env.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     shared = ["-s", "SIMCRAWL_FRONTIER=redis"] if processes > 1 else []
     extra, own = own_settings(extra)
+    bound = stop_seconds(own.get("SIMCRAWL_STOP_SECONDS"))  # the processes cut at half
     if own.get("LOG_FILE"):
         log_file = Path(own["LOG_FILE"])
     runs = []
@@ -224,7 +225,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         which = spider or ["site", "-a", f"start_file={start_file}"]
         cmd = [sys.executable, "-m", "scrapy", "crawl", *which, "-s", f"DEDUP_SUMMARY_FILE={summary}",
                "-s", f"LOG_FILE={log}", "-s", f"SIMCRAWL_PROGRESS_FILE={progress_files[-1]}",
-               *shared, *ports, *extra]
+               "-s", f"SIMCRAWL_STOP_SECONDS={bound}", *shared, *ports, *extra]
         # in a session of its own: a signal to this command's process group (Ctrl-C in a
         # terminal, systemd, kill -- -PGID) reaches the crawl once, forwarded from here,
         # not twice (the group's and ours: Scrapy takes a second one for "force")
@@ -247,7 +248,6 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         forward = signal.SIGTERM if str(exc).startswith("signal") else signal.SIGINT
         _forward(runs, forward)
         live.stop()
-        bound = stop_seconds(own.get("SIMCRAWL_STOP_SECONDS"))
         print(f"stopping: the crawl finishes what is in flight and stores what it decided "
               f"(at most {bound:.0f} s, SIMCRAWL_STOP_SECONDS; Ctrl-C again to stop at "
               "once) ...", file=sys.stderr, flush=True)
@@ -504,7 +504,7 @@ def print_summary(stats: dict) -> None:
     put_back = min(open_, int(stats.get("dedup/put_back", 0)))  # waiting when it stopped
     rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
                  f"{taken} = {handled} + {skipped} skipped + {lost_pages} lost"
-                 + (f" + {put_back} put back unsent when the crawl stopped" if put_back else "")
+                 + (f" + {put_back} put back unsent when the crawl stopped (or cut)" if put_back else "")
                  + (f" + {open_ - put_back} in flight when the crawl stopped"
                     if open_ > put_back else "")))
     lost = stats.get("lost_urls") or []

@@ -114,7 +114,8 @@ _ZH_SEASONS = ["春天", "夏天", "秋天", "冬天"]
 @dataclass
 class Page:
     """One page of the site: body, content type, charset, status, redirect target, other
-    headers, and seconds the server waits before it answers (a slow page)."""
+    headers, seconds the server waits before it answers (a slow page), and seconds
+    between two bytes of its body (a body that drips in)."""
 
     body: bytes
     content_type: str = "text/html; charset=utf-8"
@@ -122,6 +123,7 @@ class Page:
     location: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
 
 
 @dataclass
@@ -655,7 +657,13 @@ class DemoSite:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 try:
-                    self.wfile.write(body)
+                    if page.drip:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(page.drip)
+                    else:
+                        self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a crawler's size cap, say)
 

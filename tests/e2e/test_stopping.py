@@ -25,6 +25,35 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def stop_while_fetching(site: DemoSite, data: Path, path: str, *settings: str
+                        ) -> tuple[subprocess.Popen, str, str, float]:
+    """Crawl the news site from ``path`` and its home page, send Ctrl-C once ``path``
+    was requested and the home page's links are on their way, and wait for the command:
+    (the process, its stdout, its stderr, seconds from the Ctrl-C to its end)."""
+    base = site.url("news")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", "crawl", f"{base}{path}", f"{base}/",
+         "--data-dir", str(data), "-s", "AUTOTHROTTLE_ENABLED=0",
+         *(x for setting in settings for x in ("-s", setting))],
+        cwd=ROOT, env=dict(os.environ, REDIS_URL="", MONGO_URI=""),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_from_a_terminal)  # noqa: PLW1509
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+                f"news{path}" in site.requests and len(site.requests) >= 8):
+            time.sleep(0.1)
+        assert f"news{path}" in site.requests, site.requests
+        time.sleep(1.0)  # the pages fetched are decided meanwhile
+        stopped = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=150)
+        return proc, out, err, time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_a_crawl_stopped_with_a_page_in_flight_ends_within_its_bound_and_says_what_it_did(
         tmp_path: Path) -> None:
     """A page whose server answers after two minutes is in flight when Ctrl-C comes: the
@@ -37,28 +66,8 @@ def test_a_crawl_stopped_with_a_page_in_flight_ends_within_its_bound_and_says_wh
                                                delay=120)
     data = tmp_path / "data"
     with EmbeddedServices(data) as held, DemoSite(content) as site:
-        base = site.url("news")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler.cli", "crawl", f"{base}/slow.html", f"{base}/",
-             "--data-dir", str(data), "-s", "AUTOTHROTTLE_ENABLED=0",
-             "-s", "SIMCRAWL_STOP_SECONDS=3"],
-            cwd=ROOT, env=dict(os.environ, REDIS_URL="", MONGO_URI=""),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=_as_from_a_terminal)  # noqa: PLW1509
-        try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not (
-                    "news/slow.html" in site.requests and len(site.requests) >= 8):
-                time.sleep(0.1)
-            assert "news/slow.html" in site.requests, site.requests
-            time.sleep(1.0)  # the pages fetched are decided meanwhile
-            stopped = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=150)
-            took = time.monotonic() - stopped
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        proc, out, err, took = stop_while_fetching(site, data, "/slow.html",
+                                                   "SIMCRAWL_STOP_SECONDS=3")
         assert proc.returncode == 130, out + err
         assert "Traceback" not in err
         # the bound held: 3 s, then forced out (killed 10 s later at most), not the two
@@ -108,3 +117,26 @@ def test_a_stopped_crawl_without_a_page_in_flight_prints_its_summary(tmp_path: P
     assert "interrupted: the pages it had not reached were not fetched" in err
     assert "the embedded services are stopped" in err
     assert not (data / "services.json").exists()
+
+
+def test_a_download_that_drips_is_cut_at_half_the_bound_and_put_back(tmp_path: Path) -> None:
+    """A page whose body drips in a byte a second is being downloaded when Ctrl-C comes:
+    at half of ``SIMCRAWL_STOP_SECONDS`` (8 s here) the crawl cuts it and puts it back,
+    then closes by itself with its summary: it is not forced out (it was, the download
+    running on until the bound)."""
+    content = build(articles=6, zh_articles=0, novel_chapters=0)
+    content.pages["news"]["/drip.html"] = Page(
+        b"<html><body>" + b"<p>one byte at a time</p>" * 20 + b"</body></html>", drip=1.0)
+    data = tmp_path / "data"
+    with DemoSite(content) as site:
+        proc, out, err, _ = stop_while_fetching(site, data, "/drip.html",
+                                                "SIMCRAWL_STOP_SECONDS=8")
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    assert "forced out" not in err, err
+    assert "STOPPED before the end" in out, out
+    assert "put back unsent when the crawl stopped" in out, out
+    log = next(line for line in out.splitlines() if "(log: " in line).split("(log: ")[1]
+    said = Path(log.split(")")[0]).read_text()
+    assert "1 downloads still running after 4 s (half of SIMCRAWL_STOP_SECONDS) are cut" \
+        in said, said[-3000:]
