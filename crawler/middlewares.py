@@ -26,7 +26,16 @@ from crawler.frontier import INFLIGHT_ID, frontier_of
 from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
 from crawler.metrics import metrics_port, page_decided
 from crawler.state import CrawlState
-from crawler.steps import Outage, PutBack, error_reason, fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.steps import (
+    Outage,
+    PutBack,
+    error_reason,
+    fingerprint_item,
+    page_skipped,
+    skip_reason,
+    sleep,
+    stop_crawl,
+)
 from crawler.url_rules import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig
@@ -362,6 +371,8 @@ class NearDuplicateMiddleware:
             self.stats.inc_value(f"dedup/skipped/{reason}")
             self.state.count_skip()
             log.debug("skipped %s: %s", page.url, reason)
+            self.crawler.signals.send_catch_log(page_skipped, response=response,
+                                                reason=reason)
             requests += self._follow(page, response, reason)
             for o in [*others, *requests]:
                 yield o

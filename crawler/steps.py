@@ -35,6 +35,13 @@ def stop_crawl(crawler: Crawler, reason: str) -> None:
         deferred_from_coro(engine.close_spider_async(reason=reason))
 
 
+#: Scrapy signal the dedup middleware sends for a page it read and did not decide (a
+#: skip: ``empty_text``, ``template_only``, ``not_html`` ...), with ``response`` and
+#: ``reason``: the archive's spider keeps such a page in the deduplicated archive, since
+#: it copies nothing (crawler/spiders/warc.py).
+page_skipped = object()
+
+
 class PutBack(IgnoreRequest):
     """A request that waited in the downloader's queue (a download delay or AutoThrottle
     spacing a host's requests) when the crawl was asked to stop: put back, not sent

@@ -154,6 +154,8 @@ class WarcOut:
         self._held: OrderedDict[str, None] = OrderedDict()
         self._queue: queue.Queue[tuple[str, Fetch, Any] | None] = queue.Queue(QUEUE)
         self._failed: BaseException | None = None
+        #: what of an archive's records that are not pages decided is kept (KEEP_CHOICES)
+        self.keep = "all"
         self._thread = threading.Thread(target=self._run, name="simcrawl-warc", daemon=True)
         self._thread.start()
 
@@ -194,8 +196,8 @@ class WarcOut:
         crawler.signals.connect(ext.item_out, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_out, signal=signals.item_dropped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
-        if keep == "all":
-            crawler.signals.connect(ext.record_out, signal=record_passed)
+        ext.keep = keep
+        crawler.signals.connect(ext.record_out, signal=record_passed)
         log.info("writing the crawl as WARC in %s (%s-*.warc.gz)", folder, prefix)
         return ext
 
@@ -213,9 +215,10 @@ class WarcOut:
             match = {name: record.get(name) for name in WARC_FIELDS}
             self._queue.put(("copy", fetch_of(response, item.fetched_at), match))
 
-    def record_out(self, path: str, offset: int, **kwargs: Any) -> None:
-        """A record of an archive read that is not a page decided: written as it is."""
-        if self._failed is None:
+    def record_out(self, path: str, offset: int, page: bool = False, **kwargs: Any) -> None:
+        """A record of an archive read that is not a page decided: written as it is
+        (with ``DEDUP_WARC_KEEP=pages``, only a page skipped and its request)."""
+        if self._failed is None and (page or self.keep == "all"):
             self._queue.put(("record", None, (path, offset)))
 
     def _run(self) -> None:

@@ -48,6 +48,7 @@ from scrapy.responsetypes import responsetypes
 
 from crawler.items import ARCHIVED_REQUEST, CAPTURED, READ
 from crawler.spiders.site import SiteSpider
+from crawler.steps import page_skipped
 from crawler.warc import record_passed
 from dedup.archive import (
     DIGEST_CHOICES,
@@ -67,6 +68,9 @@ log = logging.getLogger(__name__)
 RECORD = "simcrawl_warc_record"
 #: Where the archive's request record of a page is (file, offset): the meta key.
 ASKED = "simcrawl_warc_request"
+#: The request's meta key: the file and offset of its own record (a revisit's, where
+#: ``RECORD`` names the response it repeats).
+OWN = "simcrawl_warc_own"
 #: Where a page's reading is staged (pages file, position): the meta key.
 READ_AHEAD = "simcrawl_warc_read_ahead"
 #: Request records waiting for their page at most (they come next to it): past it, those
@@ -119,7 +123,22 @@ class WarcSpider(SiteSpider):
             raise ValueError(f"DEDUP_WARC_DIGESTS must be one of {', '.join(DIGEST_CHOICES)}, "
                              f"got {digests!r}")
         kwargs.setdefault("digests", digests)
-        return super().from_crawler(crawler, *args, **kwargs)
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.skipped, signal=page_skipped)
+        return spider
+
+    def skipped(self, response: Any = None, reason: str = "", **kwargs: Any) -> None:
+        """A page the crawl read and did not decide (no text, nothing but its site's
+        template): it copies nothing, so the deduplicated archive keeps its record as it
+        is, with its request record."""
+        request = getattr(response, "request", None)
+        own = request.meta.get(OWN) if request is not None else None
+        if own is None:
+            return
+        asked = request.meta.get(ASKED)
+        if asked is not None:
+            self._pass(Path(asked[0]), asked[1], page=True)
+        self._pass(Path(own[0]), own[1], page=True)
 
     async def start(self) -> AsyncIterator[Any]:
         done = 0  # bytes of the files read before this one: the progress line's share
@@ -202,10 +221,12 @@ class WarcSpider(SiteSpider):
             self._pass(path, entry.offset)
         return None
 
-    def _pass(self, path: Path, offset: int) -> None:
+    def _pass(self, path: Path, offset: int, page: bool = False) -> None:
         """A record that is not a page decided: handed on as it is (the WARC the run
-        writes keeps it, per ``DEDUP_WARC_KEEP``: crawler/warc.py)."""
-        self.crawler.signals.send_catch_log(record_passed, path=str(path), offset=offset)
+        writes keeps it, per ``DEDUP_WARC_KEEP``: crawler/warc.py; ``page``: a page
+        skipped, and its request, which it keeps whatever that says)."""
+        self.crawler.signals.send_catch_log(record_passed, path=str(path), offset=offset,
+                                            page=page)
 
     def _pass_requests(self, path: Path, asked: dict[str, int]) -> None:
         """The request records no page of the file took: handed on (:meth:`_pass`)."""
@@ -216,6 +237,7 @@ class WarcSpider(SiteSpider):
     def _request(self, n: int, entry: Entry, where: tuple[int, int],
                  asked: dict[str, int]) -> scrapy.Request:
         meta: dict[str, Any] = {RECORD: (str(self.files[where[0]]), where[1]),
+                                OWN: (str(self.files[n]), entry.offset),
                                 CAPTURED: warc_time(entry.date),
                                 "dont_redirect": True, "dont_retry": True}
         request_offset = None

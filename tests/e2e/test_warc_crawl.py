@@ -519,6 +519,54 @@ def test_archives_other_tools_wrote_are_read_dated_as_captured(demo_run, tmp_pat
            "first" in stopped.stdout, stopped.stdout
 
 
+def test_a_page_skipped_is_kept_in_the_deduplicated_archive(demo_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A page the run reads and does not decide (no text at all) copies nothing: the
+    deduplicated archive keeps its response and its request record, even with
+    ``DEDUP_WARC_KEEP=pages`` (it was left out: the archive lost it)."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    proc, _ = demo_run
+    url, status, headers, body = archived_pages(proc.folder / "warc")[0]
+    empty_url = "http://archive.example/empty.html"
+    source = tmp_path / "in.warc.gz"
+    with open(source, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for u, line, fields, payload in ((url, status, headers, body), (
+                empty_url, "200 OK", [("Content-Type", "text/html")],
+                b"<html><head></head><body><div></div></body></html>")):
+            response = writer.create_warc_record(
+                u, "response", payload=BytesIO(payload), length=len(payload),
+                http_headers=StatusAndHeaders(line, [(k, v) for k, v in fields
+                                                     if k.lower() != "content-encoding"],
+                                              protocol="HTTP/1.1"))
+            writer.write_record(response)
+            request = writer.create_warc_record(
+                u, "request", payload=BytesIO(b""), length=0,
+                http_headers=StatusAndHeaders(f"GET /{u.rsplit('/', 1)[1]} HTTP/1.1",
+                                              [("User-Agent", "test-archiver/1")],
+                                              is_http_request=True))
+            request.rec_headers.add_header("WARC-Concurrent-To",
+                                           response.rec_headers.get_header("WARC-Record-ID"))
+            writer.write_record(request)
+    out = tmp_path / "deduplicated"
+    ran = _warc_in(proc, str(source), "--database", "warc_skipped", "--warc", str(out),
+                   "-s", "DEDUP_WARC_KEEP=pages")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    kinds: dict[str, list[str]] = {}
+    for path in sorted(out.glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                kinds.setdefault(uri, []).append(record.rec_type)
+                if uri == empty_url and record.rec_type == "request":
+                    assert ("User-Agent", "test-archiver/1") in record.http_headers.headers
+    assert sorted(kinds.get(empty_url, [])) == ["request", "response"], kinds
+    assert sorted(kinds.get(url, [])) == ["request", "response"], kinds
+
+
 def _decisions(database) -> tuple[set[str], dict[str, tuple[str, str]]]:  # type: ignore[no-untyped-def]
     """A run's record: the pages stored, and each copy's (kind, original)."""
     return ({d["url"] for d in database.pages.find({}, {"url": 1})},
