@@ -13,6 +13,7 @@ from crawler.pipelines import StoragePipeline
 from crawler.wiring import parts_of
 from dedup.ids import new_page_id
 from dedup.store.records import fingerprint_row
+from store_cleanup import drop_test_database
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +54,7 @@ def test_the_last_write_waits_for_one_already_running(services, mongo_client, na
         periodic.join()
     finally:
         runtime.close()
-        mongo_client.drop_database(database)
+        drop_test_database(mongo_client, database)
 
 
 def test_a_running_crawl_record_never_overwrites_the_finished_one(pages) -> None:  # type: ignore[no-untyped-def]
@@ -102,7 +103,7 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
         assert runtime.pages.recorded_copies(["https://c.example/"]) == {}
     finally:
         runtime.close()
-        mongo_client.drop_database(database)
+        drop_test_database(mongo_client, database)
 
 
 def test_pages_a_recovery_removed_while_the_process_was_frozen_are_not_stored(
@@ -146,7 +147,7 @@ def test_pages_a_recovery_removed_while_the_process_was_frozen_are_not_stored(
         assert [d["url"] for d in db.pages.find({})] == [later.url]
     finally:
         runtime.close()
-        mongo_client.drop_database(database)
+        drop_test_database(mongo_client, database)
 
 
 def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
@@ -177,4 +178,4 @@ def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
         assert crawler.stats.get_value("dedup/self_copies_dropped") == 1
     finally:
         runtime.close()
-        mongo_client.drop_database(database)
+        drop_test_database(mongo_client, database)

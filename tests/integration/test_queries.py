@@ -12,6 +12,7 @@ from bson import Int64
 from dedup.ids import new_page_id
 from dedup.store.mongo import from_int64, match_document, to_int64
 from dedup.store.records import fingerprint_row, match_record
+from store_cleanup import drop_test_database
 
 pytestmark = pytest.mark.integration
 
@@ -248,7 +249,7 @@ def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> N
         PageStore(mongo_client, "test_old_matches").ensure_indexes()
         assert [d["distance"] for d in db.matches.find({})] == [2]  # the latest is kept
     finally:
-        mongo_client.drop_database("test_old_matches")
+        drop_test_database(mongo_client, "test_old_matches")
 
 
 def test_matches_of_one_crawl(crawl) -> None:

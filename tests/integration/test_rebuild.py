@@ -25,7 +25,8 @@ def cli(services, pages, namespace, *args):  # type: ignore[no-untyped-def]
          "--namespace", namespace], capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_rebuild_index_reproduces_the_index(services, redis_client, pages, namespace) -> None:
+def test_rebuild_index_reproduces_the_index(services, redis_client, big_pages, namespace) -> None:
+    pages = big_pages
     rng = random.Random(9)
     store = RedisStore(redis_client, namespace)
     index = NearDuplicateIndex(store, capacity=5000)

@@ -21,6 +21,7 @@ from dedup.store.mongo_reads import MongoReads
 from dedup.store.reads import Span, StoreReads, Where, search
 from dedup.store.records import fingerprint_record, match_record, page_record
 from dedup.warc import WARC_FIELDS, Fetch, WarcWriter, parse_fields
+from store_cleanup import drop_test_database
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ def both(request, mongo_client, namespace: str) -> Iterator[tuple[StoreReads, ob
     mongo = PageStore(mongo_client, namespace.replace("-", "_"))
     mongo.ensure_indexes()
     yield MongoReads(mongo.db), mongo
-    mongo_client.drop_database(mongo.db.name)
+    drop_test_database(mongo_client, mongo.db.name)
 
 
 def crawl(store) -> dict[str, Page]:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ import pytest
 from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.servers.services import connect_redis
 from dedup.urlrules import Rule, explores
+from store_cleanup import drop_test_database
 
 H = "news.test"
 
@@ -208,6 +209,6 @@ def test_the_report_names_the_rules_and_the_requests_they_saved(mongo_client, na
         found = write_report(MongoReads(store.db), tmp_path, k=3)
         html = (tmp_path / "report.html").read_text()
     finally:
-        mongo_client.drop_database(store.db.name)
+        drop_test_database(mongo_client, store.db.name)
     assert found.url_rules == {f"{H}: drop_param ref": 4}
     assert "Requests not sent (URL rules)" in html and "4 copies" in html
