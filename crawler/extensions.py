@@ -161,6 +161,7 @@ class PutBackOnStop:
             return
         request.meta[CUT] = True
         self._queue_again([request])
+        self._named([request], "its download cut")
         raise StopDownload(fail=True)
 
     def _queue_again(self, requests: list[Any]) -> None:
@@ -192,6 +193,7 @@ class PutBackOnStop:
         if not waiting:
             return 0
         self._queue_again([r for r, _ in waiting])
+        self._named([r for r, _ in waiting], "not sent")
         for request, deferred in waiting:
             deferred.errback(Failure(PutBack(f"put back: {request.url}")))
         (log.debug if self._said else log.info)(
@@ -200,6 +202,12 @@ class PutBackOnStop:
             self.crawler.settings.get("JOBDIR") else "")
         self._said = True
         return len(waiting)
+
+    def _named(self, requests: list[Any], how: str) -> None:
+        """Each request put back, named in the log (a stop puts back at most what the
+        downloader held: ``CONCURRENT_REQUESTS`` and its slots' queues)."""
+        for request in requests:
+            log.info("put back (%s): %s", how, request.url)
 
 
 def crawl_counters(crawler: Crawler) -> dict[str, Any]:

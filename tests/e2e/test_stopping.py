@@ -113,6 +113,7 @@ def test_a_stopped_crawl_without_a_page_in_flight_prints_its_summary(tmp_path: P
     # the requests waiting for their download delay were put back, not fetched one by
     # one through the stop
     assert "put back unsent when the crawl stopped" in out, out
+    assert "put back (not sent): http://" in _log_of(out)  # each named
     assert "forced out" not in err
     assert "interrupted: the pages it had not reached were not fetched" in err
     assert "the embedded services are stopped" in err
@@ -136,7 +137,13 @@ def test_a_download_that_drips_is_cut_at_half_the_bound_and_put_back(tmp_path: P
     assert "forced out" not in err, err
     assert "STOPPED before the end" in out, out
     assert "put back unsent when the crawl stopped" in out, out
-    log = next(line for line in out.splitlines() if "(log: " in line).split("(log: ")[1]
-    said = Path(log.split(")")[0]).read_text()
+    said = _log_of(out)
     assert "1 downloads still running after 4 s (half of SIMCRAWL_STOP_SECONDS) are cut" \
         in said, said[-3000:]
+    assert "put back (its download cut): http://" in said and "/drip.html" in said
+
+
+def _log_of(out: str) -> str:
+    """The crawl's log, which the command names as it starts (``crawling ... (log: PATH)``)."""
+    named = next(line for line in out.splitlines() if "(log: " in line).split("(log: ")[1]
+    return Path(named.split(")")[0]).read_text()
