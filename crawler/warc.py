@@ -141,7 +141,8 @@ class WarcOut:
     said once and counted in ``dedup/warc/errors``, and the crawl goes on without the
     archive."""
 
-    def __init__(self, crawler: Crawler, writer: WarcWriter, pages: Any = None) -> None:
+    def __init__(self, crawler: Crawler, writer: WarcWriter, pages: Any = None,
+                 keep: str = "all") -> None:
         self.crawler, self.folder = crawler, writer.folder
         self.pages = pages  # the page store (PageRecords): originals other processes archived
         # the writer's process, forked from the crawl's fork server (crawler.extraction),
@@ -155,7 +156,7 @@ class WarcOut:
         self._queue: queue.Queue[tuple[str, Fetch, Any] | None] = queue.Queue(QUEUE)
         self._failed: BaseException | None = None
         #: what of an archive's records that are not pages decided is kept (KEEP_CHOICES)
-        self.keep = "all"
+        self.keep = keep
         self._thread = threading.Thread(target=self._run, name="simcrawl-warc", daemon=True)
         self._thread.start()
 
@@ -192,11 +193,10 @@ class WarcOut:
                              f"{exc.strerror or exc}") from None
         from crawler.wiring import parts_of
 
-        ext = cls(crawler, writer, parts_of(crawler).pages)
+        ext = cls(crawler, writer, parts_of(crawler).pages, keep)
         crawler.signals.connect(ext.item_out, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_out, signal=signals.item_dropped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
-        ext.keep = keep
         crawler.signals.connect(ext.record_out, signal=record_passed)
         log.info("writing the crawl as WARC in %s (%s-*.warc.gz)", folder, prefix)
         return ext

@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 #: Seconds to wait for Redis to answer.
 DEFAULT_TIMEOUT = 5.0
 
+#: The embedded servers, by their names in ``services.json``.
+SERVERS = ("redis", "mongo")
+
 #: Default folder for the embedded servers' data.
 DEFAULT_DATA_DIR = "simcrawl-data"
 
@@ -286,7 +289,7 @@ class EmbeddedServer:
     """
 
     def __init__(self, name: str, data_dir: Path, port: int | None = None) -> None:
-        if name not in ("redis", "mongo"):
+        if name not in SERVERS:
             raise ValueError(f"unknown service {name!r}")
         self.name = name
         self.data_dir = data_dir
@@ -627,7 +630,7 @@ def stop_services(data_dir: str | os.PathLike[str]) -> tuple[list[str], int]:
     with helper._locked() as state:
         users = len(state["users"])
         stopped = []
-        for name in ("redis", "mongo"):
+        for name in SERVERS:
             known = state.pop(name, None)
             if known and process_alive(int(known["pid"])):
                 terminate(int(known["pid"]))

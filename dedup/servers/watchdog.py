@@ -22,12 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from dedup.servers.services import EmbeddedServices, process_alive, terminate
+from dedup.servers.services import SERVERS, EmbeddedServices, process_alive, terminate
 
 #: Seconds between two looks at the folder's users.
 WATCH_SECONDS = 2.0
-
-SERVERS = ("redis", "mongo")
 
 
 def watch(data_dir: Path, every: float = WATCH_SECONDS) -> str:
