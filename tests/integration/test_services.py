@@ -102,7 +102,12 @@ def test_servers_of_a_killed_user_are_stopped_by_their_watchdog(tmp_path: Path) 
     proc.kill()
     proc.wait()
     assert wait_gone(pids, 60), "the servers of a killed user are still running"
-    assert "every process that used them had gone" in (tmp_path / "watchdog.log").read_text()
+    said = tmp_path / "watchdog.log"  # written once the state is, after the servers stop
+    deadline = time.monotonic() + 30
+    while "every process that used them had gone" not in said.read_text() \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "every process that used them had gone" in said.read_text()
     assert not (tmp_path / "services.json").exists()
     later = EmbeddedServices(tmp_path).start()  # the next run starts them again
     assert later.servers["mongo"]._ping()
