@@ -50,7 +50,7 @@ from dedup.config import DedupConfig
 from dedup.deduplicator import in_memory
 from dedup.page import Page
 from dedup.pages import fingerprint_params, fingerprint_text, read_html
-from dedup.templates import block_keys
+from dedup.templates import lesson
 from dedup.text import ExtractedText
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -111,8 +111,10 @@ def decide_pair(first: Page, second: Page, template: list[str] | None = None) ->
     of the site)."""
     dedup, _ = in_memory(capacity=1000)
     if template is not None and dedup.templates is not None:
-        keys = block_keys("\n".join(template))
-        dedup.templates.learn([(first.host, keys)] * DedupConfig().template_pages)
+        lines = "\n".join(template)  # on that many pages of the site, each with its own text
+        dedup.templates.learn(
+            lesson(first.host, " ".join(f"own{n}x{i}" for i in range(40)) + "\n" + lines)
+            for n in range(DedupConfig().template_pages))
     dedup.decide([first])
     return dedup.decide([second])[0].dropped
 

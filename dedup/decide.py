@@ -329,9 +329,12 @@ def leave_out_template(page: Page, template: frozenset[int] | set[int],
         return None
     options = dict(rules.fingerprint_options)
     fp = fingerprint(rest, **options)
-    if fp.short:  # (almost) nothing but the site's own text
+    if not fp.tokens:  # nothing but the site's own text
         return Decision(TEMPLATE_ONLY, page.page_id)
     page.simhash, page.rest, page.template_lines = fp.simhash, rest, removed
+    if fp.short:  # a short text of its own beside the template: judged as a short text
+        page.short = True  # (by its whole text's checksum: the same page's copy only)
+        return None
     if page.verify is not None:
         options.pop("shingle", None)
         page.verify = second_opinion(rest, **options)

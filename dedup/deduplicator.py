@@ -56,7 +56,7 @@ from dedup.overlap import shingles
 from dedup.page import Page
 from dedup.registry import ChecksumRegistry, Claim, MemoryRegistry
 from dedup.sketch import TextSketch, shingle_values
-from dedup.templates import MemoryTemplates, TemplateStore
+from dedup.templates import MemoryTemplates, TemplateStore, lesson
 from dedup.turns import MemoryTurns, TurnClaim, TurnLedger
 
 log = logging.getLogger(__name__)
@@ -345,7 +345,8 @@ class Deduplicator:
                                       and m.page_id is not None])
         admitted = [i for i in work.rest if out[i].kind == NEW and not batch[i].short]
         if self.templates is not None:  # admitted pages teach their host's template
-            self.templates.learn((batch[i].host, batch[i].blocks or []) for i in admitted)
+            self.templates.learn(lesson(batch[i].host, batch[i].text or "", batch[i].blocks)
+                                 for i in admitted if batch[i].blocks)
             if work.seen is not None:  # read again for the batch's next page of the host
                 for i in admitted:
                     work.seen.templates.pop(batch[i].host, None)

@@ -13,8 +13,12 @@ then leaves it out of the page's fingerprints (:meth:`dedup.deduplicator.Dedupli
 and a page whose text is all template text is not fingerprinted at all
 (``template_only``).
 
-Only admitted pages teach: a copy (dropped) or a revisit never counts, so an article
-repeated on a mirror-heavy site does not become its template. The counts live in Redis,
+Only admitted pages with a text of their own teach (:func:`teaches`): a copy (dropped)
+or a revisit never counts, so an article repeated on a mirror-heavy site does not become
+its template; and a copy the decision missed, admitted, brings no line its host has not
+shown (or too few: :data:`OWN_TOKENS`), so it does not count either. A line is furniture
+when pages with other texts repeat it, not when copies of one page do. The host's
+``pages`` are the pages that taught. The counts live in Redis,
 shared by every crawl process on the namespace: one sorted set per host,
 ``{namespace}:tpl:{host}`` (member: the block's XXH3-64, score: pages seen; the member
 ``pages``: the host's admitted pages), trimmed to
@@ -35,10 +39,11 @@ template instead of two, and the text check compares the texts themselves.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from dedup.simhash import line_keys, normalize
+from dedup.text import token_pattern
 
 #: Distinct admitted pages of a host on which a block must appear to be template text
 #: (``DEDUP_TEMPLATE_PAGES``; 0 = off).
@@ -50,9 +55,46 @@ TEMPLATE_SHARE = 0.5
 #: The member of a host's counts that counts its admitted pages (the blocks are numbers).
 PAGES = "pages"
 
+#: The tokens of its own text an admitted page needs to teach its host's template
+#: (:func:`teaches`): a line of ten words, the least a stub page of the grown set brings
+#: (bench/quality_grown.py). With the short text's 30 (``DEDUP_MIN_TOKENS``), stubs of 10
+#: and 20 words taught nothing, a site's template was learned later and one more of 132
+#: later stubs under one title was said a copy; with 10 every development figure holds
+#: and near-dup-dev-3's missed copies still teach nothing (docs/fingerprints.md).
+OWN_TOKENS = 10
+
 #: Blocks kept per host (the most frequent), and the TTL of a host's counts (30 days).
 KEEP = 512
 TTL = 30 * 86_400
+
+def line_tokens(text: str) -> list[int]:
+    """The tokens of each line of ``text`` (the lines of :func:`block_keys`), which weigh
+    a page's own text (:func:`teaches`)."""
+    find = token_pattern().findall
+    return [len(find(line)) for line in normalize(text).split("\n")]
+
+
+def teaches(keys: Sequence[int | None], tokens: Sequence[int], seen: Callable[[int], bool],
+            own_tokens: int = OWN_TOKENS) -> bool:
+    """Whether an admitted page teaches its host's template: whether it has a text of its
+    own, ``own_tokens`` tokens (or half of its tokens, for a short page) on lines its host
+    has not ``seen`` on a page that taught.
+
+    A line is furniture when pages with other texts repeat it, not when copies of one
+    page do: a copy the decision missed (a thin page's small edit, a boilerplate variant)
+    brings no line of its own, and six of them taught their lines to a host as its
+    template, so the page they copied and its host's other pages with that text were
+    skipped as ``template_only``."""
+    own = sum(n for key, n in zip(keys, tokens) if key is not None and not seen(key))
+    return own > 0 and own >= min(own_tokens, sum(tokens) / 2)
+
+
+def lesson(host: str, text: str, keys: Sequence[int | None] | None = None
+           ) -> tuple[str, Sequence[int | None], list[int]]:
+    """What an admitted page of ``host`` gives :meth:`TemplateStore.learn`: its lines'
+    keys (``keys`` if already computed) and tokens."""
+    return host, block_keys(text) if keys is None else keys, line_tokens(text)
+
 
 def block_key(line: str) -> int | None:
     """The key of one block (a line of extracted text): XXH3-64 of its normalised tokens
@@ -89,8 +131,10 @@ class TemplateStore(Protocol):
         """Each host's template blocks (those seen on ``min_pages`` admitted pages and on
         ``share`` of them)."""
 
-    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
-        """Count the distinct blocks of admitted pages (``(host, block keys)``)."""
+    def learn(self, pages: Iterable[tuple[str, Sequence[int | None], Sequence[int]]]
+              ) -> None:
+        """Count the distinct blocks of the admitted pages (``(host, block keys, tokens of
+        each block)``, in order) that :func:`teaches` says teach."""
 
 
 class MemoryTemplates:
@@ -99,10 +143,11 @@ class MemoryTemplates:
     most frequent blocks kept once a host holds twice that many; nothing expires)."""
 
     def __init__(self, min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP,
-                 share: float = TEMPLATE_SHARE) -> None:
+                 share: float = TEMPLATE_SHARE, own_tokens: int = OWN_TOKENS) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
         self.min_pages, self.keep, self.share = min_pages, keep, share
+        self.own_tokens = own_tokens
         self.counts: dict[str, Counter[int]] = {}
         self.pages: Counter[str] = Counter()
 
@@ -111,13 +156,14 @@ class MemoryTemplates:
         return {h: template_blocks(self.counts.get(h, Counter()).items(), self.pages[h],
                                    self.min_pages, self.share) for h in set(hosts)}
 
-    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
+    def learn(self, pages: Iterable[tuple[str, Sequence[int | None], Sequence[int]]]
+              ) -> None:
         """See :meth:`TemplateStore.learn`."""
-        for host, keys in pages:
-            distinct = {k for k in keys if k is not None}
-            if not distinct:
-                continue
+        for host, keys, tokens in pages:
             counts = self.counts.setdefault(host, Counter())
+            if not teaches(keys, tokens, counts.__contains__, self.own_tokens):
+                continue
+            distinct = {k for k in keys if k is not None}
             counts.update(distinct)
             self.pages[host] += 1
             if len(counts) > 2 * self.keep:  # Redis's ZREMRANGEBYRANK of the least

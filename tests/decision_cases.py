@@ -310,6 +310,25 @@ def test_in_order_a_page_is_admitted_before_a_later_page_of_its_batch_is_probed(
     assert got == [(NEW, None), (NEAR, x.page_id)]
 
 
+def test_a_page_with_a_short_text_of_its_own_beside_the_template_is_kept(
+        world: World) -> None:
+    # A stub: the site's template around a line of its own too short to fingerprint. It
+    # is not skipped as the template (its line is its own text): it is judged as a short
+    # text, by its whole text, so another stub is not its copy and the same page is.
+    crawl = world.deduplicator(template_pages=2)
+    furniture = "\n".join(" ".join(words(12, 400 + i)) for i in range(4))
+    for n in (1, 2):
+        crawl.decide([page(f"http://s.example/{n}", far(30 + n), article(30 + n) + "\n"
+                           + furniture)])
+    stubs = [page(f"http://s.example/stub/{n}", far(40 + n),
+                  " ".join(words(12, 40 + n)) + "\n" + furniture) for n in (1, 2)]
+    again = page("http://s.example/stub/1-again", far(41), stubs[0].text or "")
+    got = [crawl.decide([p])[0] for p in [*stubs, again]]
+    assert [d.kind for d in got] == [NEW, NEW, EXACT]
+    assert got[2].original_id == stubs[0].page_id
+    assert [p.template_lines for p in stubs] == [4, 4]
+
+
 def test_in_order_a_batch_gives_what_its_pages_one_at_a_time_give(world: World) -> None:
     # simcrawl warc's batches are made by the timing of the reading: in order, a page's
     # evidence is read after every earlier page of its batch was applied, so the record

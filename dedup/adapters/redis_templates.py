@@ -4,13 +4,56 @@ interface and the memory one are :mod:`dedup.templates`)."""
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import redis
 
 from dedup.errors import ServiceUnavailable
-from dedup.templates import DEFAULT_MIN_PAGES, KEEP, PAGES, TEMPLATE_SHARE, TTL, template_blocks
+from dedup.servers.services import is_cluster
+from dedup.templates import (
+    DEFAULT_MIN_PAGES,
+    KEEP,
+    OWN_TOKENS,
+    PAGES,
+    TEMPLATE_SHARE,
+    TTL,
+    template_blocks,
+)
+
+#: One host's admitted pages taught, in order (KEYS[1]: its sorted set; ARGV: the least
+#: tokens of a page's own text, the TTL, the blocks kept, then each page: its number of
+#: lines and each line's block and tokens). A page teaches when the tokens on lines not
+#: yet counted reach the least or half its tokens (dedup.templates.teaches, the same
+#: rule): its distinct blocks and the host's "pages" are counted by one. Then the TTL,
+#: and the least frequent blocks trimmed once the set holds twice the blocks kept.
+_LEARN = """
+local key = KEYS[1]
+local least, ttl, keep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local i, taught = 4, 0
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  local own, total, blocks = 0, 0, {}
+  for j = i + 1, i + 2 * n, 2 do
+    local tokens = tonumber(ARGV[j + 1])
+    total = total + tokens
+    if not redis.call('ZSCORE', key, ARGV[j]) then own = own + tokens end
+    blocks[ARGV[j]] = true
+  end
+  i = i + 1 + 2 * n
+  if own > 0 and own >= math.min(least, total / 2) then
+    for block in pairs(blocks) do redis.call('ZINCRBY', key, 1, block) end
+    redis.call('ZINCRBY', key, 1, 'pages')
+    taught = taught + 1
+  end
+end
+if taught > 0 then
+  redis.call('EXPIRE', key, ttl)
+  if redis.call('ZCARD', key) > 2 * keep then
+    redis.call('ZREMRANGEBYRANK', key, 0, -keep - 1)
+  end
+end
+return taught
+"""
 
 
 class HostTemplates:
@@ -24,16 +67,21 @@ class HostTemplates:
         keep, ttl: blocks kept per host, and seconds before an idle host's counts expire.
         refresh: seconds a process may keep a host's learned blocks before reading again
             (default 0: read for every batch, the same state for every process).
+        own_tokens: the tokens of its own text an admitted page needs to teach
+            (:func:`dedup.templates.teaches`).
     """
 
     def __init__(self, client: redis.Redis, namespace: str,
                  min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP, ttl: int = TTL,
-                 refresh: float = 0.0, share: float = TEMPLATE_SHARE) -> None:
+                 refresh: float = 0.0, share: float = TEMPLATE_SHARE,
+                 own_tokens: int = OWN_TOKENS) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
         self.client, self.namespace = client, namespace
         self.min_pages, self.keep, self.ttl, self.refresh = min_pages, keep, ttl, refresh
-        self.share = share
+        self.share, self.own_tokens = share, own_tokens
+        self._learn = client.register_script(_LEARN)
+        self._cluster = is_cluster(client)
         self._cache: dict[str, tuple[float, frozenset[int]]] = {}
 
     def key(self, host: str) -> str:
@@ -78,45 +126,34 @@ class HostTemplates:
                                if now - v[0] < self.refresh}
         return out
 
-    def learn(self, pages: Iterable[tuple[str, Iterable[int | None]]]) -> None:
-        """Count the distinct blocks of admitted pages (``(host, block keys)``): one
-        pipeline of ``ZINCRBY`` and ``EXPIRE`` (plain commands, so a Redis Cluster routes
-        each host's key), then a trim of the hosts whose set outgrew ``2 * keep``. A
-        host's pages are counted together: a block on several of them (its template) is
-        one ``ZINCRBY`` by their number.
+    def learn(self, pages: Iterable[tuple[str, Sequence[int | None], Sequence[int]]]
+              ) -> None:
+        """Count the distinct blocks of the admitted pages (``(host, block keys, tokens of
+        each block)``) that :func:`dedup.templates.teaches` says teach: one script a host
+        (:data:`_LEARN`: its pages in order, each judged against the lines counted before
+        it, atomically, so two processes teaching one host count as one process would;
+        one key, so a Redis Cluster routes it), in one pipeline; on a Redis Cluster, whose
+        pipeline runs no script, one call a host.
 
         Raises:
             ServiceUnavailable: Redis failed.
         """
-        counts: dict[str, Counter[int]] = {}
-        pages_of: Counter[str] = Counter()
-        for host, keys in pages:
-            distinct = {k for k in keys if k is not None}
-            if distinct:
-                counts.setdefault(host, Counter()).update(distinct)
-                pages_of[host] += 1
+        by_host: dict[str, list[str]] = {}
+        for host, keys, tokens in pages:
+            args = by_host.setdefault(host, [])
+            lines = [(str(k), n) for k, n in zip(keys, tokens) if k is not None]
+            args.append(str(len(lines)))
+            for key, n in lines:
+                args += (key, str(n))
+        if not by_host:
+            return
         try:
-            pipe = self.client.pipeline(transaction=False)
-            sizes_at: list[tuple[str, int]] = []  # host, position of its ZCARD reply
-            at = 0
-            for host, blocks in counts.items():
-                key = self.key(host)
-                for block in sorted(blocks):
-                    pipe.zincrby(key, blocks[block], block)
-                pipe.zincrby(key, pages_of[host], PAGES)  # the most frequent: never trimmed
-                pipe.expire(key, self.ttl)
-                pipe.zcard(key)
-                at += len(blocks) + 3
-                sizes_at.append((host, at - 1))
-            if not sizes_at:
-                return
-            replies = pipe.execute()
-            full = {h for h, i in sizes_at if int(replies[i]) > 2 * self.keep}
-            if full:
-                trim = self.client.pipeline(transaction=False)
-                for host in full:
-                    trim.zremrangebyrank(self.key(host), 0, -self.keep - 1)
-                trim.execute()
+            pipe = None if self._cluster else self.client.pipeline(transaction=False)
+            for host, args in by_host.items():  # a cluster's pipeline runs no script:
+                self._learn(keys=[self.key(host)],  # there, one call a host
+                            args=[self.own_tokens, self.ttl, self.keep, *args], client=pipe)
+            if pipe is not None:
+                pipe.execute()
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"Redis failed counting template blocks: {exc}",
                                      service="Redis") from exc

@@ -270,14 +270,15 @@ def test_a_page_of_nothing_but_template_text_is_skipped_and_never_an_original(  
         dev_data, dev_pages, redis_client, pages, namespace) -> None:
     from dedup.adapters.redis_templates import HostTemplates
     from dedup.decide import TEMPLATE_ONLY
-    from dedup.templates import block_keys
+    from dedup.templates import lesson
 
     # nypost.com's "Trending Now" and "Popular Shopping" lists, as every page of the
     # site shows them (five admitted pages taught them)
     stub = page(dev_data, dev_pages, "a1fca19b88-F2", extractor=TRAFILATURA)
     sidebar = "\n".join((stub.text or "").split("\n")[2:])
     templates = HostTemplates(redis_client, namespace, refresh=0)
-    templates.learn([(stub.host, block_keys(sidebar))] * templates.min_pages)
+    templates.learn(lesson(stub.host, " ".join(f"own{n}x{i}" for i in range(40)) + "\n" + sidebar)
+                    for n in range(templates.min_pages))  # pages with texts of their own
     crawl = crawl_deduplicator(redis_client, pages, namespace)
     crawl.templates = templates
     from dedup.simhash import fingerprint

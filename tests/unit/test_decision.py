@@ -31,7 +31,7 @@ from dedup.overlap import shingles
 from dedup.pinyin import PinyinScore
 from dedup.registry import MemoryRegistry
 from dedup.sketch import ANCHORS, SKETCH_SIZE, WORD_CODES, TextSketch, shingle_values
-from dedup.templates import MemoryTemplates
+from dedup.templates import MemoryTemplates, block_keys, line_tokens
 
 CONFIG = DedupConfig()
 
@@ -296,14 +296,37 @@ def test_a_chinese_page_copies_a_registered_original_only_when_it_is_most_of_its
 
 
 def test_template_text_is_on_a_share_of_a_hosts_pages() -> None:
+    def lesson(host: str, keys: list[int]) -> tuple[str, list[int], list[int]]:
+        return host, keys, [3, 40] + [3] * (len(keys) - 2)  # 40 tokens of its own
+
     templates = MemoryTemplates(min_pages=5)
     for n in range(40):
-        templates.learn([("a.example", [1, 100 + n] + ([2] if n % 8 == 0 else []))])
+        templates.learn([lesson("a.example", [1, 100 + n] + ([2] if n % 8 == 0 else []))])
     assert templates.known(["a.example"])["a.example"] == {1}  # not 2: on 5 pages of 40
     small = MemoryTemplates(min_pages=5)
     for n in range(6):
-        small.learn([("b.example", [1, 100 + n] + ([2] if n else []))])
+        small.learn([lesson("b.example", [1, 100 + n] + ([2] if n else []))])
     assert small.known(["b.example"])["b.example"] == {1, 2}  # 2: on 5 pages of 6
+
+
+def test_copies_of_one_page_teach_its_host_nothing() -> None:
+    # A host's page and five copies of it the decision missed (a boilerplate variant
+    # drops a line, a small edit changes one), then pages with texts of their own: the
+    # copied page's lines are not its host's template; the footer on the others is.
+    page = ["Glossier You Duo 88 114", "Mini Cloud Paint Trio 26", "Hand Cream 20",
+            "Body Spritz 35", "Balm Dotcom 16", "View more on Glossier.com"]
+    footer = ["Limited Edition", "Search products"]
+    copies = [page, page[1:], page[:3] + ["Hand Cream 200"] + page[4:], page, page[:-1],
+              page]
+    others = [[f"product {n} " + " ".join(f"word{n}x{i}" for i in range(30))]
+              for n in range(6)]
+    templates = MemoryTemplates(min_pages=5)
+    for lines in copies + others:
+        text = "\n".join(lines + footer)
+        templates.learn([("shop.example", block_keys(text), line_tokens(text))])
+    assert templates.pages["shop.example"] == 7  # the page once, and the six others
+    assert templates.known(["shop.example"])["shop.example"] == set(block_keys(
+        "\n".join(footer)))
 
 
 def test_a_batch_not_in_order_may_admit_a_later_page_first(world: MemoryWorld) -> None:
