@@ -127,7 +127,7 @@ class FrontierReceipt:
 
 
 #: The decision's working fields of a page, not exported.
-_INTERNAL = {"templated", "rest", "sketch", "shingles"}
+_INTERNAL = {"templated", "rest", "sketch", "shingles", "whole", "by_whole"}
 
 #: Every field of both items, pages' first: the columns of a feed export (a CSV file's
 #: header is otherwise the first item's fields only).

@@ -329,9 +329,12 @@ def leave_out_template(page: Page, template: frozenset[int] | set[int],
         return None
     options = dict(rules.fingerprint_options)
     fp = fingerprint(rest, **options)
-    if not fp.tokens:  # nothing but the site's own text
+    if not fp.tokens and not page.whole:  # nothing but the site's own text
         return Decision(TEMPLATE_ONLY, page.page_id)
     page.simhash, page.rest, page.template_lines = fp.simhash, rest, removed
+    if not fp.tokens:  # its reading is its site's template alone: judged on its whole
+        page.short = page.by_whole = True  # visible text, exactly (never a copy of
+        return None  # another page of the template, as a reading alike would make it)
     if fp.short:  # a short text of its own beside the template: judged as a short text
         page.short = True  # (by its whole text's checksum: the same page's copy only)
         return None

@@ -258,7 +258,7 @@ class Deduplicator:
         """The checksum registry's owner of each text (claimed atomically): an exact copy
         of it, or a short text's whole decision; long texts nobody owns go on."""
         batch = work.batch
-        owners = self.registry.claim([Claim(batch[i].page_id, batch[i].checksum,
+        owners = self.registry.claim([Claim(batch[i].page_id, batch[i].claimed,
                                             batch[i].short, batch[i].simhash,
                                             batch[i].verify, batch[i].url, batch[i].host)
                                       for i in work.open])
@@ -581,7 +581,7 @@ class Deduplicator:
         # stay: the group's text both ways), and its text is the id's
         self.index.add_many([(batch[i].simhash, d.original_id or "", batch[i].sketch)
                              for i, d, _ in turned if not batch[i].short])
-        self.registry.settle([(batch[i].checksum, d.original_id or "") for i, d, _ in turned],
+        self.registry.settle([(batch[i].claimed, d.original_id or "") for i, d, _ in turned],
                              [])
         for i, d, reason in turned:
             decisions[i] = turn(batch[i], d, reason)

@@ -80,6 +80,8 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
 
+import xxhash
+
 from dedup.kernels import load
 from dedup.listing import ITEM_TAGS
 from dedup.overlap import THIN_TOKENS, token_pattern
@@ -322,6 +324,11 @@ class MainText(NamedTuple):
     #: header, footer and aside, in document order: where the items of a listing that
     #: holds this text can be (:func:`dedup.listing.item_groups`)
     parents: list[Any]
+    #: XXH3-128 of the page's whole visible text (every block of its body, read or not,
+    #: or of its marked main part when the text was read there; ``""``: not read), on
+    #: which a page whose reading is its site's template alone is judged
+    #: (:func:`dedup.decide.leave_out_template`)
+    whole: str = ""
 
 
 def _alike(el: Any, kinds: dict[Any, Counter[tuple[str, str | None]]] | None = None
@@ -459,7 +466,7 @@ def read_blocks(root: Any) -> MainText:
     walk = _walk(root)
     blocks = walk.blocks
     if not blocks:
-        return MainText("", walk.parents)
+        return MainText("", walk.parents, _whole(blocks))
     # each block's prose: its characters outside links, unless it is mostly links or has
     # no more letters than link characters (links between separators: "A | B | C")
     prose_of = [0 if links * 2 >= len(text) or links and _links_alone(text, links)
@@ -483,7 +490,7 @@ def read_blocks(root: Any) -> MainText:
              for i in read]
     titles = _item_titles(blocks, read, links, root) if any(links) else set()
     return MainText("\n".join(blocks[i][0] for i, link in zip(read, links)
-                              if not link or i in titles), walk.parents)
+                              if not link or i in titles), walk.parents, _whole(blocks))
 
 
 def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: Any) -> set[int]:
@@ -715,20 +722,27 @@ def read_main(tree: Any) -> MainText:
     if tree is None:
         return MainText("", [])
     region = main_region(tree)
+    body = tree.find("body")
     marked = None
     if region is not None:
         marked = read_blocks(region)
         if not thin(marked.text) and (said := sentences(marked.text, LINK_PAGE_CHARS)) >= LINK_PAGE_CHARS:
-            return marked
-    body = tree.find("body")
+            return marked  # (its whole: the marked part's, walked already)
     read = read_blocks(body if body is not None else tree)
     if marked is not None and not thin(marked.text) and sentences(read.text) <= said:
-        return marked
+        return marked._replace(whole=read.whole)
     if thin(read.text) and (held := _held_back(body if body is not None else tree)) is not None:
         more = read_blocks(held)
         if len(more.text) > len(read.text):
-            return more
+            return more._replace(whole=read.whole)
     return read
+
+
+def _whole(blocks: list[Any]) -> str:
+    """XXH3-128 (hex, 32 digits as a text's checksum, and never one: a text's tokens hold
+    no line break) of a walk's visible text, its blocks one a line."""
+    return xxhash.xxh3_128_hexdigest(
+        ("whole\n" + "\n".join(b[0] for b in blocks)).encode("utf-8", "surrogatepass"))
 
 
 def sentences(text: str, enough: int | None = None) -> int:

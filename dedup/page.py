@@ -62,6 +62,11 @@ class Page:
             the site's summary of it, when read.
         published: when the page says it was first published (its metadata,
             :func:`dedup.pages.published_date`), when it says so.
+        whole: the checksum of the page's whole visible text (:mod:`dedup.maintext`;
+            ``""``: not read), on which a page whose reading is its host's template alone
+            is judged (:func:`dedup.decide.leave_out_template`).
+        by_whole: judged so: a short text whose registry checksum is ``whole``
+            (:attr:`claimed`).
         fetched_at: when it was fetched (``None``: never, a registered original).
 
     Two pages are equal when they were read alike (their id and fetch time aside).
@@ -92,6 +97,8 @@ class Page:
     listing: bool = False
     items: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     links: list[str] | None = field(default=None, repr=False)
+    whole: str = field(default="", repr=False)
+    by_whole: bool = field(default=False, repr=False, compare=False)
     fetched_at: dt.datetime | None = field(default_factory=_now, compare=False)
 
     @property
@@ -109,6 +116,12 @@ class Page:
         self.__dict__["_own"] = (source, title, own)
         return own
 
+    @property
+    def claimed(self) -> str:
+        """The checksum the registry holds the page under: its text's, or its whole
+        visible text's for a page judged on it (:attr:`by_whole`)."""
+        return self.whole if self.by_whole else self.checksum
+
     def take_reading(self, read: Page) -> None:
         """Take what a reader of the page's HTML found (an extraction worker's
         :func:`dedup.pages.read_html`): the text and fingerprints, and the links, title,
@@ -118,6 +131,7 @@ class Page:
         self.tokens, self.short = read.tokens, read.short
         self.pinyin, self.verify, self.blocks = read.pinyin, read.verify, read.blocks
         self.shingles, self.listing, self.items = read.shingles, read.listing, read.items
+        self.whole = read.whole
         if read.links is not None:
             self.links, self.title, self.language = read.links, read.title, read.language
             self.canonical, self.description = read.canonical, read.description

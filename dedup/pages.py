@@ -264,7 +264,8 @@ def extract_main(html: str, url: str, how: str = "simcrawl", tree: Any = None
     if how == "simcrawl":
         main = read_main(tree)
         if main.text:
-            return ExtractedText(main.text, "simcrawl", parents=main.parents)
+            return ExtractedText(main.text, "simcrawl", parents=main.parents,
+                                 whole=main.whole)
         how = "trafilatura"
         from lxml.html import HtmlElement
 
@@ -322,7 +323,8 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
     description = found.get("description")
     if read.text and fp.tokens < THIN_TOKENS and description \
             and not _said_in(description, read.text):
-        read = ExtractedText(f"{description}\n{read.text}", read.method, read.reason)
+        read = ExtractedText(f"{description}\n{read.text}", read.method, read.reason,
+                             whole=read.whole)
         fp = fingerprint(read.text, **options)
     py = pinyin_fingerprinter(*pinyin).fingerprint(read.text) if pinyin else None
     second = second_opinion(read.text, drop_numbers, min_tokens, cjk_ngram) \
@@ -334,7 +336,7 @@ def fingerprint_text(read: ExtractedText, params: Params, url: str = "", **found
         checksum = fingerprint(own, **options).checksum_hex
     return Page(url, urlsplit(url).netloc, checksum, fp.simhash, fp.short, py, second,
                 text=read.text, method=read.method, tokens=fp.tokens, blocks=blocks,
-                shingles=values, **found)
+                shingles=values, whole=read.whole, **found)
 
 
 def read_html(html: str | bytes, url: str, params: Params) -> Page:

@@ -240,12 +240,15 @@ class ExtractedText:
         parents: where the items of a listing holding this text can be, as simcrawl's
             reading found them (:class:`dedup.maintext.MainText`); ``None``: not known
             (:func:`dedup.listing.item_groups` then looks in the whole body).
+        whole: the checksum of the page's whole visible text, as simcrawl's reading
+            walked it (:class:`dedup.maintext.MainText`); ``""``: not read.
     """
 
     text: str
     method: str
     reason: str = ""
     parents: Any = field(default=None, repr=False, compare=False)
+    whole: str = ""
 
 
 def _deep_tree(html: str | bytes) -> Any:

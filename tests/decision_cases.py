@@ -329,6 +329,27 @@ def test_a_page_with_a_short_text_of_its_own_beside_the_template_is_kept(
     assert [p.template_lines for p in stubs] == [4, 4]
 
 
+def test_a_page_read_as_its_sites_template_alone_is_judged_on_its_whole_text(
+        world: World) -> None:
+    # Two stubs whose own line the reading missed, so both read as the site's template
+    # alone: they are not exact copies of one another (their whole visible texts
+    # differ); the same page again is its copy. A page not read so is skipped as before.
+    crawl = world.deduplicator(template_pages=2)
+    furniture = "\n".join(" ".join(words(12, 500 + i)) for i in range(4))
+    for n in (1, 2):
+        crawl.decide([page(f"http://w.example/{n}", far(50 + n), article(50 + n) + "\n"
+                           + furniture)])
+    stubs = [page(f"http://w.example/stub/{n}", far(60), furniture) for n in (1, 2)]
+    stubs[0].whole, stubs[1].whole = "1" * 32, "2" * 32
+    again = page("http://w.example/stub/1-again", far(60), furniture)
+    again.whole = stubs[0].whole
+    got = [crawl.decide([p])[0] for p in [*stubs, again]]
+    assert [d.kind for d in got] == [NEW, NEW, EXACT]
+    assert got[2].original_id == stubs[0].page_id
+    unread = page("http://w.example/stub/3", far(60), furniture)  # whole not known
+    assert crawl.decide([unread])[0].kind == TEMPLATE_ONLY
+
+
 def test_in_order_a_batch_gives_what_its_pages_one_at_a_time_give(world: World) -> None:
     # simcrawl warc's batches are made by the timing of the reading: in order, a page's
     # evidence is read after every earlier page of its batch was applied, so the record

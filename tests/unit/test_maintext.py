@@ -671,3 +671,21 @@ def test_a_marked_article_is_read_without_the_sites_blurb_after_it() -> None:
     page = (f"<html><body><main><h1>Harbour reopens</h1>{paragraphs(STORY * 2)}</main>"
             f"<div class=about>{paragraphs(GUIDE)}</div></body></html>")
     assert read(page).split("\n") == ["Harbour reopens", *STORY * 2]
+
+
+@pytest.mark.parametrize("marked", [False, True])
+def test_the_whole_visible_text_is_checksummed_read_or_not(marked: bool) -> None:
+    # A stub's own line that the reading leaves out (a short paragraph beside a longer
+    # block) still tells two pages apart: the page's whole visible text is its own.
+    def page(stub: str, hidden: str = "") -> str:
+        body = (f"<div class=story>{paragraphs()}</div><div class=teaser><p>{stub}</p></div>"
+                f"<div hidden>{hidden}</div><footer>Copyright 2026 Example.</footer>")
+        return f"<html><body>{'<main>' + body + '</main>' if marked else body}</body></html>"
+
+    params = fingerprint_params(DedupConfig())
+    one, other = (read_html(page(stub), "http://a.example/p", params)
+                  for stub in ("A stub.", "Another stub."))
+    assert one.text == other.text and len(one.whole) == 32
+    assert one.whole != other.whole
+    assert read_html(page("A stub."), "http://a.example/q", params).whole == one.whole
+    assert read_html(page("A stub.", "unseen"), "http://a.example/p", params).whole == one.whole
