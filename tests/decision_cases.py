@@ -310,16 +310,23 @@ def test_in_order_a_page_is_admitted_before_a_later_page_of_its_batch_is_probed(
     assert got == [(NEW, None), (NEAR, x.page_id)]
 
 
+def taught(crawl: Deduplicator, host: str, seed: int) -> str:
+    """Two pages of ``host`` admitted, each an article and the site's furniture (four
+    lines of twelve words), which they teach: the furniture."""
+    furniture = "\n".join(" ".join(words(12, seed * 10 + i)) for i in range(4))
+    for n in (1, 2):
+        crawl.decide([page(f"http://{host}/{n}", far(seed + n), article(seed + n) + "\n"
+                           + furniture)])
+    return furniture
+
+
 def test_a_page_with_a_short_text_of_its_own_beside_the_template_is_kept(
         world: World) -> None:
     # A stub: the site's template around a line of its own too short to fingerprint. It
     # is not skipped as the template (its line is its own text): it is judged as a short
     # text, by its whole text, so another stub is not its copy and the same page is.
     crawl = world.deduplicator(template_pages=2)
-    furniture = "\n".join(" ".join(words(12, 400 + i)) for i in range(4))
-    for n in (1, 2):
-        crawl.decide([page(f"http://s.example/{n}", far(30 + n), article(30 + n) + "\n"
-                           + furniture)])
+    furniture = taught(crawl, "s.example", 30)
     stubs = [page(f"http://s.example/stub/{n}", far(40 + n),
                   " ".join(words(12, 40 + n)) + "\n" + furniture) for n in (1, 2)]
     again = page("http://s.example/stub/1-again", far(41), stubs[0].text or "")
@@ -335,10 +342,7 @@ def test_a_page_read_as_its_sites_template_alone_is_judged_on_its_whole_text(
     # alone: they are not exact copies of one another (their whole visible texts
     # differ); the same page again is its copy. A page not read so is skipped as before.
     crawl = world.deduplicator(template_pages=2)
-    furniture = "\n".join(" ".join(words(12, 500 + i)) for i in range(4))
-    for n in (1, 2):
-        crawl.decide([page(f"http://w.example/{n}", far(50 + n), article(50 + n) + "\n"
-                           + furniture)])
+    furniture = taught(crawl, "w.example", 50)
     stubs = [page(f"http://w.example/stub/{n}", far(60), furniture) for n in (1, 2)]
     stubs[0].whole, stubs[1].whole = "1" * 32, "2" * 32
     again = page("http://w.example/stub/1-again", far(60), furniture)
