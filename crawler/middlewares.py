@@ -42,6 +42,7 @@ from dedup.config import DedupConfig
 from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.deduplicator import Deduplicator
 from dedup.errors import ServiceUnavailable
+from dedup.store.mongo import time_limit
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -223,7 +224,8 @@ class NearDuplicateMiddleware:
     def _decide_batch(self, items: list[PageItem]) -> list[Decision]:
         """Decide a batch (in a worker thread); the URL rules then learn from it in the
         same thread, and the records of the links held for its pages are kept for them."""
-        decisions = self.deduplicator.decide(items)
+        with time_limit(self.outage.left()):  # a probe during an outage: by its limit
+            decisions = self.deduplicator.decide(items)
         if self.learning is not None:
             self._held.update(self.learning.learn([
                 (item.url, d.page_id or "", (d.original_url or None, d.original_id or None)
@@ -268,20 +270,25 @@ class NearDuplicateMiddleware:
         if reason is not None:
             return reason
         delay = 0.25
+        outage = self.outage
         while True:
+            probe: bool | None = False
             try:
                 order = self._in_order
                 if order is not None and ticket is not None:
                     await order.turn(ticket)  # the pages before it joined a batch
+                probe = await outage.turn()  # during an outage, one page at a time asks
+                if probe is None:
+                    raise outage.overdue_error()
                 asked = self.batcher.submit(item)
                 if order is not None and ticket is not None:
                     order.passed(ticket)
-                decision = await maybe_deferred_to_future(asked)
+                decision = await (outage.awaited(asked) if probe
+                                  else maybe_deferred_to_future(asked))
             except ServiceUnavailable as exc:
                 self.stats.inc_value("dedup/retries/decide")
-                if not self.outage.failed(exc, "Redis or MongoDB"):
-                    self.outage.give_up(exc, "pages not decided are lost and named at "
-                                             "the end")
+                if probe is None or not outage.failed(exc, "Redis or MongoDB"):
+                    outage.give_up(exc, "pages not decided are lost and named at the end")
                     stop_crawl(self.crawler, "service_unavailable")
                     return LOST
                 await sleep(delay)
@@ -290,6 +297,9 @@ class NearDuplicateMiddleware:
             except Exception as exc:  # noqa: BLE001 - not an outage: a bug, or a store's refusal
                 self._failed(item, exc)
                 return LOST
+            finally:
+                if probe:
+                    outage.probed()
             self.outage.answered("deciding pages again")
             if decision.kind == TEMPLATE_ONLY:
                 return TEMPLATE_ONLY  # a skip: nothing but the site's own text

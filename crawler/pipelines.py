@@ -21,6 +21,8 @@ from crawler.wiring import Parts, parts_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.servers.services import process_alive
+from dedup.store.mongo import DEFAULT_TIMEOUT as STORE_TIMEOUT
+from dedup.store.mongo import time_limit
 from dedup.store.records import fingerprint_record, match_record_of, page_record, turned_record
 from dedup.store.writer import RecordWriter
 
@@ -203,7 +205,17 @@ class StoragePipeline:
         """Write the buffer; while MongoDB fails, hold the crawl here (backoff) until it
         answers or ``DEDUP_RETRY_SECONDS`` have passed (then the buffer is lost)."""
         delay = 0.25
-        while not await maybe_deferred_to_future(deferToThread(self.flush)):
+        while True:
+            probe = await self.outage.turn()  # during an outage, one write at a time
+            if probe is None:  # lasted DEDUP_RETRY_SECONDS while another write probed
+                self._give_up_if_overdue()
+                return
+            try:
+                if await maybe_deferred_to_future(deferToThread(self.flush)):
+                    return
+            finally:
+                if probe:
+                    self.outage.probed()
             if self._give_up_if_overdue():
                 return
             await sleep(delay)
@@ -230,15 +242,19 @@ class StoragePipeline:
     def _flush_in_thread(self) -> Any:
         return deferToThread(self.flush)
 
-    def flush(self) -> bool:
+    def flush(self, limit: float | None = None) -> bool:
         """Write everything buffered (called in a worker thread; one write at a time;
         :meth:`dedup.store.writer.RecordWriter.flush`), and account for what the write did.
+        ``limit``: seconds the write may take (default: what is left of an outage's
+        ``DEDUP_RETRY_SECONDS``, when one is on).
 
         Returns:
             Whether the buffer is written (``False``: a service failed; the buffer is kept
             for the next attempt).
         """
-        done = self.writer.flush()
+        left = self.outage.left() if limit is None else limit
+        with time_limit(left):  # during an outage, by its limit (not the client's 5 s)
+            done = self.writer.flush()
         stats, state = self.crawler.stats, self.state
         if done.again:  # copies whose records named a withdrawn or lost page
             state.recovered_copies.extend(done.again)
@@ -272,23 +288,33 @@ class StoragePipeline:
         record = dict(self._crawl_record(), finished_at=dt.datetime.now(dt.timezone.utc),
                       stats={k.replace(".", "_"): v for k, v in summary.items()},
                       skipped_per_minute=dict(sorted(self.state.skips_per_minute.items())))
-        try:
-            self.parts.pages.save_crawl(self.parts.crawl_id, record)
+        if self.outage.overdue:
+            log.warning("could not keep the crawl's summary in MongoDB: %s has failed for "
+                        "%.0f s", failed_services(self.outage.failing, self.parts),
+                        self.outage.lasted)
+            return  # not tried again: the crawl stops within seconds of giving up
+        try:  # never longer than the crawl waits out an outage
+            with time_limit(min(self.config.retry_seconds, STORE_TIMEOUT)):
+                self.parts.pages.save_crawl(self.parts.crawl_id, record)
         except ServiceUnavailable as exc:
             log.warning("could not keep the crawl's summary in MongoDB: %s", exc)
 
     def _flush_before_close(self) -> bool:
         """The last write: retried with backoff while MongoDB fails, for up to
         ``DEDUP_RETRY_SECONDS`` from when the failures began (at least a few seconds)."""
+        if self.outage.overdue:
+            return False  # given up already: the buffer is lost, named (not tried again)
         delay = 0.25
         started = time.monotonic()
-        while not self.flush():
+        limit = None  # the first attempt's: the client's own, or the outage's
+        while not self.flush(limit):
             since = self.outage.since or started
-            if time.monotonic() - since >= max(self.config.retry_seconds,
-                                               started + 5 - since):
+            deadline = since + max(self.config.retry_seconds, started + 5 - since)
+            if time.monotonic() >= deadline:
                 return False
             time.sleep(delay)
             delay = min(delay * 2, 8.0)
+            limit = deadline - time.monotonic()
         return True
 
     async def close_spider(self, spider: Any = None) -> None:

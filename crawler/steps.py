@@ -8,17 +8,21 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.python.failure import Failure
 
 from crawler.extraction import Extractor
 from crawler.items import PageItem
+from dedup.errors import ServiceUnavailable
 from dedup.progress import counted
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,10 @@ class PutBack(IgnoreRequest):
     for it, for any spider."""
 
 
+#: Seconds between looks of an attempt waiting for an outage's probe.
+PROBE_WAIT = 0.1
+
+
 class Outage:
     """One activity's view of an outage of Redis or MongoDB (deciding pages, writing
     them, the shared frontier: each keeps one). The outage is said once when it starts,
@@ -59,8 +67,10 @@ class Outage:
     caller gives up (:meth:`failed` returns ``False``). Safe from any thread.
     """
 
-    def __init__(self, activity: str, retry_seconds: float, logger: logging.Logger) -> None:
+    def __init__(self, activity: str, retry_seconds: float, logger: logging.Logger,
+                 wait: Callable[[float], Awaitable[Any]] | None = None) -> None:
         self.activity = activity
+        self._wait = wait or sleep  # how an attempt waits for the probe (the reactor's)
         self.retry_seconds = retry_seconds
         self.log = logger
         self.since: float | None = None
@@ -68,6 +78,65 @@ class Outage:
         self.failures = 0
         self.gave_up = False
         self._lock = threading.Lock()
+        self._probing = False  # an attempt is out while the outage is on (reactor thread)
+        self.last_error: BaseException | None = None
+
+    @property
+    def overdue(self) -> bool:
+        """Whether an outage is on and has lasted ``retry_seconds``."""
+        return self.since is not None and self.lasted >= self.retry_seconds
+
+    async def turn(self) -> bool | None:
+        """An attempt's turn (in the reactor's thread). While an outage is on, one attempt
+        at a time probes the service: the others wait for its outcome instead of each
+        holding a thread of the reactor's pool for a client's whole timeout (pymongo's
+        server selection: 5 s), and give up as soon as the outage has lasted
+        ``retry_seconds``, while the probe may still be waiting.
+
+        Returns:
+            ``None``: give up (the outage is overdue); ``True``: this attempt is the
+            probe (end it with :meth:`probed`); ``False``: no outage, go on.
+        """
+        while self.since is not None:
+            if self.overdue:
+                return None
+            if not self._probing:
+                self._probing = True
+                return True
+            await self._wait(PROBE_WAIT)
+        return False
+
+    def left(self) -> float | None:
+        """Seconds left before an outage that is on is overdue (``None``: none is on)."""
+        since = self.since
+        return None if since is None else self.retry_seconds - (time.monotonic() - since)
+
+    def overdue_error(self) -> ServiceUnavailable:
+        """What an attempt that gives up without trying (:meth:`turn`) fails with: the
+        outage's last failure."""
+        exc = self.last_error
+        if isinstance(exc, ServiceUnavailable):
+            return exc
+        return ServiceUnavailable(f"{self.services or 'a service'} failed: {exc}")
+
+    async def awaited(self, attempt: Deferred) -> Any:
+        """The probe's ``attempt`` (a Deferred), or :meth:`overdue_error` as soon as the
+        outage has lasted ``retry_seconds`` while it waits: a client's timeout (pymongo's
+        server selection, 5 s) does not hold the crawl past its limit. The attempt's
+        thread is left to end; its outcome is not used."""
+        outcome: list[Any] = []
+        attempt.addBoth(outcome.append)  # its outcome is kept here, not handed on
+        while not outcome:
+            if self.overdue:
+                raise self.overdue_error()
+            await self._wait(PROBE_WAIT)
+        if isinstance(outcome[0], Failure):
+            outcome[0].raiseException()
+        return outcome[0]
+
+    def probed(self) -> None:
+        """The probe's attempt is over (succeeded or failed): the next may go."""
+        self._probing = False
 
     @property
     def services(self) -> str:
@@ -89,6 +158,7 @@ class Outage:
                 self.since = time.monotonic()
             self.failing.add(getattr(exc, "service", "") or service)
             self.failures += 1
+            self.last_error = exc
         if first:
             self.log.warning("%s", said or (
                 f"{self.activity} failed; the crawl waits and retries for up to "

@@ -41,6 +41,7 @@ The queries users run on these are in ``docs/queries.md``; the indexes below ser
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import threading
@@ -934,6 +935,14 @@ def stored_sizes(db: Any) -> dict[str, int] | None:
     if doc is None or not doc.get("exact"):
         return None
     return {k: max(int(v), 0) for k, v in doc.items() if k not in ("_id", "exact")}
+
+
+def time_limit(seconds: float | None) -> contextlib.AbstractContextManager[Any]:
+    """MongoDB's operations in the block, in this thread, given ``seconds`` at most,
+    server selection included (pymongo's client-side timeout): a crawl's attempt during an
+    outage ends by its ``DEDUP_RETRY_SECONDS`` instead of after the client's 5 s.
+    ``None``: no limit of its own."""
+    return contextlib.nullcontext() if seconds is None else pymongo.timeout(max(seconds, 0.1))
 
 
 def connect_mongo(uri: str, timeout: float = DEFAULT_TIMEOUT,

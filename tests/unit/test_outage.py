@@ -4,10 +4,12 @@ the count and the service when it ends, and given up on (once) past its time."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 import pytest
+from twisted.internet.defer import Deferred
 
 from crawler.steps import Outage
 from dedup.errors import ServiceUnavailable
@@ -52,3 +54,40 @@ def test_past_its_time_the_caller_gives_up_and_it_is_said_once(
         outage.give_up(ConnectionError("x"), "pages not decided are lost")
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and errors[0].startswith("Redis has failed for 0 s")
+
+
+def test_during_an_outage_one_attempt_probes_and_the_others_wait_and_give_up_on_time(
+        ) -> None:
+    # A probe blocked in a client's timeout (a Deferred that never fires) holds nobody
+    # past the outage's limit: the probe's caller and the attempt waiting on it both give
+    # up once the outage has lasted it, and the waiting one made no attempt of its own.
+    async def main() -> None:
+        outage = Outage("deciding pages", 0.3, log, wait=asyncio.sleep)
+        assert await outage.turn() is False  # no outage: every attempt goes
+        outage.failed(ServiceUnavailable("down", service="MongoDB"), "MongoDB")
+        assert await outage.turn() is True  # the probe
+        waiting = asyncio.ensure_future(outage.turn())
+        with pytest.raises(ServiceUnavailable, match="down"):
+            await outage.awaited(Deferred())
+        assert await waiting is None  # give up, without an attempt
+        assert outage.lasted >= 0.3
+
+    asyncio.run(main())
+
+
+def test_when_the_probe_succeeds_the_waiting_attempts_go_on() -> None:
+    async def main() -> None:
+        outage = Outage("writing pages", 60, log, wait=asyncio.sleep)
+        outage.failed(ServiceUnavailable("down", service="MongoDB"), "MongoDB")
+        assert await outage.turn() is True
+        waiting = [asyncio.ensure_future(outage.turn()) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert not any(w.done() for w in waiting)  # one attempt at a time
+        answer: Deferred = Deferred()
+        answer.callback("written")
+        assert await outage.awaited(answer) == "written"
+        outage.answered("written")
+        outage.probed()
+        assert await asyncio.gather(*waiting) == [False, False, False]
+
+    asyncio.run(main())
