@@ -16,7 +16,7 @@ and a page whose text is all template text is not fingerprinted at all
 Only admitted pages with a text of their own teach (:func:`teaches`): a copy (dropped)
 or a revisit never counts, so an article repeated on a mirror-heavy site does not become
 its template; and a copy the decision missed, admitted, brings no line its host has not
-shown (or too few: :data:`OWN_TOKENS`), so it does not count either. A line is furniture
+shown (or too few: :data:`OWN_CHARS`), so it does not count either. A line is furniture
 when pages with other texts repeat it, not when copies of one page do. The host's
 ``pages`` are the pages that taught. The counts live in Redis,
 shared by every crawl process on the namespace: one sorted set per host,
@@ -43,7 +43,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from dedup.simhash import line_keys, normalize
-from dedup.text import token_pattern
 
 #: Distinct admitted pages of a host on which a block must appear to be template text
 #: (``DEDUP_TEMPLATE_PAGES``; 0 = off).
@@ -55,45 +54,47 @@ TEMPLATE_SHARE = 0.5
 #: The member of a host's counts that counts its admitted pages (the blocks are numbers).
 PAGES = "pages"
 
-#: The tokens of its own text an admitted page needs to teach its host's template
-#: (:func:`teaches`): a line of ten words, the least a stub page of the grown set brings
-#: (bench/quality_grown.py). With the short text's 30 (``DEDUP_MIN_TOKENS``), stubs of 10
-#: and 20 words taught nothing, a site's template was learned later and one more of 132
-#: later stubs under one title was said a copy; with 10 every development figure holds
+#: The characters of its own text (normalised) an admitted page needs to teach its host's
+#: template (:func:`teaches`): about eight words. The grown set's stubs of ten words
+#: (bench/quality_grown.py) hold 34 characters and more, a tenth of them under 48. With
+#: the short text's 30 tokens (``DEDUP_MIN_TOKENS``), or with 50 characters, stubs taught
+#: nothing, a site's template was learned later and one more of 132 later stubs under one
+#: title was said a copy; with 10 tokens or 40 characters every development figure holds
 #: and near-dup-dev-3's missed copies still teach nothing (docs/fingerprints.md).
-OWN_TOKENS = 10
+OWN_CHARS = 40
 
 #: Blocks kept per host (the most frequent), and the TTL of a host's counts (30 days).
 KEEP = 512
 TTL = 30 * 86_400
 
-def line_tokens(text: str) -> list[int]:
-    """The tokens of each line of ``text`` (the lines of :func:`block_keys`), which weigh
-    a page's own text (:func:`teaches`)."""
-    find = token_pattern().findall
-    return [len(find(line)) for line in normalize(text).split("\n")]
+def line_weights(text: str) -> list[int]:
+    """The weight of each line of ``text`` (the lines of :func:`block_keys`) in a page's
+    own text (:func:`teaches`): its characters, normalised (counting its tokens took
+    a regular expression over the text, 0.28 ms a page)."""
+    return [len(line) for line in normalize(text).split("\n")]
 
 
-def teaches(keys: Sequence[int | None], tokens: Sequence[int], seen: Callable[[int], bool],
-            own_tokens: int = OWN_TOKENS) -> bool:
+def teaches(keys: Sequence[int | None], weights: Sequence[int],
+            seen: Callable[[int], bool], own_chars: int = OWN_CHARS) -> bool:
     """Whether an admitted page teaches its host's template: whether it has a text of its
-    own, ``own_tokens`` tokens (or half of its tokens, for a short page) on lines its host
-    has not ``seen`` on a page that taught.
+    own, ``own_chars`` characters (or half of its characters, for a short page; each
+    line's ``weights``: :func:`line_weights`) on lines its host has not ``seen`` on a page
+    that taught.
 
     A line is furniture when pages with other texts repeat it, not when copies of one
     page do: a copy the decision missed (a thin page's small edit, a boilerplate variant)
     brings no line of its own, and six of them taught their lines to a host as its
     template, so the page they copied and its host's other pages with that text were
     skipped as ``template_only``."""
-    own = sum(n for key, n in zip(keys, tokens) if key is not None and not seen(key))
-    return own > 0 and own >= min(own_tokens, sum(tokens) / 2)
+    own = sum(n for key, n in zip(keys, weights) if key is not None and not seen(key))
+    return own > 0 and own >= min(own_chars, sum(weights) / 2)
 
 
 def lesson(host: str, text: str, keys: Sequence[int | None] | None = None
            ) -> tuple[str, Sequence[int | None], list[int]]:
     """What an admitted page of ``host`` gives :meth:`TemplateStore.learn`: its lines'
-    keys (``keys`` if already computed) and tokens."""
-    return host, block_keys(text) if keys is None else keys, line_tokens(text)
+    keys (``keys`` if already computed) and weights (:func:`line_weights`)."""
+    return host, block_keys(text) if keys is None else keys, line_weights(text)
 
 
 def block_key(line: str) -> int | None:
@@ -133,7 +134,7 @@ class TemplateStore(Protocol):
 
     def learn(self, pages: Iterable[tuple[str, Sequence[int | None], Sequence[int]]]
               ) -> None:
-        """Count the distinct blocks of the admitted pages (``(host, block keys, tokens of
+        """Count the distinct blocks of the admitted pages (``(host, block keys, weight of
         each block)``, in order) that :func:`teaches` says teach."""
 
 
@@ -143,11 +144,11 @@ class MemoryTemplates:
     most frequent blocks kept once a host holds twice that many; nothing expires)."""
 
     def __init__(self, min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP,
-                 share: float = TEMPLATE_SHARE, own_tokens: int = OWN_TOKENS) -> None:
+                 share: float = TEMPLATE_SHARE, own_chars: int = OWN_CHARS) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
         self.min_pages, self.keep, self.share = min_pages, keep, share
-        self.own_tokens = own_tokens
+        self.own_chars = own_chars
         self.counts: dict[str, Counter[int]] = {}
         self.pages: Counter[str] = Counter()
 
@@ -159,9 +160,9 @@ class MemoryTemplates:
     def learn(self, pages: Iterable[tuple[str, Sequence[int | None], Sequence[int]]]
               ) -> None:
         """See :meth:`TemplateStore.learn`."""
-        for host, keys, tokens in pages:
+        for host, keys, weights in pages:
             counts = self.counts.setdefault(host, Counter())
-            if not teaches(keys, tokens, counts.__contains__, self.own_tokens):
+            if not teaches(keys, weights, counts.__contains__, self.own_chars):
                 continue
             distinct = {k for k in keys if k is not None}
             counts.update(distinct)

@@ -13,7 +13,7 @@ from dedup.servers.services import is_cluster
 from dedup.templates import (
     DEFAULT_MIN_PAGES,
     KEEP,
-    OWN_TOKENS,
+    OWN_CHARS,
     PAGES,
     TEMPLATE_SHARE,
     TTL,
@@ -21,9 +21,9 @@ from dedup.templates import (
 )
 
 #: One host's admitted pages taught, in order (KEYS[1]: its sorted set; ARGV: the least
-#: tokens of a page's own text, the TTL, the blocks kept, then each page: its number of
-#: lines and each line's block and tokens). A page teaches when the tokens on lines not
-#: yet counted reach the least or half its tokens (dedup.templates.teaches, the same
+#: characters of a page's own text, the TTL, the blocks kept, then each page: its number
+#: of lines and each line's block and weight). A page teaches when the weight of its lines
+#: not yet counted reaches the least or half its own (dedup.templates.teaches, the same
 #: rule): its distinct blocks and the host's "pages" are counted by one. Then the TTL,
 #: and the least frequent blocks trimmed once the set holds twice the blocks kept.
 _LEARN = """
@@ -34,9 +34,9 @@ while i <= #ARGV do
   local n = tonumber(ARGV[i])
   local own, total, blocks = 0, 0, {}
   for j = i + 1, i + 2 * n, 2 do
-    local tokens = tonumber(ARGV[j + 1])
-    total = total + tokens
-    if not redis.call('ZSCORE', key, ARGV[j]) then own = own + tokens end
+    local weight = tonumber(ARGV[j + 1])
+    total = total + weight
+    if not redis.call('ZSCORE', key, ARGV[j]) then own = own + weight end
     blocks[ARGV[j]] = true
   end
   i = i + 1 + 2 * n
@@ -67,19 +67,19 @@ class HostTemplates:
         keep, ttl: blocks kept per host, and seconds before an idle host's counts expire.
         refresh: seconds a process may keep a host's learned blocks before reading again
             (default 0: read for every batch, the same state for every process).
-        own_tokens: the tokens of its own text an admitted page needs to teach
+        own_chars: the characters of its own text an admitted page needs to teach
             (:func:`dedup.templates.teaches`).
     """
 
     def __init__(self, client: redis.Redis, namespace: str,
                  min_pages: int = DEFAULT_MIN_PAGES, keep: int = KEEP, ttl: int = TTL,
                  refresh: float = 0.0, share: float = TEMPLATE_SHARE,
-                 own_tokens: int = OWN_TOKENS) -> None:
+                 own_chars: int = OWN_CHARS) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
         self.client, self.namespace = client, namespace
         self.min_pages, self.keep, self.ttl, self.refresh = min_pages, keep, ttl, refresh
-        self.share, self.own_tokens = share, own_tokens
+        self.share, self.own_chars = share, own_chars
         self._learn = client.register_script(_LEARN)
         self._cluster = is_cluster(client)
         self._cache: dict[str, tuple[float, frozenset[int]]] = {}
@@ -128,7 +128,7 @@ class HostTemplates:
 
     def learn(self, pages: Iterable[tuple[str, Sequence[int | None], Sequence[int]]]
               ) -> None:
-        """Count the distinct blocks of the admitted pages (``(host, block keys, tokens of
+        """Count the distinct blocks of the admitted pages (``(host, block keys, weight of
         each block)``) that :func:`dedup.templates.teaches` says teach: one script a host
         (:data:`_LEARN`: its pages in order, each judged against the lines counted before
         it, atomically, so two processes teaching one host count as one process would;
@@ -139,9 +139,9 @@ class HostTemplates:
             ServiceUnavailable: Redis failed.
         """
         by_host: dict[str, list[str]] = {}
-        for host, keys, tokens in pages:
+        for host, keys, weights in pages:
             args = by_host.setdefault(host, [])
-            lines = [(str(k), n) for k, n in zip(keys, tokens) if k is not None]
+            lines = [(str(k), n) for k, n in zip(keys, weights) if k is not None]
             args.append(str(len(lines)))
             for key, n in lines:
                 args += (key, str(n))
@@ -151,7 +151,7 @@ class HostTemplates:
             pipe = None if self._cluster else self.client.pipeline(transaction=False)
             for host, args in by_host.items():  # a cluster's pipeline runs no script:
                 self._learn(keys=[self.key(host)],  # there, one call a host
-                            args=[self.own_tokens, self.ttl, self.keep, *args], client=pipe)
+                            args=[self.own_chars, self.ttl, self.keep, *args], client=pipe)
             if pipe is not None:
                 pipe.execute()
         except redis.RedisError as exc:

@@ -30,8 +30,8 @@ def test_each_host_keeps_its_most_frequent_blocks_and_expires(redis_client, name
 
 def test_a_batch_of_pages_counts_as_its_pages_one_by_one(redis_client, namespace) -> None:  # type: ignore[no-untyped-def]
     footer = "All rights reserved.\nSubscribe to our newsletter"
-    pages = [lesson(host, f"story {n} of {host}, told in a line of its own\nrepeated line\n"
-                          f"repeated line\n{footer}")
+    pages = [lesson(host, f"story {n} of {host}, told in a line of its own, long enough to "
+                          f"be a text\nrepeated line\nrepeated line\n{footer}")
              for n in range(6) for host in ("a.example", "b.example")] + [
         ("c.example", [None], [0])]
     together = HostTemplates(redis_client, namespace + "-together", min_pages=2, keep=100,
@@ -95,8 +95,8 @@ def test_a_redis_cluster_counts_what_one_node_counts(redis_cluster, redis_client
 
     cluster = connect_redis(redis_cluster)
     footer = "All rights reserved.\nSubscribe to our newsletter"
-    lessons = [lesson(f"{host}.example", f"story {n} of {host}, told in a line of its own\n"
-                                         f"{footer}")
+    lessons = [lesson(f"{host}.example", f"story {n} of {host}, told in a line of its own, "
+                                         f"long enough to be a text\n{footer}")
                for n in range(6) for host in ("a", "b", "c")]
     on_cluster = HostTemplates(cluster, namespace, min_pages=2, refresh=0)
     on_node = HostTemplates(redis_client, namespace, min_pages=2, refresh=0)

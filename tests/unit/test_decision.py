@@ -31,7 +31,7 @@ from dedup.overlap import shingles
 from dedup.pinyin import PinyinScore
 from dedup.registry import MemoryRegistry
 from dedup.sketch import ANCHORS, SKETCH_SIZE, WORD_CODES, TextSketch, shingle_values
-from dedup.templates import MemoryTemplates, block_keys, line_tokens
+from dedup.templates import MemoryTemplates, block_keys, line_weights
 
 CONFIG = DedupConfig()
 
@@ -297,7 +297,7 @@ def test_a_chinese_page_copies_a_registered_original_only_when_it_is_most_of_its
 
 def test_template_text_is_on_a_share_of_a_hosts_pages() -> None:
     def lesson(host: str, keys: list[int]) -> tuple[str, list[int], list[int]]:
-        return host, keys, [3, 40] + [3] * (len(keys) - 2)  # 40 tokens of its own
+        return host, keys, [3, 60] + [3] * (len(keys) - 2)  # 60 characters of its own
 
     templates = MemoryTemplates(min_pages=5)
     for n in range(40):
@@ -323,7 +323,7 @@ def test_copies_of_one_page_teach_its_host_nothing() -> None:
     templates = MemoryTemplates(min_pages=5)
     for lines in copies + others:
         text = "\n".join(lines + footer)
-        templates.learn([("shop.example", block_keys(text), line_tokens(text))])
+        templates.learn([("shop.example", block_keys(text), line_weights(text))])
     assert templates.pages["shop.example"] == 7  # the page once, and the six others
     assert templates.known(["shop.example"])["shop.example"] == set(block_keys(
         "\n".join(footer)))
