@@ -108,8 +108,7 @@ class Outage:
 
     def left(self) -> float | None:
         """Seconds left before an outage that is on is overdue (``None``: none is on)."""
-        since = self.since
-        return None if since is None else self.retry_seconds - (time.monotonic() - since)
+        return None if self.since is None else self.retry_seconds - self.lasted
 
     def overdue_error(self) -> ServiceUnavailable:
         """What an attempt that gives up without trying (:meth:`turn`) fails with: the
