@@ -339,7 +339,9 @@ def main() -> int:
     texts = articles(args.data) if set(args.sites) & set(ARTICLE_SITES) else []
     if set(args.sites) & set(BUILDERS):
         ensure_generators()
-    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+    # ignore_cleanup_errors: a crawl's embedded servers may still be writing as they stop
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp, \
+            contextlib.ExitStack() as stack:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         cluster_url = None
