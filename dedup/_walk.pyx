@@ -60,7 +60,7 @@ cdef class Walk:
 
     cdef public list blocks, parents
     cdef public int containers
-    cdef public set not_text
+    cdef public set not_text, footers
     cdef list parts
     cdef Py_ssize_t link_chars
     cdef str tag
@@ -88,6 +88,7 @@ cdef class Walk:
         self.opened = self.outside = self.containers = 0
         self.furniture = ()
         self.not_text = set()
+        self.footers = set()
         self._walk(top._c_node, False, 0, root)
         self._flush("body", top._c_node, root)
 
@@ -171,6 +172,8 @@ cdef class Walk:
         if furniture:
             self.containers += 1
             self.furniture = (*outer, self.containers)
+            if tag == "footer" or self._get(c, b"role") == "contentinfo":
+                self.footers.add(self.containers)
         elif tag == "article" and outer:  # a composition of its own: text wherever it sits
             self.furniture = tuple(f for f in outer if f in self.not_text)  # but the readers'
         in_link = in_link or tag == "a"

@@ -35,10 +35,12 @@ How a page is read (:func:`main_text`):
    the text outside all furniture is then read too (the list of the other posts). Such a
    container needs 200 characters of prose when the page has text outside all furniture: a
    sidebar of links and a line about the site is never the text of a page whose own text
-   is links or short. An ``<article>`` is a composition of its own: it is text wherever it
-   sits (a tag page's newest note in an ``<aside>``). The readers' part (comments,
-   replies) and consent notices (:data:`NOT_TEXT`) stay furniture however long they are,
-   unless what is read without them is less than a tenth of them
+   is links or short. A footer (``<footer>``, ``role="contentinfo"``) is the site's,
+   however much it holds, beside 200 characters of prose outside all furniture (a shop's
+   legal footnotes below a short answer). An ``<article>`` is a composition of its own:
+   it is text wherever it sits (a tag page's newest note in an ``<aside>``). The readers'
+   part (comments, replies) and consent notices (:data:`NOT_TEXT`) stay furniture however
+   long they are, unless what is read without them is less than a tenth of them
    (:data:`NOT_TEXT_SHARE`): a thread whose first post is among its replies, a cookie
    policy's own page. Then each of their containers is read as text.
 4. **The text.** The heart of the text is the run of consecutive blocks with the largest
@@ -201,6 +203,8 @@ class _Blocks:
         self.furniture: tuple[int, ...] = ()
         self.containers = 0
         self.not_text: set[int] = set()
+        #: the page's footers (``<footer>``, ``role="contentinfo"``): see :func:`_furniture`
+        self.footers: set[int] = set()
         #: elements with three and more children outside nav, header, footer and aside
         #: (where a listing's items can be: :func:`dedup.listing.item_groups`)
         self.parents: list[Any] = []
@@ -254,6 +258,8 @@ class _Blocks:
         if furniture:
             self.containers += 1
             self.furniture = (*outer, self.containers)
+            if tag == "footer" or get("role") == "contentinfo":
+                self.footers.add(self.containers)
         elif tag == "article" and outer:  # a composition of its own: text wherever it sits
             self.furniture = tuple(f for f in outer if f in self.not_text)  # but the readers'
         in_link = in_link or tag == "a"
@@ -418,21 +424,28 @@ def _furniture(walk: Any, weights: list[int], prose: list[int]) -> set[int]:
     text, unless it is the readers' part or a notice, or it holds less than
     :data:`LINK_PAGE_CHARS` of prose (``prose``, each block's) on a page with text outside
     all furniture: a sidebar of links and a line about the site is never the text of a
-    page that has text of its own, links or short."""
+    page that has text of its own, links or short. A footer (``<footer>``, or an element
+    whose ARIA role is ``contentinfo``) is the site's, not the page's: it stays furniture
+    however much it holds when the page has :data:`LINK_PAGE_CHARS` of prose outside all
+    furniture (a shop's two thousand words of legal footnotes below a short answer)."""
     held: dict[int, int] = {}
     said: dict[int, int] = {}
     total = 0
     outside = False
+    own_prose = 0  # prose outside all furniture
     not_text = walk.not_text
     for b, own, words in zip(walk.blocks, weights, prose):
-        outside = outside or not b[4]
+        if not b[4]:
+            outside = True
+            own_prose += words
         if own and not (not_text and any(f in not_text for f in b[4])):
             total += own  # the page's text: the readers' part is never of it
             for f in b[4]:
                 held[f] = held.get(f, 0) + own
                 said[f] = said.get(f, 0) + words
+    footers = walk.footers if own_prose >= LINK_PAGE_CHARS else ()
     return {f for f in range(1, walk.containers + 1)
-            if f in walk.not_text or held.get(f, 0) <= FURNITURE_SHARE * total
+            if f in walk.not_text or f in footers or held.get(f, 0) <= FURNITURE_SHARE * total
             or (outside and said.get(f, 0) < LINK_PAGE_CHARS)}
 
 

@@ -52,6 +52,23 @@ def test_a_template_naming_its_content_wrapper_like_furniture_loses_no_text() ->
     assert read(page).split("\n") == ["Harbour reopens", *STORY]
 
 
+@pytest.mark.parametrize("footer", ["<footer class=globalfooter>", "<div role=contentinfo>"])
+def test_a_sites_footer_is_never_the_text_of_a_page_with_text_of_its_own(footer: str) -> None:
+    # Apple's footer holds two thousand words of legal footnotes; a short Q&A republished
+    # in its template was read as them (more than half the page's text is no longer
+    # furniture): a footer is the site's, whatever it holds, beside 200 characters of prose
+    notes = "".join(f"<li>{n}. {line} Terms apply; see the offer's conditions for details "
+                    "of eligibility, the credit limit and the final price.</li>"
+                    for n, line in enumerate(STORY * 6))
+    page = (f"<body><div class=page><h1>Harbour reopens</h1>{paragraphs(STORY[:3])}</div>"
+            f"{footer}<ol class=footnotes>{notes}</ol>"
+            f"<p>Copyright 2026 Example Inc.</p>{footer[:4].replace('<', '</')}></body>")
+    assert read(page).split("\n") == ["Harbour reopens", *STORY[:3]]
+    # a page all of whose text is in its footer (markup left open) is still read
+    alone = f"<body>{footer}<h1>Harbour reopens</h1>{paragraphs()}</body>"
+    assert read(alone).split("\n") == ["Harbour reopens", *STORY]
+
+
 def test_the_readers_comments_stay_out_when_several_times_the_article() -> None:
     comments = "".join(f"<div class=comment><p>{line} I could not agree more with this, "
                        "it is exactly what I have been saying for years.</p></div>"
@@ -183,7 +200,8 @@ def _blocks_agree(root) -> None:  # type: ignore[no-untyped-def]
     want, got = maintext._Blocks(root), maintext._walk(root)
     assert [b[:5] for b in got.blocks] == [b[:5] for b in want.blocks]
     assert all(g[5] is w[5] for g, w in zip(got.blocks, want.blocks))
-    assert (got.containers, got.not_text) == (want.containers, want.not_text)
+    assert (got.containers, got.not_text, got.footers) == \
+        (want.containers, want.not_text, want.footers)
     assert len(got.parents) == len(want.parents)
     assert all(g is w for g, w in zip(got.parents, want.parents))
 
@@ -194,7 +212,7 @@ _TAGS = ["div", "p", "span", "a", "li", "ul", "section", "nav", "footer", "h1", 
 _ATTRS = ["", " class=share", " id=comments", " class='post-body'", " hidden",
           " aria-hidden=true", " style='display: none'", " style='color:red'",
           " class='a&amp;b &#x3c;nav&#x3e;'", " id=''", " class=ad", " CLASS=Sidebar",
-          " aria-modal=true", " open", " aria-modal=false"]
+          " aria-modal=true", " open", " aria-modal=false", " role=contentinfo"]
 _TEXTS = ["", "word ", "  two words  ", "链接文字", "&amp; &lt;b&gt;", "<!-- a comment -->",
           "<![CDATA[cdata]]>", "<?pi x?>", "\u00a0nbsp\u2003", "tail text. "]
 
