@@ -24,8 +24,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """The suite takes a quarter of an hour on two cores: each line of progress also says
-    how long the run has taken so far (`` [ 42%  6:31]``)."""
+    """The suite takes a quarter of an hour on two cores (two pytest-xdist workers,
+    ``./run-tests``): each line of progress also says how long the run has taken so far
+    (`` [ 42%  6:31]``)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     message = getattr(reporter, "_get_progress_information_message", None)
     if message is None or config.getini("console_output_style") != "progress":
