@@ -40,11 +40,17 @@ The run, on services it starts itself (``tmp`` folder, loopback only):
    checked on the chaos crawl's record before the re-crawl; and the re-crawl changed
    nothing.
 
-It prints a table of the faults and the violations, then one JSON line
-(``{"seed", "redis", "faults": {kind: n}, "violations": [...], ...}``), and exits 1 when
-any invariant is violated.
+It prints a table of the faults and the violations, each with what the run saw of its
+first page (when the site served it, what the record holds of it, the faults done before,
+the crawl logs' lines that name it), then one JSON line (``{"seed", "redis", "faults":
+{kind: n}, "violations": [...], "evidence": [...], ...}``), and exits 1 when any
+invariant is violated. The run's folder keeps its schedule (``schedule.json``), the
+faults done (``faults.json``), what it saw of every violation (``violations.json``) and
+the logs; a temporary folder is kept when a violation is found, and ``--schedule`` replays
+its faults at the same seconds on the same processes (the seed builds the same site).
 
     python bench/chaos.py --minutes 30 --seed 1 [--redis cluster] [--groups 7000]
+    python bench/chaos.py --seed 1 --minutes 30 --schedule FOLDER/schedule.json
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +113,30 @@ def schedule(seed: int, seconds: float, count: int, kinds: tuple[str, ...],
             rng.uniform(1, 10) if kind == "redis_kill" else rng.uniform(5, 15))
         faults.append(Fault(at, kind, rng.randrange(PROCESSES), hold))
     return faults
+
+
+def read_schedule(path: Path, kinds: tuple[str, ...]) -> list[Fault]:
+    """The faults of a run's ``schedule.json`` (``kinds``: those this run's Redis takes).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not a schedule of such faults, saying why.
+    """
+    try:
+        rows = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    fields = [f.name for f in dataclasses.fields(Fault)]
+    if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and sorted(r) == sorted(fields) for r in rows):
+        raise ValueError(f"not a chaos run's schedule.json (a list of faults, each with "
+                         f"{', '.join(fields)})")
+    unknown = sorted({r["kind"] for r in rows} - set(kinds))
+    if unknown:
+        raise ValueError(f"faults of another Redis: {', '.join(map(str, unknown))} "
+                         f"(this run's: {', '.join(kinds)})")
+    return [Fault(float(r["at"]), r["kind"], int(r["target"]), float(r["hold"]))
+            for r in rows]
 
 
 class Crawls:
@@ -415,15 +446,24 @@ def groups_stored(db: Any, site: Any) -> tuple[list[int], set[str]]:
     return per_group, unique
 
 
+@dataclasses.dataclass
+class Violation:
+    """An invariant broken: its line, and a few of the pages (URLs) it concerns."""
+    line: str
+    urls: list[str] = dataclasses.field(default_factory=list)
+
+
 def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
           requested: set[str], crawls: Crawls, reference: tuple[list[int], set[str]]
-          ) -> list[str]:
-    """Every invariant of a finished crawl, each violation one line."""
+          ) -> list[Violation]:
+    """Every invariant of a finished crawl, each violation one line and its pages."""
     from crawler.pipelines import summary_adds_up
     from dedup.adapters.index import open_index, redis_store
     from dedup.store.mongo import from_int64
 
-    violations: list[str] = []
+    violations: list[Violation] = []
+    group_urls = {cluster[0]: [site.path_url(p) for p in cluster]
+                  for cluster in site.content.expected.clusters}
     pages = list(db.pages.find({}, {"url": 1}))
     urls = collections.Counter(p["url"] for p in pages)
     matches = list(db.matches.find({}, {"url": 1, "original_id": 1}))
@@ -431,52 +471,62 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
     ids = {p["_id"] for p in pages}
     twice = [u for u, n in urls.items() if n > 1]
     if twice:
-        violations.append(f"{len(twice)} URLs stored twice, e.g. {twice[0]}")
+        violations.append(Violation(f"{len(twice)} URLs stored twice, e.g. {twice[0]}",
+                                    twice[:3]))
     both = set(urls) & set(matched)
     if both:
-        violations.append(f"{len(both)} URLs both stored and recorded as copies, "
-                          f"e.g. {sorted(both)[0]}")
+        violations.append(Violation(f"{len(both)} URLs both stored and recorded as copies, "
+                                    f"e.g. {sorted(both)[0]}", sorted(both)[:3]))
     again = [u for u, n in matched.items() if n > 1]
     if again:
-        violations.append(f"{len(again)} URLs with two match records, e.g. {again[0]}")
+        violations.append(Violation(f"{len(again)} URLs with two match records, "
+                                    f"e.g. {again[0]}", again[:3]))
     undecided = sorted(u for u in served if u not in urls and u not in matched)
     if undecided:
-        violations.append(f"{len(undecided)} pages served but neither stored nor recorded "
-                          f"as copies, e.g. {undecided[0]}")
+        violations.append(Violation(f"{len(undecided)} pages served but neither stored nor "
+                                    f"recorded as copies, e.g. {undecided[0]}",
+                                    undecided[:3]))
     per_group, unique = groups_stored(db, site)
     extra = [site.content.expected.clusters[i][0] for i, n in enumerate(per_group) if n > 1]
     if extra:
-        violations.append(f"{len(extra)} copy groups with two stored pages, e.g. {extra[0]}")
+        violations.append(Violation(f"{len(extra)} copy groups with two stored pages, "
+                                    f"e.g. {extra[0]}", group_urls[extra[0]]))
     missing = [site.content.expected.clusters[i][0] for i, n in enumerate(per_group) if n == 0]
     if missing:
-        violations.append(f"{len(missing)} copy groups with no stored page, e.g. {missing[0]}")
+        violations.append(Violation(f"{len(missing)} copy groups with no stored page, "
+                                    f"e.g. {missing[0]}", group_urls[missing[0]]))
     if (per_group, unique) != reference:
-        violations.append("the groups and unique pages stored differ from the fault-free "
-                          f"crawl's ({sum(1 for n in per_group if n)} groups, {len(unique)} "
-                          f"unique; fault-free {sum(1 for n in reference[0] if n)}, "
-                          f"{len(reference[1])})")
+        differ = [site.path_url(u) for u in sorted(unique ^ reference[1])][:3]
+        violations.append(Violation(
+            "the groups and unique pages stored differ from the fault-free "
+            f"crawl's ({sum(1 for n in per_group if n)} groups, {len(unique)} "
+            f"unique; fault-free {sum(1 for n in reference[0] if n)}, "
+            f"{len(reference[1])})", differ))
     traps = [t for t in site.content.expected.traps if t in requested]
     if traps:
-        violations.append(f"{len(traps)} traps requested (linked only from copies), "
-                          f"e.g. {traps[0]}")
+        violations.append(Violation(f"{len(traps)} traps requested (linked only from "
+                                    f"copies), e.g. {traps[0]}",
+                                    [site.path_url(t) for t in traps[:3]]))
     dangling = [m["url"] for m in matches if m["original_id"] not in ids]
     if dangling:
-        violations.append(f"{len(dangling)} match records naming no stored page, "
-                          f"e.g. {dangling[0]}")
+        violations.append(Violation(f"{len(dangling)} match records naming no stored "
+                                    f"page, e.g. {dangling[0]}", dangling[:3]))
     index = open_index(redis_store(client, namespace))
     entries = list(index.entries())
     indexed = {pid for _, pid in entries}
     id_strings = {str(i) for i in ids}
     orphans = [pid for pid in indexed if pid not in id_strings]
     if orphans:
-        violations.append(f"{len(orphans)} index entries without their page, "
-                          f"e.g. {orphans[0]}")
+        violations.append(Violation(f"{len(orphans)} index entries without their page, "
+                                    f"e.g. {orphans[0]}"))
     fps = {str(d["_id"]): from_int64(d["simhash"])
            for d in db.fingerprints.find({"short": False}, {"simhash": 1})}
     unindexed = [pid for pid in fps if pid not in indexed]
     if unindexed:
-        violations.append(f"{len(unindexed)} stored pages missing from the index, "
-                          f"e.g. {unindexed[0]}")
+        unindexed_urls = [p["url"] for p in db.pages.find(
+            {"_id": {"$in": [i for i in ids if str(i) in set(unindexed[:3])]}}, {"url": 1})]
+        violations.append(Violation(f"{len(unindexed)} stored pages missing from the index, "
+                                    f"e.g. {unindexed[0]}", unindexed_urls))
     written = killed = 0
     for run in crawls.runs:
         path = crawls.folder / f"{crawls.database}-{run['run']}.json"
@@ -486,19 +536,20 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
         written += 1
         summary = json.loads(path.read_text())
         if not summary_adds_up(summary):
-            violations.append(f"the summary of run {run['run']} does not add up")
+            violations.append(Violation(f"the summary of run {run['run']} does not add up"))
     running = db.crawls.count_documents({"state": "running"})
     if running:
-        violations.append(f"{running} crawl records left running")
+        violations.append(Violation(f"{running} crawl records left running"))
     left = [k for pattern in (f"{namespace}:inflight:*", f"{namespace}:frontier:*")
             for k in client.scan_iter(match=pattern, count=1000)]
     if left:
-        violations.append(f"{len(left)} journal or frontier keys left, e.g. {left[0]!r}")
+        violations.append(Violation(f"{len(left)} journal or frontier keys left, "
+                                    f"e.g. {left[0]!r}"))
     return violations
 
 
 def prove_checker(db: Any, client: Any, namespace: str, site: Any, served: set[str],
-                  requested: set[str], crawls: Crawls, reference: Any) -> list[str]:
+                  requested: set[str], crawls: Crawls, reference: Any) -> list[Violation]:
     """Break the finished record the ways the invariants forbid, and return what the
     checker says of it (each break must be caught): a stored page lost, a copy stored as
     a second page of its group, a crawl record left running, a trap requested."""
@@ -511,6 +562,61 @@ def prove_checker(db: Any, client: Any, namespace: str, site: Any, served: set[s
     db.crawls.insert_one({"_id": "chaos-proof", "state": "running"})
     trap = site.content.expected.traps[0]
     return check(db, client, namespace, site, served, requested | {trap}, crawls, reference)
+
+
+def evidence(violations: list[Violation], db: Any, site: Any, access: Path, since: float,
+             injected: list[dict[str, Any]], crawls: Crawls, recrawl: float
+             ) -> list[dict[str, Any]]:
+    """What the run saw of each violation's pages: when the site served each (seconds
+    after the chaos crawl started, the status, and ``re-crawl`` for a request of the
+    re-crawl, which started at ``recrawl``), what the record holds of it (stored, its
+    match records), the crawl logs' lines that name it (at INFO: warnings, retries, pages
+    lost), and the faults done before it was first served (the last three) and in the
+    ten seconds after."""
+    wanted = {u for v in violations for u in v.urls}
+    served: dict[str, list[tuple[float, int, str]]] = collections.defaultdict(list)
+    if wanted and access.exists():
+        for line in access.read_text().splitlines():
+            entry = json.loads(line)
+            url = f"{site.url(entry['host'])}{entry['path']}"
+            if url in wanted and entry["time"] >= since:
+                served[url].append((round(entry["time"] - since, 1), entry["status"],
+                                    "re-crawl" if entry["time"] >= recrawl else "chaos"))
+    logs = {run["run"]: crawls.log(run).splitlines() for run in crawls.runs} if wanted else {}
+    done = [f for f in injected if f["done"]]
+    out = []
+    for violation in violations:
+        pages = []
+        for url in violation.urls:
+            first = served[url][0][0] if served[url] else None
+            before = [f for f in done if first is not None and f["at"] <= first][-3:]
+            after = [f for f in done if first is not None and first < f["at"] <= first + 10]
+            said = [f"run {run}: {line}" for run, lines in logs.items() for line in lines
+                    if url in line]
+            pages.append({
+                "url": url, "served": served[url],
+                "stored": db.pages.count_documents({"url": url}),
+                "matches": [{"original_url": m.get("original_url"), "kind": m.get("kind")}
+                            for m in db.matches.find({"url": url})],
+                "log": said[-8:], "faults_before": before, "faults_after": after})
+        out.append({"violation": violation.line, "pages": pages})
+    return out
+
+
+def explain(found: list[dict[str, Any]]) -> None:
+    """Print each violation with what the run saw of its first page."""
+    for item in found:
+        print(f"  - {item['violation']}")
+        for page in item["pages"][:1]:
+            served = ", ".join(f"{at} s ({status}{', re-crawl' if by == 're-crawl' else ''})"
+                               for at, status, by in page["served"]) or "never"
+            print(f"      {page['url']}: served at {served}; stored {page['stored']}, "
+                  f"match records {page['matches'] or 'none'}")
+            for fault in page["faults_before"]:
+                print(f"      fault before: {fault['at']} s {fault['kind']} process "
+                      f"{fault['slot']}: {fault['done']}")
+            for line in page["log"][-3:]:
+                print(f"      log {line[:200]}")
 
 
 def served_pages(site: Any, log_path: Path, since: float) -> set[str]:
@@ -527,13 +633,20 @@ def served_pages(site: Any, log_path: Path, since: float) -> set[str]:
 # ----------------------------------------------------------------------------- the run
 
 def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
-        folder: Path, prove: bool = False, lease: float = 30.0) -> dict[str, Any]:
-    """One chaos run; returns its result (the JSON line's fields)."""
+        folder: Path, prove: bool = False, lease: float = 30.0,
+        replay: list[Fault] | None = None) -> dict[str, Any]:
+    """One chaos run; returns its result (the JSON line's fields). ``replay``: the
+    faults of an earlier run's ``schedule.json``, instead of a schedule drawn from the
+    seed (the seed still builds the site). The run's folder keeps its schedule
+    (``schedule.json``), the faults done (``faults.json``) and what it saw of each
+    violation (``violations.json``; ``checker-proof.json`` for the checker's proof)."""
     from crawler.examples.demosite import DemoSite, build_groups
     from dedup.servers.services import connect_mongo
 
     kinds = CLUSTER_FAULTS if cluster else NODE_FAULTS
-    plan = schedule(seed, seconds, faults, kinds, lease)
+    plan = replay if replay is not None else schedule(seed, seconds, faults, kinds, lease)
+    (folder / "schedule.json").write_text(
+        json.dumps([dataclasses.asdict(f) for f in plan], indent=1))
     extra = ["-s", f"DEDUP_LEASE_SECONDS={lease:g}"]
     content = build_groups(groups, seed=seed)
     delay = pacing(content, seconds)
@@ -564,22 +677,34 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
         db = mongo["chaos"]
         before = record_of(db)
         # the chaos crawl's own record, before the re-crawl could mend anything
-        violations = check(db, services.redis_client(), namespace, site, served, requested,
-                           crawls, reference)
+        found = check(db, services.redis_client(), namespace, site, served, requested,
+                      crawls, reference)
         say("the re-crawl (one process) ...")
         set_delay(content, 0.0)
+        recrawl = time.time()
         code = subprocess.run(crawls.command(len(crawls.runs)), cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               timeout=3600, check=False).returncode
         after = record_of(db)
-        changed = [] if code == 0 else [f"the re-crawl exited {code}"]
+        if code != 0:
+            found.append(Violation(f"the re-crawl exited {code}"))
         if after != before:
-            changed.append(f"the re-crawl changed the record: stored +{len(after[0] - before[0])}"
-                           f" -{len(before[0] - after[0])}, matches +{len(after[1] - before[1])}"
-                           f" -{len(before[1] - after[1])}")
-        violations += changed
-        caught = prove_checker(db, services.redis_client(), namespace, site, served,
-                               requested, crawls, reference) if prove else None
+            moved = sorted((after[0] ^ before[0]) | {u for u, _ in after[1] ^ before[1]})
+            found.append(Violation(
+                f"the re-crawl changed the record: stored +{len(after[0] - before[0])}"
+                f" -{len(before[0] - after[0])}, matches +{len(after[1] - before[1])}"
+                f" -{len(before[1] - after[1])}", moved[:3]))
+        (folder / "faults.json").write_text(json.dumps(injected, indent=1))
+        seen = evidence(found, db, site, access, since, injected, crawls, recrawl)
+        (folder / "violations.json").write_text(json.dumps(seen, indent=1))
+        caught = None
+        if prove:
+            broken = prove_checker(db, services.redis_client(), namespace, site, served,
+                                   requested, crawls, reference)
+            (folder / "checker-proof.json").write_text(json.dumps(
+                evidence(broken, db, site, access, since, injected, crawls, recrawl),
+                indent=1))
+            caught = [v.line for v in broken]
         kinds_done = collections.Counter(f["kind"] for f in injected if f["done"])
         return {"seed": seed, "redis": "cluster" if cluster else "node",
                 "schedule_s": round(seconds), "crawl_s": round(took, 1), "pages": total,
@@ -587,7 +712,7 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
                 "faults_without_target": sum(1 for f in injected if not f["done"]),
                 "process_runs": len(crawls.runs), "lease_s": lease,
                 "lease_lapses": sum(crawls.log(r).count("lease ran out") for r in crawls.runs),
-                "violations": violations,
+                "violations": [v.line for v in found], "evidence": seen,
                 **({"checker_caught": caught} if caught is not None else {})}
 
 
@@ -602,26 +727,47 @@ def main() -> int:
                         help="faults in the schedule (default: 1.5 a minute, at least 7)")
     parser.add_argument("--lease", type=float, default=30.0,
                         help="the crawl processes' lease (DEDUP_LEASE_SECONDS)")
-    parser.add_argument("--keep", type=Path, help="keep the run's logs in this folder")
+    parser.add_argument("--keep", type=Path, help="keep the run's logs in this folder "
+                        "(without it, a temporary folder, kept when a violation is found)")
+    parser.add_argument("--schedule", type=Path, metavar="FILE",
+                        help="replay the faults of an earlier run's schedule.json (at the "
+                             "same seconds, on the same processes) instead of drawing them")
     parser.add_argument("--prove-checker", action="store_true",
                         help="then break the record on purpose and show what the checker "
                              "says of it (checker_caught)")
     args = parser.parse_args()
     faults = args.faults or max(7, round(1.5 * args.minutes))
-    with (contextlib.nullcontext(str(args.keep)) if args.keep else
-          tempfile.TemporaryDirectory(prefix="simcrawl-chaos-")) as tmp:
-        folder = Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
+    replay = None
+    if args.schedule is not None:
+        try:
+            replay = read_schedule(args.schedule, CLUSTER_FAULTS if args.redis == "cluster"
+                                   else NODE_FAULTS)
+        except (OSError, ValueError) as exc:
+            print(f"error: --schedule {args.schedule}: {exc}", file=sys.stderr)
+            return 2
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="simcrawl-chaos-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    result = None
+    try:
         result = run(args.seed, args.minutes * 60, args.groups, args.redis == "cluster",
-                     faults, folder, args.prove_checker, args.lease)
+                     faults, folder, args.prove_checker, args.lease, replay)
+    finally:
+        if not args.keep and result is not None and not result["violations"]:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif not args.keep:  # a violation, or the run failed: what it saw is kept
+            print(f"the run's folder is kept: {folder}", file=sys.stderr)
     print()
     print(f"{'fault':<16} {'injected':>8}")
     print("-" * 25)
     for kind, n in result["faults"].items():
         print(f"{kind:<16} {n:>8}")
     print(f"\n{len(result['violations'])} invariant violations")
-    for v in result["violations"]:
-        print(f"  - {v}")
+    explain(result["evidence"])
+    if result["violations"]:
+        print(f"\nwhat the run saw is kept in {folder} (violations.json, faults.json, the "
+              f"logs); replay its faults: python bench/chaos.py --seed {args.seed} "
+              f"--minutes {args.minutes:g} --groups {args.groups} --redis {args.redis} "
+              f"--lease {args.lease:g} --schedule {folder / 'schedule.json'}")
     print(json.dumps(result))
     return 1 if result["violations"] else 0
 

@@ -43,3 +43,28 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
                  "differ from the fault-free crawl's", "crawl records left running",
                  "traps requested"):
         assert what in caught, caught
+    # the run's folder keeps its schedule (a replay's input), the faults done, and what it
+    # saw of each violation: for the page the proof stored beside its match record, when
+    # the site served it, the record of it, and the crawl's log lines that name it
+    schedule = json.loads((tmp_path / "schedule.json").read_text())
+    assert len(schedule) == 7 and {"at", "kind", "target", "hold"} <= set(schedule[0])
+    assert json.loads((tmp_path / "faults.json").read_text())
+    assert json.loads((tmp_path / "violations.json").read_text()) == []
+    proof = json.loads((tmp_path / "checker-proof.json").read_text())
+    both = next(v for v in proof if "both stored and recorded" in v["violation"])
+    page = both["pages"][0]
+    assert page["stored"] == 1 and page["matches"] and page["served"], page
+    assert page["served"][0][1:] == [200, "chaos"], page  # served by the chaos crawl first
+    assert all(page["url"] in line for line in page["log"]), page
+    assert all(f["at"] <= page["served"][0][0] for f in page["faults_before"]), page
+
+
+def test_a_chaos_schedule_that_is_not_one_is_refused_in_a_line(tmp_path: Path) -> None:
+    bad = tmp_path / "schedule.json"
+    bad.write_text('{"at": 1}')
+    done = subprocess.run([sys.executable, "bench/chaos.py", "--schedule", str(bad)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        f"error: --schedule {bad}: not a chaos run's schedule.json (a list of faults, each "
+        "with at, kind, target, hold)"], done.stderr
