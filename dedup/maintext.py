@@ -511,7 +511,8 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
     the titles of a listing's items. An item is an element one of like siblings that can
     be a listing's item (:data:`TITLED_ITEMS`: a product card, a post's teaser; not a
     paragraph, not a table's row) holding a link alone (its title: more than :data:`PROSE_LINK_DENSITY`
-    of it in links, not a line of tags) and a block of text read (its price, its
+    of it in links, not a line of tags, and not a link other items repeat: "read more" is
+    a label) and a block of text read (its price, its
     excerpt), and less than half the text read; a listing is at least
     :data:`LISTING_ITEMS` of them holding most of the text read. An article beside a list
     of teasers is not one (its text is outside the teasers, or one item of it), and a
@@ -543,6 +544,12 @@ def _item_titles(blocks: list[Any], read: list[int], links: list[bool], root: An
     of = [item(blocks[i][5]) for i in read]
     alone = [link and blocks[i][1] > PROSE_LINK_DENSITY * len(blocks[i][0])
              for i, link in zip(read, links)]  # a link alone: a title, not "Tags: a, b"
+    # a title names its item: a link that items repeat ("read more") is a label
+    holders: dict[str, set[Any]] = {}
+    for i, title, found in zip(read, alone, of):
+        if title:
+            holders.setdefault(blocks[i][0], set()).add(found)
+    alone = [title and len(holders[blocks[i][0]]) == 1 for i, title in zip(read, alone)]
     for i, link, title, found in zip(read, links, alone, of):
         if title:
             titled.add(found)

@@ -594,6 +594,20 @@ def test_the_titles_of_a_listings_items_are_read_with_their_text() -> None:
     assert "Chairs" not in text
 
 
+def test_a_link_that_every_item_repeats_is_a_label_not_a_title() -> None:
+    # Pelican's notes have no titles, each ends in "read more"; a card may show its title
+    # twice (a link over the card and the heading): the one is a label, the other a title
+    notes = "".join(f"<article class=note><p>{line}</p><a href=/n{n}>read more</a></article>"
+                    for n, line in enumerate(STORY))
+    page = f"<body><h1>Notes tagged harbour</h1><section>{notes}</section></body>"
+    assert read(page).split("\n") == ["Notes tagged harbour", *STORY]
+    cards = "".join(f"<li class=card><a href=/p{n}>Harbour lamp model {n}</a><h3><a href=/p{n}>"
+                    f"Harbour lamp model {n}</a></h3><p>In stock, sent within two days from "
+                    "our harbour warehouse.</p></li>" for n in range(5))
+    text = read(f"<body><h1>Harbour lamps</h1><ul>{cards}</ul></body>")
+    assert all(f"Harbour lamp model {n}" in text for n in range(5))
+
+
 def test_a_cookie_policys_own_page_is_read_as_its_policy() -> None:
     # a real archive's cookie policy sat in <div id="cookies-policy">: read as the site's
     # 14-token menu, it was an exact copy of the contact page
