@@ -462,8 +462,7 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
     from dedup.store.mongo import from_int64
 
     violations: list[Violation] = []
-    group_urls = {cluster[0]: [site.path_url(p) for p in cluster]
-                  for cluster in site.content.expected.clusters}
+    clusters = site.content.expected.clusters
     pages = list(db.pages.find({}, {"url": 1}))
     urls = collections.Counter(p["url"] for p in pages)
     matches = list(db.matches.find({}, {"url": 1, "original_id": 1}))
@@ -487,14 +486,15 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
                                     f"recorded as copies, e.g. {undecided[0]}",
                                     undecided[:3]))
     per_group, unique = groups_stored(db, site)
-    extra = [site.content.expected.clusters[i][0] for i, n in enumerate(per_group) if n > 1]
+    extra = [clusters[i] for i, n in enumerate(per_group) if n > 1]
     if extra:
         violations.append(Violation(f"{len(extra)} copy groups with two stored pages, "
-                                    f"e.g. {extra[0]}", group_urls[extra[0]]))
-    missing = [site.content.expected.clusters[i][0] for i, n in enumerate(per_group) if n == 0]
+                                    f"e.g. {extra[0][0]}", list(map(site.path_url, extra[0]))))
+    missing = [clusters[i] for i, n in enumerate(per_group) if n == 0]
     if missing:
         violations.append(Violation(f"{len(missing)} copy groups with no stored page, "
-                                    f"e.g. {missing[0]}", group_urls[missing[0]]))
+                                    f"e.g. {missing[0][0]}",
+                                    list(map(site.path_url, missing[0]))))
     if (per_group, unique) != reference:
         differ = [site.path_url(u) for u in sorted(unique ^ reference[1])][:3]
         violations.append(Violation(
@@ -523,8 +523,9 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
            for d in db.fingerprints.find({"short": False}, {"simhash": 1})}
     unindexed = [pid for pid in fps if pid not in indexed]
     if unindexed:
+        shown = set(unindexed[:3])
         unindexed_urls = [p["url"] for p in db.pages.find(
-            {"_id": {"$in": [i for i in ids if str(i) in set(unindexed[:3])]}}, {"url": 1})]
+            {"_id": {"$in": [i for i in ids if str(i) in shown]}}, {"url": 1})]
         violations.append(Violation(f"{len(unindexed)} stored pages missing from the index, "
                                     f"e.g. {unindexed[0]}", unindexed_urls))
     written = killed = 0
