@@ -14,7 +14,10 @@ How a page is read (:func:`main_text`):
    is thin is read again from the whole body, and so is one with fewer than 200
    characters of :func:`sentences`, whose body reading is kept when it holds more of them
    (a shop marks its grid of products as ``<main>`` and writes its guide to the category
-   below it).
+   below it). Read from the body, the page's footers outside the marked region are not
+   its text (a museum's list of exhibitions, titles and names without a sentence, read
+   as the address and the funders' line below it): their lines are left out of the body
+   reading, and the marked region's own reading is kept when what is left is all of it.
 2. **Blocks.** One walk over the tree cuts the text into blocks at block-level elements
    (paragraphs, headings, list items, cells, ``div``...). Each block knows its characters,
    the characters inside links, the elements opened since the block before it, and the
@@ -751,11 +754,30 @@ def read_main(tree: Any) -> MainText:
     read = read_blocks(body if body is not None else tree)
     if marked is not None and not thin(marked.text) and sentences(read.text) <= said:
         return marked._replace(whole=read.whole)
+    if marked is not None and marked.text and read.text:  # the footers outside it are not
+        own = _not_footers(read.text, tree, region)
+        if own != read.text:
+            return (read._replace(text=own) if own else marked)._replace(whole=read.whole)
     if thin(read.text) and (held := _held_back(body if body is not None else tree)) is not None:
         more = read_blocks(held)
         if len(more.text) > len(read.text):
             return more._replace(whole=read.whole)
     return read
+
+
+def _not_footers(text: str, tree: Any, region: Any) -> str:
+    """``text`` without its lines that are the page's footers' text outside ``region``
+    (and not ``region``'s), or ``""`` when the lines left are all ``region``'s."""
+    held = " ".join(" ".join(t for f in tree.iter("footer") if not _inside(f, region)
+                             for t in f.itertext()).split())
+    if not held:
+        return text
+    inside = " ".join(" ".join(region.itertext()).split())
+    lines = [(line, " ".join(line.split())) for line in text.split("\n")]
+    kept = [(line, one) for line, one in lines if one not in held or one in inside]
+    if len(kept) == len(lines) or all(one in inside for _line, one in kept):
+        return text if len(kept) == len(lines) else ""
+    return "\n".join(line for line, _one in kept)
 
 
 def _whole(blocks: list[Any]) -> str:

@@ -69,6 +69,34 @@ def test_a_sites_footer_is_never_the_text_of_a_page_with_text_of_its_own(footer:
     assert read(alone).split("\n") == ["Harbour reopens", *STORY]
 
 
+def test_a_short_marked_main_part_is_read_and_not_the_footer_after_it() -> None:
+    # a museum's list of exhibitions (Squarespace): an image, a title and an artist each,
+    # no sentence, in <main>; its footer below holds the address and a funder's sentence
+    def block(inner: str) -> str:
+        return f"<div class=block><div><div><div>{inner}</div></div></div></div>"
+
+    shows = "".join(block(f"<a href=/show{n}><img src=/i{n}.jpg></a>")
+                    + block(f"<h4><a href=/show{n}>{title}</a></h4><p>{artist}</p>")
+                    for n, (title, artist) in enumerate([
+                        ("The Golden Record", "RACHEL LIBESKIND"),
+                        ("The Making of an Artist, Part III", "JOSEPH PLAVCAN"),
+                        ("Reflections", "SARAH JACOBS")]))
+    footer = ("<footer><p>Erie Art Museum, 20 E 5th St., Erie, PA 16507</p><p>Stay up to "
+              "date on events, exhibitions, and more with our weekly newsletter!</p><p>The "
+              "Erie Art Museum receives general support from the Pennsylvania Council on the "
+              "Arts and is a partner of Erie Arts &amp; Culture.</p></footer>")
+    text = read(f"<body><main><h1>Current Exhibitions</h1>{shows}</main>{footer}</body>")
+    assert "newsletter" not in text and "Erie Art Museum" not in text
+    assert {"Current Exhibitions", "RACHEL LIBESKIND", "SARAH JACOBS"} <= set(text.split("\n"))
+    # the page's own text outside a short <main> is still read beside it, the footer not
+    story = f"<body><main><h1>Harbour reopens</h1></main><div>{paragraphs()}</div>{footer}</body>"
+    assert read(story).split("\n")[-len(STORY):] == STORY
+    assert "newsletter" not in read(story)
+    # a page whose <main> holds nothing read keeps what the body reads
+    empty = f"<body><main><img src=/logo.png></main><div>{paragraphs()}</div>{footer}</body>"
+    assert read(empty).split("\n")[:len(STORY)] == STORY
+
+
 def test_the_readers_comments_stay_out_when_several_times_the_article() -> None:
     comments = "".join(f"<div class=comment><p>{line} I could not agree more with this, "
                        "it is exactly what I have been saying for years.</p></div>"
