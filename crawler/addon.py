@@ -55,7 +55,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
                    "crawler.metrics.PrometheusMetrics": 30,
                    "crawler.url_rules.SendAgain": 40,
                    "crawler.warc.WarcOut": 50,
-                   "crawler.extensions.PutBackOnStop": 60},
+                   "crawler.extensions.PutBackOnStop": 60,
+                   "crawler.disk.DiskGuard": 70},
 }
 
 #: Plain settings the add-on needs, at the add-on priority (the project's win).

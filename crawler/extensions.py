@@ -235,7 +235,12 @@ def crawl_counters(crawler: Crawler) -> dict[str, Any]:
     archive = {"archive_read": int(stats["dedup/warc/bytes_read"]),
                "archive_total": int(stats["dedup/warc/bytes_total"])} \
         if "dedup/warc/bytes_total" in stats and "dedup/warc/bytes_read" in stats else {}
-    return {**archive, "fetched": int(stats.get("downloader/response_count", 0)),
+    from crawler.wiring import built_parts
+
+    parts = built_parts(crawler)
+    waiting = {"disk_full": parts.state.disk_full} \
+        if parts is not None and parts.state.disk_full else {}
+    return {**archive, **waiting, "fetched": int(stats.get("downloader/response_count", 0)),
             "admitted": int(stats.get("dedup/unique", 0)),
             "dropped": sum(int(stats.get(f"dedup/{k}", 0)) for k in (
                 "near_duplicate", "exact_duplicate", "pinyin_copy")),

@@ -391,6 +391,8 @@ class LiveProgress:
                 f"{total('skipped')}  queue {queue}")
         if total("lost"):
             text += f"  LOST {total('lost')}"
+        if full := next((r["disk_full"] for r in rows if r.get("disk_full")), ""):
+            text += f"  WAITING: the disk holding {full} is full"
         if len(rows) > 1:
             text += "  per process " + " / ".join(
                 str(int(r.get("admitted", 0)) + int(r.get("dropped", 0))

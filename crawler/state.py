@@ -57,6 +57,9 @@ class CrawlState:
     #: the dedup middleware decides this crawl's pages (it says so when it is built; the
     #: URL rules' gate sends every request when no one would record what it keeps)
     deciding: bool = False
+    #: the folder whose disk is full while the crawl waits for room (crawler.disk), for
+    #: the live display
+    disk_full: str = ""
 
     def count_skip(self) -> None:
         """A page was skipped now (kept per minute in the crawl's summary)."""

@@ -136,6 +136,15 @@ class DedupConfig:
             process for seconds. The crawl's own ``DOWNLOAD_MAXSIZE`` (``SIMCRAWL_MAX_BODY``)
             keeps such bodies out already; a project under the add-on may fetch them
             [DEDUP_MAX_BODY, 5 MiB].
+        disk_min_free: megabytes that must stay free on each disk the crawl writes to
+            (the embedded servers' data, ``JOBDIR``, the WARC files, the log, and
+            ``disk_watch``); under it the disk is full and the crawl waits or stops
+            (``disk_full``; :mod:`crawler.disk`). 0 = not watched [DEDUP_DISK_MIN_FREE, 64].
+        disk_full: what a full disk gets: ``wait`` (no page is fetched until it has room
+            again) or ``stop`` (the crawl stops, exit status 1) [DEDUP_DISK_FULL, "wait"].
+        disk_watch: more folders whose disks are watched, comma-separated (a Redis's or
+            a MongoDB's data on this machine that the crawl did not start)
+            [DEDUP_DISK_WATCH, ""].
         concurrent: let this crawl share its namespace with another live crawl process
             (without a shared frontier both would fetch every page; by default the second
             one refuses to start) [DEDUP_CONCURRENT, False].
@@ -189,6 +198,9 @@ class DedupConfig:
     start_wait: float = 30.0
     lease_seconds: float = 30.0
     max_body: int = 5 * 1024 * 1024
+    disk_min_free: int = 64
+    disk_full: str = "wait"
+    disk_watch: str = ""
     concurrent: bool = False
     url_rules: bool = True
     url_rules_support: int = 3
@@ -230,6 +242,9 @@ class DedupConfig:
         need(0 <= self.start_wait <= 3600, "DEDUP_START_WAIT", "in [0, 3600]")
         need(1 <= self.lease_seconds <= 3600, "DEDUP_LEASE_SECONDS", "in [1, 3600]")
         need(self.max_body >= 1024, "DEDUP_MAX_BODY", "at least 1024 (bytes)")
+        need(0 <= self.disk_min_free <= 1_000_000, "DEDUP_DISK_MIN_FREE",
+             "in 0..1000000 (megabytes)")
+        need(self.disk_full in ("wait", "stop"), "DEDUP_DISK_FULL", "wait or stop")
         need(1 <= self.url_rules_support <= 1_000_000, "DEDUP_URL_RULES_SUPPORT",
              "in 1..1000000")
         need(0.5 <= self.url_rules_confidence <= 1, "DEDUP_URL_RULES_CONFIDENCE",

@@ -44,8 +44,8 @@ def redact(url: str) -> str:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_STATUSES = (
     (EXIT_OK, "done"),
-    (EXIT_FAILED, ("the work failed: a crawl lost pages, fetched none of its start URLs or "
-                   "could not start; an archive's record could not be read; something "
+    (EXIT_FAILED, ("the work failed: a crawl lost pages, fetched none of its start URLs, "
+                   "could not start or stopped on a full disk (DEDUP_DISK_FULL=stop); an archive's record could not be read; something "
                    "asked for was not found")),
     (EXIT_USAGE, "bad usage: an unknown command, a bad option, setting, URL or input file"),
     (EXIT_UNAVAILABLE, "Redis or MongoDB cannot be reached"),

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Finish reasons that mean the crawl stopped on a fault, not because it was done.
-FAULTS = ("service_unavailable", "store_unavailable", "decision_failed")
+FAULTS = ("service_unavailable", "store_unavailable", "decision_failed", "disk_full")
 
 #: The crawl process's threshold for the garbage collector's youngest generation
 #: (``SIMCRAWL_GC_THRESHOLD``; Python's is 700 allocations). At Python's, a crawl of a
