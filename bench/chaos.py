@@ -23,7 +23,14 @@ The run, on services it starts itself (``tmp`` folder, loopback only):
    - ``redis_kill``: SIGKILL of redis-server, started again 1-10 s later (one node);
    - ``primary_kill``: SIGKILL of a cluster primary, which fails over to its replica, the
      node started again 5-15 s later (it rejoins as a replica) (cluster);
-   - ``mongo_freeze``: SIGSTOP of the MongoDB server for 5-60 s, then SIGCONT.
+   - ``mongo_freeze``: SIGSTOP of the MongoDB server for 5-60 s, then SIGCONT;
+   - ``disk_full``: the services' disk (a tmpfs the run mounts, as root: Redis's and
+     MongoDB's data) filled to 8 MB free for 5-15 s, then emptied; the crawl processes
+     watch it (``DEDUP_DISK_WATCH``, ``DEDUP_DISK_MIN_FREE`` 32) and wait for room;
+   - ``cpu_burn``: a busy process on every core for 5-15 s;
+   - ``memory_hog``: a process holding half the memory available for 5-15 s.
+
+   ``--burner`` keeps a busy process on every core beside the whole chaos crawl.
 
    Each fault runs in its own thread at its time, so faults overlap (faults on one
    service take turns). An operator loop starts again every crawl process that ended
@@ -73,11 +80,19 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Faults of the machine's load and disk, on either Redis (``disk_full`` only where the
+#: run can mount the small filesystem it fills: as root).
+LOAD_FAULTS = ("disk_full", "cpu_burn", "memory_hog")
 #: Fault kinds on one Redis node, and on a cluster.
 NODE_FAULTS = ("crawl_kill", "crawl_freeze", "worker_kill", "crawl_term", "crawl_restart",
-               "redis_kill", "mongo_freeze")
+               "redis_kill", "mongo_freeze", *LOAD_FAULTS)
 CLUSTER_FAULTS = ("crawl_kill", "crawl_freeze", "worker_kill", "crawl_term",
-                  "crawl_restart", "primary_kill", "mongo_freeze")
+                  "crawl_restart", "primary_kill", "mongo_freeze", *LOAD_FAULTS)
+#: The services' disk (a tmpfs the run mounts): its size, what a full disk leaves free,
+#: and the crawl's DEDUP_DISK_MIN_FREE (more than that: the crawl sees it full).
+DISK_SIZE, DISK_LEFT, DISK_MIN_FREE = "4g", 8, 32
+#: The share of the memory available a memory hog takes and touches.
+HOG_SHARE = 0.5
 PROCESSES = 3
 #: Requests a crawl process keeps in flight (Scrapy's per-domain default: every host of
 #: the site is on 127.0.0.1).
@@ -248,16 +263,33 @@ def worker_of(pid: int) -> int | None:
     return workers[0] if workers else None
 
 
+def mount_disk(folder: Path) -> Path | None:
+    """A tmpfs of :data:`DISK_SIZE` mounted at ``folder/disk`` for the services' data, or
+    ``None`` when it cannot be mounted (not root), which the run says."""
+    disk = folder / "disk"
+    disk.mkdir(exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs",
+                           str(disk)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        say(f"no disk_full faults: the services' disk cannot be mounted "
+            f"({(done.stderr or 'mount failed').strip()})")
+        return None
+    return disk
+
+
 class Services:
     """Redis (one node or a cluster of three primaries with a replica each) and the
-    embedded MongoDB, which the nemesis may kill, freeze and start again."""
+    embedded MongoDB, which the nemesis may kill, freeze and start again; their data on
+    a small disk of their own (``disk``) when the run could mount one."""
 
-    def __init__(self, folder: Path, cluster: bool) -> None:
+    def __init__(self, folder: Path, cluster: bool, disk: Path | None = None) -> None:
         from dedup.servers.services import EmbeddedServer, LocalRedisCluster
 
-        self.mongo = EmbeddedServer("mongo", folder)
-        self.redis = None if cluster else EmbeddedServer("redis", folder)
-        self.cluster = LocalRedisCluster(folder / "cluster", primaries=3, replicas=1,
+        data = disk or folder
+        self.disk = disk
+        self.mongo = EmbeddedServer("mongo", data)
+        self.redis = None if cluster else EmbeddedServer("redis", data)
+        self.cluster = LocalRedisCluster(data / "cluster", primaries=3, replicas=1,
                                          node_timeout_ms=2000) if cluster else None
         self.down: dict[str, float] = {}
 
@@ -278,6 +310,8 @@ class Services:
             self.redis.stop()
         if self.cluster is not None:
             self.cluster.stop()
+        if self.disk is not None:
+            subprocess.run(["umount", "-l", str(self.disk)], check=False)
 
     @property
     def redis_url(self) -> str:
@@ -349,6 +383,29 @@ def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Eve
         services.redis.port = port
         services.redis.start()
         return f"down {fault.hold:.0f} s"
+    if fault.kind == "disk_full":
+        if services.disk is None:
+            return None
+        st = os.statvfs(services.disk)
+        filler = services.disk / "filler"
+        with open(filler, "wb") as fh:
+            os.posix_fallocate(fh.fileno(), 0,
+                               max(1, st.f_bavail * st.f_frsize - DISK_LEFT * 1024 * 1024))
+        stop.wait(fault.hold)
+        filler.unlink()
+        return f"full ({DISK_LEFT} MB left) {fault.hold:.0f} s"
+    if fault.kind == "cpu_burn":
+        burners = burn(os.cpu_count() or 1)
+        stop.wait(fault.hold)
+        ended(burners)
+        return f"{len(burners)} CPU burners {fault.hold:.0f} s"
+    if fault.kind == "memory_hog":
+        size = int(HOG_SHARE * available_memory())
+        hog = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                                f"held = b'x' * {size}\ntime.sleep({fault.hold})"])
+        stop.wait(fault.hold)
+        ended([hog])
+        return f"{size / 2**30:.1f} GiB held {fault.hold:.0f} s"
     if fault.kind == "primary_kill":
         assert services.cluster is not None
         primaries = services.cluster.primaries()
@@ -362,6 +419,25 @@ def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Eve
     raise ValueError(fault.kind)
 
 
+def burn(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that keep a core busy each, until :func:`ended`."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def ended(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def available_memory() -> int:
+    """Bytes of memory available (``MemAvailable`` of /proc/meminfo)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def nemesis(faults: list[Fault], crawls: Crawls, services: Services, started: float,
             stop: threading.Event, done: list[dict[str, Any]]) -> None:
     """Inject each fault at its time, in a thread of its own, so that faults overlap (a
@@ -371,7 +447,8 @@ def nemesis(faults: list[Fault], crawls: Crawls, services: Services, started: fl
 
     def one(fault: Fault, at: float) -> None:
         key = {"redis_kill": "redis", "primary_kill": "redis", "mongo_freeze": "mongo",
-               "crawl_freeze": f"freeze-{fault.target}"}.get(fault.kind, f"{id(fault)}")
+               "crawl_freeze": f"freeze-{fault.target}", "disk_full": "disk",
+               "cpu_burn": "cpu", "memory_hog": "memory"}.get(fault.kind, f"{id(fault)}")
         with locks[key]:
             what = inject(fault, crawls, services, stop)
         record = {"at": round(at, 1), "kind": fault.kind, "slot": fault.target, "done": what}
@@ -635,25 +712,30 @@ def served_pages(site: Any, log_path: Path, since: float) -> set[str]:
 
 def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
         folder: Path, prove: bool = False, lease: float = 30.0,
-        replay: list[Fault] | None = None) -> dict[str, Any]:
+        replay: list[Fault] | None = None, burner: bool = False) -> dict[str, Any]:
     """One chaos run; returns its result (the JSON line's fields). ``replay``: the
     faults of an earlier run's ``schedule.json``, instead of a schedule drawn from the
-    seed (the seed still builds the site). The run's folder keeps its schedule
+    seed (the seed still builds the site); ``burner``: a CPU burner on every core beside
+    the whole chaos crawl. The run's folder keeps its schedule
     (``schedule.json``), the faults done (``faults.json``) and what it saw of each
     violation (``violations.json``; ``checker-proof.json`` for the checker's proof)."""
     from crawler.examples.demosite import DemoSite, build_groups
     from dedup.servers.services import connect_mongo
 
-    kinds = CLUSTER_FAULTS if cluster else NODE_FAULTS
+    disk = mount_disk(folder)
+    kinds = tuple(k for k in (CLUSTER_FAULTS if cluster else NODE_FAULTS)
+                  if disk is not None or k != "disk_full")
     plan = replay if replay is not None else schedule(seed, seconds, faults, kinds, lease)
     (folder / "schedule.json").write_text(
         json.dumps([dataclasses.asdict(f) for f in plan], indent=1))
     extra = ["-s", f"DEDUP_LEASE_SECONDS={lease:g}"]
+    if disk is not None:  # the crawl watches the services' disk, which the run fills
+        extra += ["-s", f"DEDUP_DISK_WATCH={disk}", "-s", f"DEDUP_DISK_MIN_FREE={DISK_MIN_FREE}"]
     content = build_groups(groups, seed=seed)
     delay = pacing(content, seconds)
     namespace = "{chaos}" if cluster else "chaos"
     access = folder / "access.jsonl"
-    with Services(folder, cluster) as services, DemoSite(content, log_path=access) as site:
+    with Services(folder, cluster, disk) as services, DemoSite(content, log_path=access) as site:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo.url)
         mongo = connect_mongo(services.mongo.url)
         total = sum(len(p) for p in content.pages.values())
@@ -671,7 +753,11 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
         since = time.time()
         crawls = Crawls(folder, env, site.start_urls()[0], "chaos", namespace, extra)
         started = time.monotonic()
-        injected = run_crawl(crawls, plan, services, timeout=seconds * 3 + 600)
+        burners = burn(os.cpu_count() or 1) if burner else []
+        try:
+            injected = run_crawl(crawls, plan, services, timeout=seconds * 3 + 600)
+        finally:
+            ended(burners)
         took = time.monotonic() - started
         served = served_pages(site, access, since)
         requested = set(site.requests)
@@ -707,7 +793,7 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
                 indent=1))
             caught = [v.line for v in broken]
         kinds_done = collections.Counter(f["kind"] for f in injected if f["done"])
-        return {"seed": seed, "redis": "cluster" if cluster else "node",
+        return {"seed": seed, "redis": "cluster" if cluster else "node", "burner": burner,
                 "schedule_s": round(seconds), "crawl_s": round(took, 1), "pages": total,
                 "served": len(served), "faults": dict(sorted(kinds_done.items())),
                 "faults_without_target": sum(1 for f in injected if not f["done"]),
@@ -733,6 +819,8 @@ def main() -> int:
     parser.add_argument("--schedule", type=Path, metavar="FILE",
                         help="replay the faults of an earlier run's schedule.json (at the "
                              "same seconds, on the same processes) instead of drawing them")
+    parser.add_argument("--burner", action="store_true",
+                        help="a CPU burner on every core beside the whole chaos crawl")
     parser.add_argument("--prove-checker", action="store_true",
                         help="then break the record on purpose and show what the checker "
                              "says of it (checker_caught)")
@@ -751,7 +839,7 @@ def main() -> int:
     result = None
     try:
         result = run(args.seed, args.minutes * 60, args.groups, args.redis == "cluster",
-                     faults, folder, args.prove_checker, args.lease, replay)
+                     faults, folder, args.prove_checker, args.lease, replay, args.burner)
     finally:
         if not args.keep and result is not None and not result["violations"]:
             shutil.rmtree(folder, ignore_errors=True)
@@ -768,7 +856,8 @@ def main() -> int:
         print(f"\nwhat the run saw is kept in {folder} (violations.json, faults.json, the "
               f"logs); replay its faults: python bench/chaos.py --seed {args.seed} "
               f"--minutes {args.minutes:g} --groups {args.groups} --redis {args.redis} "
-              f"--lease {args.lease:g} --schedule {folder / 'schedule.json'}")
+              f"--lease {args.lease:g}{' --burner' if args.burner else ''} "
+              f"--schedule {folder / 'schedule.json'}")
     print(json.dumps(result))
     return 1 if result["violations"] else 0
 

@@ -1,13 +1,15 @@
 """A short seeded chaos run (bench/chaos.py): three crawl processes on one shared crawl
 while processes are killed, frozen, stopped and restarted, an extraction worker is
 killed, Redis is killed and MongoDB frozen (with a lease of 4 s, so that a frozen process
-is taken for dead while it sleeps); every invariant holds over the whole record,
+is taken for dead while it sleeps), the services' disk fills up (as root), every core is
+kept busy and half the memory held; every invariant holds over the whole record,
 which equals the record of the same crawl without faults, and the checker catches a
 record broken on purpose."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "bench/chaos.py", "--minutes", "0.5", "--groups", "50",
-         "--faults", "7", "--seed", "7", "--lease", "4", "--keep", str(tmp_path),
+         "--faults", "10", "--seed", "7", "--lease", "4", "--keep", str(tmp_path),
          "--prove-checker"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
@@ -30,10 +32,18 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     assert result["violations"] == [], done.stdout[-3000:]
     assert done.returncode == 0
     # the schedule hit the crawl: a fault of each kind on one Redis node (one may find
-    # no target: the process it was drawn for was between runs)
-    assert len(set(result["faults"]) & {"crawl_kill", "crawl_freeze", "worker_kill",
-                                        "crawl_term", "crawl_restart", "redis_kill",
-                                        "mongo_freeze"}) >= 6, result
+    # no target: the process it was drawn for was between runs); the load's and the
+    # disk's always find theirs
+    kinds = {"crawl_kill", "crawl_freeze", "worker_kill", "crawl_term", "crawl_restart",
+             "redis_kill", "mongo_freeze", "cpu_burn", "memory_hog"}
+    if os.geteuid() == 0:  # the run mounts the services' disk
+        kinds.add("disk_full")
+        assert result["faults"].get("disk_full") == 1, result
+        waited = [run for run in tmp_path.glob("chaos-*.log")
+                  if "crawler.disk] WARNING: the disk holding" in run.read_text()]
+        assert waited, "no crawl process saw the full disk"
+    assert len(set(result["faults"]) & kinds) >= len(kinds) - 1, result
+    assert result["faults"]["cpu_burn"] == result["faults"]["memory_hog"] == 1, result
     assert result["process_runs"] > 3  # the killed and stopped processes were started again
     if "crawl_freeze" in result["faults"]:  # frozen 5-10 s: longer than the 4 s lease
         assert result["lease_lapses"] >= 1, result
@@ -47,7 +57,7 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     # saw of each violation: for the page the proof stored beside its match record, when
     # the site served it, the record of it, and the crawl's log lines that name it
     schedule = json.loads((tmp_path / "schedule.json").read_text())
-    assert len(schedule) == 7 and {"at", "kind", "target", "hold"} <= set(schedule[0])
+    assert len(schedule) == 10 and {"at", "kind", "target", "hold"} <= set(schedule[0])
     assert json.loads((tmp_path / "faults.json").read_text())
     assert json.loads((tmp_path / "violations.json").read_text()) == []
     proof = json.loads((tmp_path / "checker-proof.json").read_text())
