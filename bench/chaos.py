@@ -28,7 +28,18 @@ The run, on services it starts itself (``tmp`` folder, loopback only):
      MongoDB's data) filled to 8 MB free for 5-15 s, then emptied; the crawl processes
      watch it (``DEDUP_DISK_WATCH``, ``DEDUP_DISK_MIN_FREE`` 32) and wait for room;
    - ``cpu_burn``: a busy process on every core for 5-15 s;
-   - ``memory_hog``: a process holding half the memory available for 5-15 s.
+   - ``memory_hog``: a process holding half the memory available for 5-15 s;
+   - ``net_partition``: the crawl cut off from Redis or from MongoDB (packets to its port
+     dropped in the services' network namespace: connections hang, not refuse) for
+     5-15 s;
+   - ``net_loss``: 30% of the packets into the namespace dropped at random for 5-15 s;
+   - ``net_slow``: the link to the namespace slowed to 1 Mbit/s each way (``tc tbf``) for
+     5-15 s.
+
+   The services run in a network namespace the run makes (as root: ``ip netns``, a veth
+   pair; on a cluster, MongoDB alone), reached at ``10.213.N.2``; without root the run
+   says it has no network faults and keeps the others. ``tc netem`` (delay, reordering)
+   is not in these machines' kernel: a slow link is a rate.
 
    ``--burner`` keeps a busy process on every core beside the whole chaos crawl.
 
@@ -83,11 +94,16 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Faults of the machine's load and disk, on either Redis (``disk_full`` only where the
 #: run can mount the small filesystem it fills: as root).
 LOAD_FAULTS = ("disk_full", "cpu_burn", "memory_hog")
+#: Faults of the network between the crawl and its services, which the run reaches in a
+#: network namespace of its own (as root; on a cluster, MongoDB alone is in it).
+NET_FAULTS = ("net_partition", "net_loss", "net_slow")
 #: Fault kinds on one Redis node, and on a cluster.
 NODE_FAULTS = ("crawl_kill", "crawl_freeze", "worker_kill", "crawl_term", "crawl_restart",
-               "redis_kill", "mongo_freeze", *LOAD_FAULTS)
+               "redis_kill", "mongo_freeze", *LOAD_FAULTS, *NET_FAULTS)
 CLUSTER_FAULTS = ("crawl_kill", "crawl_freeze", "worker_kill", "crawl_term",
-                  "crawl_restart", "primary_kill", "mongo_freeze", *LOAD_FAULTS)
+                  "crawl_restart", "primary_kill", "mongo_freeze", *LOAD_FAULTS, *NET_FAULTS)
+#: A share of packets lost (net_loss), and a slow link's rate (net_slow, each way).
+LOSS, SLOW_RATE = 0.3, "1mbit"
 #: The services' disk (a tmpfs the run mounts): its size, what a full disk leaves free,
 #: and the crawl's DEDUP_DISK_MIN_FREE (more than that: the crawl sees it full).
 DISK_SIZE, DISK_LEFT, DISK_MIN_FREE = "4g", 8, 32
@@ -263,6 +279,49 @@ def worker_of(pid: int) -> int | None:
     return workers[0] if workers else None
 
 
+class Network:
+    """A network namespace the services run in, reached from the crawl through a veth
+    pair (``10.213.N.1`` here, ``10.213.N.2`` there), where the nemesis drops packets
+    (iptables) and slows the link (``tc tbf``). ``None`` from :meth:`make` when it cannot
+    be made (not root), which the run says."""
+
+    def __init__(self, name: str, here: str, there: str, address: str) -> None:
+        self.name, self.here, self.there, self.address = name, here, there, address
+
+    @classmethod
+    def make(cls) -> Network | None:
+        n = os.getpid() % 250 + 1
+        net = cls(f"simcrawl-chaos-{os.getpid()}", f"scch{os.getpid()}"[:15],
+                  f"sccn{os.getpid()}"[:15], f"10.213.{n}.2")
+        steps = [["ip", "netns", "add", net.name],
+                 ["ip", "link", "add", net.here, "type", "veth", "peer", "name", net.there],
+                 ["ip", "link", "set", net.there, "netns", net.name],
+                 ["ip", "addr", "add", f"10.213.{n}.1/30", "dev", net.here],
+                 ["ip", "link", "set", net.here, "up"],
+                 net.inside("ip", "addr", "add", f"{net.address}/30", "dev", net.there),
+                 net.inside("ip", "link", "set", net.there, "up"),
+                 net.inside("ip", "link", "set", "lo", "up")]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                say(f"no network faults: the services' network namespace cannot be made "
+                    f"({' '.join(step)}: {(done.stderr or 'failed').strip()})")
+                net.remove()
+                return None
+        return net
+
+    def inside(self, *command: str) -> list[str]:
+        """``command`` run in the namespace."""
+        return ["ip", "netns", "exec", self.name, *command]
+
+    def run(self, *command: str) -> None:
+        subprocess.run(self.inside(*command), check=True, capture_output=True)
+
+    def remove(self) -> None:
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, check=False)
+        subprocess.run(["ip", "link", "del", self.here], capture_output=True, check=False)
+
+
 def mount_disk(folder: Path) -> Path | None:
     """A tmpfs of :data:`DISK_SIZE` mounted at ``folder/disk`` for the services' data, or
     ``None`` when it cannot be mounted (not root), which the run says."""
@@ -282,24 +341,31 @@ class Services:
     embedded MongoDB, which the nemesis may kill, freeze and start again; their data on
     a small disk of their own (``disk``) when the run could mount one."""
 
-    def __init__(self, folder: Path, cluster: bool, disk: Path | None = None) -> None:
+    def __init__(self, folder: Path, cluster: bool, disk: Path | None = None,
+                 network: Network | None = None) -> None:
         from dedup.servers.services import EmbeddedServer, LocalRedisCluster
 
         data = disk or folder
-        self.disk = disk
-        self.mongo = EmbeddedServer("mongo", data)
-        self.redis = None if cluster else EmbeddedServer("redis", data)
+        self.disk, self.network = disk, network
+        where: dict[str, Any] = {} if network is None else {
+            "host": network.address, "prefix": network.inside()}
+        self.mongo = EmbeddedServer("mongo", data, **where)
+        self.redis = None if cluster else EmbeddedServer("redis", data, **where)
         self.cluster = LocalRedisCluster(data / "cluster", primaries=3, replicas=1,
                                          node_timeout_ms=2000) if cluster else None
         self.down: dict[str, float] = {}
 
     def __enter__(self) -> Services:
-        self.mongo.start()
-        if self.redis is not None:
-            self.redis.start()
-        else:
-            assert self.cluster is not None
-            self.cluster.start()
+        try:
+            self.mongo.start()
+            if self.redis is not None:
+                self.redis.start()
+            else:
+                assert self.cluster is not None
+                self.cluster.start()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -312,6 +378,8 @@ class Services:
             self.cluster.stop()
         if self.disk is not None:
             subprocess.run(["umount", "-l", str(self.disk)], check=False)
+        if self.network is not None:
+            self.network.remove()
 
     @property
     def redis_url(self) -> str:
@@ -406,6 +474,8 @@ def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Eve
         stop.wait(fault.hold)
         ended([hog])
         return f"{size / 2**30:.1f} GiB held {fault.hold:.0f} s"
+    if fault.kind in NET_FAULTS:
+        return net_fault(fault, services, stop)
     if fault.kind == "primary_kill":
         assert services.cluster is not None
         primaries = services.cluster.primaries()
@@ -417,6 +487,40 @@ def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Eve
         services.cluster.restart(port)
         return f"primary {port} down {fault.hold:.0f} s"
     raise ValueError(fault.kind)
+
+
+def net_fault(fault: Fault, services: Services, stop: threading.Event) -> str | None:
+    """A partition of the crawl from Redis or MongoDB (the target's parity: packets to
+    its port dropped, so that connections hang, not refuse), a share of all packets lost,
+    or a slow link (``tc tbf`` on both ends), for the fault's hold."""
+    net = services.network
+    if net is None:
+        return None
+    if fault.kind == "net_partition":
+        on_redis = fault.target % 2 == 0 and services.redis is not None
+        server = services.redis if on_redis else services.mongo
+        rule = ["INPUT", "-p", "tcp", "--dport", str(server.port), "-j", "DROP"]  # type: ignore[union-attr]
+        what = f"the crawl cut off from {'Redis' if on_redis else 'MongoDB'}"
+    elif fault.kind == "net_loss":
+        rule = ["INPUT", "-m", "statistic", "--mode", "random", "--probability",
+                str(LOSS), "-j", "DROP"]
+        what = f"{LOSS:.0%} of packets lost"
+    else:
+        rule = []
+        what = f"the link slowed to {SLOW_RATE}"
+    tbf = ["root", "tbf", "rate", SLOW_RATE, "burst", "32kbit", "latency", "400ms"]
+    if rule:
+        net.run("iptables", "-I", *rule)
+    else:  # both ways: the replies leave the namespace, the requests enter it
+        net.run("tc", "qdisc", "add", "dev", net.there, *tbf)
+        subprocess.run(["tc", "qdisc", "add", "dev", net.here, *tbf], check=True)
+    stop.wait(fault.hold)
+    if rule:
+        net.run("iptables", "-D", *rule)
+    else:
+        net.run("tc", "qdisc", "del", "dev", net.there, "root")
+        subprocess.run(["tc", "qdisc", "del", "dev", net.here, "root"], check=True)
+    return f"{what} {fault.hold:.0f} s"
 
 
 def burn(n: int) -> list[subprocess.Popen]:
@@ -448,7 +552,8 @@ def nemesis(faults: list[Fault], crawls: Crawls, services: Services, started: fl
     def one(fault: Fault, at: float) -> None:
         key = {"redis_kill": "redis", "primary_kill": "redis", "mongo_freeze": "mongo",
                "crawl_freeze": f"freeze-{fault.target}", "disk_full": "disk",
-               "cpu_burn": "cpu", "memory_hog": "memory"}.get(fault.kind, f"{id(fault)}")
+               "cpu_burn": "cpu", "memory_hog": "memory", "net_partition": "network",
+               "net_loss": "network", "net_slow": "network"}.get(fault.kind, f"{id(fault)}")
         with locks[key]:
             what = inject(fault, crawls, services, stop)
         record = {"at": round(at, 1), "kind": fault.kind, "slot": fault.target, "done": what}
@@ -722,9 +827,10 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
     from crawler.examples.demosite import DemoSite, build_groups
     from dedup.servers.services import connect_mongo
 
-    disk = mount_disk(folder)
+    disk, network = mount_disk(folder), Network.make()
     kinds = tuple(k for k in (CLUSTER_FAULTS if cluster else NODE_FAULTS)
-                  if disk is not None or k != "disk_full")
+                  if (disk is not None or k != "disk_full")
+                  and (network is not None or k not in NET_FAULTS))
     plan = replay if replay is not None else schedule(seed, seconds, faults, kinds, lease)
     (folder / "schedule.json").write_text(
         json.dumps([dataclasses.asdict(f) for f in plan], indent=1))
@@ -735,7 +841,7 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
     delay = pacing(content, seconds)
     namespace = "{chaos}" if cluster else "chaos"
     access = folder / "access.jsonl"
-    with Services(folder, cluster, disk) as services, DemoSite(content, log_path=access) as site:
+    with Services(folder, cluster, disk, network) as services, DemoSite(content, log_path=access) as site:
         env = dict(os.environ, REDIS_URL=services.redis_url, MONGO_URI=services.mongo.url)
         mongo = connect_mongo(services.mongo.url)
         total = sum(len(p) for p in content.pages.values())

@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -286,14 +286,20 @@ class EmbeddedServer:
         name: ``"redis"`` or ``"mongo"`` (names the sub-folder and the state file entry).
         data_dir: the services' data folder.
         port: a fixed port; by default a free one.
+        host: the address it listens on (a loopback one by default).
+        prefix: what its command runs under (``ip netns exec NAME``: in a network
+            namespace, for bench/chaos.py's network faults).
     """
 
-    def __init__(self, name: str, data_dir: Path, port: int | None = None) -> None:
+    def __init__(self, name: str, data_dir: Path, port: int | None = None,
+                 host: str = "127.0.0.1", prefix: Sequence[str] = ()) -> None:
         if name not in SERVERS:
             raise ValueError(f"unknown service {name!r}")
         self.name = name
         self.data_dir = data_dir
         self.port = port
+        self.host = host
+        self.prefix = list(prefix)
         self.pid: int | None = None
         self.owned = False
         self._proc: subprocess.Popen[bytes] | None = None
@@ -303,8 +309,8 @@ class EmbeddedServer:
     def url(self) -> str:
         """The URL clients use."""
         if self.name == "redis":
-            return f"redis://127.0.0.1:{self.port}/0"
-        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+            return f"redis://{self.host}:{self.port}/0"
+        return f"mongodb://{self.host}:{self.port}/?directConnection=true"
 
     @property
     def folder(self) -> Path:
@@ -315,13 +321,17 @@ class EmbeddedServer:
         if self.name == "redis":
             # appendfsync always: an admission Redis acknowledged survives a crash of
             # Redis (MongoDB holds the page; losing its index entry would let copies in)
-            return [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(self.port),
+            return [*self.prefix, redis_server_binary(), "--bind", self.host,
+                    "--port", str(self.port),
                     "--dir", str(self.folder), "--appendonly", "yes",
                     "--appendfsync", "always", "--save", "", "--daemonize", "no",
-                    "--protected-mode", "yes", "--logfile", ""]
+                    # another address is a private network namespace's (bench/chaos.py),
+                    # whose one client is this machine: protected mode would refuse it
+                    "--protected-mode", "yes" if self.host.startswith("127.") else "no",
+                    "--logfile", ""]
         # --sync-on-commit: an acknowledged write is on disk, so a killed server loses
         # nothing it acknowledged (bench/bench_store.py measures the cost).
-        return [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port",
+        return [*self.prefix, sys.executable, "-m", "secantus", "--host", self.host, "--port",
                 str(self.port), "--storage-path", str(self.folder), "--standalone",
                 "--log-level", "WARNING", "--cache-size", "256M",
                 "--oplog-max-entries", "10000", "--sync-on-commit"]
@@ -329,7 +339,7 @@ class EmbeddedServer:
     def _ping(self) -> bool:
         try:
             if self.name == "redis":
-                redis.Redis(host="127.0.0.1", port=self.port or 0, socket_timeout=1,
+                redis.Redis(host=self.host, port=self.port or 0, socket_timeout=1,
                             socket_connect_timeout=1).ping()
             else:
                 connect_mongo(self.url, timeout=1.0).close()

@@ -1,8 +1,9 @@
 """A short seeded chaos run (bench/chaos.py): three crawl processes on one shared crawl
 while processes are killed, frozen, stopped and restarted, an extraction worker is
 killed, Redis is killed and MongoDB frozen (with a lease of 4 s, so that a frozen process
-is taken for dead while it sleeps), the services' disk fills up (as root), every core is
-kept busy and half the memory held; every invariant holds over the whole record,
+is taken for dead while it sleeps), the services' disk fills up, the network to them is
+cut, lossy and slow (both as root), every core is kept busy and half the memory held;
+every invariant holds over the whole record,
 which equals the record of the same crawl without faults, and the checker catches a
 record broken on purpose."""
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "bench/chaos.py", "--minutes", "0.5", "--groups", "50",
-         "--faults", "10", "--seed", "7", "--lease", "4", "--keep", str(tmp_path),
+         "--faults", "13", "--seed", "7", "--lease", "4", "--keep", str(tmp_path),
          "--prove-checker"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
@@ -36,9 +37,10 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     # disk's always find theirs
     kinds = {"crawl_kill", "crawl_freeze", "worker_kill", "crawl_term", "crawl_restart",
              "redis_kill", "mongo_freeze", "cpu_burn", "memory_hog"}
-    if os.geteuid() == 0:  # the run mounts the services' disk
-        kinds.add("disk_full")
-        assert result["faults"].get("disk_full") == 1, result
+    if os.geteuid() == 0:  # the run mounts the services' disk, makes their network
+        kinds |= {"disk_full", "net_partition", "net_loss", "net_slow"}
+        assert all(result["faults"].get(k) == 1 for k in (
+            "disk_full", "net_partition", "net_loss", "net_slow")), result
         waited = [run for run in tmp_path.glob("chaos-*.log")
                   if "crawler.disk] WARNING: the disk holding" in run.read_text()]
         assert waited, "no crawl process saw the full disk"
@@ -57,7 +59,7 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     # saw of each violation: for the page the proof stored beside its match record, when
     # the site served it, the record of it, and the crawl's log lines that name it
     schedule = json.loads((tmp_path / "schedule.json").read_text())
-    assert len(schedule) == 10 and {"at", "kind", "target", "hold"} <= set(schedule[0])
+    assert len(schedule) == 13 and {"at", "kind", "target", "hold"} <= set(schedule[0])
     assert json.loads((tmp_path / "faults.json").read_text())
     assert json.loads((tmp_path / "violations.json").read_text()) == []
     proof = json.loads((tmp_path / "checker-proof.json").read_text())
