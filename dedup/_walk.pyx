@@ -133,12 +133,14 @@ cdef class Walk:
         self.opened += 1
         if tag in self.unread:
             return
-        if self._get(c, b"hidden") is not None or self._get(c, b"aria-hidden") == "true" \
-                or self._get(c, b"aria-modal") == "true" \
-                or tag == "dialog" and self._get(c, b"open") is None:
+        cdef bint panel = self._get(c, b"role") == "tabpanel"  # a tab's: read, shown or not
+        if not panel and (self._get(c, b"hidden") is not None
+                          or self._get(c, b"aria-hidden") == "true"
+                          or self._get(c, b"aria-modal") == "true"
+                          or tag == "dialog" and self._get(c, b"open") is None):
             return
         style = self._get(c, b"style")
-        if style and self.hidden_style(style) is not None:
+        if style and not panel and self.hidden_style(style) is not None:
             return
         cdef bint block = tag in self.block_tags
         if block:

@@ -27,7 +27,10 @@ How a page is read (:func:`main_text`):
    readers without scripts) or in ``<div hidden>`` (a body streamed to be moved into
    place by a script), and is then read again with those parts shown (the longer
    reading is kept). A dialog kept closed (``<dialog>`` without ``open``, or marked
-   ``aria-modal="true"``) opens on demand over the page and is never read.
+   ``aria-modal="true"``) opens on demand over the page and is never read. A tab's panel
+   (``role="tabpanel"``) is read, shown or not: the page's own text behind a tab (a
+   code sample in each language, a product's specifications beside its description), as
+   a closed ``<details>`` is.
 3. **Furniture.** ``nav``, ``aside``, ``header`` and ``footer`` elements, and containers
    whose class or id (or ARIA role) names a part of a page that is not its text (comments,
    sharing, sign-ups, notices, navigation, related links, advertising, the byline, a
@@ -237,11 +240,12 @@ class _Blocks:
         if tag in UNREAD:
             return
         get = el.get
-        if get("hidden") is not None or get("aria-hidden") == "true" \
-                or get("aria-modal") == "true" or tag == "dialog" and get("open") is None:
+        panel = get("role") == "tabpanel"  # a tab's panel: read, shown or not
+        if not panel and (get("hidden") is not None or get("aria-hidden") == "true"
+                          or get("aria-modal") == "true" or tag == "dialog" and get("open") is None):
             return
         style = get("style")
-        if style and _HIDDEN_STYLE.search(style):
+        if style and not panel and _HIDDEN_STYLE.search(style):
             return
         block = tag in BLOCKS
         if block:

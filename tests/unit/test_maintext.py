@@ -97,6 +97,23 @@ def test_a_short_marked_main_part_is_read_and_not_the_footer_after_it() -> None:
     assert read(empty).split("\n")[:len(STORY)] == STORY
 
 
+def test_a_tabs_panels_are_read_shown_or_not() -> None:
+    # a documentation page's code sample in tabs, one a language (Twilio): the panels
+    # not shown are hidden until their tab is clicked, as a closed <details> is
+    samples = [("Python", "client.messages.create(to=number, body=text)"),
+               ("Node.js", "await client.messages.create({to: number, body: text});"),
+               ("PHP", "$client->messages->create($number, ['body' => $text]);")]
+    panels = "".join(f"<div role=tabpanel{'' if n == 0 else ' hidden style=display:none'}>"
+                     f"<pre>{code}</pre></div>" for n, (_lang, code) in enumerate(samples))
+    page = (f"<body><nav><a href=/>Docs</a> <a href=/api>API</a></nav><main><h1>Send a "
+            f"message</h1>{paragraphs(STORY * 2)}<div role=tablist>"
+            + "".join(f"<button role=tab>{lang}</button>" for lang, _code in samples)
+            + f"</div>{panels}</main><div hidden><p>{STORY[0]} A hidden note.</p></div></body>")
+    text = read(page)
+    assert all(code in text for _lang, code in samples)
+    assert "A hidden note" not in text  # what is hidden and no tab's stays unread
+
+
 def test_a_listings_teasers_in_meta_containers_are_read() -> None:
     # Squarespace's blog index: each teaser's title and excerpt sit in a
     # "summary-content sqs-gallery-meta-container"; "meta" names no furniture there
