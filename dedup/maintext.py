@@ -359,7 +359,7 @@ def _alike(el: Any, kinds: dict[Any, Counter[tuple[str, str | None]]] | None = N
     parent = el.getparent()
     if parent is None:
         return False
-    tag, cls = el.tag, el.get("class")
+    tag, cls = el.tag, _kind_named(el.get("class"))
     if tag == "dl" and cls:  # definitions of one kind of thing: a class word in common
         words = set(cls.split())
         return any(other is not el and other.tag == "dl"
@@ -367,10 +367,31 @@ def _alike(el: Any, kinds: dict[Any, Counter[tuple[str, str | None]]] | None = N
                    for other in parent)
     if kinds is not None:
         if (counts := kinds.get(parent)) is None:
-            counts = kinds[parent] = Counter((c.tag, c.get("class")) for c in parent)
+            counts = kinds[parent] = Counter((c.tag, _kind_named(c.get("class")))
+                                             for c in parent)
         return counts[tag, cls] > 1
-    return any(other is not el and other.tag == tag and other.get("class") == cls
+    return any(other is not el and other.tag == tag and _kind_named(other.get("class")) == cls
                for other in parent)
+
+
+def _kind_named(cls: str | None) -> str | None:
+    """The kind an element's class names: its class without the tokens that hold a
+    number of three digits or more, which name the one element (XenForo's
+    ``js-threadListItem-8162``, WordPress's ``post-123``), not what it is (a grid's
+    ``col-md-8`` beside its ``col-md-4`` is another kind of column).
+
+    >>> _kind_named("structItem structItem--thread js-threadListItem-8162")
+    'structItem structItem--thread'
+    >>> _kind_named("col-md-8"), _kind_named("col-md-4")
+    ('col-md-8', 'col-md-4')
+    """
+    if not cls or not _ID_NUMBER.search(cls):
+        return cls
+    return " ".join(t for t in cls.split() if not _ID_NUMBER.search(t))
+
+
+#: A number that names one element in a class token (:func:`_kind_named`).
+_ID_NUMBER = re.compile(r"[0-9]{3}")
 
 
 def _best_run(scores: list[float], taken: bytearray) -> tuple[float, int, int]:

@@ -97,6 +97,24 @@ def test_a_short_marked_main_part_is_read_and_not_the_footer_after_it() -> None:
     assert read(empty).split("\n")[:len(STORY)] == STORY
 
 
+def test_a_forums_threads_are_listed_with_their_titles_whatever_their_ids() -> None:
+    # XenForo's list of threads: each item's class names its thread's number too
+    # (js-threadListItem-8162); the items are alike all the same, each titled by its link
+    titles = [f"{beer} recipe, try {n}" for n, beer in enumerate(
+        ["India Pale Lager", "Russian Imperial Stout", "Summer beer", "SMaSH", "House Ale",
+         "Mild", "Bitter", "Porter", "Saison", "Dubbel", "Tripel", "Kölsch", "Bock", "Gose"])]
+    items = "".join(
+        f"<div class='structItem structItem--thread js-threadListItem-{8100 + n}'>"
+        f"<div class='structItem-cell structItem-cell--main'><div class=structItem-title>"
+        f"<a href=/t/{n}>{title}</a></div><div class=structItem-minor><a href=/m/{n}>"
+        f"member{n}</a></div></div><div class='structItem-cell structItem-cell--meta'>"
+        f"<dl class=pairs><dt>Replies</dt><dd>{n + 3}</dd></dl><dl class=pairs><dt>Views</dt>"
+        f"<dd>{n + 2}K views</dd></dl></div></div>" for n, title in enumerate(titles))
+    page = (f"<body><nav><a href=/>Forums</a> <a href=/new>New posts</a></nav><h1>Recipes</h1>"
+            f"<div class=structItemContainer>{items}</div></body>")
+    assert [line for line in read(page).split("\n") if line in titles] == titles
+
+
 def test_a_tabs_panels_are_read_shown_or_not() -> None:
     # a documentation page's code sample in tabs, one a language (Twilio): the panels
     # not shown are hidden until their tab is clicked, as a closed <details> is
