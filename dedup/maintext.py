@@ -115,11 +115,9 @@ PROSE = frozenset("p blockquote pre td th dd".split())
 
 _READERS = "comments?|commentlist|discussion|disqus|replies|respond|responses?|reactions?"
 _CONSENT = "cookies?|consent|gdpr"
-#: Class or id tokens of furniture, by what the part of the page is. Not ``meta``: it names
-#: the content's own parts in too many templates (a shop's ``product-meta``, its title and
-#: price; Squarespace's ``sqs-gallery-meta-container``, each teaser's title and excerpt;
-#: Discourse's ``topic-meta-data``, who wrote each post and when, which a thread's text
-#: holds) for the byline it names in others, a few words when read (docs/benchmarks.md).
+#: Class or id tokens of furniture, by what the part of the page is. ``meta`` stays: read,
+#: the lines it names (a post's date, its views and comments counted) differ between copies
+#: of one page, and near-dup-dev-3 found fewer copies (docs/benchmarks.md).
 FURNITURE = class_words(
     _READERS,
     "share|sharing|sharethis|addthis|social|follow",                        # sharing
@@ -130,7 +128,7 @@ FURNITURE = class_words(
     "masthead|footer|skip|sr|visually|screen",                              # chrome, skip links
     "related|recommended|popular|trending|outbrain|taboola|blogroll",       # other pages
     "ad|ads|advert|advertisement|adslot|sponsor|sponsored|promo|promoted|dfp",
-    "author|byline|bio|timestamp|dateline|tags|tag|categories",             # about the page
+    "author|byline|bio|meta|timestamp|dateline|tags|tag|categories",        # about the page
     "votecell|signature|reputation",                                        # about a post
 )
 #: Furniture that stays furniture however much text it holds.

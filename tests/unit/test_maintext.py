@@ -132,20 +132,6 @@ def test_a_tabs_panels_are_read_shown_or_not() -> None:
     assert "A hidden note" not in text  # what is hidden and no tab's stays unread
 
 
-def test_a_listings_teasers_in_meta_containers_are_read() -> None:
-    # Squarespace's blog index: each teaser's title and excerpt sit in a
-    # "summary-content sqs-gallery-meta-container"; "meta" names no furniture there
-    teasers = "".join(
-        f"<div class=summary-item><div class='summary-content sqs-gallery-meta-container'>"
-        f"<div class=summary-title><a href=/p{n}>Story {n}</a></div>"
-        f"<div class=summary-excerpt><p>{line}</p></div></div></div>"
-        for n, line in enumerate(STORY))
-    page = (f"<body><div class=newsletter><h3>Join 59,000 readers</h3><p>Are you passionate "
-            "about harbours? Get our free weekly letter with everything you need.</p></div>"
-            f"<div class=summary-list>{teasers}</div></body>")
-    assert [line for line in read(page).split("\n") if line in STORY] == STORY
-
-
 def test_the_readers_comments_stay_out_when_several_times_the_article() -> None:
     comments = "".join(f"<div class=comment><p>{line} I could not agree more with this, "
                        "it is exactly what I have been saying for years.</p></div>"
