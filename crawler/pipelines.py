@@ -44,13 +44,14 @@ UNDECIDED = "dedup/stored_undecided"
 def summary_adds_up(summary: dict[str, Any]) -> bool:
     """Whether a crawl process's summary (``DEDUP_SUMMARY_FILE``) adds up: every request it
     took (``dedup/requests``) became a page decided (or stored undecided, with
-    ``DEDUP_ENABLED`` off), a skip or a loss, once."""
+    ``DEDUP_ENABLED`` off), a skip, a loss or, when the crawl stopped, a request put back
+    unsent (``dedup/put_back``: :class:`crawler.extensions.PutBackOnStop`), once."""
     decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
                                                "dedup/exact_duplicate", "dedup/pinyin_copy",
                                                "dedup/revisit", UNDECIDED))
     skipped = sum(v for k, v in summary.items() if k.startswith("dedup/skipped/"))
     return bool(summary.get("dedup/requests", 0) == decided + skipped + summary.get(
-        "dedup/lost/undecided", 0))
+        "dedup/lost/undecided", 0) + summary.get("dedup/put_back", 0))
 
 
 def failed_services(services: set[str], parts: Parts) -> str:

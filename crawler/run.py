@@ -504,7 +504,7 @@ def print_summary(stats: dict) -> None:
     handled = f"{decided - undecided} pages decided" + (
         f" + {undecided} stored undecided" if undecided else "")
     put_back = min(open_, int(stats.get("dedup/put_back", 0)))  # waiting when it stopped
-    rows.append(("requests (all accounted for)" if open_ == 0 else "requests",
+    rows.append(("requests (all accounted for)" if open_ == put_back else "requests",
                  f"{taken} = {handled} + {skipped} skipped + {lost_pages} lost"
                  + (f" + {put_back} put back unsent when the crawl stopped (or cut; each named in the log)" if put_back else "")
                  + (f" + {open_ - put_back} in flight when the crawl stopped"
