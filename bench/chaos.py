@@ -354,6 +354,13 @@ class Services:
         self.cluster = LocalRedisCluster(data / "cluster", primaries=3, replicas=1,
                                          node_timeout_ms=2000) if cluster else None
         self.down: dict[str, float] = {}
+        self.folder = folder
+        #: what a fault holds down ("redis", a cluster node's port): not started again
+        self.held: set[str | int] = set()
+        self.lock = threading.Lock()
+        #: the servers that exited by themselves and were started again (:meth:`revive`)
+        self.revived: list[dict[str, Any]] = []
+        self._next_try = 0.0
 
     def __enter__(self) -> Services:
         try:
@@ -368,6 +375,69 @@ class Services:
             raise
         return self
 
+    def revive(self, since: float) -> None:
+        """Start again a server that exited by itself, as docker compose's ``restart:
+        unless-stopped`` does (docker-compose.yml): Redis exits when it cannot write its
+        append-only file under ``appendfsync always`` (a full disk: every node of a
+        cluster on it, a primary and its replica together), and a crawl can only wait
+        for it. What a fault holds down stays down; each start is said and kept in
+        :attr:`revived` (when, which server, the last line of its log)."""
+        if time.monotonic() < self._next_try:
+            return
+        with self.lock:
+            dead: list[tuple[str, Any]] = []
+            for name, server in (("MongoDB", self.mongo), ("Redis", self.redis)):
+                proc = getattr(server, "_proc", None)
+                if proc is not None and proc.poll() is not None and \
+                        ("redis" if server is self.redis else "mongo") not in self.held:
+                    dead.append((name, server))
+            if self.cluster is not None:
+                dead += [(f"Redis Cluster node {port}", port)
+                         for port, proc in self.cluster.procs.items()
+                         if proc.poll() is not None and port not in self.held]
+            for name, server in dead:
+                why = self._last_line(server)
+                try:
+                    if isinstance(server, int):
+                        self.cluster.restart(server)  # type: ignore[union-attr]
+                    else:
+                        port = server.port
+                        server.stop()
+                        server.port = port
+                        server.start()
+                except Exception as exc:  # noqa: BLE001 - a disk still full: tried again
+                    say(f"{name} exited by itself ({why}); starting it again failed, tried "
+                        f"again in 2 s: {str(exc).splitlines()[0][:160]}")
+                    self._next_try = time.monotonic() + 2.0
+                    return
+                at = round(time.monotonic() - since, 1)
+                self.revived.append({"at": at, "server": name, "log": why})
+                say(f"{name} exited by itself at about {at} s ({why}): started again, as "
+                    "restart: unless-stopped would")
+
+    def _last_line(self, server: Any) -> str:
+        """The last line of a server's log (a cluster node's port, or the server)."""
+        path = (self.cluster.folder / str(server) / "redis.log"  # type: ignore[union-attr]
+                if isinstance(server, int) else server.data_dir / f"{server.name}.log")
+        with contextlib.suppress(OSError):
+            with open(path, "rb") as fh:
+                fh.seek(max(0, path.stat().st_size - 2000))
+                lines = [x.strip() for x in fh.read().decode(errors="replace").splitlines()]
+            return next((x for x in reversed(lines) if x), "its log is empty")[-160:]
+        return "no log"
+
+    def keep_logs(self) -> None:
+        """Copy the servers' logs next to the crawls' (the disk they are on is unmounted
+        at the end): ``services/``."""
+        if self.disk is None:
+            return
+        out = self.folder / "services"
+        for path in [*self.disk.glob("*.log"), *self.disk.glob("cluster/*/redis.log")]:
+            target = out / path.relative_to(self.disk)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                shutil.copyfile(path, target)
+
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(ProcessLookupError, TypeError):
             os.kill(self.mongo.pid or 0, signal.SIGCONT)
@@ -376,6 +446,7 @@ class Services:
             self.redis.stop()
         if self.cluster is not None:
             self.cluster.stop()
+        self.keep_logs()
         if self.disk is not None:
             subprocess.run(["umount", "-l", str(self.disk)], check=False)
         if self.network is not None:
@@ -445,11 +516,15 @@ def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Eve
         return f"frozen {fault.hold:.0f} s"
     if fault.kind == "redis_kill":
         assert services.redis is not None
-        port = services.redis.port
-        services.redis.kill()
+        with services.lock:
+            services.held.add("redis")
+            port = services.redis.port
+            services.redis.kill()
         stop.wait(fault.hold)
-        services.redis.port = port
-        services.redis.start()
+        with services.lock:
+            services.redis.port = port
+            services.redis.start()
+            services.held.discard("redis")
         return f"down {fault.hold:.0f} s"
     if fault.kind == "disk_full":
         if services.disk is None:
@@ -482,9 +557,13 @@ def inject(fault: Fault, crawls: Crawls, services: Services, stop: threading.Eve
         if not primaries:
             return None
         port = primaries[slot % len(primaries)]
-        services.cluster.kill(port)
+        with services.lock:
+            services.held.add(port)
+            services.cluster.kill(port)
         stop.wait(fault.hold)
-        services.cluster.restart(port)
+        with services.lock:
+            services.cluster.restart(port)
+            services.held.discard(port)
         return f"primary {port} down {fault.hold:.0f} s"
     raise ValueError(fault.kind)
 
@@ -588,6 +667,7 @@ def run_crawl(crawls: Crawls, faults: list[Fault], services: Services, timeout: 
             if time.monotonic() - started > timeout:
                 raise TimeoutError(f"the crawl did not end within {timeout:.0f} s")
             crawls.supervise(restart=thread.is_alive())
+            services.revive(started)
             time.sleep(0.5)
     finally:
         stop.set()
@@ -708,8 +788,13 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
         shown = set(unindexed[:3])
         unindexed_urls = [p["url"] for p in db.pages.find(
             {"_id": {"$in": [i for i in ids if str(i) in shown]}}, {"url": 1})]
+        # what the index holds at their fingerprints: another page's id (an entry named
+        # for another page), or nothing (an entry lost or never made)
+        elsewhere = sum(1 for pid in unindexed if index.page_id(fps[pid]) is not None)
         violations.append(Violation(f"{len(unindexed)} stored pages missing from the index, "
-                                    f"e.g. {unindexed[0]}", unindexed_urls))
+                                    f"e.g. {unindexed[0]} ({elsewhere} of them with their "
+                                    "fingerprint indexed under another page's id)",
+                                    unindexed_urls))
     written = killed = 0
     for run in crawls.runs:
         path = crawls.folder / f"{crawls.database}-{run['run']}.json"
@@ -905,7 +990,7 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
                 "faults_without_target": sum(1 for f in injected if not f["done"]),
                 "process_runs": len(crawls.runs), "lease_s": lease,
                 "lease_lapses": sum(crawls.log(r).count("lease ran out") for r in crawls.runs),
-                "violations": [v.line for v in found], "evidence": seen,
+                "revived": services.revived, "violations": [v.line for v in found], "evidence": seen,
                 **({"checker_caught": caught} if caught is not None else {})}
 
 
@@ -946,6 +1031,9 @@ def main() -> int:
     try:
         result = run(args.seed, args.minutes * 60, args.groups, args.redis == "cluster",
                      faults, folder, args.prove_checker, args.lease, replay, args.burner)
+    except TimeoutError as exc:  # the crawl hung: a finding, said as one
+        print(f"error: {exc}; the logs are in {folder}", file=sys.stderr)
+        return 1
     finally:
         if not args.keep and result is not None and not result["violations"]:
             shutil.rmtree(folder, ignore_errors=True)
@@ -956,6 +1044,9 @@ def main() -> int:
     print("-" * 25)
     for kind, n in result["faults"].items():
         print(f"{kind:<16} {n:>8}")
+    if result["revived"]:
+        print(f"\nservers that exited by themselves, started again: {len(result['revived'])}"
+              f" ({', '.join(sorted({r['server'] for r in result['revived']}))})")
     print(f"\n{len(result['violations'])} invariant violations")
     explain(result["evidence"])
     if result["violations"]:
