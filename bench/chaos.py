@@ -31,7 +31,8 @@ The run, on services it starts itself (``tmp`` folder, loopback only):
    - ``memory_hog``: a process holding half the memory available for 5-15 s;
    - ``net_partition``: the crawl cut off from Redis or from MongoDB (packets to its port
      dropped in the services' network namespace: connections hang, not refuse) for
-     5-15 s;
+     5-15 s; on a cluster, from MongoDB or from one primary (its client port on loopback;
+     its cluster bus goes on, so nothing fails over);
    - ``net_loss``: 30% of the packets into the namespace dropped at random for 5-15 s;
    - ``net_slow``: the link to the namespace slowed to 1 Mbit/s each way (``tc tbf``) for
      5-15 s.
@@ -575,7 +576,17 @@ def net_fault(fault: Fault, services: Services, stop: threading.Event) -> str | 
     net = services.network
     if net is None:
         return None
-    if fault.kind == "net_partition":
+    here: list[str] = []  # a rule of this machine's own namespace (the cluster's nodes)
+    if fault.kind == "net_partition" and fault.target % 2 == 0 and services.cluster:
+        # one primary of the cluster cut off from its clients (its port on loopback): its
+        # cluster bus goes on, so the others see it up and fail nothing over
+        primaries = services.cluster.primaries()
+        if not primaries:
+            return None
+        port = primaries[fault.target // 2 % len(primaries)]
+        rule, here = [], ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), "-j", "DROP"]
+        what = f"the crawl cut off from the cluster's primary {port}"
+    elif fault.kind == "net_partition":
         on_redis = fault.target % 2 == 0 and services.redis is not None
         server = services.redis if on_redis else services.mongo
         rule = ["INPUT", "-p", "tcp", "--dport", str(server.port), "-j", "DROP"]  # type: ignore[union-attr]
@@ -588,6 +599,13 @@ def net_fault(fault: Fault, services: Services, stop: threading.Event) -> str | 
         rule = []
         what = f"the link slowed to {SLOW_RATE}"
     tbf = ["root", "tbf", "rate", SLOW_RATE, "burst", "32kbit", "latency", "400ms"]
+    if here:
+        subprocess.run(["iptables", "-I", *here], check=True)
+        try:
+            stop.wait(fault.hold)
+        finally:
+            subprocess.run(["iptables", "-D", *here], check=True)
+        return f"{what} {fault.hold:.0f} s"
     if rule:
         net.run("iptables", "-I", *rule)
     else:  # both ways: the replies leave the namespace, the requests enter it

@@ -82,6 +82,11 @@ class Parts:
         embedded services this crawl started."""
         self.extractor.close()
         if self.journal is not None:
+            if self.state.closed_cleanly:  # every page written: what is settled leaves
+                try:
+                    self.journal.clear_settled(self.pages, self.index)
+                except ServiceUnavailable as exc:  # the next crawl's recovery clears it
+                    log.warning("the journal keeps its entries: %s", exc)
             self.journal.close()
             self.journal = None
         if self.services is not None:

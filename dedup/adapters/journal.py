@@ -209,6 +209,42 @@ class AdmissionJournal:
             raise ServiceUnavailable(f"Redis failed while confirming stored pages: {exc}",
                                      service="Redis") from exc
 
+    def clear_settled(self, pages: PageRecords, index: NearDuplicateIndex) -> int:
+        """At a clean close, after every page was written: clear the entries whose pages
+        are settled all the same, and return how many. A stored page's confirmation may
+        have failed; and a write that timed out reaches Redis after its retry (the
+        socket closed, the kernel still sends what it held: a partition that ends), so
+        an entry its retry removed comes back for a page that was a copy. A copy's
+        entry (its URL recorded as a copy, no page of its id stored) leaves the index
+        and the checksum registry too, should a late write have put it there. Entries of
+        pages neither stored nor recorded stay for the next crawl's recovery.
+
+        Raises:
+            ServiceUnavailable: Redis or MongoDB failed (the entries stay: a recovery
+                clears them).
+        """
+        try:
+            raw: dict[bytes, bytes] = self.client.hgetall(self.key)  # type: ignore[assignment]
+            if not raw:
+                return 0
+            entries = {k.decode(): JournalEntry.decode(k.decode(), v.decode())
+                       for k, v in raw.items()}
+            stored = pages.complete_pages(entries)
+            left = {pid: e for pid, e in entries.items() if pid not in stored}
+            recorded = pages.recorded_copies({e.url for e in left.values() if e.url})
+            copies = {pid: e for pid, e in left.items() if e.url in recorded}
+            _take_out(self.client, self.namespace, index, copies.values())
+            if stored or copies:
+                self.client.hdel(self.key, *stored, *copies)
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"Redis failed while clearing the journal: {exc}",
+                                     service="Redis") from exc
+        if copies:
+            log.info("the journal held %d entries of pages recorded as copies (a write that "
+                     "timed out reached Redis after its retry): cleared, e.g. %s",
+                     len(copies), next(iter(copies.values())).url)
+        return len(stored) + len(copies)
+
     def pending(self) -> int:
         """Entries not yet confirmed."""
         return int(self.client.hlen(self.key))
@@ -383,14 +419,7 @@ def _recover_entries(client: redis.Redis, namespace: str, pages: PageRecords,
     lost = [pid for pid in entries if pid not in stored]
     if not lost:
         return
-    release = client.register_script(_RELEASE_CHECKSUM)
-    for pid in lost:
-        entry = JournalEntry.decode(pid, entries[pid])
-        fp, checksum = entry.simhash, entry.checksum
-        index.remove(fp, pid)
-        if len(checksum) == 32:
-            key, field_ = checksum_key(namespace, checksum)
-            release(keys=[key], args=[field_, pid])
+    _take_out(client, namespace, index, [JournalEntry.decode(pid, entries[pid]) for pid in lost])
     result.copies.extend(pages.forget_pages(lost))
     result.removed.extend(lost)
     # tombstones: a live process that decided a copy against one of these pages before
@@ -398,6 +427,18 @@ def _recover_entries(client: redis.Redis, namespace: str, pages: PageRecords,
     tomb = f"{namespace}:lost"
     client.sadd(tomb, *lost)
     client.expire(tomb, TOMBSTONE_SECONDS)
+
+
+def _take_out(client: redis.Redis, namespace: str, index: NearDuplicateIndex,
+              entries: Iterable[JournalEntry]) -> None:
+    """Each entry's page leaves the index and the checksum registry (where they still
+    name it)."""
+    release = client.register_script(_RELEASE_CHECKSUM)
+    for entry in entries:
+        index.remove(entry.simhash, entry.page_id)
+        if len(entry.checksum) == 32:
+            key, field_ = checksum_key(namespace, entry.checksum)
+            release(keys=[key], args=[field_, entry.page_id])
 
 
 def withdraw(client: redis.Redis, namespace: str, pages: PageRecords,
