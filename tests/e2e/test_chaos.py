@@ -109,3 +109,32 @@ def test_a_server_that_exits_by_itself_is_started_again_and_said(tmp_path: Path)
         services.revive(since=0.0)
         assert [r["server"] for r in services.revived] == ["Redis"]
         assert connect_redis(services.redis_url).get("admitted") == b"1"  # its AOF read
+
+
+def test_a_page_admitted_beside_another_of_its_very_fingerprint_is_in_the_index(
+        tmp_path: Path) -> None:
+    # two list pages of other items that read alike, admitted at one fingerprint: the
+    # entry names the first, the second is one of its records (the checker took it for a
+    # page missing from the index); a page the index lost is still named
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import chaos
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    from dedup.adapters.index import open_index, redis_store
+    from dedup.servers.services import EmbeddedServer, connect_redis
+
+    server = EmbeddedServer("redis", tmp_path)
+    server.start()
+    try:
+        index = open_index(redis_store(connect_redis(server.url), "check"), capacity=1000)
+        first, beside, lost = "a1" * 12, "b2" * 12, "c3" * 12
+        fp, sketch = 0x0123456789ABCDEF, b"\x05" * 40
+        assert index.add_many([(fp, first, sketch)]) == 1
+        assert index.add_many([(fp, beside, sketch)]) == 0  # kept as the fingerprint's record
+        named = {pid for _, pid in index.entries()}
+        assert named == {first}
+        fps = {first: fp, beside: fp, lost: fp ^ 0xFFFF}
+        assert chaos.missing_from_index(index, fps, named) == [lost]
+    finally:
+        server.stop()
