@@ -373,23 +373,27 @@ def _alike(el: Any, kinds: dict[Any, Counter[tuple[str, str | None]]] | None = N
 
 
 def _kind_named(cls: str | None) -> str | None:
-    """The kind an element's class names: its class without the tokens that hold a
+    """The kind an element's class names: its class without the tokens that end in a
     number of three digits or more, which name the one element (XenForo's
     ``js-threadListItem-8162``, WordPress's ``post-123``), not what it is (a grid's
-    ``col-md-8`` beside its ``col-md-4`` is another kind of column).
+    ``col-md-8`` beside its ``col-md-4`` is another kind of column). A builder's hashed
+    id (Elementor's ``elementor-element-5d7c0a1``) stays: read as alike, a page's columns
+    and sidebars were one run of its text (near-dup-dev and -2 lost copies).
 
     >>> _kind_named("structItem structItem--thread js-threadListItem-8162")
     'structItem structItem--thread'
     >>> _kind_named("col-md-8"), _kind_named("col-md-4")
     ('col-md-8', 'col-md-4')
+    >>> _kind_named("elementor-column elementor-element elementor-element-7a1b234")
+    'elementor-column elementor-element elementor-element-7a1b234'
     """
     if not cls or not _ID_NUMBER.search(cls):
         return cls
     return " ".join(t for t in cls.split() if not _ID_NUMBER.search(t))
 
 
-#: A number that names one element in a class token (:func:`_kind_named`).
-_ID_NUMBER = re.compile(r"[0-9]{3}")
+#: A number that names one element: a class token's end (:func:`_kind_named`).
+_ID_NUMBER = re.compile(r"(?:^|[-_])[0-9]{3,}$")
 
 
 def _best_run(scores: list[float], taken: bytearray) -> tuple[float, int, int]:
