@@ -203,6 +203,24 @@ redis.call('DEL', KEYS[2])
 return #members
 """
 
+# Move the named requests of an in-flight hash back into the queue (those still there),
+# as _REQUEUE does: KEYS = queue, in-flight hash; ARGV = in-flight ids.
+_REQUEUE_IDS = """
+local n = 0
+for _, id in ipairs(ARGV) do
+  local m = redis.call('HGET', KEYS[2], id)
+  if m then
+    local ok, r = pcall(cjson.decode, m)
+    local p = 0
+    if ok and type(r) == 'table' and tonumber(r['priority']) then p = tonumber(r['priority']) end
+    redis.call('ZADD', KEYS[1], -p * 4398046511104, m)
+    redis.call('HDEL', KEYS[2], id)
+    n = n + 1
+  end
+end
+return n
+"""
+
 #: The meta key that carries a popped request's in-flight id.
 INFLIGHT_ID = "simcrawl_inflight"
 
@@ -245,6 +263,10 @@ class SharedFrontier(RedisScheduler):
     waiting: list[tuple[Request, bool]]
     #: in-flight ids to settle once Redis answers
     unsettled: list[str]
+    #: in-flight ids of the requests this process took and has not settled
+    held: set[str]
+    #: in-flight ids recorded for this process that it did not hold at the last look
+    orphans: set[str]
 
     @classmethod
     def build(cls, crawler: Crawler, parts: Parts) -> SharedFrontier:
@@ -270,6 +292,7 @@ class SharedFrontier(RedisScheduler):
         scheduler.outage = Outage("the shared frontier", parts.config.retry_seconds, log)
         scheduler.waiting = []  # (request, passed the dupefilter) not yet in Redis
         scheduler.unsettled = []  # in-flight ids to settle when Redis answers
+        scheduler.held, scheduler.orphans = set(), set()
         scheduler._buffer_lock = threading.Lock()  # settle runs in the storage thread too
         scheduler.pages, scheduler.index = parts.pages, parts.index
         scheduler.state = parts.state
@@ -281,6 +304,7 @@ class SharedFrontier(RedisScheduler):
         result = super().open(spider)
         self._pop = self.server.register_script(_POP)
         self._requeue = self.server.register_script(_REQUEUE)
+        self._requeue_ids = self.server.register_script(_REQUEUE_IDS)
         self.recover_dead_processes(sweep=True)
         # processes may die while this one runs: look again every few seconds
         self._recovery = task.LoopingCall(self._recover_in_thread)
@@ -420,6 +444,7 @@ class SharedFrontier(RedisScheduler):
         # decoding of one (its queues decode inside pop): decoded as they encode it
         request = request_from_dict(JsonSerializer.loads(member), spider=self.spider)
         request.meta[INFLIGHT_ID] = hashlib.sha1(member).hexdigest()
+        self.held.add(request.meta[INFLIGHT_ID])
         self.stats.inc_value("scheduler/dequeued/redis")
         count_request(self.stats, request)
         return request
@@ -450,6 +475,7 @@ class SharedFrontier(RedisScheduler):
         ids = [i for i in ids if i]
         if not ids:
             return
+        self.held.difference_update(ids)
         if not self.unsettled and not self.waiting:  # else after what waits before them
             try:
                 self._call(self.server.hdel, self.inflight_key, *ids)
@@ -509,12 +535,40 @@ class SharedFrontier(RedisScheduler):
 
         if self.waiting or self.ready or self.unsettled:
             return True
+        self.reclaim_orphans()
         if self._call(len, self.queue):
             return True
         tokens = {o.token for o in self._call(owners, self.server, self.namespace)}
         tokens.add(self.owner)
         return bool(self._call(self.server.exists,
                                *[f"{self.inflight_prefix}:{t}" for t in sorted(tokens)]))
+
+    def reclaim_orphans(self) -> int:
+        """Put back into the queue the requests recorded in flight for this process that
+        it never took: a take whose reply was lost (a timeout while a partition dropped
+        it, the script run all the same, or run late when the partition ended) moved a
+        request into this process's in-flight hash, where no one fetched it and no one
+        recovered it (the process lives), and the shared crawl never ended (a chaos run
+        on a cluster). An id counts as never taken when two looks in a row find it in
+        the hash and not among the requests this process holds. Returns how many.
+
+        Raises:
+            FrontierWaits: Redis is out.
+        """
+        recorded = {k.decode() if isinstance(k, bytes) else k
+                    for k in self._call(self.server.hkeys, self.inflight_key)}
+        orphans = recorded - self.held
+        gone, self.orphans = orphans & self.orphans, orphans - self.orphans
+        if not gone:
+            return 0
+        moved = int(self._call(self._requeue_ids, keys=[self.queue.key, self.inflight_key],
+                               args=sorted(gone)))
+        if moved:
+            self.stats.inc_value("frontier/reclaimed", moved)
+            log.warning("put %d requests back into the shared queue: they were recorded in "
+                        "flight for this process, which never took them (a reply lost to "
+                        "a timeout)", moved)
+        return moved
 
     def clear_frontier(self) -> None:
         """The crawl is complete: drop its queue and seen-set (the next crawl starts

@@ -69,3 +69,43 @@ def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers
         assert crawler.stats.get_value("dedup/retries/frontier") >= 3
     finally:
         parts_of(crawler).close()
+
+
+def test_a_request_taken_for_this_process_by_a_lost_reply_goes_back_to_the_queue(
+        servers) -> None:  # type: ignore[no-untyped-def]
+    # A take whose reply was lost (a timeout while a partition dropped it; the script
+    # ran all the same, or late) records a request in flight for this process that it
+    # never got: the shared crawl never ended (a chaos run on a cluster). Idle, the
+    # process puts such a request back at its second look; one it holds stays.
+    redis_server, mongo = servers
+    crawler = get_crawler(SiteSpider, settings_dict={
+        "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": "lr",
+        "DEDUP_DATABASE": "lr", "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
+        "EXTENSIONS_BASE": {}})
+    spider = SiteSpider(start_urls="https://a.example/")
+    frontier = Scheduler.from_crawler(crawler)
+    frontier.open(spider)
+    for loop in (frontier._recovery, frontier._catching_up):
+        loop.stop()
+    keys = frontier_keys("lr")
+    inflight = f"{keys['inflight']}:{frontier.owner}"
+    client = connect_redis(redis_server.url)
+    try:
+        for n in range(2):
+            assert frontier.enqueue_request(
+                scrapy.Request(f"https://a.example/{n}", callback=spider.parse))
+        held = frontier.next_request()
+        # the second take's reply is lost: the script ran, the process has nothing
+        lost = frontier._pop(keys=[keys["queue"], inflight])
+        assert lost is not None and client.hlen(inflight) == 2
+        assert frontier.work_left()  # first look: in flight somewhere
+        assert client.hlen(inflight) == 2 and client.zcard(keys["queue"]) == 0
+        assert frontier.work_left()  # second look: put back, queued again
+        assert client.hlen(inflight) == 1 and client.zcard(keys["queue"]) == 1
+        assert crawler.stats.get_value("frontier/reclaimed") == 1
+        again = frontier.next_request()
+        assert again.url == "https://a.example/1" and held.url == "https://a.example/0"
+        frontier.settle([held.meta[INFLIGHT_ID], again.meta[INFLIGHT_ID]])
+        assert not frontier.work_left() and not frontier.reclaim_orphans()
+    finally:
+        parts_of(crawler).close()
