@@ -291,7 +291,11 @@ class Network:
 
     @classmethod
     def make(cls) -> Network | None:
-        n = os.getpid() % 250 + 1
+        # a subnet no other run holds (two runs at once: the second's could not be reached)
+        held = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True,
+                              check=False).stdout
+        n = next((c for c in ((os.getpid() + i) % 250 + 1 for i in range(250))
+                  if f"10.213.{c}." not in held), os.getpid() % 250 + 1)
         net = cls(f"simcrawl-chaos-{os.getpid()}", f"scch{os.getpid()}"[:15],
                   f"sccn{os.getpid()}"[:15], f"10.213.{n}.2")
         steps = [["ip", "netns", "add", net.name],
