@@ -386,6 +386,8 @@ def _kind_named(cls: str | None) -> str | None:
     ('col-md-8', 'col-md-4')
     >>> _kind_named("elementor-column elementor-element elementor-element-7a1b234")
     'elementor-column elementor-element elementor-element-7a1b234'
+    >>> _kind_named("post-123 hentry")
+    'hentry'
     """
     if not cls or not _ID_NUMBER.search(cls):
         return cls
@@ -393,7 +395,7 @@ def _kind_named(cls: str | None) -> str | None:
 
 
 #: A number that names one element: a class token's end (:func:`_kind_named`).
-_ID_NUMBER = re.compile(r"(?:^|[-_])[0-9]{3,}$")
+_ID_NUMBER = re.compile(r"(?:^|[-_\s])[0-9]{3,}(?=\s|$)")
 
 
 def _best_run(scores: list[float], taken: bytearray) -> tuple[float, int, int]:
