@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import scrapy
@@ -30,11 +31,14 @@ def servers(tmp_path: Path) -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
     mongo.stop()
 
 
-def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers) -> None:  # type: ignore[no-untyped-def]
+def open_frontier(servers: tuple[EmbeddedServer, EmbeddedServer], namespace: str
+                  ) -> tuple[Any, SiteSpider, SharedFrontier]:
+    """A crawl's shared frontier on ``namespace``, open, its loops driven by hand: (the
+    crawler, its spider, the frontier)."""
     redis_server, mongo = servers
     crawler = get_crawler(SiteSpider, settings_dict={
-        "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": "fo",
-        "DEDUP_DATABASE": "fo", "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
+        "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": namespace,
+        "DEDUP_DATABASE": namespace, "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
         "EXTENSIONS_BASE": {}})
     spider = SiteSpider(start_urls="https://a.example/")
     frontier = Scheduler.from_crawler(crawler)  # the crawl's shared frontier
@@ -42,6 +46,12 @@ def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers
     frontier.open(spider)
     for loop in (frontier._recovery, frontier._catching_up):  # driven by hand here
         loop.stop()
+    return crawler, spider, frontier
+
+
+def test_what_the_frontier_sends_during_an_outage_waits_and_arrives_once(servers) -> None:  # type: ignore[no-untyped-def]
+    redis_server, _ = servers
+    crawler, spider, frontier = open_frontier(servers, "fo")
     keys = frontier_keys("fo")
     client = connect_redis(redis_server.url)
     links = [scrapy.Request(f"https://a.example/{n}", callback=spider.parse) for n in range(5)]
@@ -77,16 +87,8 @@ def test_a_request_taken_for_this_process_by_a_lost_reply_goes_back_to_the_queue
     # ran all the same, or late) records a request in flight for this process that it
     # never got: the shared crawl never ended (a chaos run on a cluster). Idle, the
     # process puts such a request back at its second look; one it holds stays.
-    redis_server, mongo = servers
-    crawler = get_crawler(SiteSpider, settings_dict={
-        "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": "lr",
-        "DEDUP_DATABASE": "lr", "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
-        "EXTENSIONS_BASE": {}})
-    spider = SiteSpider(start_urls="https://a.example/")
-    frontier = Scheduler.from_crawler(crawler)
-    frontier.open(spider)
-    for loop in (frontier._recovery, frontier._catching_up):
-        loop.stop()
+    redis_server, _ = servers
+    crawler, spider, frontier = open_frontier(servers, "lr")
     keys = frontier_keys("lr")
     inflight = f"{keys['inflight']}:{frontier.owner}"
     client = connect_redis(redis_server.url)
