@@ -11,7 +11,10 @@ gives up after ``DEDUP_RETRY_SECONDS`` naming a refused connection; SecantusDB w
 acknowledging writes with no byte free (docs/operations.md, "A full disk").
 
 So :class:`DiskGuard` looks at the free space of every filesystem holding one of those
-folders once a second (``os.statvfs``: microseconds). When one has less than
+folders once a second (``os.statvfs``: microseconds), from a thread of its own: the
+reactor may be held up when the disk fills (a Redis cut off by the network holds each
+call of the shared frontier for its timeout, and the reactor with it), and a full disk
+is said when it is seen, not when the reactor is free again. When one has less than
 ``DEDUP_DISK_MIN_FREE`` megabytes free, before any of them fails, it says so in one line
 naming the folder and the space left, and then as ``DEDUP_DISK_FULL`` says:
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,7 +115,8 @@ class DiskGuard:
         self.full: Path | None = None  # the folder whose disk is full, while one is
         self.since = 0.0
         self.state: Any = None  # the crawl's CrawlState: the live display says the wait
-        self._loop: Any = None
+        self._halt = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DiskGuard:
@@ -132,14 +137,22 @@ class DiskGuard:
         return guard
 
     def opened(self, spider: Any = None) -> None:
-        from twisted.internet import task
+        self._halt = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="simcrawl-disk-guard",
+                                         daemon=True)
+        self._watcher.start()
 
-        self._loop = task.LoopingCall(self.look)
-        self._loop.start(self.look_seconds, now=True)
+    def _watch(self) -> None:
+        """Look now and then every :attr:`look_seconds` until the crawl closes."""
+        while True:
+            self.look()
+            if self._halt.wait(self.look_seconds):
+                return
 
     def closed(self, spider: Any = None, reason: str = "") -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
+        if self._watcher is not None:
+            self._halt.set()
+            self._watcher.join(timeout=self.look_seconds + 5)
         if self.full is not None and not self.stop:
             self._count_wait()
 
@@ -167,14 +180,14 @@ class DiskGuard:
         if self.stop:
             log.error("%s; stopping the crawl (DEDUP_DISK_FULL=stop): the pages in flight "
                       "are stored, the pages not fetched are left for the next crawl", said)
-            stop_crawl(self.crawler, DISK_FULL)
+            self._in_reactor(stop_crawl, self.crawler, DISK_FULL)
             return
         log.warning("%s; the crawl waits for room (DEDUP_DISK_FULL=wait): no page is "
                     "fetched until the disk has room again", said)
         if self.state is not None:
             self.state.disk_full = str(folder)
         if engine is not None:
-            engine.pause()
+            self._in_reactor(engine.pause)
 
     def _room_again(self) -> None:
         folder, waited = self.full, self._count_wait()
@@ -185,7 +198,15 @@ class DiskGuard:
                     "crawl goes on", folder, free_bytes(folder) / MB if folder else 0, waited)
         engine = self.crawler.engine
         if engine is not None and not self.stop:
-            engine.unpause()
+            self._in_reactor(engine.unpause)
+
+    @staticmethod
+    def _in_reactor(fn: Any, *args: Any) -> None:
+        """Call ``fn`` in the reactor's thread (the engine is not thread-safe); in order,
+        so that a pause and the unpause after it are done as they were seen."""
+        from twisted.internet import reactor
+
+        reactor.callFromThread(fn, *args)  # type: ignore[attr-defined]
 
     def _count_wait(self) -> float:
         waited = time.monotonic() - self.since
