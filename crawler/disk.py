@@ -113,6 +113,7 @@ class DiskGuard:
         self.stop = stop
         self.look_seconds = look
         self.full: Path | None = None  # the folder whose disk is full, while one is
+        self.unreadable = False  # a folder's free space could not be read at the last look
         self.since = 0.0
         self.state: Any = None  # the crawl's CrawlState: the live display says the wait
         self._halt = threading.Event()
@@ -162,10 +163,13 @@ class DiskGuard:
         try:
             short = next(((folder, free) for folder in self.folders
                           if (free := free_bytes(folder)) < self.min_free), None)
-        except OSError as exc:  # a folder removed under the crawl: said, not fatal
-            log.warning("the free space of a folder the crawl writes to cannot be read: %s",
-                        exc)
+        except OSError as exc:  # a folder removed under the crawl: said once, not fatal
+            if not self.unreadable:
+                log.warning("the free space of a folder the crawl writes to cannot be "
+                            "read (said once): %s", exc)
+            self.unreadable = True
             return
+        self.unreadable = False
         if short is not None and self.full is None:
             self._disk_full(*short)
         elif short is None and self.full is not None:

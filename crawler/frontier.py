@@ -19,10 +19,12 @@ configured by this adapter (it subclasses, never copies):
   never stored leave the index, copies recorded against those pages are queued again,
   and so are the requests they had in flight; so a SIGKILL loses no URL;
 - every Redis call of the frontier lives through an outage (a server restarting, a
-  Redis Cluster failing a primary over to its replica) as the decisions do: it is said
-  once, requests to queue and requests to settle wait in this process and go to Redis
-  when it answers again (said once more, with the count of failed attempts), and past
-  ``DEDUP_RETRY_SECONDS`` the crawl stops, naming what it could not queue (exit 1);
+  Redis Cluster failing a primary over to its replica, a partition) as the decisions
+  do: it is said once, requests to queue and requests to settle wait in this process
+  and go to Redis when it answers again (said once more, with the count of failed
+  attempts), and past ``DEDUP_RETRY_SECONDS`` the crawl stops, naming what it could not
+  queue (exit 1); meanwhile one probe at a time asks Redis off the reactor's thread,
+  and no call waits for the client's timeout in it;
 - work is shared from the first request: a process without work looks at the queue
   every ``POLL_SECONDS`` (not at Scrapy's 5-second heartbeat) and wakes its engine when
   there is some;
@@ -46,6 +48,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -164,8 +167,6 @@ class ArrivalQueue(PriorityQueue):
     came (:func:`arrival_score`)."""
 
     def push(self, request: Request) -> None:
-        import time
-
         self.server.execute_command("ZADD", self.key,
                                     arrival_score(request.priority, int(time.time() * 1000)),
                                     self._encode_request(request))
@@ -177,6 +178,15 @@ def frontier_keys(namespace: str) -> dict[str, str]:
     return {"queue": f"{namespace}:frontier:queue", "seen": f"{namespace}:frontier:seen",
             "inflight": f"{namespace}:frontier:inflight"}
 
+
+# Offer a request: its fingerprint into the seen-set and, when it was not there, the
+# request into the queue, in one step (SharedFrontier._offer says why): KEYS = seen-set,
+# queue; ARGV = the fingerprint ('' for a request that is never filtered), score, member.
+_OFFER = """
+if ARGV[1] ~= '' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
 
 # Take the best request and record it as in flight, in one step (a kill in between
 # would otherwise lose it): KEYS = queue, in-flight hash.
@@ -230,6 +240,9 @@ RECOVER_SECONDS = 5.0
 #: Seconds between two attempts to send what waits for Redis during an outage.
 CATCH_UP_SECONDS = 1.0
 
+#: Seconds between two probes of Redis during an outage (:meth:`SharedFrontier._probe`).
+PROBE_SECONDS = 1.0
+
 
 def count_request(stats: Any, request: Request | None) -> None:
     """A request taken from the frontier that starts a chain (not a redirect or a retry
@@ -244,13 +257,7 @@ def count_request(stats: Any, request: Request | None) -> None:
 
 class FrontierWaits(Exception):
     """A Redis call of the shared frontier failed on an outage (counted and said by
-    :class:`crawler.steps.Outage`); the caller keeps what it was doing for later.
-
-    Attributes:
-        filtered: for a request being queued, whether its dupefilter step was done.
-    """
-
-    filtered = False
+    :class:`crawler.steps.Outage`); the caller keeps what it was doing for later."""
 
 
 class SharedFrontier(RedisScheduler):
@@ -259,8 +266,8 @@ class SharedFrontier(RedisScheduler):
     owner: str = ""
     #: requests the idle poll took from the shared queue for the engine (served first)
     ready: list[Request]
-    #: requests that wait for Redis (an outage), and whether their dupefilter step is done
-    waiting: list[tuple[Request, bool]]
+    #: requests that wait for Redis (an outage), to be offered again in order
+    waiting: list[Request]
     #: in-flight ids to settle once Redis answers
     unsettled: list[str]
     #: in-flight ids of the requests this process took and has not settled
@@ -289,11 +296,14 @@ class SharedFrontier(RedisScheduler):
         scheduler.inflight_key = f"{keys['inflight']}:{scheduler.owner}"
         scheduler.ready = []
         scheduler.crawler = crawler
-        scheduler.outage = Outage("the shared frontier", parts.config.retry_seconds, log)
-        scheduler.waiting = []  # (request, passed the dupefilter) not yet in Redis
+        scheduler.outage = Outage("the shared frontier", parts.config.retry_seconds, log,
+                                  gave_up=parts.gave_up)
+        scheduler.waiting = []  # requests not yet in Redis
         scheduler.unsettled = []  # in-flight ids to settle when Redis answers
         scheduler.held, scheduler.orphans = set(), set()
         scheduler._buffer_lock = threading.Lock()  # settle runs in the storage thread too
+        scheduler._probe_lock = threading.Lock()
+        scheduler._probing, scheduler._next_probe = False, 0.0
         scheduler.pages, scheduler.index = parts.pages, parts.index
         scheduler.state = parts.state
         return scheduler
@@ -303,6 +313,7 @@ class SharedFrontier(RedisScheduler):
 
         result = super().open(spider)
         self._pop = self.server.register_script(_POP)
+        self._offer_script = self.server.register_script(_OFFER)
         self._requeue = self.server.register_script(_REQUEUE)
         self._requeue_ids = self.server.register_script(_REQUEUE_IDS)
         self.recover_dead_processes(sweep=True)
@@ -318,26 +329,74 @@ class SharedFrontier(RedisScheduler):
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """One Redis call of the frontier; an outage is counted (and said once) and
         raises :class:`FrontierWaits`, past ``DEDUP_RETRY_SECONDS`` after stopping the
-        crawl."""
+        crawl. While an outage is on, the call is not sent: one probe at a time asks
+        Redis from a thread of its own (:meth:`_probe`), and the calls go to Redis
+        again once it answers. A Redis that hangs (a partition drops its packets, a
+        frozen server) holds each call for the client's timeout (5 s), and the frontier
+        is called in the reactor's thread: call after call, the whole process would
+        stand still (its disk watch, its progress, a Ctrl-C) until the outage ends."""
         from redis.exceptions import RedisClusterException, RedisError
 
+        if self.outage.since is not None:
+            self._probe()
+            self._give_up_if_overdue()
+            raise FrontierWaits(str(self.outage.last_error))
         try:
             result = fn(*args, **kwargs)
         except (RedisError, RedisClusterException) as exc:
             if not redis_outage(exc):
                 raise
-            if not self.outage.failed(exc, "Redis") and not self.outage.gave_up:
-                lost = self._lose_waiting()
-                self.outage.give_up(exc, f"{len(lost)} links could not be queued; "
-                                         "they are named at the end")
-                from twisted.internet import reactor
-
-                reactor.callFromThread(  # type: ignore[attr-defined]
-                    stop_crawl, self.crawler, "service_unavailable")
+            self.outage.failed(exc, "Redis")
             self.stats.inc_value("dedup/retries/frontier")
+            self._give_up_if_overdue()
             raise FrontierWaits(str(exc)) from exc
         self.outage.answered("the shared frontier goes on")
         return result
+
+    def _probe(self) -> None:
+        """Ask Redis, from a thread of its own, whether it answers again (one probe at a
+        time, at most one every :data:`PROBE_SECONDS`): a read of the queue's key,
+        which a cluster routes to the node that holds the crawl's keys."""
+        with self._probe_lock:
+            now = time.monotonic()
+            if self._probing or now < self._next_probe:
+                return
+            self._probing, self._next_probe = True, now + PROBE_SECONDS
+        threading.Thread(target=self._probe_once, name="simcrawl-frontier-probe",
+                         daemon=True).start()
+
+    def _probe_once(self) -> None:
+        from redis.exceptions import RedisClusterException, RedisError
+
+        try:
+            self.server.exists(self.queue.key)
+        except (RedisError, RedisClusterException) as exc:
+            if redis_outage(exc):
+                self.outage.failed(exc, "Redis")
+                self.stats.inc_value("dedup/retries/frontier")
+                self._give_up_if_overdue()
+                return
+            # another failure: the calls go to Redis again and meet it themselves
+        except Exception:  # noqa: BLE001 - a probe never ends in a thread's traceback
+            log.debug("the shared frontier's probe of Redis failed", exc_info=True)
+            return
+        finally:
+            self._probing = False
+        self.outage.answered("the shared frontier goes on")
+
+    def _give_up_if_overdue(self) -> None:
+        """Past ``DEDUP_RETRY_SECONDS`` of an outage (once): the links waiting for Redis
+        are lost (named at the end), and the crawl stops."""
+        outage = self.outage
+        if not outage.overdue or outage.gave_up:
+            return
+        lost = self._lose_waiting()
+        outage.give_up(outage.last_error, f"{len(lost)} links could not be queued; they "
+                                          "are named at the end")
+        from twisted.internet import reactor
+
+        reactor.callFromThread(  # type: ignore[attr-defined]
+            stop_crawl, self.crawler, "service_unavailable")
 
     def catch_up(self) -> bool:
         """Send what waited for Redis (requests to queue, then requests to settle);
@@ -347,12 +406,7 @@ class SharedFrontier(RedisScheduler):
             unsettled, self.unsettled = self.unsettled, []
         try:
             while waiting:
-                request, filtered = waiting[0]
-                try:
-                    self._offer(request, filtered, hold=False)
-                except FrontierWaits as exc:
-                    waiting[0] = (request, exc.filtered)
-                    raise
+                self._offer(waiting[0], hold=False)
                 waiting.pop(0)
             if unsettled:
                 self._call(self.server.hdel, self.inflight_key, *unsettled)
@@ -363,28 +417,35 @@ class SharedFrontier(RedisScheduler):
             self.waiting[:0], self.unsettled[:0] = waiting, unsettled
             return not self.waiting and not self.unsettled
 
-    def _offer(self, request: Request, filtered: bool = False, hold: bool = True) -> bool:
-        """The shared dupefilter, then the queue (scrapy-redis's ``enqueue_request``,
-        in two calls, so that a request whose dupefilter step is done is not filtered
-        again as seen when its push is retried). Returns whether it was queued.
+    def _offer(self, request: Request, hold: bool = True) -> bool:
+        """The shared dupefilter and the queue in one step (:data:`_OFFER`; scrapy-redis's
+        ``enqueue_request`` takes two calls). Returns whether it was queued.
+
+        One step, because the reply of a call can be lost while the call itself is done
+        (a timeout in a partition, the command delivered late; a frozen server that
+        runs it when it wakes): the request is offered again, and with two calls a
+        dupefilter step done without its push found the request "seen" and dropped it,
+        a link lost. Offered again, the step either was done whole (the request is
+        queued: "seen" is right) or not at all.
 
         Raises:
             FrontierWaits: Redis is out; with ``hold`` the request waits in this process
                 (:attr:`waiting`) to be queued when Redis answers.
         """
+        seen = "" if request.dont_filter else self.df.request_fingerprint(request)
+        member = self.queue._encode_request(request)  # noqa: SLF001 - our queue's encoding
+        score = arrival_score(request.priority, int(time.time() * 1000))
         try:
-            if not filtered and not request.dont_filter:
-                if self._call(self.df.request_seen, request):
-                    self.df.log(request, self.spider)
-                    return False
-                filtered = True
-            self._call(self.queue.push, request)
-        except FrontierWaits as exc:
-            exc.filtered = filtered
+            queued = self._call(self._offer_script, keys=[self.df.key, self.queue.key],
+                                args=[seen, score, member])
+        except FrontierWaits:
             if hold:
                 with self._buffer_lock:
-                    self.waiting.append((request, filtered))
+                    self.waiting.append(request)
             raise
+        if not queued:
+            self.df.log(request, self.spider)
+            return False
         self.stats.inc_value("scheduler/enqueued/redis")
         return True
 
@@ -458,7 +519,7 @@ class SharedFrontier(RedisScheduler):
         replaced = request.meta.pop(INFLIGHT_ID, None)
         if self.waiting and not self.catch_up():  # Redis is out: it waits behind them
             with self._buffer_lock:
-                self.waiting.append((request, False))
+                self.waiting.append(request)
             queued = True
         else:
             try:
@@ -579,6 +640,9 @@ class SharedFrontier(RedisScheduler):
         for loop in (getattr(self, "_recovery", None), getattr(self, "_catching_up", None)):
             if loop is not None and loop.running:
                 loop.stop()
+        if self.outage.since is not None and not self.outage.gave_up:
+            self._probing = True  # one last look, here (the probes' thread may not run again)
+            self._probe_once()
         try:
             self.catch_up()
             if reason != "finished":  # stopped early: what it had taken goes back at once
@@ -600,7 +664,7 @@ class SharedFrontier(RedisScheduler):
         """Give up the links still waiting for Redis: counted as lost and named at the
         end of the crawl (``dedup/lost/requests``); returns their URLs."""
         with self._buffer_lock:
-            lost, self.waiting = [r.url for r, _ in self.waiting], []
+            lost, self.waiting = [r.url for r in self.waiting], []
         if lost:
             self.state.lost.extend(lost)
             self.stats.inc_value("dedup/lost/requests", len(lost))

@@ -91,7 +91,8 @@ class StoragePipeline:
         self.archived = {"warc": True} if crawler.settings.get("DEDUP_WARC_DIR") else {}
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
-        self.outage = Outage("writing pages", parts.config.retry_seconds, log)
+        self.outage = Outage("writing pages", parts.config.retry_seconds, log,
+                             gave_up=parts.gave_up)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -222,9 +223,11 @@ class StoragePipeline:
             await sleep(delay)
             delay = min(delay * 2, 8.0)
 
-    def _give_up_if_overdue(self) -> bool:
+    def _give_up_if_overdue(self, now: bool = False) -> bool:
+        """Past ``DEDUP_RETRY_SECONDS`` of an outage (or ``now``, while one is on): the
+        buffer is lost, named, and the crawl stops. Returns whether it gave up."""
         outage = self.outage
-        if outage.since is None or outage.lasted < self.config.retry_seconds:
+        if outage.since is None or (outage.lasted < self.config.retry_seconds and not now):
             return False
         pages, matches = self.writer.take()
         if pages or matches:
@@ -233,15 +236,29 @@ class StoragePipeline:
             self.crawler.stats.inc_value("dedup/lost/pages", len(pages))
             self.crawler.stats.inc_value("dedup/lost/matches", len(matches))
             failed = failed_services(outage.failing, self.parts)
-            log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS): %d pages and %d match "
-                      "records are lost; stopping the crawl", failed,
+            log.error("%s %s failed for %.0f s (%s): %d pages and %d match records are "
+                      "lost; stopping the crawl", failed,
                       "have" if " and " in failed else "has", outage.lasted,
+                      "DEDUP_RETRY_SECONDS" if outage.overdue else "the crawl gave up on it",
                       len(pages), len(matches))
+            self.parts.gave_up(set(outage.failing))
             stop_crawl(self.crawler, "store_unavailable")
         return True
 
     def _flush_in_thread(self) -> Any:
-        return deferToThread(self.flush)
+        """The write of every ``DEDUP_FLUSH_SECONDS``; past ``DEDUP_RETRY_SECONDS`` of an
+        outage it gives the buffer up too. It must: with a shared frontier, an admitted
+        page's response stays in Scrapy's scraper until its record is stored (its links
+        wait for it), so once the pages stop coming no other write comes to give up,
+        and the crawl, stopping, waited for those responses forever (MongoDB killed
+        mid-crawl: "Closing spider", then nothing)."""
+        def written(_: Any) -> None:
+            self._give_up_if_overdue()
+
+        def failed(failure: Any) -> None:  # said, and the loop goes on (else it stops)
+            log.error("writing the buffered records failed: %s", failure.getTraceback())
+
+        return deferToThread(self.flush).addCallback(written).addErrback(failed)
 
     def flush(self, limit: float | None = None) -> bool:
         """Write everything buffered (called in a worker thread; one write at a time;
@@ -309,6 +326,8 @@ class StoragePipeline:
         started = time.monotonic()
         limit = None  # the first attempt's: the client's own, or the outage's
         while not self.flush(limit):
+            if self.outage.failing & self.parts.given_up:
+                return False  # a service the crawl has given up on already: not waited for
             since = self.outage.since or started
             deadline = since + max(self.config.retry_seconds, started + 5 - since)
             if time.monotonic() >= deadline:
@@ -323,7 +342,7 @@ class StoragePipeline:
             if loop is not None and loop.running:
                 loop.stop()
         if not await maybe_deferred_to_future(deferToThread(self._flush_before_close)):
-            self._give_up_if_overdue()
+            self._give_up_if_overdue(now=True)
         stats = self.crawler.stats
         lost = self.state.lost
         if lost:

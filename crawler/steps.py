@@ -64,12 +64,15 @@ class Outage:
     them, the shared frontier: each keeps one). The outage is said once when it starts,
     its failed attempts are counted, and it is said once more, with the count and the
     service that failed, when that service answers again; after ``retry_seconds`` the
-    caller gives up (:meth:`failed` returns ``False``). Safe from any thread.
+    caller gives up (:meth:`failed` returns ``False``), and ``gave_up`` is told which
+    services failed (:meth:`crawler.wiring.Parts.gave_up`). Safe from any thread.
     """
 
     def __init__(self, activity: str, retry_seconds: float, logger: logging.Logger,
-                 wait: Callable[[float], Awaitable[Any]] | None = None) -> None:
+                 wait: Callable[[float], Awaitable[Any]] | None = None,
+                 gave_up: Callable[[set[str]], None] | None = None) -> None:
         self.activity = activity
+        self._gave_up = gave_up
         self._wait = wait or sleep  # how an attempt waits for the probe (the reactor's)
         self.retry_seconds = retry_seconds
         self.log = logger
@@ -187,10 +190,13 @@ class Outage:
             if self.gave_up:
                 return
             self.gave_up = True
-        services = self.services
+            failing = set(self.failing)
+        services = " and ".join(sorted(failing))
         self.log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS); stopping the crawl "
                        "(%s): %s", services, "have" if " and " in services else "has",
                        self.lasted, lost, exc)
+        if self._gave_up is not None:
+            self._gave_up(failing)
 
 
 async def sleep(seconds: float) -> None:

@@ -43,6 +43,7 @@ from dedup.servers.services import (
     connect_redis,
     durability_warning,
     resolve,
+    shorten_timeouts,
 )
 from dedup.store.mongo import PageStore
 
@@ -50,6 +51,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
+
+
+#: Seconds a Redis call waits at most once the crawl has given up on Redis
+#: (:meth:`Parts.gave_up`).
+CLOSING_TIMEOUT = 1.0
 
 
 @dataclass
@@ -76,13 +82,26 @@ class Parts:
     frontier: Any = None
     #: the namespace's URL rules, shared by its crawls (None: DEDUP_URL_RULES is off)
     urlrules: RedisUrlRules | None = None
+    #: the services the crawl has given up on ("Redis", "MongoDB"): it stops
+    given_up: set[str] = field(default_factory=set)
+
+    def gave_up(self, services: set[str]) -> None:
+        """The crawl gave up on ``services`` (past ``DEDUP_RETRY_SECONDS``) and stops:
+        Redis's calls while it closes wait :data:`CLOSING_TIMEOUT` at most each, not
+        the client's 5 s (:func:`dedup.servers.services.shorten_timeouts`), and the
+        last write does not wait for them."""
+        self.given_up |= services
+        if "Redis" in services and self.client is not None:
+            shorten_timeouts(self.client, CLOSING_TIMEOUT)
 
     def close(self) -> None:
         """Stop the extraction workers, give up the journal's lease, and stop the
         embedded services this crawl started."""
         self.extractor.close()
         if self.journal is not None:
-            if self.state.closed_cleanly:  # every page written: what is settled leaves
+            # every page written: what is settled leaves; after giving up on a service,
+            # the next crawl's recovery clears it (not tried against a store that failed)
+            if self.state.closed_cleanly and not self.given_up:
                 try:
                     self.journal.clear_settled(self.pages, self.index)
                 except ServiceUnavailable as exc:  # the next crawl's recovery clears it

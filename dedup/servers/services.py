@@ -143,6 +143,26 @@ def redis_outage(exc: BaseException) -> bool:
     return type(exc) is RedisClusterException
 
 
+def shorten_timeouts(client: Any, seconds: float) -> None:
+    """Let every later call of ``client`` (a :class:`redis.Redis` or a cluster's client)
+    wait ``seconds`` at most for a reply or a connection, and the calls already out
+    too (redis-py's own per-connection timeout: ``update_connections_settings``).
+
+    For a crawl that has given up on a Redis that hangs (a partition, a frozen
+    server): each of its goodbyes (the last confirmations to the journal, clearing it,
+    releasing the lease) would otherwise wait the whole timeout (5 s), one after the
+    other, and the crawl would stop half a minute after it said it gives up."""
+    if is_cluster(client):
+        pools = [node.redis_connection.connection_pool for node in client.get_nodes()
+                 if node.redis_connection is not None]
+    else:
+        pools = [client.connection_pool]
+    for pool in pools:
+        pool.update_connection_kwargs(socket_timeout=seconds,
+                                      socket_connect_timeout=seconds)
+        pool.update_connections_settings(relaxed_timeout=seconds)
+
+
 def _cluster_enabled(client: redis.Redis) -> bool:
     try:
         return bool(client.info("cluster").get("cluster_enabled"))
