@@ -10,7 +10,7 @@ and the shared one in Redis (``redis``). The crawl is ``tests/e2e/test_outages.p
 demo site, 4 requests at a time, the fault after 40 requests. Prints a table (the median
 of ``--runs``) and one JSON line.
 
-    python bench/bench_giveup.py [--runs 1]
+    python bench/bench_giveup.py [--runs 1] [--fault "redis frozen"] [--frontier redis]
 """
 
 from __future__ import annotations
@@ -95,12 +95,16 @@ def one(fault: str, frontier: str, workdir: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--fault", choices=FAULTS, action="append",
+                        help="only this fault (repeatable; default: every one)")
+    parser.add_argument("--frontier", choices=("memory", "redis"), action="append",
+                        help="only this frontier (repeatable; default: both)")
     args = parser.parse_args()
     rows = []
     print(f"{'fault':<14} {'frontier':<8} {'fault -> give-up s':>19} "
           f"{'give-up -> exit s':>18} {'limit s':>8}  within")
-    for fault in FAULTS:
-        for frontier in ("memory", "redis"):
+    for fault in args.fault or FAULTS:
+        for frontier in args.frontier or ("memory", "redis"):
             runs = []
             for _ in range(args.runs):
                 with tempfile.TemporaryDirectory(prefix="giveup-") as tmp:
