@@ -138,7 +138,6 @@ class DiskGuard:
         return guard
 
     def opened(self, spider: Any = None) -> None:
-        self._halt = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="simcrawl-disk-guard",
                                          daemon=True)
         self._watcher.start()

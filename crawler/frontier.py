@@ -302,8 +302,6 @@ class SharedFrontier(RedisScheduler):
         scheduler.unsettled = []  # in-flight ids to settle when Redis answers
         scheduler.held, scheduler.orphans = set(), set()
         scheduler._buffer_lock = threading.Lock()  # settle runs in the storage thread too
-        scheduler._probe_lock = threading.Lock()
-        scheduler._probing, scheduler._next_probe = False, 0.0
         scheduler.pages, scheduler.index = parts.pages, parts.index
         scheduler.state = parts.state
         return scheduler
@@ -346,42 +344,42 @@ class SharedFrontier(RedisScheduler):
         except (RedisError, RedisClusterException) as exc:
             if not redis_outage(exc):
                 raise
-            self.outage.failed(exc, "Redis")
-            self.stats.inc_value("dedup/retries/frontier")
-            self._give_up_if_overdue()
+            self._failed(exc)
             raise FrontierWaits(str(exc)) from exc
         self.outage.answered("the shared frontier goes on")
         return result
+
+    def _failed(self, exc: BaseException) -> None:
+        """A call or a probe met an outage: counted, and past the limit the crawl stops."""
+        self.outage.failed(exc, "Redis")
+        self.stats.inc_value("dedup/retries/frontier")
+        self._give_up_if_overdue()
 
     def _probe(self) -> None:
         """Ask Redis, from a thread of its own, whether it answers again (one probe at a
         time, at most one every :data:`PROBE_SECONDS`): a read of the queue's key,
         which a cluster routes to the node that holds the crawl's keys."""
-        with self._probe_lock:
-            now = time.monotonic()
-            if self._probing or now < self._next_probe:
-                return
-            self._probing, self._next_probe = True, now + PROBE_SECONDS
+        if not self.outage.claim_probe(PROBE_SECONDS):
+            return
         threading.Thread(target=self._probe_once, name="simcrawl-frontier-probe",
                          daemon=True).start()
 
     def _probe_once(self) -> None:
+        """One probe (claimed by :meth:`crawler.steps.Outage.claim_probe`)."""
         from redis.exceptions import RedisClusterException, RedisError
 
         try:
             self.server.exists(self.queue.key)
         except (RedisError, RedisClusterException) as exc:
             if redis_outage(exc):
-                self.outage.failed(exc, "Redis")
-                self.stats.inc_value("dedup/retries/frontier")
-                self._give_up_if_overdue()
+                self._failed(exc)
                 return
             # another failure: the calls go to Redis again and meet it themselves
         except Exception:  # noqa: BLE001 - a probe never ends in a thread's traceback
             log.debug("the shared frontier's probe of Redis failed", exc_info=True)
             return
         finally:
-            self._probing = False
+            self.outage.probed()
         self.outage.answered("the shared frontier goes on")
 
     def _give_up_if_overdue(self) -> None:
@@ -640,9 +638,9 @@ class SharedFrontier(RedisScheduler):
         for loop in (getattr(self, "_recovery", None), getattr(self, "_catching_up", None)):
             if loop is not None and loop.running:
                 loop.stop()
-        if self.outage.since is not None and not self.outage.gave_up:
-            self._probing = True  # one last look, here (the probes' thread may not run again)
-            self._probe_once()
+        if (self.outage.since is not None and not self.outage.gave_up
+                and self.outage.claim_probe(0.0)):
+            self._probe_once()  # one last look, here (the probes' thread may not run again)
         try:
             self.catch_up()
             if reason != "finished":  # stopped early: what it had taken goes back at once

@@ -81,7 +81,8 @@ class Outage:
         self.failures = 0
         self.gave_up = False
         self._lock = threading.Lock()
-        self._probing = False  # an attempt is out while the outage is on (reactor thread)
+        self._probing = False  # an attempt is out while the outage is on
+        self._next_probe = 0.0  # no probe from a thread before (claim_probe)
         self.last_error: BaseException | None = None
 
     @property
@@ -135,6 +136,18 @@ class Outage:
         if isinstance(outcome[0], Failure):
             outcome[0].raiseException()
         return outcome[0]
+
+    def claim_probe(self, every: float) -> bool:
+        """From any thread: whether the caller may probe now (none is out, and none
+        began in the last ``every`` seconds); end it with :meth:`probed`. For callers
+        that cannot wait their :meth:`turn` in the reactor (the shared frontier's
+        synchronous calls)."""
+        with self._lock:
+            now = time.monotonic()
+            if self._probing or now < self._next_probe:
+                return False
+            self._probing, self._next_probe = True, now + every
+            return True
 
     def probed(self) -> None:
         """The probe's attempt is over (succeeded or failed): the next may go."""

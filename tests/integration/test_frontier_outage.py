@@ -144,7 +144,7 @@ def test_a_redis_that_hangs_holds_one_probe_not_every_call(servers) -> None:  # 
                 assert frontier.next_request() is None
                 assert frontier.has_pending_requests()
             # the calls were not sent: no more timeouts than the first and the probes
-            assert len(frontier.waiting) == 5 and frontier._probing
+            assert len(frontier.waiting) == 5 and frontier.outage._probing
             assert crawler.stats.get_value("dedup/retries/frontier") == timed_out
         finally:
             os.kill(pid, signal.SIGCONT)
