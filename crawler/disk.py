@@ -135,9 +135,12 @@ class DiskGuard:
         guard.state = parts.state
         crawler.signals.connect(guard.opened, signal=signals.spider_opened)
         crawler.signals.connect(guard.closed, signal=signals.spider_closed)
+        if crawler.crawling:  # from now: the crawl may wait long to open (a Redis cut
+            guard.start()  # off); a crawler only built (a test's) starts no thread
         return guard
 
-    def opened(self, spider: Any = None) -> None:
+    def start(self) -> None:
+        """Look from a thread of its own until the crawl closes."""
         self._watcher = threading.Thread(target=self._watch, name="simcrawl-disk-guard",
                                          daemon=True)
         self._watcher.start()
@@ -148,6 +151,14 @@ class DiskGuard:
             self.look()
             if self._halt.wait(self.look_seconds):
                 return
+
+    def opened(self, spider: Any = None) -> None:
+        """A disk found full while the crawl opened: a stop asked before the spider was
+        open is asked again now (a pause holds from before)."""
+        if self._watcher is None:
+            self.start()
+        if self.full is not None and self.stop:
+            stop_crawl(self.crawler, DISK_FULL)
 
     def closed(self, spider: Any = None, reason: str = "") -> None:
         if self._watcher is not None:
@@ -179,7 +190,6 @@ class DiskGuard:
         self.crawler.stats.inc_value("dedup/disk/full")
         said = (f"the disk holding {folder} is full: {free / MB:.1f} MB free, less than "
                 f"DEDUP_DISK_MIN_FREE ({self.min_free // MB} MB)")
-        engine = self.crawler.engine
         if self.stop:
             log.error("%s; stopping the crawl (DEDUP_DISK_FULL=stop): the pages in flight "
                       "are stored, the pages not fetched are left for the next crawl", said)
@@ -189,8 +199,14 @@ class DiskGuard:
                     "fetched until the disk has room again", said)
         if self.state is not None:
             self.state.disk_full = str(folder)
-        if engine is not None:
-            self._in_reactor(engine.pause)
+        self._in_reactor(self._pause)
+
+    def _pause(self) -> None:
+        """In the reactor: pause the engine while the disk is still full (the engine is
+        made just after this guard: by the time the reactor runs this, it is there)."""
+        engine = self.crawler.engine
+        if engine is not None and self.full is not None:
+            engine.pause()
 
     def _room_again(self) -> None:
         folder, waited = self.full, self._count_wait()
@@ -199,9 +215,13 @@ class DiskGuard:
             self.state.disk_full = ""
         log.warning("the disk holding %s has room again (%.0f MB free) after %.0f s; the "
                     "crawl goes on", folder, free_bytes(folder) / MB if folder else 0, waited)
+        if not self.stop:
+            self._in_reactor(self._unpause)
+
+    def _unpause(self) -> None:
         engine = self.crawler.engine
-        if engine is not None and not self.stop:
-            self._in_reactor(engine.unpause)
+        if engine is not None and self.full is None:
+            engine.unpause()
 
     @staticmethod
     def _in_reactor(fn: Any, *args: Any) -> None:

@@ -304,24 +304,64 @@ class SharedFrontier(RedisScheduler):
         scheduler._buffer_lock = threading.Lock()  # settle runs in the storage thread too
         scheduler.pages, scheduler.index = parts.pages, parts.index
         scheduler.state = parts.state
+        scheduler._pop = server.register_script(_POP)  # no call to Redis yet
+        scheduler._offer_script = server.register_script(_OFFER)
+        scheduler._requeue = server.register_script(_REQUEUE)
+        scheduler._requeue_ids = server.register_script(_REQUEUE_IDS)
+        scheduler.is_open = False  # until its opening on Redis is done (open)
         return scheduler
 
     def open(self, spider: Any) -> Any:
+        """Open on Redis in a thread (the engine waits for the Deferred): the queue's
+        length read and what dead processes left repaired, an outage of Redis meanwhile
+        waited out for up to ``DEDUP_RETRY_SECONDS`` as during the crawl (a process
+        started while Redis is cut off waits for it, as the others do, instead of
+        failing to start), and the reactor free meanwhile (its disk watch, a Ctrl-C)."""
+        from twisted.internet.threads import deferToThread
+
+        return deferToThread(self.open_on_redis, spider).addCallback(self.start_loops)
+
+    def open_on_redis(self, spider: Any) -> None:
+        """The queue's length read (said when a crawl resumes) and the repair of what
+        dead processes left, tried again once a second while Redis is out; past
+        ``DEDUP_RETRY_SECONDS`` the crawl does not start (:class:`ServiceUnavailable`)."""
+        from redis.exceptions import RedisClusterException, RedisError
+
+        self.spider = spider
+        self.queue = ArrivalQueue(server=self.server, spider=spider, key=self.queue_key,
+                                  serializer=self.serializer)
+        while True:
+            try:
+                queued = self.server.zcard(self.queue_key)
+                self.outage.answered("the shared frontier opens")
+                if queued:
+                    log.info("the shared frontier holds %d requests: the crawl resumes",
+                             queued)
+                self.recover_dead_processes(sweep=True)
+                return
+            except FrontierWaits:
+                pass  # a call of the repair met the outage (counted by _call)
+            except (RedisError, RedisClusterException) as exc:
+                if not redis_outage(exc):
+                    raise
+                self.outage.failed(exc, "Redis")
+                self.stats.inc_value("dedup/retries/frontier")
+            if self.outage.overdue:
+                self.outage.give_up(self.outage.last_error, "it had not started")
+                raise self.outage.overdue_error()
+            time.sleep(PROBE_SECONDS)
+
+    def start_loops(self, _: Any = None) -> None:
+        """The crawl opens: this process's loops on Redis start (in the reactor)."""
         from twisted.internet import task
 
-        result = super().open(spider)
-        self._pop = self.server.register_script(_POP)
-        self._offer_script = self.server.register_script(_OFFER)
-        self._requeue = self.server.register_script(_REQUEUE)
-        self._requeue_ids = self.server.register_script(_REQUEUE_IDS)
-        self.recover_dead_processes(sweep=True)
+        self.is_open = True
         # processes may die while this one runs: look again every few seconds
         self._recovery = task.LoopingCall(self._recover_in_thread)
         self._recovery.start(RECOVER_SECONDS, now=False)
         # what waits for Redis (an outage) goes there as soon as it answers again
         self._catching_up = task.LoopingCall(self.catch_up)
         self._catching_up.start(CATCH_UP_SECONDS, now=False)
-        return result
 
     # -------------------------------------------------------------- outages
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -386,8 +426,8 @@ class SharedFrontier(RedisScheduler):
         """Past ``DEDUP_RETRY_SECONDS`` of an outage (once): the links waiting for Redis
         are lost (named at the end), and the crawl stops."""
         outage = self.outage
-        if not outage.overdue or outage.gave_up:
-            return
+        if not outage.overdue or outage.gave_up or not self.is_open:
+            return  # (while it opens, the opening gives up itself: the crawl never starts)
         lost = self._lose_waiting()
         outage.give_up(outage.last_error, f"{len(lost)} links could not be queued; they "
                                           "are named at the end")
@@ -635,6 +675,12 @@ class SharedFrontier(RedisScheduler):
         self._call(self.server.delete, self.queue.key, self.df.key, self.inflight_key)
 
     def close(self, reason: str) -> None:
+        if not self.is_open:  # it never opened (Redis out past the limit): nothing taken
+            lost = self._lose_waiting()
+            if lost:
+                log.error("%d links could not be queued (Redis did not answer): %s",
+                          len(lost), ", ".join(lost[:20]))
+            return
         for loop in (getattr(self, "_recovery", None), getattr(self, "_catching_up", None)):
             if loop is not None and loop.running:
                 loop.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from crawler.frontier import INFLIGHT_ID, SharedFrontier, frontier_keys
 from crawler.scheduler import Scheduler
 from crawler.spiders.site import SiteSpider
 from crawler.wiring import parts_of
+from dedup.errors import ServiceUnavailable
 from dedup.servers.services import EmbeddedServer, connect_redis
 
 pytestmark = pytest.mark.integration
@@ -34,19 +36,28 @@ def servers(tmp_path: Path) -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
     mongo.stop()
 
 
-def open_frontier(servers: tuple[EmbeddedServer, EmbeddedServer], namespace: str
-                  ) -> tuple[Any, SiteSpider, SharedFrontier]:
-    """A crawl's shared frontier on ``namespace``, open, its loops driven by hand: (the
-    crawler, its spider, the frontier)."""
+def built_frontier(servers: tuple[EmbeddedServer, EmbeddedServer], namespace: str,
+                   **settings: Any) -> tuple[Any, SiteSpider, SharedFrontier]:
+    """A crawl's shared frontier on ``namespace``, not opened: (the crawler, its spider,
+    the frontier)."""
     redis_server, mongo = servers
     crawler = get_crawler(SiteSpider, settings_dict={
         "REDIS_URL": redis_server.url, "MONGO_URI": mongo.url, "DEDUP_NAMESPACE": namespace,
         "DEDUP_DATABASE": namespace, "DEDUP_EXTRACT_WORKERS": 0, "SIMCRAWL_FRONTIER": "redis",
-        "EXTENSIONS_BASE": {}})
+        "EXTENSIONS_BASE": {}, **settings})
     spider = SiteSpider(start_urls="https://a.example/")
     frontier = Scheduler.from_crawler(crawler)  # the crawl's shared frontier
     assert isinstance(frontier, SharedFrontier)
-    frontier.open(spider)
+    return crawler, spider, frontier
+
+
+def open_frontier(servers: tuple[EmbeddedServer, EmbeddedServer], namespace: str
+                  ) -> tuple[Any, SiteSpider, SharedFrontier]:
+    """A crawl's shared frontier on ``namespace``, open, its loops driven by hand: (the
+    crawler, its spider, the frontier)."""
+    crawler, spider, frontier = built_frontier(servers, namespace)
+    frontier.open_on_redis(spider)  # what open does in a thread (no reactor runs here)
+    frontier.start_loops()
     for loop in (frontier._recovery, frontier._catching_up):  # driven by hand here
         loop.stop()
     return crawler, spider, frontier
@@ -155,4 +166,60 @@ def test_a_redis_that_hangs_holds_one_probe_not_every_call(servers) -> None:  # 
         assert client.zcard(frontier_keys("hang")["queue"]) == 6  # each link, once
         assert not frontier.enqueue_request(links[1])  # seen
     finally:
+        parts_of(crawler).close()
+
+
+def test_a_process_that_opens_while_redis_hangs_waits_for_it(servers) -> None:  # type: ignore[no-untyped-def]
+    # A process started (by hand, or by an operator after a crash) while a partition cuts
+    # Redis off met the outage in the frontier's opening and failed to start ("Timeout
+    # reading from ..."), with tracebacks from its close: a chaos run had no process
+    # crawling for 15 s. It waits as a crawling process does, and opens when Redis
+    # answers; the links its repair offered meanwhile are queued then.
+    redis_server, _ = servers
+    crawler, spider, frontier = built_frontier(servers, "opening")
+    pid = redis_server.pid
+    assert pid
+    opened: list[Any] = []
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        thread = threading.Thread(
+            target=lambda: opened.append(frontier.open_on_redis(spider) or "open"))
+        thread.start()
+        time.sleep(7)  # past the client's 5 s timeout: the outage is on
+        assert not opened and frontier.outage.since is not None
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        thread.join(timeout=30)
+        assert opened == ["open"] and frontier.outage.since is None
+        assert crawler.stats.get_value("dedup/retries/frontier") >= 1
+        frontier.start_loops()
+        for loop in (frontier._recovery, frontier._catching_up):
+            loop.stop()
+        assert frontier.enqueue_request(scrapy.Request("https://a.example/x",
+                                                       callback=spider.parse))
+        assert frontier.next_request().url == "https://a.example/x"
+    finally:
+        parts_of(crawler).close()
+
+
+def test_a_process_that_cannot_reach_redis_to_open_gives_up_past_the_limit(
+        servers) -> None:  # type: ignore[no-untyped-def]
+    # DEDUP_RETRY_SECONDS bounds the wait at the start as during the crawl: then the
+    # crawl does not start, with the service named (exit status 3), and its close, which
+    # runs all the same, raises nothing.
+    redis_server, _ = servers
+    crawler, spider, frontier = built_frontier(servers, "noopen", DEDUP_RETRY_SECONDS=2)
+    port = redis_server.port
+    redis_server.kill()
+    try:
+        began = time.monotonic()
+        with pytest.raises(ServiceUnavailable, match="Redis"):
+            frontier.open_on_redis(spider)
+        assert time.monotonic() - began < 10
+        assert frontier.outage.gave_up and not frontier.is_open
+        frontier.close("shutdown")  # nothing was taken: nothing to put back, no error
+    finally:
+        redis_server.port = port
+        redis_server.start()
         parts_of(crawler).close()
