@@ -297,7 +297,7 @@ class SharedFrontier(RedisScheduler):
         scheduler.ready = []
         scheduler.crawler = crawler
         scheduler.outage = Outage("the shared frontier", parts.config.retry_seconds, log,
-                                  gave_up=parts.gave_up)
+                                  gave_up=parts.gave_up, abandoned=parts.given_up)
         scheduler.waiting = []  # requests not yet in Redis
         scheduler.unsettled = []  # in-flight ids to settle when Redis answers
         scheduler.held, scheduler.orphans = set(), set()
@@ -438,7 +438,11 @@ class SharedFrontier(RedisScheduler):
 
     def catch_up(self) -> bool:
         """Send what waited for Redis (requests to queue, then requests to settle);
-        returns whether nothing waits any more."""
+        returns whether nothing waits any more. Once a second (its loop) it also looks
+        whether an outage is overdue: the engine may not call the frontier meanwhile
+        (nothing in flight ends), and the probe may wait its client's timeout."""
+        if self.outage.since is not None:
+            self._give_up_if_overdue()
         with self._buffer_lock:
             waiting, self.waiting = self.waiting, []
             unsettled, self.unsettled = self.unsettled, []
@@ -583,6 +587,14 @@ class SharedFrontier(RedisScheduler):
                 pass
         with self._buffer_lock:
             self.unsettled.extend(ids)
+
+    def __len__(self) -> int:
+        """The requests in the shared queue and those waiting in this process to go
+        there (the live display's and the crawl record's queue). Through :meth:`_call`:
+        while Redis is out, not asked (a call would hold the reactor for the client's
+        timeout: the crawl record's periodic write did, 5 s each) and
+        :class:`FrontierWaits` raised (the length is unknown)."""
+        return int(self._call(len, self.queue)) + len(self.waiting) + len(self.ready)
 
     def has_pending_requests(self) -> bool:
         if self.waiting or self.ready:

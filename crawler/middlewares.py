@@ -184,7 +184,8 @@ class NearDuplicateMiddleware:
     def __init__(self, crawler: Crawler, config: DedupConfig, deduplicator: Deduplicator,
                  extractor: Extractor, state: CrawlState,
                  learning: RuleLearning | None = None,
-                 gave_up: Callable[[set[str]], None] | None = None) -> None:
+                 gave_up: Callable[[set[str]], None] | None = None,
+                 abandoned: set[str] | None = None) -> None:
         self.crawler = crawler
         #: what each decision tells the URL rules (None: DEDUP_URL_RULES is off)
         self.learning = learning
@@ -194,7 +195,8 @@ class NearDuplicateMiddleware:
         self.state = state
         self._first_drop_logged = False
         self._decision_failed = False
-        self.outage = Outage("deciding pages", config.retry_seconds, log, gave_up=gave_up)
+        self.outage = Outage("deciding pages", config.retry_seconds, log, gave_up=gave_up,
+                             abandoned=abandoned)
         #: pages being read (extracted) now: each will ask for a decision soon
         self._reading = 0
         self.deduplicator = deduplicator
@@ -220,7 +222,7 @@ class NearDuplicateMiddleware:
         learning = RuleLearning(parts.urlrules, crawler.stats) if parts.urlrules else None
         parts.state.deciding = True
         return cls(crawler, parts.config, parts.deduplicator, parts.extractor, parts.state,
-                   learning, gave_up=parts.gave_up)
+                   learning, gave_up=parts.gave_up, abandoned=parts.given_up)
 
     def _decide_batch(self, items: list[PageItem]) -> list[Decision]:
         """Decide a batch (in a worker thread); the URL rules then learn from it in the

@@ -92,7 +92,7 @@ class StoragePipeline:
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
         self.outage = Outage("writing pages", parts.config.retry_seconds, log,
-                             gave_up=parts.gave_up)
+                             gave_up=parts.gave_up, abandoned=parts.given_up)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -144,7 +144,7 @@ class StoragePipeline:
         self._loop.start(self.config.flush_seconds, now=False)
         every = self.crawler.settings.getfloat("SIMCRAWL_RECORD_SECONDS", RECORD_SECONDS)
         if every > 0:
-            self._record_loop = task.LoopingCall(self._record_running)
+            self._record_loop = task.LoopingCall(self._record_running, every)
             self._record_loop.start(every, now=True)
 
     def _crawl_record(self) -> dict[str, Any]:
@@ -154,14 +154,20 @@ class StoragePipeline:
                 "pid": os.getpid(), "hostname": socket.gethostname(),
                 "namespace": self.config.namespace}
 
-    def _record_running(self) -> Any:
+    def _record_running(self, every: float) -> Any:
         """Rewrite this process's live record (counters taken here, in the reactor; the
-        write in a thread). A failed write is only logged: the crawl goes on."""
+        write in a thread, given until the next one at most, and the crawl's
+        ``DEDUP_RETRY_SECONDS``: a write left waiting for a MongoDB that died holds the
+        process's exit, which joins the thread). A failed write is only logged: the
+        crawl goes on."""
+        if "MongoDB" in self.parts.given_up:
+            return None
         record = self._crawl_record()
 
         def write() -> None:
             try:
-                self.parts.pages.save_crawl(self.parts.crawl_id, record, running=True)
+                with time_limit(min(every, self.config.retry_seconds)):
+                    self.parts.pages.save_crawl(self.parts.crawl_id, record, running=True)
             except ServiceUnavailable as exc:
                 log.debug("could not update the crawl's live record: %s", exc)
 
@@ -227,7 +233,7 @@ class StoragePipeline:
         """Past ``DEDUP_RETRY_SECONDS`` of an outage (or ``now``, while one is on): the
         buffer is lost, named, and the crawl stops. Returns whether it gave up."""
         outage = self.outage
-        if outage.since is None or (outage.lasted < self.config.retry_seconds and not now):
+        if outage.since is None or not (outage.overdue or now):
             return False
         pages, matches = self.writer.take()
         if pages or matches:
@@ -311,6 +317,10 @@ class StoragePipeline:
                         "%.0f s", failed_services(self.outage.failing, self.parts),
                         self.outage.lasted)
             return  # not tried again: the crawl stops within seconds of giving up
+        if "MongoDB" in self.parts.given_up:  # the decisions gave up on it
+            log.warning("could not keep the crawl's summary in MongoDB: the crawl gave up "
+                        "on MongoDB")
+            return
         try:  # never longer than the crawl waits out an outage
             with time_limit(min(self.config.retry_seconds, STORE_TIMEOUT)):
                 self.parts.pages.save_crawl(self.parts.crawl_id, record)

@@ -70,9 +70,14 @@ class Outage:
 
     def __init__(self, activity: str, retry_seconds: float, logger: logging.Logger,
                  wait: Callable[[float], Awaitable[Any]] | None = None,
-                 gave_up: Callable[[set[str]], None] | None = None) -> None:
+                 gave_up: Callable[[set[str]], None] | None = None,
+                 abandoned: set[str] | None = None) -> None:
         self.activity = activity
         self._gave_up = gave_up
+        #: the services the crawl has given up on (shared by the crawl's outages, filled
+        #: by ``gave_up``: :attr:`crawler.wiring.Parts.given_up`): an outage of one of
+        #: them is overdue at once, not ``retry_seconds`` after this activity met it
+        self.abandoned = abandoned if abandoned is not None else set()
         self._wait = wait or sleep  # how an attempt waits for the probe (the reactor's)
         self.retry_seconds = retry_seconds
         self.log = logger
@@ -87,8 +92,10 @@ class Outage:
 
     @property
     def overdue(self) -> bool:
-        """Whether an outage is on and has lasted ``retry_seconds``."""
-        return self.since is not None and self.lasted >= self.retry_seconds
+        """Whether an outage is on and has lasted ``retry_seconds``, or is of a service
+        the crawl has given up on already (another activity's outage)."""
+        return self.since is not None and (self.lasted >= self.retry_seconds
+                                           or bool(self.failing & self.abandoned))
 
     async def turn(self) -> bool | None:
         """An attempt's turn (in the reactor's thread). While an outage is on, one attempt
@@ -178,7 +185,7 @@ class Outage:
             self.log.warning("%s", said or (
                 f"{self.activity} failed; the crawl waits and retries for up to "
                 f"{self.retry_seconds:.0f} s (DEDUP_RETRY_SECONDS): {exc}"))
-        return self.lasted < self.retry_seconds
+        return not self.overdue
 
     def answered(self, then: str) -> None:
         """An attempt succeeded: if an outage was on, say it is over and ``then`` what
@@ -205,9 +212,11 @@ class Outage:
             self.gave_up = True
             failing = set(self.failing)
         services = " and ".join(sorted(failing))
-        self.log.error("%s %s failed for %.0f s (DEDUP_RETRY_SECONDS); stopping the crawl "
-                       "(%s): %s", services, "have" if " and " in services else "has",
-                       self.lasted, lost, exc)
+        why = ("DEDUP_RETRY_SECONDS" if self.lasted >= self.retry_seconds
+               else "the crawl gave up on it")
+        self.log.error("%s %s failed for %.0f s (%s); stopping the crawl (%s): %s",
+                       services, "have" if " and " in services else "has", self.lasted,
+                       why, lost, exc)
         if self._gave_up is not None:
             self._gave_up(failing)
 

@@ -43,7 +43,7 @@ from dedup.servers.services import (
     connect_redis,
     durability_warning,
     resolve,
-    shorten_timeouts,
+    cut_short,
 )
 from dedup.store.mongo import PageStore
 
@@ -54,8 +54,9 @@ log = logging.getLogger(__name__)
 
 
 #: Seconds a Redis call waits at most once the crawl has given up on Redis
-#: (:meth:`Parts.gave_up`).
-CLOSING_TIMEOUT = 1.0
+#: (:meth:`Parts.gave_up`): its goodbyes (the journal's confirmations) are worth a try,
+#: not a wait; a round trip of a Redis that answers is a millisecond or so.
+CLOSING_TIMEOUT = 0.5
 
 
 @dataclass
@@ -88,11 +89,11 @@ class Parts:
     def gave_up(self, services: set[str]) -> None:
         """The crawl gave up on ``services`` (past ``DEDUP_RETRY_SECONDS``) and stops:
         Redis's calls while it closes wait :data:`CLOSING_TIMEOUT` at most each, not
-        the client's 5 s (:func:`dedup.servers.services.shorten_timeouts`), and the
+        the client's 5 s (:func:`dedup.servers.services.cut_short`), and the
         last write does not wait for them."""
         self.given_up |= services
         if "Redis" in services and self.client is not None:
-            shorten_timeouts(self.client, CLOSING_TIMEOUT)
+            cut_short(self.client, CLOSING_TIMEOUT)
 
     def close(self) -> None:
         """Stop the extraction workers, give up the journal's lease, and stop the
@@ -106,7 +107,7 @@ class Parts:
                     self.journal.clear_settled(self.pages, self.index)
                 except ServiceUnavailable as exc:  # the next crawl's recovery clears it
                     log.warning("the journal keeps its entries: %s", exc)
-            self.journal.close()
+            self.journal.close(release="Redis" not in self.given_up)
             self.journal = None
         if self.services is not None:
             self.services.stop()

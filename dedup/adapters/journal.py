@@ -249,13 +249,19 @@ class AdmissionJournal:
         """Entries not yet confirmed."""
         return int(self.client.hlen(self.key))
 
-    def close(self) -> None:
-        """Stop the heartbeat and give up the lease. Unconfirmed entries stay, so that the
-        next crawl on the namespace recovers them at once."""
+    def close(self, release: bool = True) -> None:
+        """Stop the heartbeat and give up the lease (not when ``release`` is false: a
+        crawl that gave up on Redis does not wait for it again; the lease runs out by
+        itself). Unconfirmed entries stay, so that the next crawl on the namespace
+        recovers them at once."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if not release:
+            log.info("the journal lease %s is left to run out (%.0f s): Redis was given up "
+                     "on", self.lease_key, self.lease)
+            return
         try:
             if not self.client.hlen(self.key):  # nothing to recover: leave the registry
                 self.client.srem(registry_key(self.namespace), self.owner)

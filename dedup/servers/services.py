@@ -143,15 +143,20 @@ def redis_outage(exc: BaseException) -> bool:
     return type(exc) is RedisClusterException
 
 
-def shorten_timeouts(client: Any, seconds: float) -> None:
+def cut_short(client: Any, seconds: float) -> None:
     """Let every later call of ``client`` (a :class:`redis.Redis` or a cluster's client)
-    wait ``seconds`` at most for a reply or a connection, and the calls already out
-    too (redis-py's own per-connection timeout: ``update_connections_settings``).
+    wait ``seconds`` at most for a reply or a connection (redis-py's own per-connection
+    timeout: ``update_connections_settings``), and end the calls out now at once: their
+    connections are shut (``disconnect(inuse_connections=True)``, which shuts the socket
+    down, so a ``recv`` blocked in another thread returns), each call failing with a
+    ``ConnectionError`` (the client retries none).
 
     For a crawl that has given up on a Redis that hangs (a partition, a frozen
     server): each of its goodbyes (the last confirmations to the journal, clearing it,
     releasing the lease) would otherwise wait the whole timeout (5 s), one after the
-    other, and the crawl would stop half a minute after it said it gives up."""
+    other, and the crawl would stop half a minute after it said it gives up; and the
+    calls already out, each in a thread of the reactor's pool, would hold the process's
+    exit (the pool's threads are joined) for up to their 5 s."""
     if is_cluster(client):
         pools = [node.redis_connection.connection_pool for node in client.get_nodes()
                  if node.redis_connection is not None]
@@ -161,6 +166,7 @@ def shorten_timeouts(client: Any, seconds: float) -> None:
         pool.update_connection_kwargs(socket_timeout=seconds,
                                       socket_connect_timeout=seconds)
         pool.update_connections_settings(relaxed_timeout=seconds)
+        pool.disconnect(inuse_connections=True)
 
 
 def _cluster_enabled(client: redis.Redis) -> bool:

@@ -16,12 +16,12 @@ import pytest
 import scrapy
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier import INFLIGHT_ID, SharedFrontier, frontier_keys
+from crawler.frontier import INFLIGHT_ID, FrontierWaits, SharedFrontier, frontier_keys
 from crawler.scheduler import Scheduler
 from crawler.spiders.site import SiteSpider
 from crawler.wiring import parts_of
 from dedup.errors import ServiceUnavailable
-from dedup.servers.services import EmbeddedServer, connect_redis
+from dedup.servers.services import EmbeddedServer, connect_redis, cut_short
 
 pytestmark = pytest.mark.integration
 
@@ -154,6 +154,10 @@ def test_a_redis_that_hangs_holds_one_probe_not_every_call(servers) -> None:  # 
                 assert frontier.enqueue_request(request)
                 assert frontier.next_request() is None
                 assert frontier.has_pending_requests()
+            # nor is the queue's length (the crawl record's counters, every few seconds):
+            # unknown while Redis is out, where it held the reactor for 5 s each time
+            with pytest.raises(FrontierWaits):
+                len(frontier)
             # the calls were not sent: no more timeouts than the first and the probes
             assert len(frontier.waiting) == 5 and frontier.outage._probing
             assert crawler.stats.get_value("dedup/retries/frontier") == timed_out
@@ -223,3 +227,41 @@ def test_a_process_that_cannot_reach_redis_to_open_gives_up_past_the_limit(
         redis_server.port = port
         redis_server.start()
         parts_of(crawler).close()
+
+
+def test_giving_up_on_a_redis_that_hangs_ends_the_calls_out_at_once(servers) -> None:  # type: ignore[no-untyped-def]
+    # The calls out when a crawl gives up on a frozen Redis each waited the client's 5 s
+    # in a thread of the reactor's pool, and the process's exit joins those threads. Cut
+    # short, they fail at once, and a later call waits 1 s, not 5; the client works
+    # again when the server does.
+    redis_server, _ = servers
+    client = connect_redis(redis_server.url)
+    client.set("k", "v")
+    pid = redis_server.pid
+    assert pid
+    ended: list[tuple[str, float]] = []
+
+    def call() -> None:
+        began = time.monotonic()
+        try:
+            client.get("k")
+            ended.append(("answered", time.monotonic() - began))
+        except Exception as exc:  # noqa: BLE001 - what the call met is the finding
+            ended.append((type(exc).__name__, time.monotonic() - began))
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        calls = [threading.Thread(target=call) for _ in range(3)]
+        for thread in calls:
+            thread.start()
+        time.sleep(0.5)  # the three are waiting for a reply
+        cut_short(client, 1.0)
+        for thread in calls:
+            thread.join(timeout=10)
+        assert [what for what, _ in ended] == ["ConnectionError"] * 3
+        assert all(took < 4 for _, took in ended), ended  # not the client's 5 s
+        call()
+        assert ended[-1][0] == "TimeoutError" and ended[-1][1] < 4, ended
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert client.get("k") == b"v"

@@ -218,3 +218,19 @@ def test_a_process_taken_for_dead_registers_again_and_withdraws_what_was_removed
     assert again.decide([cand("http://a/9", "9" * 32, A)])[0].kind == NEW  # not a ghost's copy
     assert journal.renew() is False and journal.lapses == 1
     journal.close()
+
+
+def test_a_crawl_that_gave_up_on_redis_leaves_its_lease_to_run_out(redis_client,
+                                                                    namespace) -> None:  # type: ignore[no-untyped-def]
+    # Its goodbyes would each wait for a Redis it has given up on: the lease is left, and
+    # runs out by itself (the next recovery finds the process gone then); a clean close
+    # releases it at once.
+    gone = AdmissionJournal(redis_client, namespace, lease=30).open()
+    gone.close(release=False)
+    assert redis_client.exists(gone.lease_key)
+    assert gone.owner in [o.token for o in owners(redis_client, namespace)]
+    assert 0 < redis_client.pttl(gone.lease_key) <= 30_000
+    clean = AdmissionJournal(redis_client, namespace).open()
+    clean.close()
+    assert not redis_client.exists(clean.lease_key)
+    assert clean.owner not in [o.token for o in owners(redis_client, namespace)]

@@ -91,3 +91,26 @@ def test_when_the_probe_succeeds_the_waiting_attempts_go_on() -> None:
         assert await asyncio.gather(*waiting) == [False, False, False]
 
     asyncio.run(main())
+
+
+def test_once_the_crawl_gives_up_on_a_service_every_activity_gives_up_on_it_at_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # The shared frontier gave up on a frozen Redis; the decisions met it only then and
+    # waited their own DEDUP_RETRY_SECONDS (2 s more) before the crawl could stop.
+    given_up: set[str] = set()
+    frontier = Outage("the shared frontier", 0.05, log, gave_up=given_up.update,
+                      abandoned=given_up)
+    deciding = Outage("deciding pages", 60, log, abandoned=given_up)
+    writing = Outage("writing pages", 60, log, abandoned=given_up)
+    frontier.failed(ConnectionError("timeout"), "Redis")
+    time.sleep(0.1)
+    frontier.give_up(ConnectionError("timeout"), "links lost")
+    assert given_up == {"Redis"}
+    with caplog.at_level(logging.ERROR, logger="test.outage"):
+        assert not deciding.failed(ConnectionError("timeout"), "Redis")  # no 60 s wait
+        assert deciding.overdue and asyncio.run(deciding.turn()) is None
+        deciding.give_up(ConnectionError("timeout"), "pages lost")
+    assert "(the crawl gave up on it)" in caplog.records[-1].getMessage()
+    # another service's outage keeps its own time
+    assert writing.failed(ServiceUnavailable("down", service="MongoDB"), "MongoDB")
+    assert not writing.overdue
