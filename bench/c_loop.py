@@ -31,6 +31,24 @@ SOURCE = Path(__file__).resolve().parent / "c_loop" / "simhash_loop.c"
 GOALS = {"English news": 0.8, "Chinese essays": 0.6}
 
 
+def class_table() -> bytes:
+    """The class of every code point as the kernel reads it (1,114,112 bytes):
+    :func:`dedup.text.bmp_class_table` below U+10000, and past it the kernel's own rule
+    (an alphanumeric of ``ASTRAL_CJK`` a CJK token, a decimal digit, another alphanumeric
+    a word's, the rest, emoji among them, a separator)."""
+    from dedup.text import ASTRAL_CJK, CJK, DIGIT, SEP, WORD, bmp_class_table
+
+    def astral(cp: int) -> int:
+        ch = chr(cp)
+        if ASTRAL_CJK[0] <= cp <= ASTRAL_CJK[1] and ch.isalnum():
+            return CJK
+        if ch.isdecimal():
+            return DIGIT
+        return WORD if ch.isalnum() else SEP
+
+    return bmp_class_table() + bytes(astral(cp) for cp in range(0x10000, 0x110000))
+
+
 def compile_loop(folder: Path) -> Any:
     """Compile the C loop into ``folder`` and return its ``simhash_loop`` function."""
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -51,12 +69,12 @@ def compare(corpora: dict[str, list[str]], rounds: int = 15) -> list[dict[str, A
     import dedup
     from dedup import _simhash
     from dedup.simhash import DEFAULT_CJK_NGRAM, DEFAULT_DROP_NUMBERS, DEFAULT_SHINGLE
-    from dedup.text import bmp_class_table, normalize
+    from dedup.text import normalize
 
     if dedup.KERNEL != "cython":
         raise SystemExit("the compiled kernel did not load (dedup.KERNEL is "
                          f"{dedup.KERNEL!r}): build it with pip install -e . first")
-    table = bmp_class_table()
+    table = class_table()
     args = (DEFAULT_SHINGLE, DEFAULT_CJK_NGRAM, int(DEFAULT_DROP_NUMBERS))
     rows = []
     with tempfile.TemporaryDirectory(prefix="simcrawl-cloop-") as tmp:
