@@ -172,8 +172,10 @@ def dedup_enabled(settings: Any) -> bool:
 class NearDuplicateMiddleware:
     """Drop near-duplicate pages and their outlinks (a spider middleware).
 
-    It sees a response's whole output: it extracts the page's main text (trafilatura),
-    fingerprints it, and asks the shared index in one atomic step. For an exact or near
+    It sees a response's whole output: it reads the page's main text
+    (:mod:`crawler.extraction`: simcrawl's reading, or trafilatura's), fingerprints it,
+    and decides it with the other pages in flight, one batch in one step of the shared
+    index (:mod:`dedup.deduplicator`). For an exact or near
     copy it drops the page item and every request the page yielded and emits a
     :class:`~crawler.items.MatchItem` instead; otherwise it passes everything on.
 

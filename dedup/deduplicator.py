@@ -13,8 +13,8 @@ each with an in-memory implementation and one on the servers:
 * optionally the hosts' learned template text (:mod:`dedup.templates`) and the registered
   originals' pinyin windows (:mod:`dedup.index.windows`).
 
-:func:`in_memory` builds one on memory stores (no server): what :func:`dedup.scan.scan`
-and scripts use. The crawl wires the same class to Redis and MongoDB
+:func:`in_memory` builds one on memory stores (no server): what ``simcrawl scan``
+(:func:`dedup.pages.decide_read`) and the benchmarks use. The crawl wires the same class to Redis and MongoDB
 (``crawler/wiring.py``).
 """
 

@@ -4,7 +4,7 @@ with warcio, for replay tools (pywb, ReplayWeb.page) and dataset pipelines.
 Each file (``<prefix>-<serial>.warc.gz``, gzip a record, rolled past ``max_bytes``) opens
 with a ``warcinfo`` record naming simcrawl, its version and the crawl's settings, and gets
 a CDXJ index beside it (``.cdxj``, sorted) when it is closed: the lines cdxj-indexer
-would write for it (pywb's format; tests/unit/test_warc.py compares them), kept as the
+would write for it (pywb's format; ``test_the_index_is_the_one_cdxj_indexer_writes`` compares them), kept as the
 records are written rather than read back from the file. What is written:
 
 - an **original** (a page stored): its ``request`` and ``response`` records;

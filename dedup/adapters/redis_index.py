@@ -739,7 +739,8 @@ class RedisStore:
 
     def decide_many(self, probes: Iterable[tuple[Probe, Sequence[str] | None]], k: int
                     ) -> Iterator[list[list[Hit]]]:
-        """:meth:`decide` for a stream of batches, pipelined (see :meth:`_eval`)."""
+        """The ``decide`` script (probe, and insert the pages given ids) for a stream of
+        batches, pipelined (see :meth:`_eval`)."""
         def calls() -> Iterator[tuple[list[Any], list[Any]]]:
             for probe, page_ids in probes:
                 keys, args = self._args(probe, page_ids, ranges=True)
@@ -754,7 +755,8 @@ class RedisStore:
                     for j in range(0, len(h), 3)] for h in reply]
 
     def add_many(self, probes: Iterable[tuple[Probe, Sequence[str]]]) -> Iterator[list[bool]]:
-        """:meth:`add` for a stream of batches, pipelined."""
+        """The ``add`` script (insert without probing) for a stream of batches,
+        pipelined."""
         def calls() -> Iterator[tuple[list[Any], list[Any]]]:
             for probe, page_ids in probes:
                 keys, args = self._args(probe, page_ids, ranges=False)
