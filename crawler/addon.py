@@ -25,7 +25,9 @@ replaces with simcrawl's (:class:`crawler.middlewares.RobotsTxt`: RFC 9309 on un
 robots.txt files, and every waiting request checked), and Scrapy's meta-refresh
 middleware, which it replaces with one that decides the same without decoding every page
 whole (:class:`crawler.middlewares.MetaRefresh`). ``SIMCRAWL_FRONTIER=redis`` shares
-one crawl between processes as in simcrawl's own crawl (docs/scaling.md).
+one crawl between processes as in simcrawl's own crawl (docs/scaling.md); it and the
+other ``SIMCRAWL_*`` names docs/settings.md says may come from the environment are read
+from it too (:func:`from_environment`).
 """
 
 from __future__ import annotations
@@ -77,3 +79,20 @@ class Addon:
                     name, load_object(component), order)
         for name, value in SETTINGS.items():
             settings.set(name, value, priority="addon")
+        for name, value in from_environment().items():
+            settings.set(name, value, priority="addon")
+
+
+def from_environment() -> dict[str, str]:
+    """The ``SIMCRAWL_*`` names that may come from the environment
+    (:data:`dedup.setting_names.SIMCRAWL`: ``EITHER``) and are set there, as settings at
+    the add-on's priority: a project's own setting, and ``-s``, win. simcrawl's own
+    project (``crawler/settings.py``) read them from the environment; a project using the
+    add-on never loads that file, and there ``SIMCRAWL_FRONTIER=redis`` in the
+    environment did nothing, and said nothing."""
+    import os
+
+    from dedup.setting_names import EITHER, SIMCRAWL
+
+    return {name: os.environ[name] for name, how in SIMCRAWL.items()
+            if how == EITHER and os.environ.get(name, "") != ""}

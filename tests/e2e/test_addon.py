@@ -141,13 +141,16 @@ def test_the_add_on_shares_one_crawl_of_a_projects_spider_between_processes(
         start = site.start_urls()[0]
         alone = {i["url"] for i in crawl(folder, env, "pages", start, "alone")}
         before = len(site.requests)
-        shared = ["-s", "SIMCRAWL_FRONTIER=redis", "-s", "SIMCRAWL_IDLE_SECONDS=2",
-                  "-s", "DEDUP_NAMESPACE=shared"]
+        shared = ["-s", "SIMCRAWL_IDLE_SECONDS=2", "-s", "DEDUP_NAMESPACE=shared"]
+        # the first is told with -s, the second by the environment (a project never
+        # loads simcrawl's own settings file, which read it there)
+        told = [(["-s", "SIMCRAWL_FRONTIER=redis"], env),
+                ([], {**env, "SIMCRAWL_FRONTIER": "redis"})]
         procs = [subprocess.Popen(
             [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"start={start}", "-O",
              str(folder / f"shared-{n}.jsonl"), "-s", "DOWNLOAD_DELAY=0", "-s",
              "DEDUP_DATABASE=shared", "-s", f"LOG_FILE={folder / f'shared-{n}.log'}",
-             *shared], cwd=folder, env=env) for n in range(2)]
+             *shared, *told[n][0]], cwd=folder, env=told[n][1]) for n in range(2)]
         assert [p.wait(timeout=300) for p in procs] == [0, 0]  # each ended by itself
         fetched = collections.Counter(r for r in site.requests[before:]
                                       if not r.endswith("/robots.txt"))
@@ -170,10 +173,19 @@ def test_the_add_on_shares_one_crawl_of_a_projects_spider_between_processes(
                    for n in range(2))
 
 
-def test_the_add_on_leaves_a_projects_own_settings_alone() -> None:
+def test_the_add_on_leaves_a_projects_own_settings_alone(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from scrapy.settings import Settings
 
     from crawler import Addon
+
+    # the names that may come from the environment do, below the project's own
+    monkeypatch.setenv("SIMCRAWL_FRONTIER", "redis")
+    monkeypatch.setenv("SIMCRAWL_IDLE_SECONDS", "2")
+    told = Settings({"SIMCRAWL_IDLE_SECONDS": 5}, priority="project")
+    Addon().update_settings(told)
+    assert told["SIMCRAWL_FRONTIER"] == "redis" and told.getfloat("SIMCRAWL_IDLE_SECONDS") == 5
+    monkeypatch.delenv("SIMCRAWL_FRONTIER")
+    monkeypatch.delenv("SIMCRAWL_IDLE_SECONDS")
 
     settings = Settings({
         "SPIDER_MIDDLEWARES": {"scrapy.spidermiddlewares.referer.RefererMiddleware": 543},
