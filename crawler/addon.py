@@ -52,13 +52,13 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawler.extensions.CutDownloads": 990},
     "ITEM_PIPELINES": {"crawler.pipelines.StoragePipeline": 0},
     "EXTENSIONS": {"crawler.extensions.JobGuard": 0,
+                   "crawler.disk.DiskGuard": 5,  # before the parts reach the services
                    "crawler.scheduler.SharedCrawlEnd": 10,
                    "crawler.extensions.ProgressFile": 20,
                    "crawler.metrics.PrometheusMetrics": 30,
                    "crawler.url_rules.SendAgain": 40,
                    "crawler.warc.WarcOut": 50,
-                   "crawler.extensions.PutBackOnStop": 60,
-                   "crawler.disk.DiskGuard": 70},
+                   "crawler.extensions.PutBackOnStop": 60},
 }
 
 #: Plain settings the add-on needs, at the add-on priority (the project's win).

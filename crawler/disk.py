@@ -93,6 +93,8 @@ def watched_folders(crawler: Crawler, data_dir: str | None, extra: str) -> list[
         if not name:
             continue
         folder = existing(Path(name))
+        if not os.statvfs(folder).f_blocks:  # no disk: /proc, /sys (a folder there fails
+            continue  # where the crawl checks it is writable, not here)
         device = folder.stat().st_dev
         if device not in devices:
             devices.add(device)
@@ -115,24 +117,27 @@ class DiskGuard:
         self.full: Path | None = None  # the folder whose disk is full, while one is
         self.unreadable = False  # a folder's free space could not be read at the last look
         self.since = 0.0
-        self.state: Any = None  # the crawl's CrawlState: the live display says the wait
+        self.crawl_state: Any = None  # the crawl's CrawlState, when it is set up
         self._halt = threading.Event()
         self._watcher: threading.Thread | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DiskGuard:
-        from crawler.wiring import parts_of
+        """Built before the crawl's parts (the add-on's first extension but one): it
+        watches while they reach the services, and a crawl that cannot reach them says
+        a full disk all the same."""
+        from dedup.config import DedupConfig
+        from dedup.servers.services import DEFAULT_DATA_DIR
 
-        parts = parts_of(crawler)
-        config = parts.config
+        config = DedupConfig.from_settings(crawler.settings.get)
         if config.disk_min_free <= 0:
             raise NotConfigured("DEDUP_DISK_MIN_FREE is 0")
-        data_dir = str(parts.services.data_dir) if parts.services is not None else None
+        embedded = not (config.redis_url and config.mongo_uri)  # as wiring resolves them
+        data_dir = str(config.data_dir or DEFAULT_DATA_DIR) if embedded else None
         folders = watched_folders(crawler, data_dir, config.disk_watch)
         if not folders:
             raise NotConfigured("the crawl writes to no folder")
         guard = cls(crawler, folders, config.disk_min_free * MB, config.disk_full == "stop")
-        guard.state = parts.state
         crawler.signals.connect(guard.opened, signal=signals.spider_opened)
         crawler.signals.connect(guard.closed, signal=signals.spider_closed)
         if crawler.crawling:  # from now: the crawl may wait long to open (a Redis cut
@@ -151,6 +156,17 @@ class DiskGuard:
             self.look()
             if self._halt.wait(self.look_seconds):
                 return
+
+    @property
+    def state(self) -> Any:
+        """The crawl's shared state (:class:`crawler.state.CrawlState`), once its parts are
+        built (``None`` before)."""
+        if self.crawl_state is None:
+            from crawler.wiring import built_parts
+
+            parts = built_parts(self.crawler)
+            self.crawl_state = parts.state if parts is not None else None
+        return self.crawl_state
 
     def opened(self, spider: Any = None) -> None:
         """A disk found full while the crawl opened: a stop asked before the spider was
@@ -197,31 +213,39 @@ class DiskGuard:
             return
         log.warning("%s; the crawl waits for room (DEDUP_DISK_FULL=wait): no page is "
                     "fetched until the disk has room again", said)
-        if self.state is not None:
-            self.state.disk_full = str(folder)
+        if (state := self.state) is not None:  # the live display says the wait
+            state.disk_full = str(folder)
         self._in_reactor(self._pause)
 
     def _pause(self) -> None:
         """In the reactor: pause the engine while the disk is still full (the engine is
         made just after this guard: by the time the reactor runs this, it is there)."""
-        engine = self.crawler.engine
+        engine = self._engine()
         if engine is not None and self.full is not None:
             engine.pause()
 
     def _room_again(self) -> None:
         folder, waited = self.full, self._count_wait()
         self.full = None
-        if self.state is not None:
-            self.state.disk_full = ""
+        if (state := self.state) is not None:
+            state.disk_full = ""
         log.warning("the disk holding %s has room again (%.0f MB free) after %.0f s; the "
                     "crawl goes on", folder, free_bytes(folder) / MB if folder else 0, waited)
         if not self.stop:
             self._in_reactor(self._unpause)
 
     def _unpause(self) -> None:
-        engine = self.crawler.engine
+        engine = self._engine()
         if engine is not None and self.full is None:
             engine.unpause()
+
+    def _engine(self) -> Any:
+        """The crawl's engine, or ``None`` before Scrapy made it (a crawl that failed to
+        start: Scrapy's ``Crawler.engine`` raises then)."""
+        try:
+            return self.crawler.engine
+        except RuntimeError:
+            return None
 
     @staticmethod
     def _in_reactor(fn: Any, *args: Any) -> None:
