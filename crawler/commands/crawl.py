@@ -68,8 +68,8 @@ class Command(ScrapyCrawl):
             gc.set_threshold(threshold, *gc.get_threshold()[1:])
         # the extraction workers' fork server imports the reading while Scrapy builds the
         # crawl (a bad setting is said when the crawl opens, as ever)
-        try:
-            workers = self.settings.getint("DEDUP_EXTRACT_WORKERS", DedupConfig.extract_workers)
+        try:  # through the registry, validated (-1 = one per core)
+            workers = DedupConfig.from_settings(self.settings.get).extract_workers
         except ValueError:
             return
         from crawler.extraction import start_fork_server
