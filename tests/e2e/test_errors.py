@@ -76,7 +76,12 @@ def test_a_server_that_answers_within_the_start_wait_is_waited_for(tmp_path: Pat
                                       "-s", f"LOG_FILE={tmp_path / 'crawl.log'}"],
                                      cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
-            time.sleep(8)
+            log = tmp_path / "crawl.log"  # frozen until the crawl says it waits (a loaded
+            deadline = time.monotonic() + 120  # machine takes longer than a quiet one)
+            while time.monotonic() < deadline and crawl.poll() is None and not (
+                    log.exists() and "(DEDUP_START_WAIT)" in log.read_text()):
+                time.sleep(0.2)
+            time.sleep(1)  # and a second more of waiting
         finally:
             os.kill(mongo_pid, signal.SIGCONT)
         _, err = crawl.communicate(timeout=300)
