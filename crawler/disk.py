@@ -127,13 +127,13 @@ class DiskGuard:
         watches while they reach the services, and a crawl that cannot reach them says
         a full disk all the same."""
         from dedup.config import DedupConfig
-        from dedup.servers.services import DEFAULT_DATA_DIR
+        from dedup.servers.services import data_folder
 
         config = DedupConfig.from_settings(crawler.settings.get)
         if config.disk_min_free <= 0:
             raise NotConfigured("DEDUP_DISK_MIN_FREE is 0")
         embedded = not (config.redis_url and config.mongo_uri)  # as wiring resolves them
-        data_dir = str(config.data_dir or DEFAULT_DATA_DIR) if embedded else None
+        data_dir = data_folder(config.data_dir) if embedded else None
         folders = watched_folders(crawler, data_dir, config.disk_watch)
         if not folders:
             raise NotConfigured("the crawl writes to no folder")

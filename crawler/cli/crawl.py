@@ -188,7 +188,13 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         ServiceUnavailable,
         exit_status,
     )
-    from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
+    from dedup.servers.services import (
+        DataDirError,
+        data_folder,
+        private_folder,
+        resolve,
+        stop_on_signals,
+    )
     from dedup.setting_names import ENVIRONMENT, SETTING, unknown
 
     from crawler.scrapy_settings import bad_values, mistyped
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
     if bad:  # before any service or process starts
         print(f"error: {'; '.join(bad)}", file=sys.stderr)
         return EXIT_USAGE
-    log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
+    log_dir = Path(data_folder(args.data_dir))
     extra = [] if args.depth is None else ["-s", f"DEPTH_LIMIT={args.depth}"]
     for setting in args.settings:
         extra += ["-s", setting]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -15,9 +14,9 @@ HELP = "run (or stop) the embedded Redis and MongoDB servers"
 
 
 def services_(args: argparse.Namespace) -> int:
-    from dedup.servers.services import DEFAULT_DATA_DIR, EmbeddedServices, stop_services
+    from dedup.servers.services import EmbeddedServices, data_folder, stop_services
 
-    folder = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
+    folder = data_folder(args.data_dir)
     if args.action == "stop":
         stopped, users = stop_services(folder)
         print(f"stopped {', '.join(stopped) or 'nothing (no servers were running)'} in "

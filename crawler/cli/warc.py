@@ -79,7 +79,13 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
     from crawler.run import CrawlDidNotRun, crawl, hint_options, print_summary, query_hint
     from dedup.archive import archive_files, check_archive
     from dedup.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ServiceUnavailable, exit_status
-    from dedup.servers.services import DataDirError, private_folder, resolve, stop_on_signals
+    from dedup.servers.services import (
+        DataDirError,
+        data_folder,
+        private_folder,
+        resolve,
+        stop_on_signals,
+    )
 
     parser = verb_parser(
         prog, "Decide every HTML page of WARC and ARC files (gzip or not, "
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
         return EXIT_USAGE
     import os
 
-    log_dir = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or "simcrawl-data")
+    log_dir = Path(data_folder(args.data_dir))
     extra: list[str] = []
     for setting in args.settings:
         extra += ["-s", setting]

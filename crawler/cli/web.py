@@ -51,9 +51,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     from dedup.config import namespace_of
     from dedup.errors import ServiceUnavailable
     from dedup.servers.services import (
-        DEFAULT_DATA_DIR,
         connect_mongo,
         connect_redis,
+        data_folder,
         resolve,
         stop_on_signals,
     )
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     if not 0 < args.port < 65536:
         print(f"error: --port must be 1-65535, got {args.port}", file=sys.stderr)
         return 2
-    data_dir = args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
+    data_dir = data_folder(args.data_dir)
     with stop_on_signals():
         services = None
         app: Flask | None = None

@@ -124,11 +124,9 @@ def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
         StoreTooLarge: the embedded MongoDB cannot read the collections whole here.
     """
     from dedup.servers.embedded_limits import check_whole_read
-    from dedup.servers.services import connect_mongo, resolve
+    from dedup.servers.services import connect_mongo, data_folder, resolve
 
-    from dedup.servers.services import DEFAULT_DATA_DIR
-
-    folder = Path(args.data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR)
+    folder = Path(data_folder(args.data_dir))
     new = not args.mongo_uri and not os.environ.get("MONGO_URI") and not folder.exists()
     _, uri, services = resolve(None, args.mongo_uri, args.data_dir, redis=False)
     try:

@@ -710,6 +710,13 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def data_folder(given: str | os.PathLike[str] | None = None) -> str:
+    """The embedded services' data folder: ``given`` (``--data-dir``,
+    ``DEDUP_DATA_DIR``), else ``SIMCRAWL_DATA`` from the environment, else
+    :data:`DEFAULT_DATA_DIR`. Every verb and the crawl ask here."""
+    return str(given or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR)
+
+
 def resolve(redis_url: str | None = None, mongo_uri: str | None = None,
             data_dir: str | os.PathLike[str] | None = None, *, redis: bool = True
             ) -> tuple[str, str, EmbeddedServices | None]:
@@ -725,8 +732,7 @@ def resolve(redis_url: str | None = None, mongo_uri: str | None = None,
     mongo_uri = mongo_uri or os.environ.get("MONGO_URI") or None
     services = None
     if redis_url is None or mongo_uri is None:
-        folder = data_dir or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR
-        services = EmbeddedServices(folder, redis=redis_url is None,
+        services = EmbeddedServices(data_folder(data_dir), redis=redis_url is None,
                                     mongo=mongo_uri is None).start()
         redis_url = services.redis_url if redis_url is None else redis_url
         mongo_uri = mongo_uri or services.mongo_uri
