@@ -344,8 +344,7 @@ class SharedFrontier(RedisScheduler):
             except (RedisError, RedisClusterException) as exc:
                 if not redis_outage(exc):
                     raise
-                self.outage.failed(exc, "Redis")
-                self.stats.inc_value("dedup/retries/frontier")
+                self._failed(exc)  # (its give-up waits for the frontier to be open)
             if self.outage.overdue:
                 self.outage.give_up(self.outage.last_error, "it had not started")
                 raise self.outage.overdue_error()
@@ -687,12 +686,16 @@ class SharedFrontier(RedisScheduler):
         self._call(self.server.delete, self.queue.key, self.df.key, self.inflight_key)
 
     def close(self, reason: str) -> None:
-        if not self.is_open:  # it never opened (Redis out past the limit): nothing taken
-            lost = self._lose_waiting()
-            if lost:
-                log.error("%d links could not be queued (Redis did not answer): %s",
-                          len(lost), ", ".join(lost[:20]))
-            return
+        if self.is_open:  # (one that never opened, Redis out past the limit, took nothing)
+            self._close_on_redis(reason)
+        lost = self._lose_waiting()
+        if lost:
+            log.error("%d links could not be queued (Redis did not answer): %s", len(lost),
+                      ", ".join(lost[:20]))
+
+    def _close_on_redis(self, reason: str) -> None:
+        """Stop this process's loops, send what waits, and (stopped early) put what it
+        had in flight back into the queue."""
         for loop in (getattr(self, "_recovery", None), getattr(self, "_catching_up", None)):
             if loop is not None and loop.running:
                 loop.stop()
@@ -710,11 +713,6 @@ class SharedFrontier(RedisScheduler):
             log.warning("Redis did not answer while the shared frontier closed: the "
                         "requests this process had in flight go back to the queue when "
                         "another process finds it gone")
-        lost = self._lose_waiting()
-        if lost:
-            log.error("%d links could not be queued (Redis did not answer): %s", len(lost),
-                      ", ".join(lost[:20]))
-        super().close(reason)
 
     def _lose_waiting(self) -> list[str]:
         """Give up the links still waiting for Redis: counted as lost and named at the
