@@ -137,6 +137,7 @@ cdef class Walk:
         if not panel and (self._get(c, b"hidden") is not None
                           or self._get(c, b"aria-hidden") == "true"
                           or self._get(c, b"aria-modal") == "true"
+                          or self._get(c, b"popover") is not None
                           or tag == "dialog" and self._get(c, b"open") is None):
             return
         style = self._get(c, b"style")

@@ -27,7 +27,9 @@ How a page is read (:func:`main_text`):
    readers without scripts) or in ``<div hidden>`` (a body streamed to be moved into
    place by a script), and is then read again with those parts shown (the longer
    reading is kept). A dialog kept closed (``<dialog>`` without ``open``, or marked
-   ``aria-modal="true"``) opens on demand over the page and is never read. A tab's panel
+   ``aria-modal="true"``) and a popover (an element with the ``popover`` attribute,
+   which HTML shows only when a script or a button opens it) open on demand over the
+   page and are never read. A tab's panel
    (``role="tabpanel"``) is read, shown or not: the page's own text behind a tab (a
    code sample in each language, a product's specifications beside its description), as
    a closed ``<details>`` is.
@@ -240,7 +242,8 @@ class _Blocks:
         get = el.get
         panel = get("role") == "tabpanel"  # a tab's panel: read, shown or not
         if not panel and (get("hidden") is not None or get("aria-hidden") == "true"
-                          or get("aria-modal") == "true" or tag == "dialog" and get("open") is None):
+                          or get("aria-modal") == "true" or get("popover") is not None
+                          or tag == "dialog" and get("open") is None):
             return
         style = get("style")
         if style and not panel and _HIDDEN_STYLE.search(style):

@@ -275,7 +275,8 @@ _TAGS = ["div", "p", "span", "a", "li", "ul", "section", "nav", "footer", "h1", 
 _ATTRS = ["", " class=share", " id=comments", " class='post-body'", " hidden",
           " aria-hidden=true", " style='display: none'", " style='color:red'",
           " class='a&amp;b &#x3c;nav&#x3e;'", " id=''", " class=ad", " CLASS=Sidebar",
-          " aria-modal=true", " open", " aria-modal=false", " role=contentinfo"]
+          " aria-modal=true", " open", " aria-modal=false", " role=contentinfo", " popover",
+          " popover=manual"]
 _TEXTS = ["", "word ", "  two words  ", "链接文字", "&amp; &lt;b&gt;", "<!-- a comment -->",
           "<![CDATA[cdata]]>", "<?pi x?>", "\u00a0nbsp\u2003", "tail text. "]
 
@@ -707,6 +708,10 @@ def shop_page(own: str, modal: str) -> str:
 @pytest.mark.parametrize("modal", [
     "<div class=offer role=dialog aria-modal=true>{}</div>",
     "<dialog>{}</dialog>",
+    # HTML's popover: shown only when a button or a script opens it (a forum's "install
+    # this app" card on every page, near-dup-dev-3's Kerbal forum)
+    "<i-card popover id=install>{}</i-card>",
+    '<div popover="manual">{}</div>',
 ])
 def test_a_dialog_kept_closed_is_not_read_as_the_pages_text(modal: str) -> None:
     from dedup.pages import decide_pages
