@@ -124,7 +124,7 @@ class CpuMeter:
 #: Where the crawl process's CPU goes: the innermost frame that matches decides.
 PROFILE_PARTS = (
     ("spider: parse, link extraction", ("crawler/spiders/",)),
-    ("dedup: middleware, decisions, storage", ("crawler/middlewares.py", "crawler/extraction.py",
+    ("dedup: middleware, decisions, storage", ("crawler/middlewares/", "crawler/extraction.py",
                                                "crawler/pipelines.py", "dedup/")),
     ("downloader: HTTP client", ("scrapy/core/downloader/", "twisted/web/")),
     ("scheduler, dupefilter", ("scrapy/core/scheduler.py", "scrapy/dupefilters.py")),

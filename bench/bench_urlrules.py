@@ -8,7 +8,7 @@ rules predict, stored URLs (revisits), new pages, and links of a host without ru
 
     python bench/bench_urlrules.py [--pages 10000] [--links 20000] [--repeat 3]
 
-The crawl's own check is the gate's (crawler.url_rules.UrlRuleGate): a link of a host
+The crawl's own check is the gate's (crawler.middlewares.url_rule_gate.UrlRuleGate): a link of a host
 without a holding rule is answered from memory (RedisUrlRules.unruled); one of a host with
 rules is screened in Redis (RedisUrlRules.screen, in a worker thread, off the crawl's
 reactor). Both are timed too, on an embedded redis-server, the CPU time of the calling

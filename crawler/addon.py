@@ -3,7 +3,8 @@
     ADDONS = {"crawler.Addon": 300}
 
 and each HTML response any of its spiders receives is decided on its main text, as
-simcrawl's own crawl decides pages (:class:`crawler.middlewares.NearDuplicateMiddleware`):
+simcrawl's own crawl decides pages
+(:class:`crawler.middlewares.near_duplicates.NearDuplicateMiddleware`):
 
 - a copy's whole output (its items and its requests) is dropped, and a match record naming
   its original is stored in MongoDB;
@@ -21,11 +22,11 @@ embedded ones; every ``DEDUP_*`` / ``SIMCRAWL_*`` setting works as in docs/setti
 add-on sets its components at the add-on priority, below the project's: a setting the
 project sets itself is left alone. It adds, and does not replace, the project's
 middlewares, pipelines and extensions, except Scrapy's robots.txt middleware, which it
-replaces with simcrawl's (:class:`crawler.middlewares.RobotsTxt`: RFC 9309 on unreachable
-robots.txt files, and every waiting request checked), and Scrapy's meta-refresh
-middleware, which it replaces with one that decides the same without decoding every page
-whole (:class:`crawler.middlewares.MetaRefresh`). ``SIMCRAWL_FRONTIER=redis`` shares
-one crawl between processes as in simcrawl's own crawl (docs/scaling.md); it and the
+replaces with simcrawl's (:class:`crawler.middlewares.robots.RobotsTxt`: RFC 9309 on
+unreachable robots.txt files, and every waiting request checked), and Scrapy's
+meta-refresh middleware, which it replaces with one that decides the same without decoding
+every page whole (:class:`crawler.middlewares.meta_refresh.MetaRefresh`).
+``SIMCRAWL_FRONTIER=redis`` shares one crawl between processes as in simcrawl's own crawl (docs/scaling.md); it and the
 other ``SIMCRAWL_*`` names docs/settings.md says may come from the environment are read
 from it too (:func:`from_environment`).
 """
@@ -40,16 +41,16 @@ from typing import Any
 #: crawl's objects are built once, by the first component that asks
 #: (:func:`crawler.wiring.parts_of`).
 COMPONENTS: dict[str, dict[str, int | None]] = {
-    "SPIDER_MIDDLEWARES": {"crawler.middlewares.NearDuplicateMiddleware": 950},
+    "SPIDER_MIDDLEWARES": {"crawler.middlewares.near_duplicates.NearDuplicateMiddleware": 950},
     "DOWNLOADER_MIDDLEWARES": {
-        "crawler.middlewares.SettleFailures": 10,
-        "crawler.middlewares.ServiceGuard": 50,
-        "crawler.url_rules.UrlRuleGate": 60,
+        "crawler.middlewares.settle_failures.SettleFailures": 10,
+        "crawler.middlewares.service_guard.ServiceGuard": 50,
+        "crawler.middlewares.url_rule_gate.UrlRuleGate": 60,
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-        "crawler.middlewares.RobotsTxt": 100,
+        "crawler.middlewares.robots.RobotsTxt": 100,
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-        "crawler.middlewares.MetaRefresh": 580,
-        "crawler.extensions.CutDownloads": 990},
+        "crawler.middlewares.meta_refresh.MetaRefresh": 580,
+        "crawler.middlewares.cut_downloads.CutDownloads": 990},
     "ITEM_PIPELINES": {"crawler.pipelines.StoragePipeline": 0},
     "EXTENSIONS": {"crawler.extensions.JobGuard": 0,
                    "crawler.disk.DiskGuard": 5,  # before the parts reach the services

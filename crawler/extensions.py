@@ -89,7 +89,7 @@ class PutBackOnStop:
     downloaded finish, for half of ``SIMCRAWL_STOP_SECONDS`` (30 s by default): a download
     still running then (a body that drips in a byte a second kept a stop for minutes) is
     cut at its next bytes (Scrapy's :class:`~scrapy.exceptions.StopDownload`) and put back
-    the same way (:class:`CutDownloads` turns its failure into a
+    the same way (:class:`crawler.middlewares.cut_downloads.CutDownloads` turns its failure into a
     :class:`crawler.steps.PutBack`); the other half is the crawl's, to decide and store
     what it fetched. A server that sends nothing at all is left to Scrapy's
     ``DOWNLOAD_TIMEOUT``, and to the command, which forces a crawl out past
@@ -340,19 +340,3 @@ class Throttle(AutoThrottle):
         target = latency / self.target_concurrency  # Scrapy's policy for a 200
         delay = max(target, (slot.delay + target) / 2.0)
         slot.delay = min(max(self.mindelay, delay), self.maxdelay)
-
-
-class CutDownloads:
-    """The failure of a download :class:`PutBackOnStop` cut (Scrapy's ``StopDownload``) is
-    a :class:`crawler.steps.PutBack`: an ``IgnoreRequest``, which no spider's errback
-    takes for a page that failed, and Scrapy logs no error for. A downloader middleware,
-    last in ``DOWNLOADER_MIDDLEWARES``, so its ``process_exception`` runs first."""
-
-    def process_exception(self, request: Any, exception: Exception,
-                          spider: Any = None) -> None:
-        from scrapy.exceptions import StopDownload
-
-        from crawler.steps import PutBack
-
-        if isinstance(exception, StopDownload) and request.meta.get(CUT):
-            raise PutBack(f"put back: {request.url} (its download cut by the stop)")

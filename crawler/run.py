@@ -450,7 +450,7 @@ def outcomes(stats: dict) -> tuple[int, int, int]:
 def print_summary(stats: dict) -> None:
     """The crawl's dedup figures as a short table."""
     # a request the URL rules did not send has an empty response made for it, which
-    # Scrapy's stats do not count (crawler.url_rules.UrlRuleGate.process_response)
+    # Scrapy's stats do not count (crawler.middlewares.url_rule_gate.UrlRuleGate.process_response)
     responses = int(stats.get("downloader/response_count", 0))
     robots = int(stats.get("robotstxt/response_count", 0))
     # responses are not requests: robots.txt files are fetched beside the crawl's own

@@ -115,7 +115,7 @@ class SiteSpider(scrapy.Spider):
         """Once the crawl's components are built (Scrapy makes the spider before the
         add-ons apply): the crawl's shared state, and whether the dedup middleware reads
         each page's links in its extraction workers."""
-        from crawler.middlewares import dedup_enabled
+        from crawler.middlewares.near_duplicates import dedup_enabled
         from crawler.wiring import parts_of
 
         self.state = parts_of(self.crawler).state

@@ -101,7 +101,7 @@ class WarcSpider(SiteSpider):
         "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
     }
     #: the dedup middleware decides the pages in the order they come, one batch at a time
-    #: (:class:`crawler.middlewares.InOrder`): the originals are the files' first pages,
+    #: (:class:`crawler.middlewares.batches.InOrder`): the originals are the files' first pages,
     #: however long each page takes to read
     decide_in_order = True
 

@@ -203,12 +203,12 @@ def test_the_add_on_leaves_a_projects_own_settings_alone(monkeypatch) -> None:  
 
     assert named("SPIDER_MIDDLEWARES", settings) == {
         "scrapy.spidermiddlewares.referer.RefererMiddleware": 543,
-        "crawler.middlewares.NearDuplicateMiddleware": 950}
+        "crawler.middlewares.near_duplicates.NearDuplicateMiddleware": 950}
     assert named("ITEM_PIPELINES", settings) == {
         "scrapy.pipelines.files.FilesPipeline": 300, "crawler.pipelines.StoragePipeline": 0}
     downloader = named("DOWNLOADER_MIDDLEWARES", settings)
     assert downloader["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] == 120
-    assert downloader["crawler.middlewares.RobotsTxt"] == 100
+    assert downloader["crawler.middlewares.robots.RobotsTxt"] == 100
     assert settings["SCHEDULER"] == "shop.scheduler.Mine"
     assert settings.getint("CONCURRENT_ITEMS") == 50
     fresh = Settings()
@@ -219,7 +219,7 @@ def test_the_add_on_leaves_a_projects_own_settings_alone(monkeypatch) -> None:  
     # Scrapy's meta-refresh redirect is replaced by one that decides the same
     assert named("DOWNLOADER_MIDDLEWARES", fresh)[
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
-    assert named("DOWNLOADER_MIDDLEWARES", fresh)["crawler.middlewares.MetaRefresh"] == 580
+    assert named("DOWNLOADER_MIDDLEWARES", fresh)["crawler.middlewares.meta_refresh.MetaRefresh"] == 580
 
 
 def test_the_add_on_records_each_copy_its_url_rules_kept_from_the_wire_once(

@@ -98,9 +98,9 @@ def test_a_robots_txt_refused_before_it_is_asked_disallows_its_host(tmp_path: Pa
     a crawl request news/private/secret.html; simcrawl disallows the host."""
     content = build(novel_chapters=0)
     refuse = json.dumps({"robots_refused.RefuseRobotsTxt": 60,
-                         "crawler.middlewares.ServiceGuard": 50,
+                         "crawler.middlewares.service_guard.ServiceGuard": 50,
                          "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-                         "crawler.middlewares.RobotsTxt": 100})
+                         "crawler.middlewares.robots.RobotsTxt": 100})
     with EmbeddedServices(tmp_path / "data") as services, DemoSite(content) as site:
         done, stats, log = crawl(site, services, tmp_path, "refused", "-s",
                                  f"DOWNLOADER_MIDDLEWARES={refuse}")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from crawler.console.diff import side_by_side, tokens
-from crawler.console.web import crawl_state, is_loopback
+from crawler.console.browse import crawl_state
+from crawler.console.web import is_loopback
 from dedup.store.reads import Where, search
 
 

@@ -296,7 +296,7 @@ def test_pages_within_the_wait_share_one_decision_batch() -> None:
     from twisted.internet.defer import succeed
     from twisted.internet.task import Clock
 
-    from crawler.middlewares import Batcher
+    from crawler.middlewares.batches import Batcher
 
     batches: list[list[int]] = []
 
@@ -324,7 +324,7 @@ def test_a_page_with_no_other_on_its_way_is_decided_at_once() -> None:
     from twisted.internet.defer import succeed
     from twisted.internet.task import Clock
 
-    from crawler.middlewares import Batcher
+    from crawler.middlewares.batches import Batcher
 
     batches: list[list[int]] = []
     coming = [1]  # pages on their way besides the one submitted
@@ -344,7 +344,7 @@ def test_serial_batches_run_one_after_another_in_the_order_their_pages_came() ->
     from twisted.internet.defer import Deferred
     from twisted.internet.task import Clock
 
-    from crawler.middlewares import Batcher
+    from crawler.middlewares.batches import Batcher
 
     running: list[tuple[list[int], Deferred]] = []
 
@@ -368,7 +368,7 @@ def test_serial_batches_run_one_after_another_in_the_order_their_pages_came() ->
 def test_pages_ask_in_the_order_they_came_whatever_their_reading_takes() -> None:
     import asyncio
 
-    from crawler.middlewares import InOrder
+    from crawler.middlewares.batches import InOrder
 
     async def pages() -> list[str]:
         order, asked = InOrder(), []

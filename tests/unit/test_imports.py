@@ -119,3 +119,34 @@ def test_importing_the_decision_loads_no_redis_or_mongodb_client() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_each_middleware_is_a_module_of_its_own() -> None:
+    """crawler/middlewares/ holds one Scrapy component a module (a class with a
+    middleware's ``process_*`` hook), each named by its module in the add-on,
+    and ``crawler.middlewares.<Class>``, which settings written before the package name,
+    loads the same class."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from scrapy.utils.misc import load_object
+
+    import crawler.middlewares as package
+    from crawler.addon import COMPONENTS
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"crawler.middlewares.{info.name}")
+        components = [name for name, cls in inspect.getmembers(module, inspect.isclass)
+                      if cls.__module__ == module.__name__
+                      and any(n.startswith("process_") for n in vars(cls))]
+        assert len(components) <= 1, (info.name, components)
+        found.update({f"{module.__name__}.{name}": name for name in components})
+    assert len(found) == 7, found  # batches.py holds the decision's helpers, no component
+    named = {name for part in COMPONENTS.values() if isinstance(part, dict) for name in part
+             if isinstance(name, str) and name.startswith("crawler.middlewares")}
+    assert named == set(found)
+    for path, name in found.items():
+        if name != "CutDownloads":  # the add-on's own: no setting named it before
+            assert load_object(f"crawler.middlewares.{name}") is load_object(path)

@@ -1,4 +1,4 @@
-"""The meta-refresh redirect (crawler.middlewares.MetaRefresh) decides as Scrapy's does on
+"""The meta-refresh redirect (crawler.middlewares.meta_refresh.MetaRefresh) decides as Scrapy's does on
 every page, reading only the start of the pages that have no refresh."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
-from crawler.middlewares import REFRESH_BYTES, MetaRefresh
+from crawler.middlewares.meta_refresh import REFRESH_BYTES, MetaRefresh
 
 FILLER = "<p>" + "The harbour wall reopened on Monday after the storm. " * 40 + "</p>"
 REFRESH = '<meta http-equiv="refresh" content="0; url=/moved">'
