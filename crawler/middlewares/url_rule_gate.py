@@ -14,7 +14,16 @@ from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
 
 from crawler.state import CrawlState
-from crawler.url_rules import META, PREDICTED, carry_of, not_downloaded, rule_texts, rules_parts
+from crawler.url_rules import (
+    HELD,
+    META,
+    NOT_SENT,
+    PREDICTED,
+    carry_of,
+    not_downloaded,
+    rule_texts,
+    rules_parts,
+)
 from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.errors import ServiceUnavailable
 from dedup.urlrules import host_of
