@@ -789,3 +789,24 @@ def test_the_whole_visible_text_is_checksummed_read_or_not(marked: bool) -> None
     assert one.whole != other.whole
     assert read_html(page("A stub."), "http://a.example/q", params).whole == one.whole
     assert read_html(page("A stub.", "unseen"), "http://a.example/p", params).whole == one.whole
+
+
+# A card: a link that wraps its title and its summary (a news search's results, teasers of
+# other stories). Read as prose where they outweigh a page's prose, such cards were read
+# on near-dup-dev's stubs too, and lost a copy (docs/benchmarks.md): beside an article's
+# own text they stay links
+def _card(n: int) -> str:
+    return (f'<section class=result><a href="/story/{n}"><h3>Story number {n} of the search'
+            f'</h3><p>The summary of story {n} says what happened in the town this week and '
+            f'why the council met again on Monday evening.</p></a></section>')
+
+
+def test_teaser_cards_beside_an_article_stay_links() -> None:
+    story = "".join(f"<p>The harbour wall reopened on Monday after {n} months of repairs "
+                    f"that the storm of the winter had made necessary for the town.</p>"
+                    for n in range(12))
+    page = (f"<html><body><article><h1>Harbour</h1>{story}</article>"
+            f"<div class=more>{''.join(_card(n) for n in range(3))}</div></body></html>")
+    text = read(page)
+    assert text.count("The harbour wall reopened") == 12
+    assert "The summary of story" not in text
