@@ -170,7 +170,7 @@ def main() -> int:
             marker.write_text(json.dumps(facts))
         app = create_app(MongoReads(db), refresh=10 ** 9)
         started = time.monotonic()
-        cache = app.extensions["simcrawl_figures"]
+        cache = app.extensions["simcrawl"].figures
         cache.wait(timeout=3600)
         drawing = time.monotonic() - started
         port = free_port()

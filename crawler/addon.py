@@ -26,9 +26,9 @@ replaces with simcrawl's (:class:`crawler.middlewares.robots.RobotsTxt`: RFC 930
 unreachable robots.txt files, and every waiting request checked), and Scrapy's
 meta-refresh middleware, which it replaces with one that decides the same without decoding
 every page whole (:class:`crawler.middlewares.meta_refresh.MetaRefresh`).
-``SIMCRAWL_FRONTIER=redis`` shares one crawl between processes as in simcrawl's own crawl (docs/scaling.md); it and the
-other ``SIMCRAWL_*`` names docs/settings.md says may come from the environment are read
-from it too (:func:`from_environment`).
+``SIMCRAWL_FRONTIER=redis`` shares one crawl between processes as in simcrawl's own crawl
+(docs/scaling.md); it and the other ``SIMCRAWL_*`` names docs/settings.md says may come
+from the environment are read from it too (:func:`from_environment`).
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
             return 0
         finally:
             if app is not None:  # the drawn figures go with the server
-                shutil.rmtree(app.extensions["simcrawl_figures"].folder, ignore_errors=True)
+                shutil.rmtree(app.extensions["simcrawl"].figures.folder, ignore_errors=True)
             if services is not None:
                 services.stop()
     return 0

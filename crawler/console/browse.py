@@ -43,7 +43,8 @@ def crawl_state(record: dict[str, Any], now: dt.datetime) -> str:
 
 @bp.get("/")
 def dashboard() -> Any:
-    reads, cache = console().reads, console().figures
+    state = console()
+    reads, cache = state.reads, state.figures
     now = dt.datetime.now(dt.timezone.utc)
     crawls = reads.recent_crawls(20)
     for c in crawls:
@@ -116,7 +117,8 @@ def page(page_id: str) -> Any:
 
 @bp.get("/sources")
 def sources() -> Any:
-    reads, cache = console().reads, console().figures
+    state = console()
+    reads, cache = state.reads, state.figures
     originals = reads.source_counts()
     _, found = cache.current()
     copies = {s: sum(days.values()) for s, days in

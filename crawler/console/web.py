@@ -174,7 +174,6 @@ def create_app(reads: StoreReads, *, redis_client: Any = None, namespace: str | 
     named, namespace = namespace, namespace_of(reads.name, namespace)
     cache = FigureCache(reads, reads.index_k(named) if k is None else k, refresh,
                         figures_folder or Path(tempfile.mkdtemp(prefix="simcrawl-web-")))
-    app.extensions["simcrawl_figures"] = cache
     cache.current()  # the first drawing starts now, not on the first visit
     store = reads.page_store()  # the register form writes
     store.ensure_indexes()

@@ -9,10 +9,11 @@ from crawler.extensions import CUT
 
 
 class CutDownloads:
-    """The failure of a download :class:`crawler.extensions.PutBackOnStop` cut (Scrapy's ``StopDownload``) is
-    a :class:`crawler.steps.PutBack`: an ``IgnoreRequest``, which no spider's errback
-    takes for a page that failed, and Scrapy logs no error for. A downloader middleware,
-    last in ``DOWNLOADER_MIDDLEWARES``, so its ``process_exception`` runs first."""
+    """The failure of a download :class:`crawler.extensions.PutBackOnStop` cut (Scrapy's
+    ``StopDownload``) is a :class:`crawler.steps.PutBack`: an ``IgnoreRequest``, which no
+    spider's errback takes for a page that failed, and Scrapy logs no error for. A
+    downloader middleware, last in ``DOWNLOADER_MIDDLEWARES``, so its
+    ``process_exception`` runs first."""
 
     def process_exception(self, request: Any, exception: Exception,
                           spider: Any = None) -> None:

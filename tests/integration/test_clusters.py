@@ -157,7 +157,7 @@ def test_report_and_console_show_clusters_and_batch_copies(services, pages, craw
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>Clusters</h2>" in html and "1 copy the crawl admitted" in html
     app = create_app(MongoReads(pages.db), figures_folder=tmp_path / "figures", refresh=3600)
-    app.extensions["simcrawl_figures"].wait(60)
+    app.extensions["simcrawl"].figures.wait(60)
     client = app.test_client()
     dashboard = client.get("/").get_data(as_text=True)
     assert 'id="clusters"' in dashboard and "http://a.example/first" in dashboard

@@ -32,9 +32,9 @@ def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path
     write_report(MongoReads(db), tmp_path / "report")
     assert json.loads((tmp_path / "report" / "report.json").read_text())["k"] == 4
     app = create_app(MongoReads(db), figures_folder=tmp_path / "figures", refresh=3600)
-    assert app.extensions["simcrawl_figures"].k == 4
+    assert app.extensions["simcrawl"].figures.k == 4
     assert create_app(MongoReads(db), namespace="other", figures_folder=tmp_path / "f2",
-                      refresh=3600).extensions["simcrawl_figures"].k == 2
+                      refresh=3600).extensions["simcrawl"].figures.k == 2
     uri = f"mongodb://{db.client.address[0]}:{db.client.address[1]}/"
     assert calibrate(["--mongo-uri", uri, "--database", db.name, "-o",
                       str(tmp_path / "cal")]) == 0
