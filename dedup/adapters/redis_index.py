@@ -729,6 +729,13 @@ class RedisStore:
             while in_flight:
                 in_flight -= 1
                 yield conn.read_response()
+        except GeneratorExit:
+            # the caller took the replies it wanted (one call's: ``next(iter(...))``) and
+            # let go: with none still in flight the connection is clean and goes back to
+            # the pool; with one, its reply would be read by the next user: closed
+            if in_flight:
+                conn.disconnect()
+            raise
         except BaseException as exc:
             conn.disconnect()  # replies may still be in flight: do not reuse
             if isinstance(exc, redis.RedisError) and (outage := self._outage(exc)) is not None:

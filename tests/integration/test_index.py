@@ -462,3 +462,21 @@ def test_redis_keys_are_the_documented_layout(redis_client, namespace) -> None:
         RedisStore(redis_client, "bad:name")
     with pytest.raises(ValueError, match="namespace"):
         RedisStore(redis_client, "glob*")
+
+
+def test_a_script_of_one_call_gives_its_connection_back(redis_client, namespace) -> None:
+    """A script called once (a copy's evidence kept, a page removed) hands its connection
+    back to the pool for the next decision instead of closing it: a crawl deciding a page
+    at a time (``simcrawl warc``) had opened a connection to Redis for nearly every page."""
+    from dedup.sketch import TextSketch
+
+    store = RedisStore(redis_client, namespace)
+    index = NearDuplicateIndex(store, k=3, capacity=1000)
+    sketch = TextSketch.of_text(" ".join(f"w{i}" for i in range(300))).to_bytes()
+    index.add_many([(0, "original", sketch)])
+    opened = redis_client.info("stats")["total_connections_received"]
+    for n in range(5):
+        index.attach_copies([(0, "original", sketch)])
+        index.check_and_add_all([(n + 1, f"page{n}", sketch)])
+    assert redis_client.info("stats")["total_connections_received"] == opened
+    store.clear()
