@@ -28,7 +28,9 @@ meta-refresh middleware, which it replaces with one that decides the same withou
 every page whole (:class:`crawler.middlewares.meta_refresh.MetaRefresh`).
 ``SIMCRAWL_FRONTIER=redis`` shares one crawl between processes as in simcrawl's own crawl
 (docs/scaling.md); it and the other ``SIMCRAWL_*`` names docs/settings.md says may come
-from the environment are read from it too (:func:`from_environment`).
+from the environment are read from it too, as in simcrawl's own crawl: every component
+reads them through :func:`dedup.setting_names.value`, a setting first, then the
+environment.
 """
 
 from __future__ import annotations
@@ -80,20 +82,3 @@ class Addon:
                     name, load_object(component), order)
         for name, value in SETTINGS.items():
             settings.set(name, value, priority="addon")
-        for name, value in from_environment().items():
-            settings.set(name, value, priority="addon")
-
-
-def from_environment() -> dict[str, str]:
-    """The ``SIMCRAWL_*`` names that may come from the environment
-    (:data:`dedup.setting_names.SIMCRAWL`: ``EITHER``) and are set there, as settings at
-    the add-on's priority: a project's own setting, and ``-s``, win. simcrawl's own
-    project (``crawler/settings.py``) read them from the environment; a project using the
-    add-on never loads that file, and there ``SIMCRAWL_FRONTIER=redis`` in the
-    environment did nothing, and said nothing."""
-    import os
-
-    from dedup.setting_names import EITHER, SIMCRAWL
-
-    return {name: os.environ[name] for name, how in SIMCRAWL.items()
-            if how == EITHER and os.environ.get(name, "") != ""}

@@ -45,6 +45,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from crawler.steps import stop_crawl
+from dedup.setting_names import value
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -82,8 +83,8 @@ def watched_folders(crawler: Crawler, data_dir: str | None, extra: str) -> list[
     (``DEDUP_DISK_WATCH``, comma-separated)."""
     settings = crawler.settings
     named: list[str] = [data_dir or "", settings.get("JOBDIR") or "",
-                        settings.get("DEDUP_WARC_DIR") or ""]
-    for file in (settings.get("LOG_FILE"), settings.get("DEDUP_SUMMARY_FILE")):
+                        value("DEDUP_WARC_DIR", settings.get)]
+    for file in (settings.get("LOG_FILE"), value("DEDUP_SUMMARY_FILE", settings.get)):
         if file:
             named.append(str(Path(file).parent))
     named += [part.strip() for part in extra.split(",")]

@@ -15,6 +15,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.extensions.throttle import AutoThrottle
 
+from dedup.setting_names import value
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -105,9 +107,9 @@ class PutBackOnStop:
         self.crawler = crawler
         self._loop: Any = None
         self._said = False
-        self.requeue = crawler.settings.get("SIMCRAWL_FRONTIER", "memory") != "redis"
+        self.requeue = value("SIMCRAWL_FRONTIER", crawler.settings.get) != "redis"
         #: seconds after the stop began at which downloads still running are cut
-        self.cut_after = stop_seconds(crawler.settings.get("SIMCRAWL_STOP_SECONDS")) / 2
+        self.cut_after = stop_seconds(crawler.settings.get) / 2
         self._stopping_since: float | None = None
         self._cutting = False
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -249,8 +251,6 @@ def crawl_counters(crawler: Crawler) -> dict[str, Any]:
             "queue": queue, "elapsed": round(elapsed, 1)}
 
 
-#: Seconds between two progress writes (``SIMCRAWL_PROGRESS_SECONDS``).
-PROGRESS_SECONDS = 2.0
 
 
 class ProgressFile:
@@ -271,10 +271,10 @@ class ProgressFile:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressFile:
-        path = crawler.settings.get("SIMCRAWL_PROGRESS_FILE")
+        path = value("SIMCRAWL_PROGRESS_FILE", crawler.settings.get)
         if not path:
             raise NotConfigured("no SIMCRAWL_PROGRESS_FILE")
-        interval = crawler.settings.getfloat("SIMCRAWL_PROGRESS_SECONDS", PROGRESS_SECONDS)
+        interval = value("SIMCRAWL_PROGRESS_SECONDS", crawler.settings.get)
         if interval <= 0:
             raise ValueError(f"SIMCRAWL_PROGRESS_SECONDS must be positive, got {interval}")
         ext = cls(crawler, Path(path), interval)
@@ -331,7 +331,7 @@ class Throttle(AutoThrottle):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self.scrapy_rule = crawler.settings.getbool("SIMCRAWL_THROTTLE_SCRAPY_RULE")
+        self.scrapy_rule = value("SIMCRAWL_THROTTLE_SCRAPY_RULE", crawler.settings.get)
 
     def _adjust_delay(self, slot: Any, latency: float, response: Any) -> None:
         if self.scrapy_rule or response.status not in LIKE_200:

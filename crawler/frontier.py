@@ -60,6 +60,7 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
 from crawler.steps import Outage, stop_crawl
 from dedup.servers.services import redis_outage
+from dedup.setting_names import value
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -68,9 +69,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Seconds with nothing queued or in flight anywhere before a shared crawl ends
-#: (``SIMCRAWL_IDLE_SECONDS``).
-IDLE_SECONDS = 1.0
 
 #: Seconds between two looks at the shared queue by a process without work.
 POLL_SECONDS = 0.25
@@ -91,7 +89,7 @@ def frontier_of(settings: Any) -> str:
     Raises:
         ValueError: not ``memory`` or ``redis``.
     """
-    kind = str(settings.get("SIMCRAWL_FRONTIER") or "memory").strip().lower()
+    kind = str(value("SIMCRAWL_FRONTIER", settings.get)).strip().lower()
     if kind not in FRONTIERS:
         raise ValueError(f"SIMCRAWL_FRONTIER must be memory or redis, got {kind!r}")
     return kind

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from dedup.setting_names import value
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -50,7 +52,7 @@ def metrics_port(settings: Any) -> int:
     Raises:
         ValueError: not a port number.
     """
-    raw = settings.get("SIMCRAWL_METRICS_PORT") or 0
+    raw = value("SIMCRAWL_METRICS_PORT", settings.get) or 0
     try:
         return int(raw)
     except (TypeError, ValueError):
@@ -120,8 +122,7 @@ class PrometheusMetrics:
         port = metrics_port(crawler.settings)
         if not port:
             raise NotConfigured("no SIMCRAWL_METRICS_PORT")
-        ext = cls(crawler, port, crawler.settings.get("SIMCRAWL_METRICS_ADDRESS")
-                  or "127.0.0.1")
+        ext = cls(crawler, port, value("SIMCRAWL_METRICS_ADDRESS", crawler.settings.get))
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.decided, signal=page_decided)
         return ext

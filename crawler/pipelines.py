@@ -21,6 +21,7 @@ from crawler.wiring import Parts, parts_of
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.servers.services import process_alive
+from dedup.setting_names import value
 from dedup.store.mongo import DEFAULT_TIMEOUT as STORE_TIMEOUT
 from dedup.store.mongo import time_limit
 from dedup.store.records import fingerprint_record, match_record_of, page_record, turned_record
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-#: Seconds between two updates of a running crawl's ``crawls`` record
-#: (``SIMCRAWL_RECORD_SECONDS``; 0 turns them off: the record is written at the end only).
-RECORD_SECONDS = 5.0
 
 
 #: The stat of pages stored without a decision (``DEDUP_ENABLED`` off).
@@ -88,7 +86,7 @@ class StoragePipeline:
                                    turns=parts.deduplicator.turns)
         # the crawl is archived as WARC: a stored page says so, so that a copy another
         # process archives can name its original's record (crawler/warc.py)
-        self.archived = {"warc": True} if crawler.settings.get("DEDUP_WARC_DIR") else {}
+        self.archived = {"warc": True} if value("DEDUP_WARC_DIR", crawler.settings.get) else {}
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None
         self.outage = Outage("writing pages", parts.config.retry_seconds, log,
@@ -120,7 +118,7 @@ class StoragePipeline:
         """Add Scrapy's finish reason to the summary file (``DEDUP_SUMMARY_FILE``): it is
         known only once the pipelines are closed (``closespider_pagecount`` for a crawl cut
         short by ``CLOSESPIDER_PAGECOUNT``, ``shutdown`` for one stopped by a signal)."""
-        path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
+        path = value("DEDUP_SUMMARY_FILE", self.crawler.settings.get)
         if not path or not self.state.closed_cleanly:
             return
         try:
@@ -142,7 +140,7 @@ class StoragePipeline:
             log.debug("could not check for interrupted crawls: %s", exc)
         self._loop = task.LoopingCall(self._flush_in_thread)
         self._loop.start(self.config.flush_seconds, now=False)
-        every = self.crawler.settings.getfloat("SIMCRAWL_RECORD_SECONDS", RECORD_SECONDS)
+        every = value("SIMCRAWL_RECORD_SECONDS", self.crawler.settings.get)
         if every > 0:
             self._record_loop = task.LoopingCall(self._record_running, every)
             self._record_loop.start(every, now=True)
@@ -364,7 +362,7 @@ class StoragePipeline:
         summary = {k: v for k, v in sorted(stats.get_stats().items()) if k.startswith("dedup/")}
         log.info("dedup summary: %s", summary)
         self._save_crawl(summary)
-        path = self.crawler.settings.get("DEDUP_SUMMARY_FILE")
+        path = value("DEDUP_SUMMARY_FILE", self.crawler.settings.get)
         if path:
             keep = ("dedup/", "downloader/response_count", "robotstxt/response_count",
                     "item_scraped_count", "start_time")

@@ -19,9 +19,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from dedup.progress import counted
+from dedup.setting_names import value
 
 
 class CrawlDidNotRun(Exception):
@@ -48,22 +50,16 @@ class CrawlInterrupted(KeyboardInterrupt):
         self.stats = stats
 
 
-#: Seconds the crawl processes have, after the first Ctrl-C or SIGTERM, to finish or put
-#: back what is in flight and store what they decided (``SIMCRAWL_STOP_SECONDS``); then
-#: they are forced out (Scrapy's second signal), and killed 10 s later.
-STOP_SECONDS = 30.0
 
 
-def stop_seconds(value: str | None = None) -> float:
-    """``SIMCRAWL_STOP_SECONDS``: ``value`` (given with ``-s``), else from the environment,
-    else :data:`STOP_SECONDS`.
+def stop_seconds(get: Callable[[str, Any], Any] | None = None) -> float:
+    """``SIMCRAWL_STOP_SECONDS``: given as a setting (``get``: the settings' or the ``-s``
+    options' ``get``), else from the environment, else its default (30).
 
     Raises:
         ValueError: not a number of seconds, 0 or more (named).
     """
-    given = value if value not in (None, "") else os.environ.get("SIMCRAWL_STOP_SECONDS")
-    if given in (None, ""):
-        return STOP_SECONDS
+    given = value("SIMCRAWL_STOP_SECONDS", get)
     try:
         seconds = float(given)  # type: ignore[arg-type]
     except ValueError:
@@ -158,12 +154,12 @@ def own_settings(extra: list[str]) -> tuple[list[str], dict[str, str]]:
     args = iter(extra)
     for arg in args:
         if arg in ("-s", "--set"):
-            value = next(args, "")
-            name, _, setting = value.partition("=")
+            item = next(args, "")
+            name, _, setting = item.partition("=")
             if name in OWN_SETTINGS:
                 own[name] = setting
             else:
-                rest += [arg, value]
+                rest += [arg, item]
         else:
             rest.append(arg)
     return rest, own
@@ -206,7 +202,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     env.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     shared = ["-s", "SIMCRAWL_FRONTIER=redis"] if processes > 1 else []
     extra, own = own_settings(extra)
-    bound = stop_seconds(own.get("SIMCRAWL_STOP_SECONDS"))  # the processes cut at half
+    bound = stop_seconds(own.get)  # the processes cut at half
     if own.get("LOG_FILE"):
         log_file = Path(own["LOG_FILE"])
     runs = []
@@ -219,7 +215,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         summary = Path(tempfile.mkstemp(prefix="simcrawl-summary-", suffix=".json")[1])
         progress_files.append(Path(tempfile.mkstemp(prefix="simcrawl-progress-",
                                                     suffix=".json")[1]))
-        metrics = os.environ.get("SIMCRAWL_METRICS_PORT", "")
+        metrics = str(value("SIMCRAWL_METRICS_PORT"))  # from the environment here
         ports = ["-s", f"SIMCRAWL_METRICS_PORT={int(metrics) + n}"] \
             if metrics.isdigit() and int(metrics) else []  # one port per process
         which = spider or ["site", "-a", f"start_file={start_file}"]
@@ -236,8 +232,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
 
     share_with(proc.pid for proc, _, _ in runs)
     started = time.monotonic()
-    live = LiveProgress(progress_files, float(os.environ.get("SIMCRAWL_PROGRESS_SECONDS")
-                                              or 10)).start()
+    live = LiveProgress(progress_files, value("SIMCRAWL_PROGRESS_LINE_SECONDS")).start()
     try:
         for proc, _, _ in runs:
             proc.wait()
@@ -325,11 +320,11 @@ def _combine(runs: list[tuple[subprocess.Popen, Path, Path]], took: float,
         if reason is not None:
             combined["finish_reasons"].append(reason)
         combined["per_process"].append(handled)
-        for key, value in data.items():
-            if isinstance(value, (int, float)):
-                combined[key] = combined.get(key, 0) + value
+        for key, count in data.items():
+            if isinstance(count, (int, float)):
+                combined[key] = combined.get(key, 0) + count
             else:
-                combined.setdefault(key, value)
+                combined.setdefault(key, count)
     if len(failed) == len(runs):  # none ran: the first one's reason
         status, log = failed[0]
         raise CrawlDidNotRun(f"the crawl did not run (exit status {status}); its log: {log}",
@@ -337,8 +332,9 @@ def _combine(runs: list[tuple[subprocess.Popen, Path, Path]], took: float,
     combined["seconds"] = took
     combined["returncode"] = max(abs(proc.returncode) for proc, _, _ in runs)
     combined["failed_processes"] = len(failed)
-    if own.get("DEDUP_SUMMARY_FILE"):  # the user's copy of the summary
-        Path(own["DEDUP_SUMMARY_FILE"]).write_text(
+    summary_file = value("DEDUP_SUMMARY_FILE", own.get)
+    if summary_file:  # the user's copy of the summary
+        Path(summary_file).write_text(
             json.dumps(combined, indent=1, sort_keys=True, default=str), encoding="utf-8")
     return combined
 
@@ -539,7 +535,7 @@ def command_name() -> str:
     """How the user runs simcrawl here, for the hints it prints: the ``./simcrawl`` of a
     checkout (its launcher says so in ``SIMCRAWL_COMMAND``), else ``simcrawl`` when it is
     on the PATH, else this Python's ``-m crawler.cli``."""
-    named = os.environ.get("SIMCRAWL_COMMAND")
+    named = value("SIMCRAWL_COMMAND")
     if named:
         return named
     return "simcrawl" if shutil.which("simcrawl") else f"{sys.executable} -m crawler.cli"

@@ -13,7 +13,6 @@ from scrapy.core.scheduler import Scheduler as MemoryScheduler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from crawler.frontier import (
-    IDLE_SECONDS,
     POLL_SECONDS,
     READY,
     FrontierWaits,
@@ -23,6 +22,7 @@ from crawler.frontier import (
 )
 from crawler.steps import stop_crawl
 from crawler.wiring import parts_of
+from dedup.setting_names import value
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -71,11 +71,11 @@ class SharedCrawlEnd:
     def from_crawler(cls, crawler: Crawler) -> SharedCrawlEnd:
         if frontier_of(crawler.settings) != "redis":
             raise NotConfigured("SIMCRAWL_FRONTIER is memory")
-        idle = crawler.settings.getfloat("SIMCRAWL_IDLE_SECONDS", IDLE_SECONDS)
+        idle = value("SIMCRAWL_IDLE_SECONDS", crawler.settings.get)
         if idle < 0:
             raise ValueError(f"SIMCRAWL_IDLE_SECONDS must be at least 0, got {idle}")
         ext = cls(crawler, parts_of(crawler).frontier, idle,
-                  crawler.settings.getbool("SIMCRAWL_KEEP_WAITING"))
+                  value("SIMCRAWL_KEEP_WAITING", crawler.settings.get))
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(ext.busy, signal=signals.response_received)

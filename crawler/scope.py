@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dedup.setting_names import value
+
 
 class UrlPatterns:
     """Which discovered URLs a crawl requests (``--include`` / ``--exclude``,
@@ -35,8 +37,8 @@ class UrlPatterns:
     @classmethod
     def from_settings(cls, settings: Any) -> UrlPatterns:
         """The patterns of a crawl's settings (:func:`patterns_of` reads each)."""
-        return cls(patterns_of(settings.get("SIMCRAWL_INCLUDE"), "SIMCRAWL_INCLUDE"),
-                   patterns_of(settings.get("SIMCRAWL_EXCLUDE"), "SIMCRAWL_EXCLUDE"))
+        return cls(patterns_of(value("SIMCRAWL_INCLUDE", settings.get), "SIMCRAWL_INCLUDE"),
+                   patterns_of(value("SIMCRAWL_EXCLUDE", settings.get), "SIMCRAWL_EXCLUDE"))
 
     def __bool__(self) -> bool:
         return bool(self.include or self.exclude)

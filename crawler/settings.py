@@ -10,7 +10,7 @@ setting is documented in :class:`dedup.config.DedupConfig` and in docs/settings.
 import os
 
 from crawler.items import EXPORT_FIELDS
-from dedup.config import DEFAULT_MAX_DISTANCE
+from dedup.setting_names import value
 
 BOT_NAME = "simcrawl"
 SPIDER_MODULES = ["crawler.spiders"]
@@ -19,8 +19,7 @@ NEWSPIDER_MODULE = "crawler.spiders"
 COMMANDS_MODULE = "crawler.commands"
 
 # Identify ourselves, obey robots.txt, throttle, cap bodies.
-USER_AGENT = os.environ.get("SIMCRAWL_USER_AGENT",
-                            "simcrawl/0.1 (+https://github.com/simcrawl/simcrawl)")
+USER_AGENT = value("SIMCRAWL_USER_AGENT")
 ROBOTSTXT_OBEY = True
 AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.5
@@ -31,9 +30,9 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 # then its new links (scheduled at once), so two are enough; 100 (the default) cost about
 # a sixth of the crawl process's CPU and 16 about a twentieth (docs/benchmarks.md).
 CONCURRENT_ITEMS = 2
-DOWNLOAD_MAXSIZE = int(os.environ.get("SIMCRAWL_MAX_BODY", str(5 * 1024 * 1024)))
+DOWNLOAD_MAXSIZE = value("SIMCRAWL_MAX_BODY")
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
-DEPTH_LIMIT = int(os.environ.get("SIMCRAWL_DEPTH_LIMIT", "5"))
+DEPTH_LIMIT = value("SIMCRAWL_DEPTH_LIMIT")
 # Breadth-first, as the README advises a project under the add-on: a page is reached
 # before the pages it links to, so an article is met before its /print/ and /syndicated/
 # copies, and becomes their original (Scrapy's default, depth-first, met the copies
@@ -45,7 +44,7 @@ SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 # Logs people can read: INFO (SIMCRAWL_LOG_LEVEL=DEBUG for more); third-party libraries
 # log at WARNING (crawler/logs.py); items print as one short line (crawler/items.py).
-LOG_LEVEL = os.environ.get("SIMCRAWL_LOG_LEVEL", "INFO")
+LOG_LEVEL = value("SIMCRAWL_LOG_LEVEL")
 # Scrapy's telnet console would listen on a port and log its password, and its remote
 # control would serve an HTTP endpoint that runs Python code in the crawler (which holds
 # the services' credentials): both off.
@@ -60,28 +59,15 @@ FEED_EXPORT_FIELDS = EXPORT_FIELDS
 # RFC 9309 reads it, the JOBDIR guard, the shared crawl's end, the progress file, the
 # Prometheus metrics and the scheduler. The settings below tune them.
 ADDONS = {"crawler.Addon": 300}
-# robots.txt that cannot be had (5xx, 429, network errors) disallows the host, after
-# SIMCRAWL_ROBOTS_RETRIES more tries, 1 s apart and doubling
-SIMCRAWL_ROBOTS_RETRIES = int(os.environ.get("SIMCRAWL_ROBOTS_RETRIES") or 3)
-SIMCRAWL_ROBOTS_RETRY_SECONDS = float(os.environ.get("SIMCRAWL_ROBOTS_RETRY_SECONDS") or 1)
+# simcrawl's own settings (SIMCRAWL_*, and DEDUP_* beside dedup.config.DedupConfig's) are
+# declared once, with their defaults, in dedup/setting_names.py, and read from there (a
+# setting first, then the environment where docs/settings.md says so): the robots.txt
+# retries, the Prometheus metrics, the frontier ("memory", Scrapy's own, or "redis", one
+# shared by every crawl process on the namespace: crawler/frontier.py) and its idle end.
 # AutoThrottle that lets fast 404s count (crawler/extensions.py: Throttle)
 EXTENSIONS = {"scrapy.extensions.throttle.AutoThrottle": None,
               "crawler.extensions.Throttle": 0}
-# Prometheus metrics: a port (0: off) and the address to listen on (loopback by default)
-SIMCRAWL_METRICS_PORT = int(os.environ.get("SIMCRAWL_METRICS_PORT") or 0)
-SIMCRAWL_METRICS_ADDRESS = os.environ.get("SIMCRAWL_METRICS_ADDRESS", "127.0.0.1")
 
-# The frontier: Scrapy's own ("memory"), or one in Redis shared by every crawl process on
-# the namespace ("redis": scrapy-redis; crawler/frontier.py). SIMCRAWL_IDLE_SECONDS: how
-# long a shared crawl waits with nothing queued or in flight anywhere before it ends;
-# SIMCRAWL_KEEP_WAITING: never end (a service waiting for URLs).
-SIMCRAWL_FRONTIER = os.environ.get("SIMCRAWL_FRONTIER", "memory")
-SIMCRAWL_IDLE_SECONDS = float(os.environ.get("SIMCRAWL_IDLE_SECONDS", "1"))
-SIMCRAWL_KEEP_WAITING = False
-
-# Dedup (see dedup.config.DedupConfig for each).
-DEDUP_ENABLED = True
-DEDUP_MAX_DISTANCE = DEFAULT_MAX_DISTANCE
-DEDUP_DEBUG = False
+# Dedup: dedup.config.DedupConfig declares each DEDUP_* setting and its default.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 MONGO_URI = os.environ.get("MONGO_URI", "")

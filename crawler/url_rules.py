@@ -32,6 +32,7 @@ from twisted.internet.threads import deferToThread
 from crawler.items import MatchItem
 from crawler.wiring import Parts, parts_of
 from dedup.adapters.redis_urlrules import Link, RedisUrlRules
+from dedup.config import config_value
 from dedup.errors import ServiceUnavailable
 from dedup.urlrules import Rule, host_of
 
@@ -118,7 +119,7 @@ def rules_parts(crawler: Crawler) -> Parts:
     Raises:
         NotConfigured: ``DEDUP_ENABLED`` or ``DEDUP_URL_RULES`` is off.
     """
-    if not crawler.settings.getbool("DEDUP_ENABLED", True):
+    if not config_value("DEDUP_ENABLED", crawler.settings.get):
         raise NotConfigured("DEDUP_ENABLED is off")
     parts = parts_of(crawler)
     if parts.urlrules is None:

@@ -39,9 +39,9 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.items import ARCHIVED_REQUEST, MatchItem, PageItem
 from dedup.errors import ServiceUnavailable
+from dedup.setting_names import value
 from dedup.store.records import match_record_of
 from dedup.warc import (
-    FILE_BYTES,
     NEAR_CHOICES,
     WARC_FIELDS,
     Fetch,
@@ -163,24 +163,24 @@ class WarcOut:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WarcOut:
         settings = crawler.settings
-        folder = settings.get("DEDUP_WARC_DIR")
+        folder = value("DEDUP_WARC_DIR", settings.get)
         if not folder:
             raise NotConfigured("DEDUP_WARC_DIR is not set")
-        near = settings.get("DEDUP_WARC_NEAR", "response")
+        near = value("DEDUP_WARC_NEAR", settings.get)
         if near not in NEAR_CHOICES:
             raise ValueError(f"DEDUP_WARC_NEAR must be one of {', '.join(NEAR_CHOICES)}, "
                              f"got {near!r}")
-        keep = settings.get("DEDUP_WARC_KEEP") or "all"
+        keep = value("DEDUP_WARC_KEEP", settings.get)
         if keep not in KEEP_CHOICES:
             raise ValueError(f"DEDUP_WARC_KEEP must be one of {', '.join(KEEP_CHOICES)}, "
                              f"got {keep!r}")
-        size = settings.getint("DEDUP_WARC_FILE_BYTES", FILE_BYTES)
+        size = value("DEDUP_WARC_FILE_BYTES", settings.get)
         from dedup.about import version
 
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d%H%M%S")
         prefix = f"simcrawl-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         info = {"software": f"simcrawl/{version()}", "format": "WARC File Format 1.1",
-                "isPartOf": settings.get("DEDUP_CRAWL_ID") or "",
+                "isPartOf": value("DEDUP_CRAWL_ID", settings.get),
                 "simcrawl-settings": json.dumps(
                     {k: v for k, v in sorted(settings.copy_to_dict().items())
                      if k.startswith(("DEDUP_", "SIMCRAWL_")) and isinstance(

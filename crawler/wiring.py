@@ -45,6 +45,7 @@ from dedup.servers.services import (
     resolve,
     cut_short,
 )
+from dedup.setting_names import value
 from dedup.store.mongo import PageStore
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def build(crawler: Crawler) -> Parts:
     state = CrawlState(recovered_copies=list(recovered.copies),
                        recovered_owners=list(recovered.dead))
     parts = Parts(config, deduplicator, pages, index, services,
-                  crawler.settings.get("DEDUP_CRAWL_ID") or uuid.uuid4().hex[:12],
+                  value("DEDUP_CRAWL_ID", crawler.settings.get) or uuid.uuid4().hex[:12],
                   redact(redis_url), redact(mongo_uri), extractor, client,
                   windows, params, journal, state)
     if config.url_rules:
@@ -243,7 +244,8 @@ def build(crawler: Crawler) -> Parts:
              parts.redis_url, config.namespace,
              index.layout.design.name, index.k, parts.mongo_uri, config.database,
              parts.extractor.workers)
-    from dedup.setting_names import ENVIRONMENT, SETTING, unknown
+    from dedup.config import unknown
+    from dedup.setting_names import ENVIRONMENT, SETTING
 
     from scrapy.settings import SETTINGS_PRIORITIES
 

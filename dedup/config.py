@@ -7,12 +7,21 @@ with :meth:`DedupConfig.from_settings`; scripts build one directly. A bad value 
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from dedup.setting_names import (
+    DECLARED,
+    EITHER,
+    FAMILIES,
+    PREFIXES,
+    SETTING,
+    convert,
+)
 from dedup.simhash import (
     DEFAULT_CJK_NGRAM,
     DEFAULT_DROP_NUMBERS,
@@ -30,6 +39,42 @@ DEFAULT_MAX_DISTANCE = 3
 
 #: Pages a new index's design and buckets are planned for.
 DEFAULT_CAPACITY = 1_000_000
+
+#: The defaults of the rules (dedup/decide.py), the pinyin windows (dedup/pinyin.py), the
+#: index's calls (dedup/index/core.py), the URL rules (dedup/urlrules.py) and the embedded
+#: servers' folder (dedup/servers/services.py), declared here once: each of those modules
+#: takes its default from here, and :class:`DedupConfig` its fields' (what each means:
+#: the attribute of the same name below).
+#: ``DEDUP_VERIFY_CONTAINMENT``: the share of a page's own shingles a candidate must hold.
+DEFAULT_CONTAINMENT = 0.8
+#: ``DEDUP_TRUST_DISTANCE``.
+DEFAULT_TRUST_DISTANCE = 3
+#: ``DEDUP_VERIFY_DISTANCE``: the second opinion's largest distance.
+DEFAULT_VERIFY_DISTANCE = 10
+#: ``DEDUP_MAIN_CONTENT``.
+DEFAULT_MAIN_CONTENT = 0.5
+#: ``DEDUP_PINYIN_SIZE``, ``DEDUP_PINYIN_OVERLAP``, ``DEDUP_PINYIN_Q``,
+#: ``DEDUP_PINYIN_ANCHORS``, ``DEDUP_PINYIN_MIN_SHARE``, ``DEDUP_PINYIN_MIN_RUN``. Windows
+#: overlap by seven eighths: their anchors are 5 letters apart on average, so a quotation
+#: of 60 characters holds a whole window at the same anchor in the page and in the
+#: original (99% on zh-dev; 90% at 0.5): the smallest quotation the crawl records
+#: (docs/chinese.md, "Quotation or copy").
+DEFAULT_PINYIN_SIZE = 40
+DEFAULT_PINYIN_OVERLAP = 0.875
+DEFAULT_PINYIN_Q = 4
+DEFAULT_PINYIN_ANCHORS = "both"
+DEFAULT_PINYIN_MIN_SHARE = 0.5
+DEFAULT_PINYIN_MIN_RUN = 4
+#: ``DEDUP_BATCH_SIZE``: pages a decision batch and an index call (one Lua script run in
+#: Redis) take.
+DEFAULT_BATCH_SIZE = 64
+#: ``DEDUP_URL_RULES_SUPPORT``: pairs a URL rule needs before it holds.
+DEFAULT_URL_RULES_SUPPORT = 3
+#: ``DEDUP_LEASE_SECONDS``: how long a crawl process may stop running before the others
+#: take it for dead (dedup/adapters/journal.py).
+DEFAULT_LEASE_SECONDS = 30.0
+#: ``DEDUP_DATA_DIR`` (or ``SIMCRAWL_DATA``): the embedded servers' folder.
+DEFAULT_DATA_DIR = "simcrawl-data"
 
 #: The index's Redis key prefix, and the MongoDB database.
 DEFAULT_NAMESPACE = "simcrawl"
@@ -162,8 +207,8 @@ class DedupConfig:
 
     enabled: bool = True
     max_distance: int = DEFAULT_MAX_DISTANCE
-    verify_containment: float = 0.8
-    trust_distance: int = 3
+    verify_containment: float = DEFAULT_CONTAINMENT
+    trust_distance: int = DEFAULT_TRUST_DISTANCE
     min_tokens: int = DEFAULT_MIN_TOKENS
     shingle: int = DEFAULT_SHINGLE
     cjk_ngram: int = DEFAULT_CJK_NGRAM
@@ -174,8 +219,8 @@ class DedupConfig:
     database: str = DEFAULT_DATABASE
     redis_url: str = ""
     mongo_uri: str = ""
-    data_dir: str = "simcrawl-data"
-    batch_size: int = 64
+    data_dir: str = DEFAULT_DATA_DIR
+    batch_size: int = DEFAULT_BATCH_SIZE
     batch_wait: float = 0.1
     flush_seconds: float = 1.0
     debug: bool = False
@@ -184,26 +229,26 @@ class DedupConfig:
     extract_workers: int = -1
     extractor: str = "simcrawl"
     extract_fast: bool = True
-    verify_distance: int = 10
+    verify_distance: int = DEFAULT_VERIFY_DISTANCE
     pinyin: bool = True
-    pinyin_size: int = 40
-    pinyin_overlap: float = 0.875
-    pinyin_q: int = 4
-    pinyin_anchors: str = "both"
-    pinyin_min_share: float = 0.5
-    pinyin_min_run: int = 4
-    main_content: float = 0.5
+    pinyin_size: int = DEFAULT_PINYIN_SIZE
+    pinyin_overlap: float = DEFAULT_PINYIN_OVERLAP
+    pinyin_q: int = DEFAULT_PINYIN_Q
+    pinyin_anchors: str = DEFAULT_PINYIN_ANCHORS
+    pinyin_min_share: float = DEFAULT_PINYIN_MIN_SHARE
+    pinyin_min_run: int = DEFAULT_PINYIN_MIN_RUN
+    main_content: float = DEFAULT_MAIN_CONTENT
     template_pages: int = 5
     retry_seconds: float = 300.0
     start_wait: float = 30.0
-    lease_seconds: float = 30.0
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
     max_body: int = 5 * 1024 * 1024
     disk_min_free: int = 64
     disk_full: str = "wait"
     disk_watch: str = ""
     concurrent: bool = False
     url_rules: bool = True
-    url_rules_support: int = 3
+    url_rules_support: int = DEFAULT_URL_RULES_SUPPORT
     url_rules_confidence: float = 1.0
     url_rules_explore: float = 0.05
 
@@ -292,8 +337,26 @@ class DedupConfig:
                 raw = os.environ.get(env) if env else None
             if raw is None or raw == "":
                 continue
-            values[f.name] = _convert(name, raw, f.type)
+            values[f.name] = convert(name, raw, f.type)
         return cls(**values)
+
+
+def config_value(name: str, get: Callable[[str, Any], Any]) -> Any:
+    """One :class:`DedupConfig` setting (``DEDUP_ENABLED``...) read as
+    :meth:`DedupConfig.from_settings` reads it, for a component that needs that one
+    before the crawl's configuration is built: given, converted; else its default.
+
+    Raises:
+        KeyError: not a field's setting. ValueError: a value not of its type.
+    """
+    attr = _ATTR[name]
+    raw = get(name, None)
+    if (raw is None or raw == "") and attr in _ENV:
+        raw = os.environ.get(_ENV[attr])
+    kind = {f.name: f for f in fields(DedupConfig)}[attr]
+    if raw is None or raw == "":
+        return kind.default
+    return convert(name, raw, kind.type)
 
 
 _SETTING = {f.name: ("REDIS_URL" if f.name == "redis_url" else "MONGO_URI"
@@ -301,31 +364,6 @@ _SETTING = {f.name: ("REDIS_URL" if f.name == "redis_url" else "MONGO_URI"
             for f in fields(DedupConfig)}
 _ATTR = {v: k for k, v in _SETTING.items()}
 _ENV = {"redis_url": "REDIS_URL", "mongo_uri": "MONGO_URI", "data_dir": "SIMCRAWL_DATA"}
-
-
-def _convert(name: str, raw: Any, kind: Any) -> Any:
-    kind = str(kind)
-    try:
-        if kind == "bool":
-            if isinstance(raw, bool):
-                return raw
-            text = str(raw).strip().lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if kind == "int":
-            if isinstance(raw, float) and not raw.is_integer():
-                raise ValueError
-            return int(raw)
-        if kind == "float":
-            return float(raw)
-        return str(raw)
-    except (TypeError, ValueError):
-        what = {"bool": "true or false", "int": "an integer", "float": "a number"}.get(
-            kind, "a string")
-        raise ValueError(f"{name} must be {what}, got {raw!r}") from None
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.{}-]{1,64}$")
@@ -365,3 +403,36 @@ def check_namespace(namespace: str) -> str:
     if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
         raise ValueError(f"namespace must be 1-64 of A-Z a-z 0-9 _ . - {{ }}, got {namespace!r}")
     return namespace
+
+
+def known() -> dict[str, str]:
+    """Every name simcrawl reads (:class:`DedupConfig`'s settings and those
+    :mod:`dedup.setting_names` declares) and how it is read
+    (:data:`dedup.setting_names.SETTING`, ``ENVIRONMENT`` or ``EITHER``)."""
+    names = {name: SETTING for name in _SETTING.values() if name.startswith(PREFIXES)}
+    return {**names, **{n: d.how for n, d in DECLARED.items()}}
+
+
+def unknown(names: Iterable[str], read_as: str) -> list[str]:
+    """For the ``DEDUP_*`` / ``SIMCRAWL_*`` names among ``names``, given as ``read_as``
+    (:data:`dedup.setting_names.SETTING`: ``-s`` or a project's settings; ``ENVIRONMENT``), a line for
+    each that does nothing: one simcrawl does not know (with the closest known name), or
+    one it reads the other way only."""
+    table = known()
+    out = []
+    for name in sorted(set(names)):
+        if not name.startswith(PREFIXES) or name.startswith(FAMILIES):
+            continue
+        how = table.get(name)
+        if how is None:
+            near = difflib.get_close_matches(name, table, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            out.append(f"{name} is not a simcrawl setting and does nothing{hint}")
+        elif how not in (EITHER, read_as):
+            if read_as == SETTING:
+                out.append(f"{name} is read from the environment only: as a setting it does "
+                           f"nothing (set it in the environment: {name}=... ./simcrawl ...)")
+            else:
+                out.append(f"{name} is a Scrapy setting, not read from the environment: it "
+                           f"does nothing there (-s {name}=... or the project's settings)")
+    return out

@@ -37,6 +37,14 @@ from typing import Any
 
 import numpy as np
 
+from dedup.config import (
+    DEFAULT_CONTAINMENT,
+    DEFAULT_MAIN_CONTENT,
+    DEFAULT_PINYIN_MIN_RUN,
+    DEFAULT_PINYIN_MIN_SHARE,
+    DEFAULT_TRUST_DISTANCE,
+    DEFAULT_VERIFY_DISTANCE,
+)
 from dedup.ids import url_key
 from dedup.index import Match
 from dedup.overlap import SHINGLE_TOKENS, THIN_TOKENS, shared_text
@@ -52,10 +60,10 @@ from dedup.simhash import (
 from dedup.sketch import TITLE_OVERLAP, TextSketch, line_values, shingle_values
 from dedup.templates import block_keys, strip
 
-#: A page is a copy of a registered original found by its pinyin windows when this share
-#: of its text is the original's (``DEDUP_MAIN_CONTENT``): the original is its main
-#: content. Less is a quotation: the page is kept and an excerpt recorded.
-DEFAULT_MAIN_CONTENT = 0.5
+# A page is a copy of a registered original found by its pinyin windows when this share
+# of its text is the original's (``DEDUP_MAIN_CONTENT``, :data:`DEFAULT_MAIN_CONTENT`):
+# the original is its main content. Less is a quotation: the page is kept and an excerpt
+# recorded.
 
 #: The shortest passage (characters) of a page recorded as an excerpt of a registered
 #: original.
@@ -109,9 +117,9 @@ ONE_TEXT = 0.9
 #: of them then): below it a sketch's estimate errs by more than 0.1 too often.
 MIN_SAMPLE = 20
 
-#: A candidate within this distance whose second opinion agrees is a copy by its
-#: fingerprints (``DEDUP_TRUST_DISTANCE``); the others need the text check.
-DEFAULT_TRUST_DISTANCE = 3
+# A candidate within the trust distance (``DEDUP_TRUST_DISTANCE``,
+# :data:`DEFAULT_TRUST_DISTANCE`) whose second opinion agrees is a copy by its
+# fingerprints; the others need the text check.
 
 #: Words per feature of the second-opinion simhash (``DEDUP_VERIFY_DISTANCE``).
 VERIFY_SHINGLE = 2
@@ -267,8 +275,8 @@ class Rules:
     """
 
     trust_distance: int = DEFAULT_TRUST_DISTANCE
-    verify_distance: int | None = 10
-    verify_containment: float | None = 0.8
+    verify_distance: int | None = DEFAULT_VERIFY_DISTANCE
+    verify_containment: float | None = DEFAULT_CONTAINMENT
     original_share: float = ORIGINAL_SHARE
     thin_resemblance: float = THIN_RESEMBLANCE
     one_text: float = ONE_TEXT
@@ -278,8 +286,8 @@ class Rules:
     min_sample: int = MIN_SAMPLE
     title_overlap: float = TITLE_OVERLAP
     main_content: float = DEFAULT_MAIN_CONTENT
-    pinyin_min_share: float = 0.5
-    pinyin_min_run: int = 4
+    pinyin_min_share: float = DEFAULT_PINYIN_MIN_SHARE
+    pinyin_min_run: int = DEFAULT_PINYIN_MIN_RUN
     fingerprint_options: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

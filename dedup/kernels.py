@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import warnings
 from types import ModuleType
+
+from dedup.setting_names import value
 
 log = logging.getLogger(__name__)
 
 #: ``SIMCRAWL_PURE_PYTHON`` is set (to anything but ``0``): use the pure-Python twins.
-PURE_PYTHON = os.environ.get("SIMCRAWL_PURE_PYTHON", "") not in ("", "0")
+PURE_PYTHON = value("SIMCRAWL_PURE_PYTHON") not in ("", "0")
 
 
 class SlowKernelWarning(RuntimeWarning):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dedup.config import DEFAULT_CONTAINMENT as _DEFAULT_CONTAINMENT
 from dedup.simhash import normalize, token_hashes
 from dedup.text import token_pattern
 
@@ -34,8 +35,9 @@ SHINGLE_TOKENS = 3
 THIN_TOKENS = 100
 
 #: A near match within k stands when this share of the page's own text's shingles is in
-#: the candidate's (``DEDUP_VERIFY_CONTAINMENT``; :func:`dedup.decide.text_check`).
-DEFAULT_CONTAINMENT = 0.8
+#: the candidate's (``DEDUP_VERIFY_CONTAINMENT``; :func:`dedup.decide.text_check`):
+#: declared in :mod:`dedup.config`.
+DEFAULT_CONTAINMENT = _DEFAULT_CONTAINMENT
 
 #: An odd 64-bit constant (the golden ratio's fraction) mixing token hashes into shingles.
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)

@@ -41,6 +41,12 @@ from typing import Any
 
 import numpy as np
 
+from dedup.config import (
+    DEFAULT_PINYIN_ANCHORS,
+    DEFAULT_PINYIN_OVERLAP,
+    DEFAULT_PINYIN_Q,
+    DEFAULT_PINYIN_SIZE,
+)
 from dedup.kernels import load
 
 #: Characters that end a sentence (window starts align to what follows them).
@@ -49,15 +55,13 @@ SENTENCE_ENDS = "。！？!?．.；;｡"
 #: The shipped reference distribution (``simcrawl pinyin-reference`` writes one).
 DEFAULT_REFERENCE = Path(__file__).with_name("data") / "pinyin_reference.json"
 
-DEFAULT_SIZE = 40
-#: Windows overlap by seven eighths: their anchors are 5 letters apart on average, so a
-#: quotation of 60 characters holds a whole window at the same anchor in the page and
-#: in the original (99% on zh-dev; 90% at 0.5): the smallest quotation the crawl records
-#: (docs/chinese.md, "Quotation or copy").
-DEFAULT_OVERLAP = 0.875
-DEFAULT_Q = 4
+#: The windows' letters, overlap, quantisation and anchors by default: declared in
+#: :mod:`dedup.config` (why seven eighths, there).
+DEFAULT_SIZE = DEFAULT_PINYIN_SIZE
+DEFAULT_OVERLAP = DEFAULT_PINYIN_OVERLAP
+DEFAULT_Q = DEFAULT_PINYIN_Q
 DEFAULT_LETTERS = 20
-DEFAULT_ANCHORS = "both"
+DEFAULT_ANCHORS = DEFAULT_PINYIN_ANCHORS
 
 _END_MARK = "|"
 

@@ -42,8 +42,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import xxhash
 
-#: Pairs a rule needs before it holds (and nothing against it).
-MIN_SUPPORT = 3
+from dedup.config import DEFAULT_URL_RULES_SUPPORT
+
+#: Pairs a rule needs before it holds (and nothing against it): ``DEDUP_URL_RULES_SUPPORT``,
+#: declared in :mod:`dedup.config`.
+MIN_SUPPORT = DEFAULT_URL_RULES_SUPPORT
 
 #: Rule kinds, in the order a key applies them.
 KINDS = ("host_alias", "path_param", "drop_prefix", "drop_suffix", "slash", "lower_case",

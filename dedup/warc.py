@@ -41,11 +41,12 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from dedup.archive import WIRE_HEADERS
+from dedup.setting_names import default
 
 log = logging.getLogger(__name__)
 
 #: Bytes a WARC file grows to before the next one is opened (1 GiB).
-FILE_BYTES = 1 << 30
+FILE_BYTES = default("DEDUP_WARC_FILE_BYTES")
 
 #: What a near copy keeps: its response (``response``) or its metadata record alone.
 NEAR_CHOICES = ("response", "metadata")

@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         resolve,
         stop_on_signals,
     )
-    from dedup.setting_names import ENVIRONMENT, SETTING, unknown
+    from dedup.config import unknown
+    from dedup.setting_names import ENVIRONMENT, SETTING
 
     from crawler.scrapy_settings import bad_values, mistyped
 
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         print(f"warning: {line}", file=sys.stderr)
     bad = bad_values(given)  # the last value of each wins, as Scrapy takes them
     try:
-        stop_seconds(dict(given).get("SIMCRAWL_STOP_SECONDS"))
+        stop_seconds(dict(given).get)
     except ValueError as exc:
         bad.append(str(exc))
     if bad:  # before any service or process starts

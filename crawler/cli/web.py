@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -49,6 +48,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
 
     from crawler.console.store import choose_database
     from dedup.config import namespace_of
+    from dedup.setting_names import value
     from dedup.errors import ServiceUnavailable
     from dedup.servers.services import (
         connect_mongo,
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     )
 
     args = build_parser(prog).parse_args(argv)
-    token = os.environ.get(TOKEN_ENV) or None
+    token = value(TOKEN_ENV) or None
     if not is_loopback(args.host) and token is None:
         print(f"error: binding to {args.host} lets other machines reach the console: set "
               f"{TOKEN_ENV} to a secret of at least {MIN_TOKEN} characters (requests must "
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
             reads = choose_database(connect_mongo(mongo_uri), args.database)
             namespace = namespace_of(reads.name, args.namespace)
             app = create_app(reads, redis_client=connect_redis(redis_url), namespace=namespace,
-                             token=token, secret_key=os.environ.get("SIMCRAWL_WEB_SECRET"),
+                             token=token, secret_key=value("SIMCRAWL_WEB_SECRET") or None,
                              uploads=args.uploads or Path(data_dir) / "uploads", k=args.k,
                              refresh=args.refresh)
             # bound first: a busy port is the one line said, not after "Ctrl-C to stop"

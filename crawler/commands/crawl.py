@@ -26,6 +26,7 @@ from scrapy.exceptions import UsageError
 
 from dedup.config import DedupConfig
 from dedup.errors import EXIT_INTERRUPTED
+from dedup.setting_names import value
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -35,13 +36,6 @@ log = logging.getLogger(__name__)
 #: Finish reasons that mean the crawl stopped on a fault, not because it was done.
 FAULTS = ("service_unavailable", "store_unavailable", "decision_failed", "disk_full")
 
-#: The crawl process's threshold for the garbage collector's youngest generation
-#: (``SIMCRAWL_GC_THRESHOLD``; Python's is 700 allocations). At Python's, a crawl of a
-#: thousand real pages ran 800 collections, four of them full ones of 70-100 ms over
-#: every object alive (Scrapy's queued requests, the libraries): half a second of the
-#: crawl process, during which nothing else moves. A page's work leaves almost no cyclic
-#: garbage (tests/unit/test_extraction.py), so the crawl's memory is the same at 50,000.
-GC_THRESHOLD = 50_000
 
 
 class Command(ScrapyCrawl):
@@ -60,10 +54,9 @@ class Command(ScrapyCrawl):
             print(f"error: {'; '.join(bad)}", file=sys.stderr)
             raise SystemExit(2)
         try:
-            threshold = self.settings.getint("SIMCRAWL_GC_THRESHOLD", GC_THRESHOLD)
+            threshold = value("SIMCRAWL_GC_THRESHOLD", self.settings.get)
         except ValueError as exc:
-            raise UsageError(f"SIMCRAWL_GC_THRESHOLD must be a whole number: {exc}",
-                             print_help=False) from None
+            raise UsageError(str(exc), print_help=False) from None
         if threshold > 0:
             gc.set_threshold(threshold, *gc.get_threshold()[1:])
         # the extraction workers' fork server imports the reading while Scrapy builds the

@@ -28,7 +28,7 @@ from crawler.steps import (
 )
 from crawler.url_rules import RuleLearning, predicted_records
 from crawler.wiring import parts_of
-from dedup.config import DedupConfig
+from dedup.config import DedupConfig, config_value
 from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.deduplicator import Deduplicator
 from dedup.errors import ServiceUnavailable
@@ -48,7 +48,7 @@ def dedup_enabled(settings: Any) -> bool:
     """Whether the crawl decides pages: ``DEDUP_ENABLED`` and the dedup middleware among
     its spider middlewares (a spider that yields its pages, like the site spider, then
     leaves their links to it)."""
-    if not settings.getbool("DEDUP_ENABLED", True):
+    if not config_value("DEDUP_ENABLED", settings.get):
         return False
     from scrapy.utils.misc import load_object
 

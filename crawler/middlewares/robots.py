@@ -15,6 +15,7 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
 from crawler.steps import error_reason
+from dedup.setting_names import value
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,8 +39,8 @@ class RobotsTxt(RobotsTxtMiddleware):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self.retries = crawler.settings.getint("SIMCRAWL_ROBOTS_RETRIES", 3)
-        self.delay = crawler.settings.getfloat("SIMCRAWL_ROBOTS_RETRY_SECONDS", 1.0)
+        self.retries = value("SIMCRAWL_ROBOTS_RETRIES", crawler.settings.get)
+        self.delay = value("SIMCRAWL_ROBOTS_RETRY_SECONDS", crawler.settings.get)
         self._tries: dict[str, int] = {}
         self._scheme: dict[str, str] = {}
 

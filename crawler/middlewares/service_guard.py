@@ -9,6 +9,7 @@ import scrapy
 from scrapy.exceptions import IgnoreRequest
 
 from crawler.wiring import parts_of
+from dedup.setting_names import value
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -67,7 +68,7 @@ class ServiceGuard:
         parts = parts_of(crawler)
         forbidden = {(name, port) for url in (parts.redis_url, parts.mongo_uri)
                      for host, port in _addresses(url) for name in _names_of(host)}
-        raw = crawler.settings.get("SIMCRAWL_ALLOWED_PORTS") or ""
+        raw = value("SIMCRAWL_ALLOWED_PORTS", crawler.settings.get) or ""
         try:
             allowed = {int(p) for p in str(raw).split(",") if p.strip()} or None
         except ValueError:

@@ -20,9 +20,8 @@ from crawler.items import page_item_of
 from crawler.scope import UrlPatterns
 from crawler.state import CrawlState
 from crawler.steps import PutBack, error_reason
+from dedup.setting_names import value
 
-#: Links followed per page at most (``SIMCRAWL_MAX_OUTLINKS``; 0 = no cap).
-MAX_OUTLINKS = 10_000
 
 #: Link URLs a spider remembers having requested (:meth:`SiteSpider.follow`), at most.
 REQUESTED_CACHE = 500_000
@@ -141,7 +140,7 @@ class SiteSpider(scrapy.Spider):
         list."""
         for url in self.start_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.failed)
-        if self.settings.getbool("SIMCRAWL_SITEMAPS"):
+        if value("SIMCRAWL_SITEMAPS", self.settings.get):
             async for url in self.sitemap_pages():
                 yield scrapy.Request(url, callback=self.parse, errback=self.failed)
 
@@ -269,7 +268,7 @@ class SiteSpider(scrapy.Spider):
         if len(links) < len(allowed) and self.crawler.stats is not None:
             # counted apart from the links to other sites
             self.crawler.stats.inc_value("dedup/outlinks_excluded", len(allowed) - len(links))
-        cap = self.settings.getint("SIMCRAWL_MAX_OUTLINKS", MAX_OUTLINKS)
+        cap = value("SIMCRAWL_MAX_OUTLINKS", self.settings.get)
         if 0 < cap < len(links):
             stats = self.crawler.stats
             if stats is not None:

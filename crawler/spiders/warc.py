@@ -61,6 +61,7 @@ from dedup.archive import (
     warc_time,
 )
 from dedup.readahead import stage_paths, staged_index, staged_page
+from dedup.setting_names import value
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ class WarcSpider(SiteSpider):
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> WarcSpider:
-        digests = crawler.settings.get("DEDUP_WARC_DIGESTS") or "decide"
+        digests = value("DEDUP_WARC_DIGESTS", crawler.settings.get)
         if digests not in DIGEST_CHOICES:
             raise ValueError(f"DEDUP_WARC_DIGESTS must be one of {', '.join(DIGEST_CHOICES)}, "
                              f"got {digests!r}")

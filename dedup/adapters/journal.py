@@ -50,6 +50,7 @@ from typing import Any
 import redis
 
 from dedup.adapters.redis_registry import checksum_key
+from dedup.config import DEFAULT_LEASE_SECONDS
 from dedup.errors import ServiceUnavailable
 from dedup.index import NearDuplicateIndex
 from dedup.registry import Claim
@@ -58,8 +59,8 @@ from dedup.store import PageRecords
 
 log = logging.getLogger(__name__)
 
-#: Seconds an owner's lease lasts without a heartbeat.
-DEFAULT_LEASE = 30.0
+#: Seconds an owner's lease lasts without a heartbeat (``DEDUP_LEASE_SECONDS``).
+DEFAULT_LEASE = DEFAULT_LEASE_SECONDS
 
 #: Seconds the ids of pages removed by a recovery are remembered (``{ns}:lost``).
 TOMBSTONE_SECONDS = 86_400

@@ -21,14 +21,15 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from dedup.config import DEFAULT_CAPACITY, DEFAULT_MAX_DISTANCE
+from dedup.config import DEFAULT_BATCH_SIZE, DEFAULT_CAPACITY, DEFAULT_MAX_DISTANCE
 from dedup.index.layout import IndexLayout, IndexMismatchError
 from dedup.tables import Design, F
 
 log = logging.getLogger(__name__)
 
-#: Fingerprints the index sends to its store in one call (one Lua script run in Redis).
-DEFAULT_BATCH = 64
+#: Fingerprints the index sends to its store in one call (one Lua script run in Redis):
+#: ``DEDUP_BATCH_SIZE``'s default.
+DEFAULT_BATCH = DEFAULT_BATCH_SIZE
 
 
 #: Longest page id, in UTF-8 bytes.

@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from dedup.setting_names import value
+
 #: Server memory a whole read of a collection takes, bytes per document, as a crawl
 #: stores them (pages with about 4,600 characters of text, fingerprints with their text
 #: sketch, match records with the copy's text): ``bench/bench_embedded_store.py`` measured
@@ -66,9 +68,9 @@ def available_memory() -> int:
     Raises:
         ValueError: ``$SIMCRAWL_EMBEDDED_MEMORY`` is not a size.
     """
-    if os.environ.get(MEMORY_ENV):
+    if value(MEMORY_ENV):
         try:
-            return parse_size(os.environ[MEMORY_ENV])
+            return parse_size(value(MEMORY_ENV))
         except ValueError as exc:
             raise ValueError(f"{MEMORY_ENV}: {exc}") from None
     try:
@@ -121,7 +123,7 @@ def check_whole_read(reads: Any, collections: Iterable[str], verb: str,
     if need <= have:
         return
     name = max(counts, key=lambda c: counts[c] * READ_BYTES_PER_DOC.get(c, OTHER_BYTES_PER_DOC))
-    where = f"{MEMORY_ENV} allows" if os.environ.get(MEMORY_ENV) else "this machine has available"
+    where = f"{MEMORY_ENV} allows" if value(MEMORY_ENV) else "this machine has available"
     raise StoreTooLarge(
         f"{verb}: the embedded MongoDB (SecantusDB) builds a query's whole result in memory "
         f"before answering: reading the {counts[name]:,} documents of '{reads.name}.{name}' "

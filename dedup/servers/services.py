@@ -35,7 +35,9 @@ from typing import Any, cast
 
 import redis
 
+from dedup.config import DEFAULT_DATA_DIR as _DEFAULT_DATA_DIR
 from dedup.errors import ServiceUnavailable, redact
+from dedup.setting_names import value
 from dedup.store.mongo import connect_mongo
 
 log = logging.getLogger(__name__)
@@ -46,8 +48,8 @@ DEFAULT_TIMEOUT = 5.0
 #: The embedded servers, by their names in ``services.json``.
 SERVERS = ("redis", "mongo")
 
-#: Default folder for the embedded servers' data.
-DEFAULT_DATA_DIR = "simcrawl-data"
+#: Default folder for the embedded servers' data (declared in :mod:`dedup.config`).
+DEFAULT_DATA_DIR = _DEFAULT_DATA_DIR
 
 #: Seconds to wait for an embedded server to answer after it started (one that exits is
 #: reported at once): SecantusDB opens a store of 10 million pages (7 GB) in 66–84 s.
@@ -229,7 +231,7 @@ def redis_server_binary() -> str:
     Raises:
         FileNotFoundError: none found (the message says how to get one).
     """
-    env = os.environ.get("SIMCRAWL_REDIS_SERVER")
+    env = value("SIMCRAWL_REDIS_SERVER")
     if env:
         return env
     prefix = os.path.realpath(sys.prefix) + os.sep
@@ -714,7 +716,7 @@ def data_folder(given: str | os.PathLike[str] | None = None) -> str:
     """The embedded services' data folder: ``given`` (``--data-dir``,
     ``DEDUP_DATA_DIR``), else ``SIMCRAWL_DATA`` from the environment, else
     :data:`DEFAULT_DATA_DIR`. Every verb and the crawl ask here."""
-    return str(given or os.environ.get("SIMCRAWL_DATA") or DEFAULT_DATA_DIR)
+    return str(given or value("SIMCRAWL_DATA") or DEFAULT_DATA_DIR)
 
 
 def resolve(redis_url: str | None = None, mongo_uri: str | None = None,

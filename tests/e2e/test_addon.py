@@ -177,13 +177,15 @@ def test_the_add_on_leaves_a_projects_own_settings_alone(monkeypatch) -> None:  
     from scrapy.settings import Settings
 
     from crawler import Addon
+    from dedup.setting_names import value
 
     # the names that may come from the environment do, below the project's own
     monkeypatch.setenv("SIMCRAWL_FRONTIER", "redis")
     monkeypatch.setenv("SIMCRAWL_IDLE_SECONDS", "2")
     told = Settings({"SIMCRAWL_IDLE_SECONDS": 5}, priority="project")
     Addon().update_settings(told)
-    assert told["SIMCRAWL_FRONTIER"] == "redis" and told.getfloat("SIMCRAWL_IDLE_SECONDS") == 5
+    assert value("SIMCRAWL_FRONTIER", told.get) == "redis"
+    assert value("SIMCRAWL_IDLE_SECONDS", told.get) == 5
     monkeypatch.delenv("SIMCRAWL_FRONTIER")
     monkeypatch.delenv("SIMCRAWL_IDLE_SECONDS")
 

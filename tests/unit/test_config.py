@@ -83,7 +83,8 @@ def test_a_database_has_its_own_index_namespace_unless_one_is_named() -> None:
 def test_a_name_that_does_nothing_is_named_with_the_closest_known_one() -> None:
     """A mistyped setting was accepted silently; so was one given the other way than it
     is read."""
-    from dedup.setting_names import ENVIRONMENT, SETTING, unknown
+    from dedup.config import unknown
+    from dedup.setting_names import ENVIRONMENT, SETTING
 
     said = unknown(["DEDUP_MAX_DISTANC", "DEDUP_MAX_DISTANCE", "DOWNLOAD_DELAY",
                     "SIMCRAWL_FRONTEIR", "SIMCRAWL_LOG_LEVEL"], SETTING)

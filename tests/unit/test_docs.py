@@ -73,7 +73,7 @@ def test_every_setting_the_crawl_reads_is_documented() -> None:
     assert len(read) > 40 and not missing, f"docs/settings.md lacks {missing}"
     # the one list of names (dedup/setting_names.py), which the warning about unknown
     # names reads: every name read is in it, and every name in it is documented
-    from dedup.setting_names import known
+    from dedup.config import known
 
     listed = known()
     lacking = sorted(n for n in read - set(listed) if n.startswith(("DEDUP_", "SIMCRAWL_")))
