@@ -21,8 +21,10 @@ variants, ``E`` rewrites, ``X``/``Y`` other negatives) it also counts the misses
 wrong drops. Reads the data from ``../shared`` (never copied into the repository);
 development figures.
 
-    python bench/quality_crawl.py [--data PATH ...] [-k 6] [--containment 0.8] [--trust 3]
-                                  [--verify 10] [--show] [--json]
+    python bench/quality_crawl.py [--data PATH ...] [-k K] [--containment C] [--trust T]
+                                  [--verify V] [--show] [--json]
+
+Each option's default is the crawl's own setting (:class:`dedup.config.DedupConfig`).
 
 With several ``--data`` sets it prints each, then the figures of all of them together.
 """
@@ -237,17 +239,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, nargs="+", default=[DEFAULT_DATA],
                         help="development sets (several: each, then together)")
-    parser.add_argument("-k", type=int, default=6,
-                        help="the index's k (default 6, the crawl's)")
-    parser.add_argument("--containment", type=float, default=0.8,
-                        help="the text check's threshold (-1: off; default 0.8, the crawl's)")
-    parser.add_argument("--template-pages", type=int, default=5,
+    crawl = DedupConfig()  # the crawl's own settings (dedup/config.py): the defaults here
+    parser.add_argument("-k", type=int, default=crawl.max_distance,
+                        help=f"the index's k (default {crawl.max_distance}, the crawl's)")
+    parser.add_argument("--containment", type=float, default=crawl.verify_containment,
+                        help="the text check's threshold (-1: off; default "
+                        f"{crawl.verify_containment}, the crawl's)")
+    parser.add_argument("--template-pages", type=int, default=crawl.template_pages,
                         help="admitted pages of a host that make a line its template text "
-                        "(0: off; default 5, the crawl's)")
-    parser.add_argument("--trust", type=int, default=3,
-                        help="distance trusted without the text check (default 3)")
-    parser.add_argument("--verify", type=int, default=10,
-                        help="second-opinion distance (-1: off; default 10, the crawl's)")
+                        f"(0: off; default {crawl.template_pages}, the crawl's)")
+    parser.add_argument("--trust", type=int, default=crawl.trust_distance,
+                        help="distance trusted without the text check (default "
+                        f"{crawl.trust_distance}, the crawl's)")
+    parser.add_argument("--verify", type=int, default=crawl.verify_distance,
+                        help="second-opinion distance (-1: off; default "
+                        f"{crawl.verify_distance}, the crawl's)")
     parser.add_argument("--extraction", choices=EXTRACTIONS, default="simcrawl",
                         help="simcrawl's own reading (the crawl's default, DEDUP_EXTRACTOR), "
                         "trafilatura fast (DEDUP_EXTRACTOR=trafilatura) or trafilatura "

@@ -158,3 +158,22 @@ def test_the_settings_tables_defaults_are_the_codes() -> None:
                 assert got == want, (name, got, want)
             checked += 1
     assert checked >= 30
+
+
+def test_the_crawl_quality_bench_decides_with_the_crawls_own_settings() -> None:
+    """bench/quality_crawl.py measures "the crawl's own decision": its options default to
+    the crawl's settings. Its k stayed 6 after the crawl's became 3, so every development
+    figure of the crawl's decision was taken at a k the crawl does not use."""
+    from dedup.config import DedupConfig
+
+    crawl = DedupConfig()
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "quality_crawl.py"), "--help"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    said = " ".join(done.stdout.split())
+    for option, setting in (("index's k", crawl.max_distance),
+                            ("threshold (-1: off;", crawl.verify_containment),
+                            ("template text (0: off;", crawl.template_pages),
+                            ("text check", crawl.trust_distance),
+                            ("distance (-1: off;", crawl.verify_distance)):
+        assert re.search(re.escape(option) + r".{0,40}?default " + re.escape(str(setting))
+                         + r", the crawl's", said), (option, setting)
