@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 
 from crawler.cli.common import parser as common_parser
-from crawler.cli.common import store_errors, store_failure
+from crawler.cli.common import check_k, store_errors, store_failure
 from crawler.console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
 from crawler.console.store import add_service_options, open_database
+from dedup.config import DedupConfig
+
+#: The crawl's own settings: the defaults of the options that judge pairs as it does.
+CRAWL = DedupConfig()
 
 HELP = "the share of page pairs that are copies at each distance, to choose k"
 
@@ -31,9 +35,10 @@ def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
                         help="pairs per distance shown side by side in the HTML (default 2)")
     parser.add_argument("--containment", type=float, default=None,
                         help="the text check's share of one page's three-word shingles in "
-                        "the other's for a copy (default the crawl's, 0.8)")
-    parser.add_argument("--verify", type=int, default=10, help="second-opinion distance "
-                        "for pairs without stored texts (default 10)")
+                        f"the other's for a copy (default the crawl's, {CRAWL.verify_containment})")
+    parser.add_argument("--verify", type=int, default=CRAWL.verify_distance,
+                        help="second-opinion distance for pairs without stored texts "
+                        f"(default the crawl's, {CRAWL.verify_distance})")
     parser.add_argument("--target", type=float, default=0.9,
                         help="the share of copies k should keep (default 0.9)")
     parser.add_argument("-k", type=int, default=None, help="the crawl's k, marked (default: "
@@ -52,10 +57,9 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
     args = parser.parse_args(argv)
     if not 0 <= args.max_distance <= 24:
         parser.error(f"--max-distance must be 0-24, got {args.max_distance}")
+    check_k(parser, args.k)
     if args.containment is None:
-        from dedup.config import DedupConfig
-
-        args.containment = DedupConfig().verify_containment
+        args.containment = CRAWL.verify_containment
     for name, ok, what in (("--containment", 0 < args.containment <= 1, "in (0, 1]"),
                            ("--target", 0 < args.target <= 1, "in (0, 1]"),
                            ("--sample", args.sample >= 1, "at least 1")):

@@ -389,3 +389,15 @@ def test_a_failed_download_is_skipped_under_a_snake_case_reason():
         pass
 
     assert error_reason(DownloadFailedError()) == "download_failed_error"
+
+
+def test_calibrate_takes_the_crawls_k_range_and_judges_as_the_crawl():
+    """``simcrawl calibrate -k`` is the crawl's k: the same range as every verb's (it took
+    any number), and its judging options default to the crawl's settings."""
+    from dedup.config import DedupConfig
+
+    out = run("calibrate", "-k", "40")
+    assert out.returncode == 2 and "-k must be between 0 and 31, got 40" in out.stderr
+    text = " ".join(run("calibrate", "--help").stdout.split())
+    assert f"(default the crawl's, {DedupConfig().verify_distance})" in text
+    assert f"(default the crawl's, {DedupConfig().verify_containment})" in text
