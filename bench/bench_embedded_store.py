@@ -133,7 +133,7 @@ def read_whole(db, name: str, pid: int) -> dict[str, float]:  # type: ignore[no-
 def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of what every store verb asks before it reads (which database holds a
     crawl, and how large it is), which must not read the store whole."""
-    from crawler.console.store import holds_crawl, require_crawl
+    from crawler.console.options import holds_crawl, require_crawl
     from dedup.store.mongo_reads import MongoReads
 
     out = {}

@@ -8,7 +8,7 @@ pages a second that the crawl of the same pages handles.
 
 The crawl is ``bench/bench_crawl.py --real --pages-only``'s (the pages served as they
 were saved behind one listing, the listing's links only); ``simcrawl warc`` reads the same
-pages written as one WARC file (a response record a page, by dedup/warc.py). The two take
+pages written as one WARC file (a response record a page, by dedup/warc_writer.py). The two take
 turns. Each is a ``scrapy crawl`` subprocess whose CPU is sampled with its extraction
 workers (``bench_crawl.CpuMeter``: the workers are the fork server's children, which the
 crawl process's own resource usage does not count) and the services'. Prints a table and
@@ -46,7 +46,7 @@ GOAL = 2.0
 def write_archive(folder: Path, max_bytes: int | None = None) -> int:
     """The development pages as one WARC file (or files of ``max_bytes``); returns how many
     records hold a page."""
-    from dedup.warc import FILE_BYTES, Fetch, WarcWriter
+    from dedup.warc_writer import FILE_BYTES, Fetch, WarcWriter
 
     writer = WarcWriter(folder, "dev", {"software": "bench_warc"}, max_bytes or FILE_BYTES)
     n = 0

@@ -60,7 +60,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
                    "crawler.extensions.ProgressFile": 20,
                    "crawler.metrics.PrometheusMetrics": 30,
                    "crawler.url_rules.SendAgain": 40,
-                   "crawler.warc.WarcOut": 50,
+                   "crawler.warc_out.WarcOut": 50,
                    "crawler.extensions.PutBackOnStop": 60},
 }
 

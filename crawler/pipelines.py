@@ -85,7 +85,7 @@ class StoragePipeline:
                                    parts.config.namespace, parts.config.retry_seconds,
                                    turns=parts.deduplicator.turns)
         # the crawl is archived as WARC: a stored page says so, so that a copy another
-        # process archives can name its original's record (crawler/warc.py)
+        # process archives can name its original's record (crawler/warc_out.py)
         self.archived = {"warc": True} if value("DEDUP_WARC_DIR", crawler.settings.get) else {}
         self._loop: task.LoopingCall | None = None
         self._record_loop: task.LoopingCall | None = None

@@ -10,7 +10,7 @@ from pathlib import Path
 from crawler.cli.common import parser as common_parser
 from crawler.cli.common import check_k, store_errors, store_failure
 from crawler.console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
-from crawler.console.store import add_service_options, open_database
+from crawler.console.options import add_service_options, open_database
 from dedup.config import DedupConfig
 
 #: The crawl's own settings: the defaults of the options that judge pairs as it does.

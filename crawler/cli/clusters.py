@@ -94,7 +94,7 @@ def _judged(pairs: Iterator[tuple[str, str, int]], store: Any, templates: Any, r
 
 
 def reconcile(args: argparse.Namespace) -> int:
-    from crawler.console.store import choose_database, require_crawl
+    from crawler.console.options import choose_database, require_crawl
     from dedup.adapters.redis_templates import HostTemplates
     from dedup.config import DedupConfig, namespace_of
     from dedup.decide import Rules
@@ -210,7 +210,7 @@ def _write_edges(copies: Any, folder: Path, size: int = 100_000) -> int:
 
 
 def main(argv: list[str], prog: str = "simcrawl clusters") -> int:
-    from crawler.console.store import add_service_options
+    from crawler.console.options import add_service_options
     from dedup.config import DEFAULT_MAX_DISTANCE
 
     p = parser(prog, "Find every pair of stored pages within k bits (in process, or as a "

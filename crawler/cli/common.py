@@ -23,7 +23,7 @@ from dedup.errors import (
 
 def store_errors() -> tuple[type[Exception], ...]:
     """What reading the crawl's store can raise that :func:`store_failure` reports."""
-    from crawler.console.store import NoCrawl
+    from crawler.console.options import NoCrawl
     from dedup.errors import ServiceUnavailable
     from dedup.servers.embedded_limits import StoreTooLarge
 
@@ -79,7 +79,7 @@ def store_failure(exc: Exception) -> int:
     """Say in one line why a verb could not read the crawl's store; its exit status (the
     store has no crawl, or is too large for the embedded MongoDB: 1; MongoDB failed or
     cannot be reached: 3)."""
-    from crawler.console.store import NoCrawl
+    from crawler.console.options import NoCrawl
     from dedup.servers.embedded_limits import StoreTooLarge
 
     print(f"error: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ from typing import TextIO
 from crawler.cli.common import parser as common_parser
 from crawler.cli.common import store_errors, store_failure
 from crawler.console.export import FIELDS, rows, write
-from crawler.console.store import add_options, open_database
+from crawler.console.options import add_options, open_database
 from dedup.store.reads import Span, StoreReads
 
 HELP = "stream the store's match records or pages to CSV or JSON lines"

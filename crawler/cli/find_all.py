@@ -82,7 +82,7 @@ def _chunks(args: argparse.Namespace, stack: ExitStack
     """The input as ``(ids, fingerprints)`` chunks: line numbers of the file, or page ids
     of the store's indexed fingerprints."""
     if args.store:
-        from crawler.console.store import open_database
+        from crawler.console.options import open_database
         from dedup.spark.stage import store_chunks
 
         reads = stack.enter_context(open_database(args, ("fingerprints",), "simcrawl find-all"))
@@ -226,7 +226,7 @@ def find_all(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str], prog: str = "simcrawl find-all") -> int:
-    from crawler.console.store import add_service_options
+    from crawler.console.options import add_service_options
 
     p = parser(prog, "Read fingerprints, one per line (16 hex digits or a decimal), or the "
                "store's indexed fingerprints (--store), and print every pair within k bits "

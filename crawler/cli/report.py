@@ -9,7 +9,7 @@ from pathlib import Path
 from crawler.cli.common import parser as common_parser
 from crawler.cli.common import store_errors, store_failure
 from crawler.console.report import write_report
-from crawler.console.store import add_options, open_database
+from crawler.console.options import add_options, open_database
 from dedup.progress import counted
 
 HELP = "one self-contained HTML report with plots of the store"

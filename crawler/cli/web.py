@@ -17,7 +17,7 @@ HELP = "the web console: dashboard, search, a copy beside its original, sources"
 
 def build_parser(prog: str = "simcrawl web") -> argparse.ArgumentParser:
     """The command's options (``simcrawl web --help``)."""
-    from crawler.console.store import add_service_options
+    from crawler.console.options import add_service_options
 
     parser = argparse.ArgumentParser(
         prog=prog, description="Serve the web console over the crawl's store: dashboard "
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     service unreachable)."""
     from waitress.server import create_server
 
-    from crawler.console.store import choose_database
+    from crawler.console.options import choose_database
     from dedup.config import namespace_of
     from dedup.setting_names import value
     from dedup.errors import ServiceUnavailable

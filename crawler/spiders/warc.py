@@ -49,7 +49,7 @@ from scrapy.responsetypes import responsetypes
 from crawler.items import ARCHIVED_REQUEST, CAPTURED, READ
 from crawler.spiders.site import SiteSpider
 from crawler.steps import page_skipped
-from crawler.warc import record_passed
+from crawler.warc_out import record_passed
 from dedup.archive import (
     DIGEST_CHOICES,
     BadRecord,
@@ -224,7 +224,7 @@ class WarcSpider(SiteSpider):
 
     def _pass(self, path: Path, offset: int, page: bool = False) -> None:
         """A record that is not a page decided: handed on as it is (the WARC the run
-        writes keeps it, per ``DEDUP_WARC_KEEP``: crawler/warc.py; ``page``: a page
+        writes keeps it, per ``DEDUP_WARC_KEEP``: crawler/warc_out.py; ``page``: a page
         skipped, and its request, which it keeps whatever that says)."""
         self.crawler.signals.send_catch_log(record_passed, path=str(path), offset=offset,
                                             page=page)

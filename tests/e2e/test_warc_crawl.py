@@ -1,4 +1,4 @@
-"""The demo crawl written as WARC (``--warc DIR``; crawler/warc.py): warcio's check finds no
+"""The demo crawl written as WARC (``--warc DIR``; crawler/warc_out.py): warcio's check finds no
 error in any file, every stored original is a response record, and every copy the crawl
 fetched is a metadata record naming its original (after its own response or a revisit)."""
 
@@ -13,7 +13,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from dedup.warc import parse_fields
+from dedup.warc_writer import parse_fields
 
 pytestmark = pytest.mark.e2e
 

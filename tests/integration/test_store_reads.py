@@ -20,7 +20,7 @@ from dedup.store.mongo import PageStore
 from dedup.store.mongo_reads import MongoReads
 from dedup.store.reads import Span, StoreReads, Where, search
 from dedup.store.records import fingerprint_record, match_record, page_record
-from dedup.warc import WARC_FIELDS, Fetch, WarcWriter, parse_fields
+from dedup.warc_writer import WARC_FIELDS, Fetch, WarcWriter, parse_fields
 from store_cleanup import drop_test_database
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""The crawl as WARC (dedup/warc.py), written with warcio and read back with it: an
+"""The crawl as WARC (dedup/warc_writer.py), written with warcio and read back with it: an
 original's request and response, a copy's record naming its original (a revisit when the
 payload is the original's), files rolled at a size with a warcinfo record and a CDXJ index
 each, and warcio's check passing over all of them."""
@@ -14,7 +14,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from dedup.warc import (
+from dedup.warc_writer import (
     Fetch,
     WarcWriter,
     parse_fields,

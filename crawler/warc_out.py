@@ -1,11 +1,11 @@
 """The crawl written as WARC files as it goes (``DEDUP_WARC_DIR``, ``./simcrawl --warc
-DIR``): the Scrapy side of :mod:`dedup.warc`.
+DIR``): the Scrapy side of :mod:`dedup.warc_writer`.
 
 :class:`WarcOut` (an extension) takes each decided page as it leaves the item pipelines
 (an original stored, a copy recorded: Scrapy's ``item_scraped`` and, under the add-on,
 whose records do not go on to the project's pipelines, ``item_dropped``) with its response,
 and hands it to one thread, which hands the pages waiting (up to :data:`HANDOFF` a call)
-to a process of its own that writes the records (:class:`dedup.warc.WarcWriter`): building
+to a process of its own that writes the records (:class:`dedup.warc_writer.WarcWriter`): building
 warcio's records, their digests and their gzip members cost the crawl process about 0.8 ms
 a page of the development sets, on the core its reactor needs, where the writer's process
 takes what the machine has left.
@@ -41,7 +41,7 @@ from crawler.items import ARCHIVED_REQUEST, MatchItem, PageItem
 from dedup.errors import ServiceUnavailable
 from dedup.setting_names import value
 from dedup.store.records import match_record_of
-from dedup.warc import (
+from dedup.warc_writer import (
     NEAR_CHOICES,
     WARC_FIELDS,
     Fetch,
@@ -82,7 +82,7 @@ _WRITER: WarcWriter | None = None
 
 
 def _open_writer(args: tuple[Any, ...]) -> None:
-    """In the writer's process: its :class:`dedup.warc.WarcWriter`."""
+    """In the writer's process: its :class:`dedup.warc_writer.WarcWriter`."""
     global _WRITER
     _WRITER = WarcWriter(*args)
 
@@ -112,7 +112,7 @@ def _close_writer() -> int:
 
 
 def fetch_of(response: Any, when: dt.datetime | None = None) -> Fetch:
-    """A Scrapy response and its request as :class:`dedup.warc.Fetch`."""
+    """A Scrapy response and its request as :class:`dedup.warc_writer.Fetch`."""
     def pairs(headers: Any) -> list[tuple[str, str]]:
         return [(k.decode("latin-1"), v.decode("latin-1"))
                 for k, values in headers.items() for v in values]
