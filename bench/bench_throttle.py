@@ -1,5 +1,5 @@
 """A crawl of a site whose links are mostly missing pages, with AutoThrottle on: simcrawl's
-throttle (crawler.extensions.Throttle: a fast 404 counts like a fast 200) against Scrapy's
+throttle (crawler.extensions.throttle.Throttle: a fast 404 counts like a fast 200) against Scrapy's
 rule (a response that is not a 200 may raise the delay, never lower it), in one run.
 
 The site, served on 127.0.0.1: a home page linking to 25 × ``--missing`` moved pages

@@ -54,14 +54,14 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawler.middlewares.meta_refresh.MetaRefresh": 580,
         "crawler.middlewares.cut_downloads.CutDownloads": 990},
     "ITEM_PIPELINES": {"crawler.pipelines.StoragePipeline": 0},
-    "EXTENSIONS": {"crawler.extensions.JobGuard": 0,
+    "EXTENSIONS": {"crawler.extensions.job_guard.JobGuard": 0,
                    "crawler.disk.DiskGuard": 5,  # before the parts reach the services
                    "crawler.scheduler.SharedCrawlEnd": 10,
-                   "crawler.extensions.ProgressFile": 20,
+                   "crawler.extensions.progress.ProgressFile": 20,
                    "crawler.metrics.PrometheusMetrics": 30,
                    "crawler.url_rules.SendAgain": 40,
                    "crawler.warc_out.WarcOut": 50,
-                   "crawler.extensions.PutBackOnStop": 60},
+                   "crawler.extensions.put_back.PutBackOnStop": 60},
 }
 
 #: Plain settings the add-on needs, at the add-on priority (the project's win).

@@ -43,7 +43,7 @@ def summary_adds_up(summary: dict[str, Any]) -> bool:
     """Whether a crawl process's summary (``DEDUP_SUMMARY_FILE``) adds up: every request it
     took (``dedup/requests``) became a page decided (or stored undecided, with
     ``DEDUP_ENABLED`` off), a skip, a loss or, when the crawl stopped, a request put back
-    unsent (``dedup/put_back``: :class:`crawler.extensions.PutBackOnStop`), once."""
+    unsent (``dedup/put_back``: :class:`crawler.extensions.put_back.PutBackOnStop`), once."""
     decided = sum(summary.get(k, 0) for k in ("dedup/unique", "dedup/near_duplicate",
                                                "dedup/exact_duplicate", "dedup/pinyin_copy",
                                                "dedup/revisit", UNDECIDED))

@@ -341,7 +341,7 @@ def _combine(runs: list[tuple[subprocess.Popen, Path, Path]], took: float,
 
 class LiveProgress:
     """One live line for the crawl processes of ``./simcrawl``, from the files their
-    :class:`crawler.extensions.ProgressFile` writes: for ``simcrawl warc`` how much of its
+    :class:`crawler.extensions.progress.ProgressFile` writes: for ``simcrawl warc`` how much of its
     files is read, then fetched (and per second), admitted,
     dropped, skipped, queue length, pages handled per process, elapsed. On a terminal it
     is a rich live line; otherwise (a log, a pipe) one plain line every ``quiet_every``

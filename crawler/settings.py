@@ -64,9 +64,9 @@ ADDONS = {"crawler.Addon": 300}
 # setting first, then the environment where docs/settings.md says so): the robots.txt
 # retries, the Prometheus metrics, the frontier ("memory", Scrapy's own, or "redis", one
 # shared by every crawl process on the namespace: crawler/frontier.py) and its idle end.
-# AutoThrottle that lets fast 404s count (crawler/extensions.py: Throttle)
+# AutoThrottle that lets fast 404s count (crawler/extensions/throttle.py)
 EXTENSIONS = {"scrapy.extensions.throttle.AutoThrottle": None,
-              "crawler.extensions.Throttle": 0}
+              "crawler.extensions.throttle.Throttle": 0}
 
 # Dedup: dedup.config.DedupConfig declares each DEDUP_* setting and its default.
 REDIS_URL = os.environ.get("REDIS_URL", "")

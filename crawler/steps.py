@@ -49,7 +49,7 @@ page_skipped = object()
 class PutBack(IgnoreRequest):
     """A request that waited in the downloader's queue (a download delay or AutoThrottle
     spacing a host's requests) when the crawl was asked to stop: put back, not sent
-    (:class:`crawler.extensions.PutBackOnStop`). It is no skip and settles nothing: the
+    (:class:`crawler.extensions.put_back.PutBackOnStop`). It is no skip and settles nothing: the
     memory frontier queues it again (a ``JOBDIR`` keeps it), the shared one recovers it
     from this process's requests in flight. An ``IgnoreRequest``: Scrapy logs no error
     for it, for any spider."""

@@ -9,7 +9,7 @@ from crawler.extensions import CUT
 
 
 class CutDownloads:
-    """The failure of a download :class:`crawler.extensions.PutBackOnStop` cut (Scrapy's
+    """The failure of a download :class:`crawler.extensions.put_back.PutBackOnStop` cut (Scrapy's
     ``StopDownload``) is a :class:`crawler.steps.PutBack`: an ``IgnoreRequest``, which no
     spider's errback takes for a page that failed, and Scrapy logs no error for. A
     downloader middleware, last in ``DOWNLOADER_MIDDLEWARES``, so its

@@ -150,3 +150,37 @@ def test_each_middleware_is_a_module_of_its_own() -> None:
     for path, name in found.items():
         if name != "CutDownloads":  # the add-on's own: no setting named it before
             assert load_object(f"crawler.middlewares.{name}") is load_object(path)
+
+
+def test_each_extension_is_a_module_of_its_own() -> None:
+    """crawler/extensions/ holds one Scrapy extension a module (a class built
+    ``from_crawler``), each named by its module where the crawl enables it (the add-on,
+    simcrawl's settings), and ``crawler.extensions.<Class>``, which settings written
+    before the package name, loads the same class."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from scrapy.settings import Settings
+    from scrapy.utils.misc import load_object
+
+    import crawler.extensions as package
+    import crawler.settings as simcrawl_settings
+    from crawler.addon import COMPONENTS
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"crawler.extensions.{info.name}")
+        components = [name for name, cls in inspect.getmembers(module, inspect.isclass)
+                      if cls.__module__ == module.__name__ and hasattr(cls, "from_crawler")]
+        assert len(components) <= 1, (info.name, components)
+        found.update({f"{module.__name__}.{name}": name for name in components})
+    assert len(found) == 4, found
+    own = Settings()
+    own.setmodule(simcrawl_settings)
+    named = {name for name in [*COMPONENTS["EXTENSIONS"], *own.getdict("EXTENSIONS")]
+             if isinstance(name, str) and name.startswith("crawler.extensions")}
+    assert named == set(found)
+    for path, name in found.items():
+        assert load_object(f"crawler.extensions.{name}") is load_object(path)
+

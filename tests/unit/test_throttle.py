@@ -53,4 +53,4 @@ def test_the_crawl_uses_it_in_place_of_scrapys() -> None:
     enabled.setmodule(crawl_settings)
     extensions = enabled.getwithbase("EXTENSIONS")
     assert extensions["scrapy.extensions.throttle.AutoThrottle"] is None
-    assert extensions["crawler.extensions.Throttle"] is not None
+    assert extensions["crawler.extensions.throttle.Throttle"] is not None
