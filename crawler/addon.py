@@ -59,7 +59,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
                    "crawler.scheduler.SharedCrawlEnd": 10,
                    "crawler.extensions.progress.ProgressFile": 20,
                    "crawler.metrics.PrometheusMetrics": 30,
-                   "crawler.url_rules.SendAgain": 40,
+                   "crawler.extensions.send_again.SendAgain": 40,
                    "crawler.warc_out.WarcOut": 50,
                    "crawler.extensions.put_back.PutBackOnStop": 60},
 }

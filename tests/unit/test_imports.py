@@ -175,7 +175,7 @@ def test_each_extension_is_a_module_of_its_own() -> None:
                       if cls.__module__ == module.__name__ and hasattr(cls, "from_crawler")]
         assert len(components) <= 1, (info.name, components)
         found.update({f"{module.__name__}.{name}": name for name in components})
-    assert len(found) == 4, found
+    assert len(found) == 5, found
     own = Settings()
     own.setmodule(simcrawl_settings)
     named = {name for name in [*COMPONENTS["EXTENSIONS"], *own.getdict("EXTENSIONS")]
