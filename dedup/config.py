@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any
 
 from dedup.setting_names import (
@@ -328,17 +328,18 @@ class DedupConfig:
             ValueError: a value of the wrong type or out of range (the message names the
                 setting).
         """
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            name = _SETTING[f.name]
-            raw = get(name, None)
-            if raw is None or raw == "":
-                env = _ENV.get(f.name)
-                raw = os.environ.get(env) if env else None
-            if raw is None or raw == "":
-                continue
-            values[f.name] = convert(name, raw, f.type)
-        return cls(**values)
+        given = {f.name: _given(f, get) for f in fields(cls)}
+        return cls(**{attr: v for attr, v in given.items() if v is not None})
+
+
+def _given(f: Field[Any], get: Callable[[str, Any], Any]) -> Any:
+    """A field's value as given (its setting, else its environment variable, converted),
+    or ``None`` when it is given neither way."""
+    name = _SETTING[f.name]
+    raw = get(name, None)
+    if (raw is None or raw == "") and f.name in _ENV:
+        raw = os.environ.get(_ENV[f.name])
+    return None if raw is None or raw == "" else convert(name, raw, f.type)
 
 
 def config_value(name: str, get: Callable[[str, Any], Any]) -> Any:
@@ -349,14 +350,9 @@ def config_value(name: str, get: Callable[[str, Any], Any]) -> Any:
     Raises:
         KeyError: not a field's setting. ValueError: a value not of its type.
     """
-    attr = _ATTR[name]
-    raw = get(name, None)
-    if (raw is None or raw == "") and attr in _ENV:
-        raw = os.environ.get(_ENV[attr])
-    kind = {f.name: f for f in fields(DedupConfig)}[attr]
-    if raw is None or raw == "":
-        return kind.default
-    return convert(name, raw, kind.type)
+    field = {f.name: f for f in fields(DedupConfig)}[_ATTR[name]]
+    value = _given(field, get)
+    return field.default if value is None else value
 
 
 _SETTING = {f.name: ("REDIS_URL" if f.name == "redis_url" else "MONGO_URI"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -243,6 +244,12 @@ class SiteSpider(scrapy.Spider):
         """Those of ``urls`` the URL patterns keep (all when there are none)."""
         return list(self.patterns.keep(urls)) if self.patterns else urls
 
+    @cached_property
+    def _max_outlinks(self) -> int:
+        """``SIMCRAWL_MAX_OUTLINKS``, read once (the settings do not change once the crawl
+        runs), not at every page."""
+        return int(value("SIMCRAWL_MAX_OUTLINKS", self.settings.get))
+
     def follow(self, urls: list[str], source: str, depth: int = 0) -> list[scrapy.Request]:
         """Requests for the links of page ``source`` (at ``depth``): those within the
         allowed domains, at most ``SIMCRAWL_MAX_OUTLINKS`` of them, and none this process
@@ -268,7 +275,7 @@ class SiteSpider(scrapy.Spider):
         if len(links) < len(allowed) and self.crawler.stats is not None:
             # counted apart from the links to other sites
             self.crawler.stats.inc_value("dedup/outlinks_excluded", len(allowed) - len(links))
-        cap = value("SIMCRAWL_MAX_OUTLINKS", self.settings.get)
+        cap = self._max_outlinks
         if 0 < cap < len(links):
             stats = self.crawler.stats
             if stats is not None:
