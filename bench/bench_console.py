@@ -36,7 +36,7 @@ from crawler.console.web import create_app
 from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
 from dedup.store.mongo import PageStore, fingerprint_document, match_document
 from dedup.store.mongo_reads import MongoReads
-from dedup.store.records import fingerprint_row, match_record
+from dedup.store.records import MatchRecord, fingerprint_row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,12 +86,14 @@ def generate(db: Any, pages: int, copy_rate: float, seed: int = 1) -> dict[str, 
             if rng.random() < copy_rate:
                 original = page_ids[rng.randrange(len(page_ids))]
                 copy_host = rng.choices(hosts, weights)[0]
-                doc = match_document(match_record(
-                    url=f"https://{copy_host}/copy/{n}.html", host=copy_host,
-                    original_id=str(original), original_url=None, original_host=None,
-                    distance=rng.choice([0, 1, 1, 2, 2, 3]), kind="simhash",
-                    crawl_id=f"crawl{n * 4 // pages}", detected_at=when,
-                    text=text.replace("council", "county"), title=f"Copy {n}"))
+                doc = match_document(MatchRecord(url=f"https://{copy_host}/copy/{n}.html",
+                                                 host=copy_host, original_id=str(original),
+                                                 original_url=None, original_host=None,
+                                                 distance=rng.choice([0, 1, 1, 2, 2, 3]),
+                                                 kind="simhash",
+                                                 text=text.replace("council", "county"),
+                                                 title=f"Copy {n}").row(
+                    crawl_id=f"crawl{n * 4 // pages}", detected_at=when, text_cap=10**6))
                 doc["_id"] = _oid(when, rng)
                 doc["crawl_ids"] = [doc["crawl_id"]]
                 matches.append(doc)
@@ -115,11 +117,14 @@ def generate(db: Any, pages: int, copy_rate: float, seed: int = 1) -> dict[str, 
     for n in range(pages // 100):
         original, source = rng.choice(originals)
         when = start + step * rng.randrange(pages)
-        doc = match_document(match_record(
-            url=f"https://pirate{n % 50}.example/read/{n}.html", host=f"pirate{n % 50}.example",
-            original_id=str(original), original_url=None, original_host="registered",
-            distance=None, kind="pinyin", pinyin={"share": 0.9, "run": 20, "span": 25},
-            source=source, detected_at=when, text=text, crawl_id="crawl0"))
+        doc = match_document(MatchRecord(url=f"https://pirate{n % 50}.example/read/{n}.html",
+                                         host=f"pirate{n % 50}.example", original_id=str(original),
+                                         original_url=None, original_host="registered",
+                                         distance=None, kind="pinyin",
+                                         pinyin={"share": 0.9, "run": 20, "span": 25},
+                                         source=source,
+                                         text=text).row(
+            detected_at=when, crawl_id="crawl0", text_cap=10**6))
         doc["_id"] = _oid(when, rng)
         copies.append(doc)
     db.matches.insert_many(copies, ordered=False)

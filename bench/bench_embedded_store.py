@@ -42,7 +42,7 @@ from dedup.pages import fingerprint_params, read_html
 from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
 from dedup.servers.services import EmbeddedServices, connect_mongo
 from dedup.store.mongo import PageStore
-from dedup.store.records import fingerprint_record, match_record, page_record
+from dedup.store.records import MatchRecord, fingerprint_record, page_record
 
 #: One match record for this many pages stored (the development crawls drop about a
 #: third of what they meet on sites with mirrors).
@@ -108,11 +108,11 @@ def fill(store: PageStore, start: int, stop: int, text_chars: int) -> None:
             docs.append(page_record(one, crawl_id="bench", status=200, depth=2))
             fps.append(fingerprint_record(one))
             if i % PAGES_PER_MATCH == 0:
-                matches.append(match_record(url=f"https://mirror{i % 89}.example/{i}",
-                                         host=f"mirror{i % 89}.example", original_id=pid,
-                                         original_url=url, original_host=one.host,
-                                         distance=2, kind="simhash", crawl_id="bench",
-                                         containment=0.93, text=text))
+                matches.append(MatchRecord(url=f"https://mirror{i % 89}.example/{i}",
+                                           host=f"mirror{i % 89}.example", original_id=pid,
+                                           original_url=url, original_host=one.host, distance=2,
+                                           kind="simhash", containment=0.93,
+                                           text=text).row(crawl_id="bench", text_cap=10**6))
         store.save_pages(docs, fps)
         store.save_matches(matches)
 

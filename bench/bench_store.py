@@ -27,7 +27,7 @@ from pathlib import Path
 from dedup.ids import new_page_id
 from dedup.servers.services import connect_mongo, free_port
 from dedup.store.mongo import PageStore
-from dedup.store.records import fingerprint_row, match_record
+from dedup.store.records import MatchRecord, fingerprint_row
 
 TEXT = ("The harbour wall repairs will go ahead after months of delay, the council said. "
         * 40)
@@ -65,9 +65,10 @@ def run(uri: str, pages: int, batch: int) -> float:
                          "text": TEXT, "checksum": f"{n:032x}"})
             fps.append(fingerprint_row(pid, n * 7919, checksum=f"{n:032x}", tokens=600,
                                        short=False, algorithm="bench"))
-            matches.append(match_record(url=f"https://b.example/{n}", host="b.example",
-                                     original_id=pid, original_url=f"https://a.example/{n}",
-                                     original_host="a.example", distance=1, kind="simhash"))
+            matches.append(MatchRecord(url=f"https://b.example/{n}", host="b.example",
+                                       original_id=pid, original_url=f"https://a.example/{n}",
+                                       original_host="a.example", distance=1,
+                                       kind="simhash").row(crawl_id=None))
         store.save_pages(docs, fps)
         store.save_matches(matches)
     took = time.perf_counter() - started

@@ -1,11 +1,14 @@
-"""Items the crawler yields: an admitted page, or the match record of a dropped copy.
+"""Items the crawler yields: an admitted page (:class:`PageItem`), or the match record of a
+dropped copy (:class:`dedup.store.records.MatchRecord`, the one shape a match has from the
+decision to the stores).
 
 Both export with Scrapy's feed exporters (``scrapy crawl site -o items.jsonl`` or
 ``-o items.csv``): fields that are not plain data say how to export themselves
 (``serializer`` in the field's metadata), and :data:`EXPORT_FIELDS` (the settings'
 ``FEED_EXPORT_FIELDS``) names the fields of both, so a CSV file has a column for each and
-a match record's row keeps its fields. ``FEEDS`` with ``item_classes`` writes pages and
-match records to separate files.
+a match record's row keeps its fields. ``FEEDS`` with ``item_classes``
+(``crawler.items.PageItem``, ``dedup.store.records.MatchRecord``) writes pages and match
+records to separate files.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from urllib.parse import urlsplit
 from scrapy.http import HtmlResponse
 
 from dedup.page import Page
+from dedup.store.records import MatchRecord
 
 #: The request meta key of a page's capture time when it was not fetched now (a page read
 #: from a web archive: its ``WARC-Date``); the page is dated so.
@@ -65,54 +69,6 @@ class PageItem(Page):
                 f"{len(self.text)} characters)")
 
 
-@dataclass(repr=False)
-class MatchItem:
-    """The record of a dropped copy (one per dropped page), or of an excerpt of a
-    registered original in a kept page (``kind`` ``excerpt``; stored in ``excerpts``)."""
-
-    url: str
-    host: str
-    original_id: str
-    original_url: str | None
-    original_host: str | None
-    distance: int | None  # Hamming distance; None for pinyin matches (see pinyin)
-    kind: str
-    outlinks_dropped: int
-    title: str | None = None
-    fetched_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
-    source: str | None = None
-    pinyin: dict[str, Any] | None = None  # share, run, span of a pinyin match
-    text: str = ""  # the copy's extracted text (kept up to DEDUP_MATCH_TEXT characters)
-    containment: float | None = None  # the text check's share, when the texts were compared
-    characters: int | None = None  # an excerpt: the longest passage that is the original's
-    span: tuple[int, int] | None = None  # ... and where it is in the page's text
-    page_id: str | None = None  # an excerpt: the kept page's id
-    # declared: the copy names its original canonical; reversed: the original (fetched
-    # first) names the copy canonical
-    canonical_link: str | None = None
-    # a link not requested (kind ``url_rule``): the URL rules that predicted it a copy, and
-    # the URL they took it to (its original, or a copy of it)
-    rules: list[str] | None = None
-    claimant: str | None = None
-    checksum: str | None = None  # the copy's text: a re-crawl keeps its verdict while it holds
-
-    def __repr__(self) -> str:  # one short line in logs
-        return (f"MatchItem({self.url} copies {self.original_url or self.original_id}, "
-                f"{self.kind}, {self.measure()})")
-
-    def measure(self) -> str:
-        """How close the copy is: ``distance 2``, or for pinyin ``share 0.85, run 12``."""
-        if self.kind == "excerpt":
-            return f"a passage of {self.characters} characters"
-        if self.kind == "url_rule":
-            return "not requested: " + "; ".join(self.rules or ())
-        if self.pinyin:
-            return f"share {self.pinyin['share']:.2f}, run {self.pinyin['run']} windows"
-        if self.containment is not None:
-            return f"distance {self.distance}, containment {self.containment:.2f}"
-        return f"distance {self.distance}"
-
-
 @dataclass
 class FrontierReceipt:
     """The last output of a page whose request the shared frontier holds in flight and
@@ -128,12 +84,14 @@ class FrontierReceipt:
 
 #: The decision's working fields of a page, not exported.
 _INTERNAL = {"templated", "rest", "sketch", "shingles", "whole", "by_whole"}
+#: A match record's fields that a crawl never sets (a page turned round, the batch job).
+_NOT_CRAWLED = {"turned", "cluster", "held"}
 
 #: Every field of both items, pages' first: the columns of a feed export (a CSV file's
 #: header is otherwise the first item's fields only).
 EXPORT_FIELDS = list(dict.fromkeys(
     [f.name for f in fields(PageItem) if f.name not in _INTERNAL]
-    + [f.name for f in fields(MatchItem)]))
+    + [f.name for f in fields(MatchRecord) if f.name not in _NOT_CRAWLED]))
 
 
 def page_item_of(response: Any) -> PageItem:

@@ -15,16 +15,17 @@ from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
 from crawler.extensions import crawl_counters
-from crawler.items import FrontierReceipt, MatchItem, PageItem
+from crawler.items import FrontierReceipt, PageItem
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Parts, parts_of
+from dedup.decide import NEW
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.servers.services import process_alive
 from dedup.setting_names import value
 from dedup.store.mongo import DEFAULT_TIMEOUT as STORE_TIMEOUT
 from dedup.store.mongo import time_limit
-from dedup.store.records import fingerprint_record, match_record_of, page_record, turned_record
+from dedup.store.records import MatchRecord, fingerprint_record, page_record
 from dedup.store.writer import RecordWriter
 
 if TYPE_CHECKING:
@@ -183,10 +184,10 @@ class StoragePipeline:
             if reason is not None:
                 self.crawler.stats.inc_value(f"dedup/skipped/{reason}")
                 return item
-            item.page_id, item.decision = new_page_id(), "new"
+            item.page_id, item.decision = new_page_id(), NEW
             item.body = b""
             self.crawler.stats.inc_value(UNDECIDED)
-        if isinstance(item, PageItem) and item.decision == "new":
+        if isinstance(item, PageItem) and item.decision == NEW:
             self.writer.add_page(
                 page_record(item, store_text=self.config.store_text, status=item.status,
                             depth=item.depth, referer=item.referer,
@@ -194,13 +195,13 @@ class StoragePipeline:
                             **self.archived),
                 fingerprint_record(item, self.parts.pinyin_params),
                 turned=None if item.turned is None else
-                turned_record(item, item.turned, crawl_id=self.parts.crawl_id))
-        elif isinstance(item, MatchItem):
-            self.writer.add_match(match_record_of(item, crawl_id=self.parts.crawl_id,
-                                                  text_cap=self.config.match_text))
+                MatchRecord.of_turn(item, item.turned).row(crawl_id=self.parts.crawl_id))
+        elif isinstance(item, MatchRecord):
+            self.writer.add_match(item.row(crawl_id=self.parts.crawl_id,
+                                           text_cap=self.config.match_text))
         if self.writer.pending() >= self.config.batch_size:
             await self._flush_or_wait()
-        if isinstance(item, (PageItem, MatchItem)) and \
+        if isinstance(item, (PageItem, MatchRecord)) and \
                 not getattr(self.crawler.spider, "yields_pages", False):
             # a project's spider under the add-on: simcrawl's records are kept in MongoDB,
             # not handed on to the project's pipelines and feeds with its own items

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 from scrapy.exceptions import NotConfigured
 
-from crawler.items import MatchItem
 from crawler.wiring import Parts, parts_of
 from dedup.adapters.redis_urlrules import RedisUrlRules
 from dedup.config import config_value
 from dedup.errors import ServiceUnavailable
+from dedup.store.records import MatchRecord
 from dedup.urlrules import Rule, host_of
 
 if TYPE_CHECKING:
@@ -102,13 +102,12 @@ def rules_of(texts: list[str]) -> list[Rule]:
 
 
 def match_of(url: str, claimant: str, rules: list[Rule], original_url: str,
-             original_id: str) -> MatchItem:
+             original_id: str) -> MatchRecord:
     """The match record of a link not requested: a copy of ``original_url``, as its
     rules predict (through ``claimant``, the URL they take it to)."""
-    return MatchItem(url=url, host=host_of(url), original_id=original_id,
-                     original_url=original_url, original_host=host_of(original_url),
-                     distance=None, kind="url_rule", outlinks_dropped=0,
-                     rules=[str(r) for r in rules], claimant=claimant)
+    return MatchRecord.of_link(url, host_of(url), claimant=claimant,
+                               rules=[str(r) for r in rules], original_url=original_url,
+                               original_host=host_of(original_url), original_id=original_id)
 
 
 def rules_parts(crawler: Crawler) -> Parts:
@@ -125,7 +124,7 @@ def rules_parts(crawler: Crawler) -> Parts:
     return parts
 
 
-def predicted_records(response: scrapy.http.Response) -> list[MatchItem] | None:
+def predicted_records(response: scrapy.http.Response) -> list[MatchRecord] | None:
     """The records of a response
     :class:`crawler.middlewares.url_rule_gate.UrlRuleGate` made for a request it did not send
     (the match record of a predicted copy; none for a held one), or ``None``: a response
@@ -174,7 +173,7 @@ class RuleLearning:
             self._checks[url] = (request.url, prediction)
 
     def learn(self, pages: list[tuple[str, str, tuple[str | None, str | None] | None]]
-              ) -> dict[str, list[MatchItem]]:
+              ) -> dict[str, list[MatchRecord]]:
         """Pages just decided, ``(URL, page id, copy_of)`` (``copy_of``: the original's
         URL and id, ``None`` for a page stored as an original), in the worker thread that
         decided them, with their batch (one Redis pipeline for it, no wait of its own):
@@ -196,7 +195,7 @@ class RuleLearning:
             return {}
         if held:
             self.stats.inc_value("dedup/url_rule", len(held))
-        out: dict[str, list[MatchItem]] = {}
+        out: dict[str, list[MatchRecord]] = {}
         for h in held:
             out.setdefault(h.claimant, []).append(match_of(
                 h.url, h.claimant, h.rules, h.original_url or "", h.original_id or ""))

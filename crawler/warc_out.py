@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawler.items import ARCHIVED_REQUEST, MatchItem, PageItem
+from crawler.items import ARCHIVED_REQUEST, PageItem
+from dedup.decide import CHANGED, EXACT, NEAR, NEW, PINYIN
 from dedup.errors import ServiceUnavailable
 from dedup.setting_names import value
-from dedup.store.records import match_record_of
+from dedup.store.records import MatchRecord
 from dedup.warc_writer import (
     NEAR_CHOICES,
     WARC_FIELDS,
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 
 #: Copies of these kinds were fetched and decided (a ``url_rule`` link was never sent; an
 #: ``excerpt`` names a kept page's quotation).
-FETCHED_COPIES = ("exact", "simhash", "pinyin")
+FETCHED_COPIES = (EXACT, NEAR, PINYIN)
 
 #: Pages waiting for the writer thread at most (past it, the crawl waits for the disk).
 QUEUE = 1000
@@ -205,13 +206,13 @@ class WarcOut:
                  **kwargs: Any) -> None:
         if response is None or self._failed is not None:
             return
-        if isinstance(item, PageItem) and item.decision in ("new", "changed"):
+        if isinstance(item, PageItem) and item.decision in (NEW, CHANGED):
             # dated as the store keeps the page (its fetched_at): a copy that another
             # process archives names this record by its id and date (record_id_of)
             self._queue.put(("original", fetch_of(response, item.fetched_at),
                              item.page_id or ""))
-        elif isinstance(item, MatchItem) and item.kind in FETCHED_COPIES:
-            record = match_record_of(item, crawl_id=None)  # as the store keeps it
+        elif isinstance(item, MatchRecord) and item.kind in FETCHED_COPIES:
+            record = item.row(crawl_id=None)  # as the store keeps it
             match = {name: record.get(name) for name in WARC_FIELDS}
             self._queue.put(("copy", fetch_of(response, item.fetched_at), match))
 

@@ -291,7 +291,20 @@ def _record_at(path: Path | str, offset: int) -> tuple[Any, Any]:
 
     fh = open(path, "rb")  # noqa: SIM115  (closed by the caller with the record read)
     fh.seek(offset)
-    return fh, next(iter(ArchiveIterator(fh, arc2warc=True)))
+    try:
+        record = next(iter(ArchiveIterator(fh, arc2warc=True)), None)
+        if record is None:
+            raise ValueError(f"no record at offset {offset}: the file ends, or is cut, there")
+        url = record.rec_headers.get_header("WARC-Target-URI") or ""
+        if record.rec_type in ("response", "resource", "request") and ":" not in url:
+            # an ARC header is any line of five words: text that is not a record reads
+            # as one, its first word the "URL"
+            raise ValueError(f"no record starts at offset {offset} (read as one of URL "
+                             f"{url[:40]!r})")
+    except BaseException:
+        fh.close()
+        raise
+    return fh, record
 
 
 def page_at(path: Path | str, offset: int) -> Fetched:
@@ -336,6 +349,8 @@ def request_at(path: Path | str, offset: int) -> Asked | None:
 
 def _undecodable(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
+    if isinstance(exc, ValueError) and text.startswith("no record"):
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -51,7 +51,7 @@ FILE_BYTES = default("DEDUP_WARC_FILE_BYTES")
 #: What a near copy keeps: its response (``response``) or its metadata record alone.
 NEAR_CHOICES = ("response", "metadata")
 
-#: The fields of a copy's match record (:func:`dedup.store.records.match_record`) that its
+#: The fields of a copy's match record (:meth:`dedup.store.records.MatchRecord.row`) that its
 #: metadata record holds, in this order (:func:`match_fields`).
 WARC_FIELDS = ("kind", "original_url", "original_id", "distance", "similarity",
                "containment", "pinyin", "canonical_link")

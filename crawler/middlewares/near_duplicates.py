@@ -14,7 +14,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.extraction import Extractor
 from crawler.frontier import INFLIGHT_ID
-from crawler.items import FrontierReceipt, MatchItem, PageItem, page_item_of
+from crawler.items import FrontierReceipt, PageItem, page_item_of
 from crawler.metrics import metrics_port, page_decided
 from crawler.middlewares.batches import Batcher, InOrder
 from crawler.state import CrawlState
@@ -29,10 +29,11 @@ from crawler.steps import (
 from crawler.url_rules import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig, config_value
-from dedup.decide import NEW, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
+from dedup.decide import EXACT, NEW, PINYIN, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.deduplicator import Deduplicator
 from dedup.errors import ServiceUnavailable
 from dedup.store.mongo import time_limit
+from dedup.store.records import MatchRecord
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -67,7 +68,7 @@ class NearDuplicateMiddleware:
     and decides it with the other pages in flight, one batch in one step of the shared
     index (:mod:`dedup.deduplicator`). For an exact or near
     copy it drops the page item and every request the page yielded and emits a
-    :class:`~crawler.items.MatchItem` instead; otherwise it passes everything on.
+    :class:`~dedup.store.records.MatchRecord` instead; otherwise it passes everything on.
 
     Settings: DEDUP_ENABLED, DEDUP_MAX_DISTANCE, DEDUP_MIN_TOKENS, DEDUP_DEBUG and the rest
     of :class:`dedup.config.DedupConfig`; REDIS_URL, MONGO_URI.
@@ -95,7 +96,7 @@ class NearDuplicateMiddleware:
         #: the responses whose callback's output process_spider_output reads now (ids)
         self._outputs_read: set[int] = set()
         #: page URL -> the records of the links held for it, decided with its batch
-        self._held: dict[str, list[MatchItem]] = {}
+        self._held: dict[str, list[MatchRecord]] = {}
         #: a spider whose order is the record's has its pages decided in that order
         spider = getattr(crawler, "spider", None)
         self._in_order = InOrder() if getattr(spider, "decide_in_order", False) else None
@@ -216,20 +217,12 @@ class NearDuplicateMiddleware:
                       exc_info=exc)
             stop_crawl(self.crawler, "decision_failed")
 
-    def _excerpt_record(self, page: PageItem, excerpt: Excerpt) -> MatchItem:
+    def _excerpt_record(self, page: PageItem, excerpt: Excerpt) -> MatchRecord:
         """The excerpt record of a kept page that quotes a registered original."""
         self.stats.inc_value("dedup/excerpt")
         if excerpt.source:
             self.stats.inc_value(f"dedup/excerpts_of/{excerpt.source}")
-        s = excerpt.pinyin
-        return MatchItem(
-            url=page.url, host=page.host, original_id=excerpt.original_id,
-            original_url=excerpt.original_url, original_host=excerpt.original_host,
-            distance=None, kind="excerpt", outlinks_dropped=0, title=page.title,
-            fetched_at=page.fetched_at, source=excerpt.source, containment=excerpt.share,
-            characters=excerpt.characters, span=excerpt.span, page_id=page.page_id,
-            pinyin=None if s is None else {"share": round(s.share, 4), "run": s.run,
-                                           "span": list(s.span), "windows_matched": s.matched})
+        return MatchRecord.of_excerpt(excerpt, page)
 
     async def process_spider_output(self, response: scrapy.http.Response,
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -294,23 +287,13 @@ class NearDuplicateMiddleware:
             spider = self.crawler.spider
             dropped = len(requests) + len(spider.in_scope(self._links(page, response, None))
                                           if self._worker_links(spider) else [])
-            kind = {"exact": "exact_duplicate", "pinyin": "pinyin_copy"}.get(
+            kind = {EXACT: "exact_duplicate", PINYIN: "pinyin_copy"}.get(
                 outcome.kind, "near_duplicate")
             self.stats.inc_value(f"dedup/{kind}")
             if outcome.source:
                 self.stats.inc_value(f"dedup/copies_of/{outcome.source}")
             self.stats.inc_value("dedup/outlinks_dropped", dropped)
-            match = MatchItem(
-                url=page.url, host=page.host, original_id=outcome.original_id or "",
-                original_url=outcome.original_url, original_host=outcome.original_host,
-                distance=None if outcome.pinyin is not None else outcome.distance,
-                kind=outcome.kind, outlinks_dropped=dropped, title=page.title, text=page.text,
-                fetched_at=page.fetched_at, source=outcome.source,
-                containment=outcome.containment, canonical_link=outcome.canonical_link,
-                checksum=page.checksum or None, pinyin=None if outcome.pinyin is None else {
-                    "share": round(outcome.pinyin.share, 4), "run": outcome.pinyin.run,
-                    "span": list(outcome.pinyin.span),
-                    "windows_matched": outcome.pinyin.matched})
+            match = MatchRecord.of_copy(outcome, page, dropped)
             msg = "dropped %s: %s copy of %s (page %s), %s, %d outlinks dropped"
             args = (page.url, outcome.kind, outcome.original_url, outcome.original_id,
                     match.measure(), dropped)
@@ -352,7 +335,7 @@ class NearDuplicateMiddleware:
         yield FrontierReceipt(inflight)
 
     def process_spider_exception(self, response: scrapy.http.Response, exception: Exception
-                                 ) -> list[MatchItem] | None:
+                                 ) -> list[MatchRecord] | None:
         """A response whose callback failed, or that failed before it (an HTTP error status
         of a request without an errback): it yields nothing more, so its request is settled
         in the shared frontier now (the exception goes on as Scrapy handles it). The empty

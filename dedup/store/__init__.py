@@ -23,8 +23,9 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-#: The kinds of match records that say a page copies another (an excerpt only quotes).
-COPY_KINDS = ("exact", "simhash", "pinyin", "url_rule")
+from dedup.store.records import COPY_KINDS
+
+__all__ = ["COPY_KINDS", "PageRecords", "unsigned"]
 
 
 class PageRecords(Protocol):

@@ -8,10 +8,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from dedup.decide import EXACT, NEAR
 from dedup.ids import new_page_id, url_key
 from dedup.store import COPY_KINDS, unsigned
 from dedup.store.reads import EVERYTHING, TIME_FIELD, Span, Where, k_of_layouts
-from dedup.store.records import with_stored
+from dedup.store.records import BATCH, with_stored
 
 
 class MemoryPageStore:
@@ -204,7 +205,7 @@ class MemoryPageStore:
         out = {}
         for url in dict.fromkeys(urls):
             m = self.matches.get(url)
-            if m is None or m.get("kind") not in ("exact", "simhash") \
+            if m is None or m.get("kind") not in (EXACT, NEAR) \
                     or not m.get("checksum") or m["original_id"] not in self.pages:
                 continue
             out[url] = {"original_id": m["original_id"], "checksum": m["checksum"],
@@ -312,7 +313,7 @@ class MemoryReads:
 
     def near_matches(self, max_distance: int) -> Iterator[tuple[str, int, str]]:
         for m in self.records("matches"):
-            if m.get("kind") == "simhash" and int(m.get("distance") or 0) <= max_distance:
+            if m.get("kind") == NEAR and int(m.get("distance") or 0) <= max_distance:
                 yield m["_id"], int(m["distance"]), m["original_id"]
 
     # -------------------------------------------------------------- one at a time
@@ -362,7 +363,7 @@ class MemoryReads:
 
     def batch_record(self, url: str) -> dict[str, Any] | None:
         m = self.store.matches.get(url)
-        return None if m is None or m.get("kind") != "batch" else \
+        return None if m is None or m.get("kind") != BATCH else \
             {k: v for k, v in m.items() if k != "text"}
 
     def examples(self, kind: str, limit: int) -> list[dict[str, Any]]:

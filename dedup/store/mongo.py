@@ -58,7 +58,7 @@ from dedup.config import DEFAULT_DATABASE
 from dedup.errors import ServiceUnavailable, redact
 from dedup.ids import url_key
 from dedup.store import COPY_KINDS
-from dedup.store.records import TURNED_PAGE_FIELDS, match_record, with_stored
+from dedup.store.records import BATCH, TURNED_PAGE_FIELDS, MatchRecord, with_stored
 
 log = logging.getLogger(__name__)
 
@@ -302,8 +302,8 @@ class PageStore:
         return inserted
 
     def save_matches(self, matches: Iterable[Mapping[str, Any]]) -> int:
-        """Upsert match records (:func:`dedup.store.records.match_record`), one per URL: a URL seen again
-        (a re-crawl, another process) updates its record, adds the crawl to
+        """Upsert match records (:meth:`dedup.store.records.MatchRecord.row`), one per URL: a
+        URL seen again (a re-crawl, another process) updates its record, adds the crawl to
         ``crawl_ids`` and counts ``times_seen``. Returns how many were new."""
         new = self._upsert_by_url(self.matches, matches)
         self._grow(matches=new)
@@ -824,10 +824,10 @@ class PageStore:
             counts["pages_changed"] += self.pages.update_many(
                 {"cluster": {"$exists": False}}, [{"$set": {"cluster": "$_id"}}]).modified_count
             # crawl match records: their original's cluster (every record of an original)
-            records = [UpdateMany({"original_id": m, "kind": {"$ne": "batch"},
+            records = [UpdateMany({"original_id": m, "kind": {"$ne": BATCH},
                                    "cluster": {"$ne": cid}}, {"$set": {"cluster": cid}})
                        for m, cid in member_of.items()]
-            records += [UpdateMany({"original_id": m, "kind": {"$ne": "batch"},
+            records += [UpdateMany({"original_id": m, "kind": {"$ne": BATCH},
                                     "cluster": {"$ne": m}}, {"$set": {"cluster": m}})
                         for m in gone]
             for start in range(0, len(records), DEFAULT_WRITE_BATCH * 10):
@@ -835,7 +835,7 @@ class PageStore:
                     records[start:start + DEFAULT_WRITE_BATCH * 10],
                     ordered=False).modified_count
             counts["matches_changed"] += self.matches.update_many(
-                {"cluster": {"$exists": False}, "kind": {"$ne": "batch"}},
+                {"cluster": {"$exists": False}, "kind": {"$ne": BATCH}},
                 [{"$set": {"cluster": "$original_id"}}]).modified_count
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
@@ -869,7 +869,7 @@ class PageStore:
             for url, c in urls.items():
                 old = held.get(url)
                 cluster = object_id(cluster_of.get(c.copy, c.original))
-                if old is not None and old.get("kind") != "batch":
+                if old is not None and old.get("kind") != BATCH:
                     counts["kept_crawl_record"] += 1
                     continue
                 if old is not None and old.get("original_id") == object_id(c.original) \
@@ -877,18 +877,16 @@ class PageStore:
                     counts["unchanged"] += 1
                     continue
                 original, copy = facts[c.original], facts[c.copy]
-                doc = match_document(match_record(
+                doc = match_document(MatchRecord(
                     url=url, host=copy.host, original_id=c.original, original_url=original.url,
-                    original_host=original.host, distance=c.distance, kind="batch",
-                    detected_at=now, page_id=c.copy, cluster=cluster,
-                    containment=c.containment))
-                if c.held:  # the original copies the copy's text: crawled first, it stays
-                    doc["held"] = True
+                    original_host=original.host, distance=c.distance, kind=BATCH,
+                    page_id=c.copy, cluster=str(cluster), containment=c.containment,
+                    held=c.held).row(crawl_id=None, detected_at=now))
                 ops.append(pymongo.ReplaceOne({"url": url}, doc, upsert=True))
             new = self.matches.bulk_write(ops, ordered=False).upserted_count if ops else 0
             counts["written"] = len(ops)
             counts["deleted"] = self.matches.delete_many(
-                {"kind": "batch", "url": {"$nin": list(urls)}}).deleted_count
+                {"kind": BATCH, "url": {"$nin": list(urls)}}).deleted_count
             self._grow(matches=new - counts["deleted"])
         except PyMongoError as exc:
             raise self._unavailable(exc) from exc
@@ -1051,12 +1049,13 @@ def fingerprint_document(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def match_document(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A match or excerpt record (:func:`dedup.store.records.match_record`) as stored: the
+    """A match or excerpt record (:meth:`dedup.store.records.MatchRecord.row`) as stored: the
     ids it names ``ObjectId``."""
     out = dict(record)
     out["original_id"] = object_id(out["original_id"])
-    if out.get("page_id"):
-        out["page_id"] = object_id(out["page_id"])
+    for name in ("page_id", "cluster"):
+        if out.get(name):
+            out[name] = object_id(out[name])
     return out
 
 

@@ -1,5 +1,6 @@
 """The records a crawl keeps, built once from a decided page or match: a page, its
-fingerprint, and a match record (a copy's, or an excerpt's).
+fingerprint, and a match record (a copy's, an excerpt's, a link's not requested, a page's
+turned round, or the batch job's).
 
 They are plain data (ids as 24 hex digits, fingerprints as unsigned 64-bit integers,
 times as aware datetimes), the one shape every store takes (:class:`dedup.store.PageRecords`)
@@ -29,17 +30,24 @@ Fields (the MongoDB collections of the same names hold them; docs/queries.md):
     and ``claimant``, an excerpt's ``characters``, ``span`` and ``page_id``, the copy's
     ``text``); ``turned`` (``canonical`` or ``published``) for a page stored first and
     recorded as a copy once the page that came after it was found to be the original
-    (:func:`turned_record`). A store adds ``first_detected_at``, ``times_seen`` and ``crawl_ids``.
+    (:meth:`MatchRecord.of_turn`); a batch record's ``page_id``, ``cluster`` and ``held``.
+    A store adds ``first_detected_at``, ``times_seen`` and ``crawl_ids``.
+
+A match has one shape from the decision to the stores, :class:`MatchRecord`; its
+:meth:`MatchRecord.row` is the record above.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from dedup.decide import EXACT, NEAR, PINYIN, Decision, Excerpt, Turn
 from dedup.ids import url_key
 from dedup.page import Page
+from dedup.pinyin import PinyinScore
 
 #: The fingerprint algorithm stored with each fingerprint (simhash, 64 bits, XXH3 features).
 ALGORITHM = "simhash64-xxh3"
@@ -106,56 +114,197 @@ def fingerprint_record(page: Page, pinyin_params: dict[str, Any] | None = None,
                            tokens=page.tokens, short=page.short, **extra)
 
 
-def match_record(*, url: str, host: str, original_id: str, original_url: str | None,
-                 original_host: str | None, distance: int | None, kind: str,
-                 outlinks_dropped: int = 0, crawl_id: str | None = None,
-                 detected_at: dt.datetime | None = None, similarity: float | None = None,
-                 **extra: Any) -> dict[str, Any]:
-    """A match record. ``distance`` is the Hamming distance of a simhash or exact match
-    (``None`` for a pinyin match, whose measure is its ``pinyin`` share and run);
-    ``similarity`` defaults to ``1 - distance / 64`` (for pinyin: the share of windows)."""
-    if similarity is None:
-        share = (extra.get("pinyin") or {}).get("share")
-        similarity = float(share) if distance is None and share is not None else \
-            1 - int(distance or 0) / 64
-    return {"url": url, "host": host, "original_id": str(original_id),
-            "original_url": original_url, "original_host": original_host,
-            "distance": None if distance is None else int(distance), "kind": kind,
-            "similarity": round(similarity, 4),
-            "outlinks_dropped": int(outlinks_dropped),
-            "detected_at": detected_at or _now(), "crawl_id": crawl_id, **extra}
+#: Kinds of match record beside the decision's copies (:data:`dedup.decide.EXACT`,
+#: :data:`~dedup.decide.NEAR`, :data:`~dedup.decide.PINYIN`): a kept page's passage of a
+#: registered original, a link not requested because URL rules predicted it a copy, and a
+#: stored page the batch job found to be a copy (``simcrawl find-all``).
+EXCERPT, URL_RULE, BATCH = "excerpt", "url_rule", "batch"
+
+#: The kinds of a dropped copy's record (an excerpt's page is kept; a batch record's page
+#: was stored).
+COPY_KINDS = (EXACT, NEAR, PINYIN, URL_RULE)
 
 
-def match_record_of(match: Any, *, crawl_id: str | None, text_cap: int = 0) -> dict[str, Any]:
-    """The match record of a decided copy or excerpt (the crawl's ``MatchItem``, or any
-    object with its fields): what the decision found and the evidence it had, and up to
-    ``text_cap`` characters of the copy's text (to show it beside its original)."""
-    evidence: dict[str, Any] = {"title": match.title, "fetched_at": match.fetched_at}
-    if match.source:
-        evidence["source"] = match.source
-    if match.pinyin:
-        evidence["pinyin"] = match.pinyin
-    if match.containment is not None:
-        evidence["containment"] = match.containment
-    if match.canonical_link:
-        evidence["canonical_link"] = match.canonical_link
-    if match.checksum:
-        evidence["checksum"] = match.checksum
-    if match.rules:
-        evidence["rules"], evidence["claimant"] = match.rules, match.claimant
-    if match.kind == "excerpt":
-        evidence["characters"] = match.characters
-        evidence["span"] = list(match.span or (0, 0))
-        evidence["page_id"] = str(match.page_id or "")
-    elif text_cap and match.text:
-        evidence["text"] = match.text[:text_cap]
-        if len(match.text) > text_cap:
-            evidence["text_truncated"] = True
-    return match_record(url=match.url, host=match.host, original_id=match.original_id,
-                        original_url=match.original_url, original_host=match.original_host,
-                        distance=match.distance, kind=match.kind,
-                        outlinks_dropped=match.outlinks_dropped, crawl_id=crawl_id,
-                        **evidence)
+class Fetched(Protocol):
+    """What a match record takes of a decided page (the crawl's ``PageItem``)."""
+
+    url: str
+    host: str
+    title: str | None
+    text: str
+    fetched_at: dt.datetime | None
+    checksum: str
+    page_id: str | None
+
+
+def pinyin_fields(score: PinyinScore | None) -> dict[str, Any] | None:
+    """A pinyin score as a match record holds it (the one place that converts one)."""
+    if score is None:
+        return None
+    return {"share": round(score.share, 4), "run": score.run, "span": list(score.span),
+            "windows_matched": score.matched}
+
+
+@dataclass(repr=False)
+class MatchRecord:
+    """A match: a copy dropped, an excerpt of a registered original in a kept page, a link
+    not requested, a page turned into a copy, or a stored page the batch job found a copy.
+    The one shape from the decision (:meth:`of_copy` and the others build it) to every
+    store and the WARC writer, which encode its :meth:`row`.
+
+    Attributes:
+        url, host: the copy's (an excerpt's: the kept page's).
+        original_id, original_url, original_host: the page it copies.
+        distance: Hamming distance (``None`` where there is none: pinyin, a link
+            not requested, an excerpt).
+        kind: :data:`~dedup.decide.EXACT`, :data:`~dedup.decide.NEAR`,
+            :data:`~dedup.decide.PINYIN`, :data:`URL_RULE`, :data:`EXCERPT` or :data:`BATCH`.
+        outlinks_dropped: links of the copy never requested.
+        title, fetched_at, checksum, text: the copy's (``fetched_at`` ``None``: a record
+            whose page the store describes, :func:`with_stored`).
+        source: the registered original's source name.
+        pinyin: a pinyin score (:func:`pinyin_fields`).
+        containment: the share of the copy's text found in the original, when compared.
+        canonical_link: ``declared``: the copy names its original canonical.
+        characters, span, page_id: an excerpt's longest passage, where it is, the kept
+            page's id (a batch record's: the stored copy's id).
+        rules, claimant: a link not requested: the URL rules that predicted it, and the
+            URL they took it to.
+        turned: a page turned into a copy: why (``canonical`` or ``published``).
+        cluster, held: a batch record's cluster, and whether the original copies the
+            copy's text (crawled first, the copy stays).
+    """
+
+    url: str
+    host: str
+    original_id: str
+    original_url: str | None
+    original_host: str | None
+    distance: int | None
+    kind: str
+    outlinks_dropped: int = 0
+    title: str | None = None
+    fetched_at: dt.datetime | None = None
+    source: str | None = None
+    pinyin: dict[str, Any] | None = None
+    text: str = ""
+    containment: float | None = None
+    characters: int | None = None
+    span: tuple[int, int] | None = None
+    page_id: str | None = None
+    canonical_link: str | None = None
+    rules: list[str] | None = None
+    claimant: str | None = None
+    checksum: str | None = None
+    turned: str | None = None
+    cluster: str | None = None
+    held: bool = False
+
+    @classmethod
+    def of_copy(cls, decision: Decision, page: Fetched, outlinks_dropped: int) -> MatchRecord:
+        """The record of a page the decision dropped as a copy."""
+        return cls(url=page.url, host=page.host, original_id=decision.original_id or "",
+                   original_url=decision.original_url, original_host=decision.original_host,
+                   kind=decision.kind,
+                   distance=None if decision.pinyin is not None else decision.distance,
+                   outlinks_dropped=outlinks_dropped, title=page.title, text=page.text,
+                   fetched_at=page.fetched_at, source=decision.source,
+                   containment=decision.containment, canonical_link=decision.canonical_link,
+                   checksum=page.checksum or None, pinyin=pinyin_fields(decision.pinyin))
+
+    @classmethod
+    def of_excerpt(cls, excerpt: Excerpt, page: Fetched) -> MatchRecord:
+        """The record of a kept page that quotes a registered original."""
+        return cls(url=page.url, host=page.host, original_id=excerpt.original_id,
+                   original_url=excerpt.original_url, original_host=excerpt.original_host,
+                   distance=None, kind=EXCERPT, title=page.title, fetched_at=page.fetched_at,
+                   source=excerpt.source, containment=excerpt.share,
+                   characters=excerpt.characters, span=excerpt.span,
+                   page_id=str(page.page_id or ""), pinyin=pinyin_fields(excerpt.pinyin))
+
+    @classmethod
+    def of_link(cls, url: str, host: str, *, claimant: str, rules: list[str],
+                original_url: str, original_host: str, original_id: str) -> MatchRecord:
+        """The record of a link not requested: a copy of ``original_url``, as ``rules``
+        predict (through ``claimant``, the URL they take it to)."""
+        return cls(url=url, host=host, original_id=original_id, original_url=original_url,
+                   original_host=original_host, distance=None, kind=URL_RULE,
+                   fetched_at=_now(),
+                   rules=rules, claimant=claimant)
+
+    @classmethod
+    def of_turn(cls, page: Page, turned: Turn) -> MatchRecord:
+        """The record of the page a match turned round moved out of the pages: a copy of
+        ``page``, which holds its id now, saying why (``turned``: ``canonical`` or
+        ``published``). Its links were followed when it was stored (``outlinks_dropped``
+        0); the store adds its checksum, title and fetch time
+        (:meth:`dedup.store.PageRecords.turn_round`)."""
+        return cls(url=turned.url, host=turned.host, original_id=page.page_id,
+                   original_url=page.url, original_host=page.host, kind=turned.kind,
+                   distance=turned.distance, containment=turned.containment,
+                   turned=turned.reason)
+
+    @property
+    def similarity(self) -> float:
+        """``1 - distance / 64``; for a pinyin measure without a distance, its share of
+        windows."""
+        share = (self.pinyin or {}).get("share")
+        if self.distance is None and share is not None:
+            return float(share)
+        return 1 - int(self.distance or 0) / 64
+
+    def row(self, *, crawl_id: str | None, text_cap: int = 0,
+            detected_at: dt.datetime | None = None) -> dict[str, Any]:
+        """The record as every store takes it (the fields of the module docstring): what
+        the decision found, the evidence it had, and up to ``text_cap`` characters of the
+        copy's text (to show it beside its original)."""
+        out: dict[str, Any] = {
+            "url": self.url, "host": self.host, "original_id": str(self.original_id),
+            "original_url": self.original_url, "original_host": self.original_host,
+            "distance": None if self.distance is None else int(self.distance),
+            "kind": self.kind, "similarity": round(self.similarity, 4),
+            "outlinks_dropped": int(self.outlinks_dropped),
+            "detected_at": detected_at or _now(), "crawl_id": crawl_id}
+        if self.fetched_at is not None:
+            out["title"], out["fetched_at"] = self.title, self.fetched_at
+        for name in ("source", "pinyin", "canonical_link", "checksum", "turned"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        if self.containment is not None:
+            out["containment"] = self.containment
+        if self.rules:
+            out["rules"], out["claimant"] = self.rules, self.claimant
+        if self.characters is not None:
+            out["characters"] = self.characters
+        if self.span is not None:
+            out["span"] = list(self.span)
+        if self.page_id is not None:
+            out["page_id"] = str(self.page_id)
+        if self.cluster is not None:
+            out["cluster"] = self.cluster
+        if self.held:
+            out["held"] = True
+        if text_cap and self.text and self.kind != EXCERPT:
+            out["text"] = self.text[:text_cap]
+            if len(self.text) > text_cap:
+                out["text_truncated"] = True
+        return out
+
+    def measure(self) -> str:
+        """How close the copy is: ``distance 2``, or for pinyin ``share 0.85, run 12``."""
+        if self.kind == EXCERPT:
+            return f"a passage of {self.characters} characters"
+        if self.kind == URL_RULE:
+            return "not requested: " + "; ".join(self.rules or ())
+        if self.pinyin:
+            return f"share {self.pinyin['share']:.2f}, run {self.pinyin['run']} windows"
+        if self.containment is not None:
+            return f"distance {self.distance}, containment {self.containment:.2f}"
+        return f"distance {self.distance}"
+
+    def __repr__(self) -> str:  # one short line in logs, never the copy's text
+        return (f"MatchRecord({self.url} copies {self.original_url or self.original_id}, "
+                f"{self.kind}, {self.measure()})")
 
 
 #: What a store keeps of a page turned into a copy, for its match record
@@ -164,21 +313,6 @@ TURNED_PAGE_FIELDS = ("checksum", "title", "fetched_at")
 
 
 def with_stored(copy: dict[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
-    """A turned page's match record (``copy``, :func:`turned_record`) with what the store
-    kept of the page (``stored``: its :data:`TURNED_PAGE_FIELDS`)."""
+    """A turned page's match record (``copy``, :meth:`MatchRecord.of_turn`'s row) with what
+    the store kept of the page (``stored``: its :data:`TURNED_PAGE_FIELDS`)."""
     return {**{k: stored[k] for k in TURNED_PAGE_FIELDS if stored.get(k)}, **copy}
-
-
-def turned_record(page: Page, turned: Any, *, crawl_id: str | None) -> dict[str, Any]:
-    """The match record of the page a match turned round moved out of the pages
-    (``turned``: a :class:`dedup.decide.Turn`): a copy of ``page``, which holds its id
-    now, saying why (``turned``: ``canonical`` or ``published``). Its links were followed
-    when it was stored (``outlinks_dropped`` 0); the store adds its checksum, title and
-    fetch time (:meth:`dedup.store.PageRecords.turn_round`)."""
-    extra: dict[str, Any] = {"turned": turned.reason}
-    if turned.containment is not None:
-        extra["containment"] = turned.containment
-    return match_record(url=turned.url, host=turned.host, original_id=page.page_id,
-                        original_url=page.url, original_host=page.host,
-                        distance=turned.distance, kind=turned.kind, outlinks_dropped=0,
-                        crawl_id=crawl_id, **extra)

@@ -33,6 +33,7 @@ from dedup.adapters.journal import lost_pages, withdraw
 from dedup.errors import ServiceUnavailable
 from dedup.ids import url_key
 from dedup.store import PageRecords
+from dedup.store.records import EXCERPT, URL_RULE
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class RecordWriter:
                   ) -> None:
         """Buffer an admitted page's record and its fingerprint's; ``turned``: the page
         takes over the stored page of its id, which becomes this match record
-        (:func:`dedup.store.records.turned_record`)."""
+        (:meth:`dedup.store.records.MatchRecord.of_turn`)."""
         with self._lock:
             if turned is not None:
                 self.turned.append((page, fingerprint, turned))
@@ -211,9 +212,9 @@ class RecordWriter:
         # a link the URL rules predicted a copy, fetched after all (a rule dropped) and
         # stored in this same write: the page is the verdict
         admitted = {str(p["url"]) for p in pages}
-        kept = [m for m in matches if m["kind"] != "url_rule" or m["url"] not in admitted]
-        excerpts = [m for m in kept if m["kind"] == "excerpt"]
-        copies = self._without_lost_originals([m for m in kept if m["kind"] != "excerpt"],
+        kept = [m for m in matches if m["kind"] != URL_RULE or m["url"] not in admitted]
+        excerpts = [m for m in kept if m["kind"] == EXCERPT]
+        copies = self._without_lost_originals([m for m in kept if m["kind"] != EXCERPT],
                                               done)
         copies = self._without_self_copies(copies, done)
         store.save_matches(copies)

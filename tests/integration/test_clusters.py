@@ -17,7 +17,7 @@ from bson import ObjectId
 from dedup.simhash import fingerprint
 from dedup.sketch import TextSketch
 from dedup.store.mongo import fingerprint_document, match_document
-from dedup.store.records import fingerprint_row, match_record
+from dedup.store.records import MatchRecord, fingerprint_row
 
 WORDS = ["river", "harbour", "council", "budget", "school", "winter", "market", "bridge", "station", "library", "museum", "festival", "election", "doctor", "hospital", "teacher", "farmer", "engine", "railway", "storm", "garden", "village", "mayor", "report", "study", "price", "house", "road", "water", "energy", "forest", "coast", "island", "mountain", "valley", "music", "theatre", "science", "history", "courts", "police", "museum"]
 
@@ -65,17 +65,18 @@ def crawled(pages):  # type: ignore[no-untyped-def]
             ids[name], fp.simhash, checksum=f"{fp.checksum:032x}", tokens=fp.tokens, short=False,
             algorithm="test", sketch=TextSketch.of_text(body, host=host,
                                                         title=name).to_bytes())))
-    pages.matches.insert_one(match_document(match_record(url="http://c.example/copy", host="c.example",
-                                       original_id=ids["other"],
-                                       original_url="http://a.example/other",
-                                       original_host="a.example", distance=1,
-                                       kind="simhash")))
+    pages.matches.insert_one(match_document(MatchRecord(url="http://c.example/copy",
+                                                        host="c.example", original_id=ids["other"],
+                                                        original_url="http://a.example/other",
+                                                        original_host="a.example", distance=1,
+                                                        kind="simhash").row(crawl_id=None)))
     for n in (1, 2):  # two copies the crawl dropped for the page the batch finds a copy
-        pages.matches.insert_one(match_document(match_record(url=f"http://c.example/second-{n}", host="c.example",
-                                           original_id=ids["second"],
-                                           original_url="http://b.example/second",
-                                           original_host="b.example", distance=0,
-                                           kind="exact")))
+        pages.matches.insert_one(match_document(MatchRecord(url=f"http://c.example/second-{n}",
+                                                            host="c.example",
+                                                            original_id=ids["second"],
+                                                            original_url="http://b.example/second",
+                                                            original_host="b.example", distance=0,
+                                                            kind="exact").row(crawl_id=None)))
     return ids
 
 

@@ -13,7 +13,7 @@ from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
 from dedup.decide import Rules
 from dedup.deduplicator import Deduplicator
-from dedup.store.records import fingerprint_record, match_record, page_record, turned_record
+from dedup.store.records import MatchRecord, fingerprint_record, page_record
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,7 @@ class ServerWorld:
         if decision is not None and decision.turn is not None:  # as the crawl's writer
             p.page_id = decision.page_id
             assert self.pages.turn_round(page_record(p), fingerprint_record(p),
-                                         turned_record(p, decision.turn, crawl_id=None))
+                                         MatchRecord.of_turn(p, decision.turn).row(crawl_id=None))
             return
         self.pages.save_pages([page_record(p)], [fingerprint_record(p)])  # the crawl's
 
@@ -47,10 +47,10 @@ class ServerWorld:
         return self.tables.count()
 
     def record_copy(self, p, d) -> None:  # type: ignore[no-untyped-def]
-        self.pages.save_matches([match_record(  # as the crawl's storage pipeline writes it
-            url=p.url, host=p.host, original_id=d.original_id, original_url=None,
-            original_host=None, distance=d.distance, kind=d.kind, checksum=p.checksum,
-            containment=d.containment)])
+        self.pages.save_matches([MatchRecord(url=p.url, host=p.host, original_id=d.original_id,
+                                             original_url=None, original_host=None,
+                                             distance=d.distance, kind=d.kind, checksum=p.checksum,
+                                             containment=d.containment).row(crawl_id=None)])
 
 
 @pytest.fixture

@@ -99,7 +99,7 @@ def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> N
     from bson import ObjectId
 
     from dedup.store.mongo import PageStore, stored_sizes
-    from dedup.store.records import fingerprint_row, match_record
+    from dedup.store.records import MatchRecord, fingerprint_row
 
     with EmbeddedServices(tmp_path / "data", redis=False) as services:
         client = connect_mongo(services.mongo_uri or "")
@@ -113,9 +113,9 @@ def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> N
                                algorithm="test") for n, i in enumerate(ids)]
         assert store.save_pages(pages, fps) == 5
         assert store.save_pages(pages[:2], fps[:2]) == 0  # stored already: not counted
-        copies = [match_record(url=f"http://c.test/{n}", host="c.test", original_id=ids[1],
-                            original_url=pages[1]["url"], original_host="s.test",
-                            distance=1, kind="simhash") for n in range(3)]
+        copies = [MatchRecord(url=f"http://c.test/{n}", host="c.test", original_id=ids[1],
+                              original_url=pages[1]["url"], original_host="s.test", distance=1,
+                              kind="simhash").row(crawl_id=None) for n in range(3)]
         store.save_matches(copies)
         store.save_matches(copies[:1])  # seen again: one record per URL
         assert store.sizes() == {"pages": 5, "registered": 1, "fingerprints": 5, "matches": 3}

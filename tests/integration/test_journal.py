@@ -16,7 +16,7 @@ from dedup.adapters.journal import (AdmissionJournal, JournalEntry, live_owners,
 from dedup.decide import EXACT, NEAR, NEW
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
-from dedup.store.records import fingerprint_row, match_record, page_record
+from dedup.store.records import MatchRecord, fingerprint_row, page_record
 
 pytestmark = pytest.mark.integration
 
@@ -53,9 +53,9 @@ def test_pages_admitted_but_never_stored_leave_the_index(redis_client, pages, na
     store_page(pages, stored)
     journal.confirm([stored.page_id])
     # the copy's record was written, the lost original's page was not: then the crawl dies
-    pages.save_matches([match_record(url="http://b/2", host="b", original_id=lost.page_id,
-                                  original_url="http://a/2", original_host="a", distance=1,
-                                  kind="simhash")])
+    pages.save_matches([MatchRecord(url="http://b/2", host="b", original_id=lost.page_id,
+                                    original_url="http://a/2", original_host="a", distance=1,
+                                    kind="simhash").row(crawl_id=None)])
     journal._stop.set()  # the heartbeat dies with the process ...
     redis_client.delete(journal.lease_key)  # ... and its lease runs out
     # a new crawl recovers before it decides anything
@@ -84,9 +84,9 @@ def test_a_clean_close_clears_the_entries_a_late_write_left(redis_client, pages,
     copy = cand("http://b/1", "3" * 32, A ^ 1)
     assert [d.kind for d in crawl.decide([stored, lost, copy])] == [NEW, NEW, NEAR]
     store_page(pages, stored)  # stored, its confirmation lost
-    pages.save_matches([match_record(url="http://b/1", host="b", original_id=stored.page_id,
-                                     original_url="http://a/1", original_host="a",
-                                     distance=1, kind="simhash", checksum="3" * 32)])
+    pages.save_matches([MatchRecord(url="http://b/1", host="b", original_id=stored.page_id,
+                                    original_url="http://a/1", original_host="a", distance=1,
+                                    kind="simhash", checksum="3" * 32).row(crawl_id=None)])
     redis_client.hset(journal.key, copy.page_id, JournalEntry(
         copy.page_id, copy.simhash, copy.checksum, copy.url, copy.host).encode())
     index.add_many([(copy.simhash, copy.page_id)])

@@ -11,7 +11,7 @@ import pytest
 from dedup.ids import new_page_id
 from dedup.page import Page
 from dedup.store import PageRecords
-from dedup.store.records import fingerprint_record, fingerprint_row, match_record, page_record
+from dedup.store.records import MatchRecord, fingerprint_record, fingerprint_row, page_record
 
 pytestmark = pytest.mark.integration
 
@@ -40,9 +40,9 @@ def save(store: PageRecords, *pages: Page, source: str | None = None) -> int:
 
 
 def copy_of(original: Page, url: str, kind: str = "simhash", crawl: str = "c1") -> dict:  # type: ignore[type-arg]
-    return match_record(url=url, host="copy.example", original_id=original.page_id,
-                     original_url=original.url, original_host=original.host, distance=2,
-                     kind=kind, crawl_id=crawl, checksum="c" * 32, containment=0.97)
+    return MatchRecord(url=url, host="copy.example", original_id=original.page_id,
+                       original_url=original.url, original_host=original.host, distance=2,
+                       kind=kind, checksum="c" * 32, containment=0.97).row(crawl_id=crawl)
 
 
 def test_pages_are_kept_once_per_url_and_read_back(store: PageRecords) -> None:

@@ -76,7 +76,7 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
     """One verdict per URL: an earlier crawl recorded the URL as a copy; its text changed
     and it is admitted now; once stored, its old copy record is gone (its excerpt and
     batch records are other collections' or kinds' and stay)."""
-    from dedup.store.records import match_record
+    from dedup.store.records import MatchRecord
 
     database = namespace.replace("-", "_")
     crawler, runtime = wired(services, namespace, database)
@@ -85,10 +85,11 @@ def test_a_copy_that_changed_and_was_admitted_is_no_longer_recorded_as_a_copy(
         runtime.pages.save_pages([{"_id": original, "url": "https://o.example/", "host": "o"}],
                                  [fingerprint_row(original, 1, checksum="1" * 32, tokens=50,
                                                   short=False, algorithm="t")])
-        runtime.pages.save_matches([match_record(
-            url="https://c.example/", host="c", original_id=original,
-            original_url="https://o.example/", original_host="o", distance=2,
-            kind="simhash", checksum="2" * 32)])
+        runtime.pages.save_matches([MatchRecord(url="https://c.example/", host="c",
+                                                original_id=original,
+                                                original_url="https://o.example/",
+                                                original_host="o", distance=2, kind="simhash",
+                                                checksum="2" * 32).row(crawl_id=None)])
         assert runtime.pages.recorded_copies(["https://c.example/"])["https://c.example/"][
             "checksum"] == "2" * 32
         pipeline = StoragePipeline(crawler, runtime)
@@ -156,7 +157,7 @@ def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
     decided the second time against the first's page, which was not stored yet and whose
     URL the decision could not read: named at the write, the original is the same URL,
     and no record saying the page copies itself is written."""
-    from dedup.store.records import match_record
+    from dedup.store.records import MatchRecord
 
     database = namespace.replace("-", "_")
     crawler, runtime = wired(services, namespace, database)
@@ -168,9 +169,10 @@ def test_a_copy_named_only_at_the_write_is_never_a_copy_of_its_own_url(
                                                      short=False, algorithm="t"))
         assert pipeline.flush()
         for url in ("https://p.example/a", "https://q.example/a"):
-            pipeline.writer.matches.append(match_record(
-                url=url, host=url.split("/")[2], original_id=pid, original_url=None,
-                original_host=None, distance=0, kind="exact"))
+            pipeline.writer.matches.append(MatchRecord(url=url, host=url.split("/")[2],
+                                                       original_id=pid, original_url=None,
+                                                       original_host=None, distance=0,
+                                                       kind="exact").row(crawl_id=None))
         assert pipeline.flush()
         db = mongo_client[database]
         assert [m["url"] for m in db.matches.find({})] == ["https://q.example/a"]

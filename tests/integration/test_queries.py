@@ -11,7 +11,7 @@ from bson import Int64
 
 from dedup.ids import new_page_id
 from dedup.store.mongo import from_int64, match_document, to_int64
-from dedup.store.records import fingerprint_row, match_record
+from dedup.store.records import MatchRecord, fingerprint_row
 from store_cleanup import drop_test_database
 
 pytestmark = pytest.mark.integration
@@ -83,9 +83,10 @@ def crawl(pages):  # type: ignore[no-untyped-def]
               ("https://b.example/c2", "b.example", a1, 3, "simhash", 2),
               ("https://a.example/print/1", "a.example", a1, 0, "exact", 3),
               ("https://c.example/x", "c.example", a2, 2, "simhash", 4)]
-    pages.save_matches(match_record(url=u, host=h, original_id=originals[o], original_url=o,
-                                 original_host=o.split("/")[2], distance=d, kind=k,
-                                 outlinks_dropped=5, detected_at=t0 + dt.timedelta(minutes=m))
+    pages.save_matches(MatchRecord(url=u, host=h, original_id=originals[o], original_url=o,
+                                   original_host=o.split("/")[2], distance=d, kind=k,
+                                   outlinks_dropped=5
+                                   ).row(crawl_id=None, detected_at=t0 + dt.timedelta(minutes=m))
                        for u, h, o, d, k, m in copies)
     return pages
 
@@ -97,18 +98,22 @@ def tracked(pages):  # type: ignore[no-untyped-def]
     chapter = new_page_id()
     pages.save_pages([{"_id": chapter, "url": "file:///novels/1.txt", "host": "registered",
                        "source": "novels"}])
-    pages.save_matches(match_record(
-        url=u, host=u.split("/")[2], original_id=chapter, original_url="file:///novels/1.txt",
-        original_host="registered", distance=0, kind="pinyin", source="novels",
-        pinyin={"share": s, "run": r, "span": [0, 99]}, title="第1章", fetched_at=t0,
-        detected_at=t0 + dt.timedelta(hours=h)) for u, s, r, h in [
+    pages.save_matches(MatchRecord(url=u, host=u.split("/")[2], original_id=chapter,
+                                   original_url="file:///novels/1.txt", original_host="registered",
+                                   distance=0, kind="pinyin", source="novels",
+                                   pinyin={"share": s, "run": r, "span": [0, 99]}, title="第1章",
+                                   fetched_at=t0
+                                   ).row(crawl_id=None, detected_at=t0 + dt.timedelta(hours=h))
+                       for u, s, r, h in [
             ("https://pirate.example/1", 1.0, 40, 1), ("https://pirate.example/2", 0.9, 30, 2),
             ("https://forum.example/t/9", 0.2, 8, 3)])
-    pages.save_excerpts(match_record(
-        url=u, host=u.split("/")[2], original_id=chapter, original_url="file:///novels/1.txt",
-        original_host="registered", distance=None, kind="excerpt", source="novels",
-        characters=c, span=[10, 10 + c], containment=0.1, page_id=new_page_id(),
-        detected_at=t0 + dt.timedelta(hours=h)) for u, c, h in [
+    pages.save_excerpts(MatchRecord(url=u, host=u.split("/")[2], original_id=chapter,
+                                    original_url="file:///novels/1.txt", original_host="registered",
+                                    distance=None, kind="excerpt", source="novels", characters=c,
+                                    span=[10, 10 + c], containment=0.1,
+                                    page_id=new_page_id()
+                                    ).row(crawl_id=None, detected_at=t0 + dt.timedelta(hours=h))
+                        for u, c, h in [
             ("https://blog.example/a", 150, 1), ("https://blog.example/b", 60, 2)])
     return pages
 
@@ -202,9 +207,9 @@ def test_a_url_has_one_match_record_however_often_it_is_seen(pages) -> None:
     original = new_page_id()
 
     def record(crawl: str, distance: int) -> dict:
-        return match_record(url="https://b.example/copy", host="b.example", original_id=original,
-                         original_url="https://a.example/", original_host="a.example",
-                         distance=distance, kind="simhash", crawl_id=crawl)
+        return MatchRecord(url="https://b.example/copy", host="b.example", original_id=original,
+                           original_url="https://a.example/", original_host="a.example",
+                           distance=distance, kind="simhash").row(crawl_id=crawl)
 
     assert pages.save_matches([record("crawl-1", 2)]) == 1
     assert pages.save_matches([record("crawl-2", 1), record("crawl-2", 1)]) == 0
@@ -220,9 +225,9 @@ def test_a_batch_of_new_and_seen_urls_is_written_as_upserts_in_order_would(pages
     original = new_page_id()
 
     def record(url: str, crawl: str, distance: int) -> dict:
-        return match_record(url=url, host="b.example", original_id=original,
-                         original_url="https://a.example/", original_host="a.example",
-                         distance=distance, kind="simhash", crawl_id=crawl)
+        return MatchRecord(url=url, host="b.example", original_id=original,
+                           original_url="https://a.example/", original_host="a.example",
+                           distance=distance, kind="simhash").row(crawl_id=crawl)
 
     assert pages.save_matches([record("https://b.example/1", "crawl-1", 3)]) == 1
     # a seen URL, a new one twice (its last record wins), another new one
@@ -242,10 +247,13 @@ def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> N
     db = mongo_client["test_old_matches"]
     try:
         for n in range(3):
-            db.matches.insert_one(match_document(match_record(
-                url="https://b.example/copy", host="b.example", original_id=new_page_id(),
-                original_url=None, original_host=None, distance=n, kind="simhash",
-                detected_at=dt.datetime(2026, 1, 1 + n, tzinfo=dt.timezone.utc))))
+            db.matches.insert_one(match_document(MatchRecord(url="https://b.example/copy",
+                                                             host="b.example",
+                                                             original_id=new_page_id(),
+                                                             original_url=None, original_host=None,
+                                                             distance=n,
+                                                             kind="simhash").row(
+                crawl_id=None, detected_at=dt.datetime(2026, 1, 1 + n, tzinfo=dt.timezone.utc))))
         PageStore(mongo_client, "test_old_matches").ensure_indexes()
         assert [d["distance"] for d in db.matches.find({})] == [2]  # the latest is kept
     finally:

@@ -19,7 +19,7 @@ from dedup.store.memory import MemoryPageStore, MemoryReads
 from dedup.store.mongo import PageStore
 from dedup.store.mongo_reads import MongoReads
 from dedup.store.reads import Span, StoreReads, Where, search
-from dedup.store.records import fingerprint_record, match_record, page_record
+from dedup.store.records import MatchRecord, fingerprint_record, page_record
 from dedup.warc_writer import WARC_FIELDS, Fetch, WarcWriter, parse_fields
 from store_cleanup import drop_test_database
 
@@ -63,10 +63,11 @@ def crawl(store) -> dict[str, Page]:  # type: ignore[no-untyped-def]
 
     def copy(url: str, original: Page, kind: str, distance: int | None, crawl_id: str,
              when: dt.datetime, **extra: object) -> dict:  # type: ignore[type-arg]
-        return match_record(url=url, host=url.split("/")[2], original_id=original.page_id,
-                            original_url=original.url, original_host=original.host,
-                            distance=distance, kind=kind, crawl_id=crawl_id,
-                            detected_at=when, outlinks_dropped=2, **extra)
+        return MatchRecord(url=url, host=url.split("/")[2], original_id=original.page_id,
+                           original_url=original.url, original_host=original.host,
+                           distance=distance, kind=kind, outlinks_dropped=2,
+                           **extra).row(crawl_id=crawl_id, detected_at=when,
+                                        text_cap=10**6)
 
     store.save_matches([
         copy("https://m.example/1", a, "simhash", 2, "c1", T0 + dt.timedelta(minutes=5),

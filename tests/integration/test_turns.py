@@ -13,7 +13,7 @@ from dedup.adapters.redis_turns import RedisTurns
 from dedup.decide import Turn
 from dedup.store import PageRecords
 from dedup.store.memory import MemoryPageStore
-from dedup.store.records import fingerprint_record, match_record, page_record, turned_record
+from dedup.store.records import MatchRecord, fingerprint_record, page_record
 from dedup.turns import MemoryTurns, TurnClaim, TurnLedger
 from tests.integration.test_page_stores import page, save
 
@@ -49,15 +49,16 @@ def test_the_later_page_takes_over_the_stored_pages_id_and_its_copies(
     first = page("https://b.example/reprint", text="the harbour reopened, reprinted",
                  title="Reprint")
     assert save(store, first) == 1
-    store.save_matches([match_record(url="https://m.example/1", host="m.example",
-                                     original_id=first.page_id, original_url=first.url,
-                                     original_host=first.host, distance=1, kind="simhash")])
+    store.save_matches([MatchRecord(url="https://m.example/1", host="m.example",
+                                    original_id=first.page_id, original_url=first.url,
+                                    original_host=first.host, distance=1,
+                                    kind="simhash").row(crawl_id=None)])
     later = page("https://a.example/story", text="the harbour reopened")
     later.page_id = first.page_id  # the decision turned round: the original's id
     turn = Turn("published", first.url, first.host, "simhash", 2, 0.93)
     for _ in range(2):  # done again (a retried write), it changes nothing
         assert store.turn_round(page_record(later, crawl_id="c2"), fingerprint_record(later),
-                                turned_record(later, turn, crawl_id="c2"))
+                                MatchRecord.of_turn(later, turn).row(crawl_id="c2"))
     assert store.stored_urls([first.url, later.url]) == {
         later.url: (first.page_id, later.checksum)}
     assert store.fingerprint_of(first.page_id) == later.simhash
@@ -81,7 +82,7 @@ def test_a_turn_whose_stored_page_is_gone_does_nothing(page_store: PageRecords) 
     later = page("https://a.example/story")
     turn = Turn("canonical", "https://b.example/gone", "b.example", "exact", 0)
     assert not store.turn_round(page_record(later), fingerprint_record(later),
-                                turned_record(later, turn, crawl_id=None))
+                                MatchRecord.of_turn(later, turn).row(crawl_id=None))
     assert store.stored_urls([later.url]) == {}
 
 
@@ -99,16 +100,17 @@ def test_the_writer_stores_a_turn_and_names_a_turned_original_as_it_is_now(
     later = page("https://a.example/story", text="the harbour reopened")
     later.page_id = first.page_id
     assert turns.claim([TurnClaim(first.page_id, first.url, later.url, later.host)]) == [True]
-    writer.add_page(page_record(later), fingerprint_record(later), turned=turned_record(
-        later, Turn("canonical", first.url, first.host, "exact", 0), crawl_id=None))
+    writer.add_page(page_record(later), fingerprint_record(later), turned=MatchRecord.of_turn(
+        later, Turn("canonical", first.url, first.host, "exact", 0)).row(crawl_id=None))
     # another process decided this copy before the turn: it names the page stored first
-    writer.add_match(match_record(url="https://m.example/1", host="m.example",
-                                  original_id=first.page_id, original_url=first.url,
-                                  original_host=first.host, distance=0, kind="exact"))
+    writer.add_match(MatchRecord(url="https://m.example/1", host="m.example",
+                                 original_id=first.page_id, original_url=first.url,
+                                 original_host=first.host, distance=0,
+                                 kind="exact").row(crawl_id=None))
     gone = page("https://c.example/other")  # a turn whose stored page was removed meanwhile
-    writer.add_page(page_record(gone), fingerprint_record(gone), turned=turned_record(
-        gone, Turn("published", "https://d.example/x", "d.example", "simhash", 2),
-        crawl_id=None))
+    writer.add_page(page_record(gone), fingerprint_record(gone), turned=MatchRecord.of_turn(
+        gone, Turn("published", "https://d.example/x", "d.example", "simhash", 2)
+    ).row(crawl_id=None))
     done = writer.flush()
     assert done.ok and set(done.settled) == {later.url, gone.url, "https://m.example/1"}
     assert store.stored_urls([first.url, later.url, gone.url]) == {

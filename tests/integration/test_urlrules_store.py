@@ -198,14 +198,15 @@ def test_the_report_names_the_rules_and_the_requests_they_saved(mongo_client, na
     from crawler.console.report import write_report
     from dedup.store.mongo import PageStore
     from dedup.store.mongo_reads import MongoReads
-    from dedup.store.records import match_record
+    from dedup.store.records import MatchRecord
 
     store = PageStore(mongo_client, namespace.replace("-", "_"))
     try:
-        store.save_matches([match_record(
-            url=f"{story(n)}?ref=rss", host=H, original_id="6b0b12d8c1bb49a0e3dc801b",
-            original_url=story(n), original_host=H, distance=None, kind="url_rule",
-            rules=[f"{H}: drop_param ref"], claimant=story(n)) for n in range(4)])
+        store.save_matches([MatchRecord(url=f"{story(n)}?ref=rss", host=H,
+                                        original_id="6b0b12d8c1bb49a0e3dc801b",
+                                        original_url=story(n), original_host=H, distance=None,
+                                        kind="url_rule", rules=[f"{H}: drop_param ref"],
+                                        claimant=story(n)).row(crawl_id=None) for n in range(4)])
         found = write_report(MongoReads(store.db), tmp_path, k=3)
         html = (tmp_path / "report.html").read_text()
     finally:

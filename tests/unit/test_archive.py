@@ -81,8 +81,15 @@ def test_a_payload_not_in_the_encoding_it_names_is_read_as_sent(tmp_path: Path) 
     write(path, ("http://example.org/floods", HTML, "br"))
     page = next(e for e in entries(path) if e.kind == "page")
     assert page_at(path, page.offset).body == HTML
-    with pytest.raises(ValueError, match=r"\w"):
-        page_at(path, page.offset + 7)
+    cut = tmp_path / "cut.warc.gz"
+    cut.write_bytes(path.read_bytes()[:page.offset + 20])
+    with pytest.raises(ValueError, match=r"no record at offset \d+: the file ends, or is cut"):
+        page_at(cut, page.offset)
+    # five words on a line are an ARC record's header: text is not read as a page
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"this is not an archive\n" * 5)
+    with pytest.raises(ValueError, match="no record starts at offset 0"):
+        page_at(text, 0)
 
 
 def test_a_digest_that_does_not_match_is_said_on_its_own_record() -> None:
