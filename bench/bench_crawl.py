@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.examples.demosite import DemoSite, Expected, Page, SiteContent, build
-from dedup.servers.services import EmbeddedServices
+from dedup.adapters.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -17,7 +17,7 @@ server's resident memory every 20 ms:
 It prints a table per size and collection (documents, time to the first batch, the
 server memory the read took, per document), the write side (memory per page written,
 held until a restart), how many pages this machine's memory serves, and one JSON line.
-The per-document figures are the ones ``dedup.servers.embedded_limits`` uses to refuse a whole
+The per-document figures are the ones ``dedup.adapters.servers.embedded_limits`` uses to refuse a whole
 read that cannot fit before it starts.
 """
 
@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 from dedup.config import DedupConfig
 from dedup.pages import fingerprint_params, read_html
-from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
-from dedup.servers.services import EmbeddedServices, connect_mongo
-from dedup.store.mongo import PageStore
+from dedup.adapters.servers.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
+from dedup.adapters.mongo import PageStore
 from dedup.store.records import MatchRecord, fingerprint_record, page_record
 
 #: One match record for this many pages stored (the development crawls drop about a
@@ -134,7 +134,7 @@ def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of what every store verb asks before it reads (which database holds a
     crawl, and how large it is), which must not read the store whole."""
     from crawler.console.options import holds_crawl, require_crawl
-    from dedup.store.mongo_reads import MongoReads
+    from dedup.adapters.mongo_reads import MongoReads
 
     out = {}
     reads = MongoReads(db)

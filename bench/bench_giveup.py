@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from crawler.examples.demosite import DemoSite, build
-from dedup.servers.services import EmbeddedServer
+from dedup.adapters.servers.services import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[1]
 #: issue 71's limit: seconds from giving up to the crawl's end

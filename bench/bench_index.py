@@ -59,7 +59,7 @@ import numpy as np
 from dedup.adapters.index import ClusterStore, RedisStore, ShardedIndex
 from dedup.config import DEFAULT_MAX_DISTANCE
 from dedup.index import NearDuplicateIndex
-from dedup.servers.services import (
+from dedup.adapters.servers.services import (
     EmbeddedServer,
     EmbeddedServices,
     LocalRedisCluster,
@@ -68,7 +68,7 @@ from dedup.servers.services import (
     redis_server_binary,
 )
 from dedup.sketch import TextSketch
-from dedup.store.mongo import PageStore, fingerprint_document, object_id
+from dedup.adapters.mongo import PageStore, fingerprint_document, object_id
 from dedup.store.records import fingerprint_row
 from dedup.tables import Design, Table
 

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from dedup.ids import new_page_id
-from dedup.servers.services import connect_mongo, free_port
-from dedup.store.mongo import PageStore
+from dedup.adapters.servers.services import connect_mongo, free_port
+from dedup.adapters.mongo import PageStore
 from dedup.store.records import MatchRecord, fingerprint_row
 
 TEXT = ("The harbour wall repairs will go ahead after months of delay, the council said. "
@@ -80,12 +80,12 @@ def run(uri: str, pages: int, batch: int) -> float:
 def redis_run(appendfsync: str, pages: int, batch: int, folder: Path) -> float:
     import random
 
-    from dedup.adapters.deduplicator import on_servers
+    from dedup.adapters.on_servers import on_servers
     from dedup.adapters.index import RedisStore
     from dedup.adapters.journal import AdmissionJournal
     from dedup.index import NearDuplicateIndex
     from dedup.page import Page
-    from dedup.servers.services import EmbeddedServer, connect_redis
+    from dedup.adapters.servers.services import EmbeddedServer, connect_redis
 
     server = EmbeddedServer("redis", folder)
     server.start()

@@ -85,7 +85,7 @@ def redis_costs(stored: list[str], urls: list[str]) -> dict[str, float]:
     from pathlib import Path
 
     from dedup.adapters.redis_urlrules import RedisUrlRules
-    from dedup.servers.services import EmbeddedServices, connect_redis
+    from dedup.adapters.servers.services import EmbeddedServices, connect_redis
 
     with tempfile.TemporaryDirectory() as tmp, \
             EmbeddedServices(Path(tmp), mongo=False) as services:

@@ -16,7 +16,7 @@ one JSON line.
 
 With ``--spark``, the same pages as 16 files, decided by one process reading them itself
 and by ``--engine spark`` (the pages read on Spark a task a file, then decided in one
-process: dedup/spark/warc.py), taking turns, each run's wall time from its start to its
+process: dedup/spark/read_archives.py), taking turns, each run's wall time from its start to its
 last decision, per core of the machine.
 """
 
@@ -100,9 +100,9 @@ def spark_rows(tmp: Path, repeat: int, master: str) -> int:
     the table and a JSON line."""
     from crawler.cli.warc import reading_params
     from crawler.extraction import read_fetched
-    from dedup.servers.services import EmbeddedServices
+    from dedup.adapters.servers.services import EmbeddedServices
     from dedup.spark import session
-    from dedup.spark.warc import read_archives
+    from dedup.spark.read_archives import read_archives
 
     whole = tmp / "whole"
     write_archive(whole)
@@ -165,7 +165,7 @@ def side_by_side(tmp: Path, repeat: int) -> int:
     from bench_crawl import real_content, run
 
     from crawler.examples.demosite import DemoSite
-    from dedup.servers.services import EmbeddedServices
+    from dedup.adapters.servers.services import EmbeddedServices
 
     folder = tmp / "in"
     records = write_archive(folder)

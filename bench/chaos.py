@@ -348,7 +348,7 @@ class Services:
 
     def __init__(self, folder: Path, cluster: bool, disk: Path | None = None,
                  network: Network | None = None) -> None:
-        from dedup.servers.services import EmbeddedServer, LocalRedisCluster
+        from dedup.adapters.servers.services import EmbeddedServer, LocalRedisCluster
 
         data = disk or folder
         self.disk, self.network = disk, network
@@ -462,7 +462,7 @@ class Services:
         return self.redis.url if self.redis is not None else self.cluster.url  # type: ignore[union-attr]
 
     def redis_client(self) -> Any:
-        from dedup.servers.services import connect_redis
+        from dedup.adapters.servers.services import connect_redis
 
         return connect_redis(self.redis_url)
 
@@ -743,7 +743,7 @@ def check(db: Any, client: Any, namespace: str, site: Any, served: set[str],
     """Every invariant of a finished crawl, each violation one line and its pages."""
     from crawler.pipelines import summary_adds_up
     from dedup.adapters.index import open_index, redis_store
-    from dedup.store.mongo import from_int64
+    from dedup.adapters.mongo import from_int64
 
     violations: list[Violation] = []
     clusters = site.content.expected.clusters
@@ -943,7 +943,7 @@ def run(seed: int, seconds: float, groups: int, cluster: bool, faults: int,
     (``schedule.json``), the faults done (``faults.json``) and what it saw of each
     violation (``violations.json``; ``checker-proof.json`` for the checker's proof)."""
     from crawler.examples.demosite import DemoSite, build_groups
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     disk, network = mount_disk(folder), Network.make()
     kinds = tuple(k for k in (CLUSTER_FAULTS if cluster else NODE_FAULTS)

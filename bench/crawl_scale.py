@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_crawl import profile_table
 
 from crawler.examples.demosite import HOSTS, build_groups, export
-from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,7 +182,7 @@ def service_cpu(services: EmbeddedServices, nginx: Nginx) -> float:
 def redis_memory(services: EmbeddedServices, namespace: str) -> dict[str, int]:
     """Bytes Redis holds for the crawl's keys (``MEMORY USAGE``), by kind: the index's
     tables, the exact-copy checksum registry, the frontier's seen set, the rest."""
-    from dedup.servers.services import connect_redis
+    from dedup.adapters.servers.services import connect_redis
 
     client = connect_redis(services.redis_url or "")
     out = {"index": 0, "checksums": 0, "frontier": 0, "other": 0}

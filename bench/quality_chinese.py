@@ -41,18 +41,18 @@ from typing import Any
 
 from _peers import SHARED, essays_and_jieba  # bench/ is the script's folder
 
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import RedisStore
 from dedup.adapters.redis_windows import open_window_index
-from dedup.adapters.register import register
+from dedup.adapters.registered_originals import register
 from dedup.config import DedupConfig
 from dedup.decide import Rules, second_opinion
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.pinyin import PinyinFingerprinter
-from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis
 from dedup.simhash import fingerprint
-from dedup.store.mongo import PageStore
+from dedup.adapters.mongo import PageStore
 
 DEFAULT_DATA = SHARED / "data" / "zh-dev"
 SEED = 20071

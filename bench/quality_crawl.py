@@ -44,7 +44,7 @@ from typing import Any
 
 from _peers import missing_data  # bench/ is the script's folder: on sys.path
 
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import RedisStore
 from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig
@@ -53,8 +53,8 @@ from dedup.deduplicator import Deduplicator
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
 from dedup.pages import EXTRACTIONS, fingerprint_params, read_html
-from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
-from dedup.store.mongo import PageStore
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.adapters.mongo import PageStore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "near-dup-dev"
 

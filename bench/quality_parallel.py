@@ -50,7 +50,7 @@ from quality_crawl import articles
 
 from crawler.examples.pageserver import serve
 from crawler.run import crawl
-from dedup.servers.services import EmbeddedServices, LocalRedisCluster, connect_mongo, free_port
+from dedup.adapters.servers.services import EmbeddedServices, LocalRedisCluster, connect_mongo, free_port
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]

@@ -195,7 +195,7 @@ def crawl_http(site: Site, processes: int, workdir: Path, cluster_url: str | Non
     to each page recorded as a copy without a request (the URL rules' predictions)."""
     from crawler.examples.pageserver import serve
     from crawler.run import crawl as run_crawl
-    from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+    from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
     port, origin = free_port(), site.start.rstrip("/")
     served = f"http://127.0.0.2:{port}"
@@ -346,7 +346,7 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         cluster_url = None
         if args.redis_cluster:
-            from dedup.servers.services import LocalRedisCluster
+            from dedup.adapters.servers.services import LocalRedisCluster
 
             cluster = LocalRedisCluster(Path(tmp) / "cluster").start()
             stack.callback(cluster.stop)

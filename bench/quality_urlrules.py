@@ -42,7 +42,7 @@ def crawl(site: Site, processes: int, rules: bool, workdir: Path) -> dict[str, A
     """Crawl the site over HTTP; what was requested (in order), stored and recorded."""
     from crawler.examples.pageserver import serve
     from crawler.run import crawl as run_crawl
-    from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+    from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
     port = free_port()
     hosts = {HOST: f"http://127.0.0.2:{port}", MIRROR: f"http://127.0.0.3:{port}"}

@@ -128,7 +128,7 @@ class DiskGuard:
         watches while they reach the services, and a crawl that cannot reach them says
         a full disk all the same."""
         from dedup.config import DedupConfig
-        from dedup.servers.services import data_folder
+        from dedup.adapters.servers.services import data_folder
 
         config = DedupConfig.from_settings(crawler.settings.get)
         if config.disk_min_free <= 0:

@@ -59,7 +59,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
 from crawler.steps import Outage, stop_crawl
-from dedup.servers.services import redis_outage
+from dedup.adapters.servers.services import redis_outage
 from dedup.setting_names import value
 
 if TYPE_CHECKING:

@@ -18,13 +18,14 @@ from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, PageItem
 from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
 from crawler.wiring import Parts, parts_of
+from dedup.adapters.journal import LostPages
 from dedup.decide import NEW
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
-from dedup.servers.services import process_alive
+from dedup.adapters.servers.services import process_alive
 from dedup.setting_names import value
-from dedup.store.mongo import DEFAULT_TIMEOUT as STORE_TIMEOUT
-from dedup.store.mongo import time_limit
+from dedup.adapters.mongo import DEFAULT_TIMEOUT as STORE_TIMEOUT
+from dedup.adapters.mongo import time_limit
 from dedup.store.records import MatchRecord, fingerprint_record, page_record
 from dedup.store.writer import RecordWriter
 
@@ -82,9 +83,9 @@ class StoragePipeline:
         self.parts = parts  # nearly all of them: the store, the index, the journal, ...
         self.state = parts.state
         self.config = parts.config
-        self.writer = RecordWriter(parts.pages, parts.index, parts.journal, parts.client,
-                                   parts.config.namespace, parts.config.retry_seconds,
-                                   turns=parts.deduplicator.turns)
+        self.writer = RecordWriter(parts.pages, parts.index, parts.journal,
+                                   LostPages(parts.client, parts.config.namespace),
+                                   parts.config.retry_seconds, turns=parts.deduplicator.turns)
         # the crawl is archived as WARC: a stored page says so, so that a copy another
         # process archives can name its original's record (crawler/warc_out.py)
         self.archived = {"warc": True} if value("DEDUP_WARC_DIR", crawler.settings.get) else {}

@@ -22,7 +22,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from dedup.progress import counted
+from dedup.progress_line import counted
 from dedup.setting_names import value
 
 
@@ -228,7 +228,7 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
         runs.append((subprocess.Popen(cmd, env=env, start_new_session=True), summary, log))
     # the crawls use the embedded services this command joined: they count as users, so
     # that if this command is killed, a later one does not stop the servers under them
-    from dedup.servers.services import share_with
+    from dedup.adapters.servers.services import share_with
 
     share_with(proc.pid for proc, _, _ in runs)
     started = time.monotonic()
@@ -582,10 +582,10 @@ def register_demo_corpus(texts: dict[str, str], folder: Path, redis_url: str, mo
     """Write the demo's registered chapters to ``folder`` and register them (as
     ``simcrawl register FOLDER --source demo-novels`` would); returns file name →
     the registered page's URL."""
-    from dedup.adapters.register import register_files
+    from dedup.adapters.registered_originals import register_files
     from dedup.config import DedupConfig
-    from dedup.servers.services import connect_mongo, connect_redis
-    from dedup.store.mongo import PageStore
+    from dedup.adapters.servers.services import connect_mongo, connect_redis
+    from dedup.adapters.mongo import PageStore
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
@@ -606,9 +606,9 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     from crawler.examples.demosite import DemoSite
     from dedup.adapters.index import redis_store
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
-    from dedup.servers.services import connect_mongo, connect_redis
-    from dedup.store.mongo import PageStore
-    from dedup.store.mongo_reads import MongoReads
+    from dedup.adapters.servers.services import connect_mongo, connect_redis
+    from dedup.adapters.mongo import PageStore
+    from dedup.adapters.mongo_reads import MongoReads
 
     database, namespace = DEMO_DATABASE, DEMO_NAMESPACE
     mongo = connect_mongo(mongo_uri)

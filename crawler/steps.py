@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 from crawler.extraction import Extractor
 from crawler.items import PageItem
 from dedup.errors import ServiceUnavailable
-from dedup.progress import counted
+from dedup.progress_line import counted
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

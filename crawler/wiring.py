@@ -25,7 +25,7 @@ from crawler.extraction import Extractor
 from crawler.frontier import SharedFrontier, frontier_of
 from crawler.logs import quiet_third_party
 from crawler.state import CrawlState
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import open_index, redis_store
 from dedup.adapters.journal import AdmissionJournal, live_owners, recover
 from dedup.adapters.redis_templates import HostTemplates
@@ -37,7 +37,7 @@ from dedup.deduplicator import Deduplicator
 from dedup.errors import ServiceUnavailable, redact
 from dedup.index import NearDuplicateIndex
 from dedup.index.windows import WindowIndex
-from dedup.servers.services import (
+from dedup.adapters.servers.services import (
     EmbeddedServices,
     connect_mongo,
     connect_redis,
@@ -46,7 +46,7 @@ from dedup.servers.services import (
     cut_short,
 )
 from dedup.setting_names import value
-from dedup.store.mongo import PageStore
+from dedup.adapters.mongo import PageStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -90,7 +90,7 @@ class Parts:
     def gave_up(self, services: set[str]) -> None:
         """The crawl gave up on ``services`` (past ``DEDUP_RETRY_SECONDS``) and stops:
         Redis's calls while it closes wait :data:`CLOSING_TIMEOUT` at most each, not
-        the client's 5 s (:func:`dedup.servers.services.cut_short`), and the
+        the client's 5 s (:func:`dedup.adapters.servers.services.cut_short`), and the
         last write does not wait for them."""
         self.given_up |= services
         if "Redis" in services and self.client is not None:

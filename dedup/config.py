@@ -42,7 +42,7 @@ DEFAULT_CAPACITY = 1_000_000
 
 #: The defaults of the rules (dedup/decide.py), the pinyin windows (dedup/pinyin.py), the
 #: index's calls (dedup/index/core.py), the URL rules (dedup/urlrules.py) and the embedded
-#: servers' folder (dedup/servers/services.py), declared here once: each of those modules
+#: servers' folder (dedup/adapters/servers/services.py), declared here once: each of those modules
 #: takes its default from here, and :class:`DedupConfig` its fields' (what each means:
 #: the attribute of the same name below).
 #: ``DEDUP_VERIFY_CONTAINMENT``: the share of a page's own shingles a candidate must hold.

@@ -8,7 +8,7 @@ second-opinion simhashes. It holds no client; the facts come from one of
   caller adds each admitted page (:meth:`MemoryFacts.add`), as the crawl's storage
   pipeline writes it to MongoDB;
 * :class:`dedup.adapters.store_facts.StoreFacts`: the MongoDB page store
-  (:class:`dedup.store.mongo.PageStore`), and for pages admitted by another process of
+  (:class:`dedup.adapters.mongo.PageStore`), and for pages admitted by another process of
   a shared crawl and not stored yet, that process's admission journal in Redis
   (:func:`dedup.adapters.journal.journaled`).
 """

@@ -1,5 +1,5 @@
 """Pages read ahead of their decision: an archive file's pages read elsewhere (on Spark's
-executors, ``simcrawl warc --engine spark``: :mod:`dedup.spark.warc`) and staged for the
+executors, ``simcrawl warc --engine spark``: :mod:`dedup.spark.read_archives`) and staged for the
 decision, which then does not read them again.
 
 Reading a page (its main text and fingerprints) is nearly all of what deciding an

@@ -1,7 +1,7 @@
 """Reconciling a finished crawl with the batch search (``simcrawl clusters``): which pairs
 of admitted pages within k the inline decision missed, and the clusters of the store.
 
-No I/O here: the caller reads the stored pages (:meth:`dedup.store.mongo.PageStore.stored_pages`)
+No I/O here: the caller reads the stored pages (:meth:`dedup.adapters.mongo.PageStore.stored_pages`)
 and the hosts' template lines, and writes what :func:`judge` and :func:`clusters_of`
 return.
 

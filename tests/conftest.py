@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from dedup.servers.services import LocalRedisCluster as RedisClusterNodes
-from dedup.servers.services import free_port
+from dedup.adapters.servers.services import LocalRedisCluster as RedisClusterNodes
+from dedup.adapters.servers.services import free_port
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=100, deadline=None)

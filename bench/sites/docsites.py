@@ -53,7 +53,7 @@ DOCS = ROOT / "docs"
 #: Modules of dedup rendered as API and source pages by Sphinx.
 API_MODULES = ("dedup.overlap", "dedup.sketch", "dedup.listing", "dedup.maintext",
                "dedup.simhash", "dedup.tables", "dedup.templates", "dedup.ids",
-               "dedup.files", "dedup.progress")
+               "dedup.files", "dedup.progress_line")
 #: The Python packages the generators come from (the project's ``sites`` extra).
 GENERATORS = ("sphinx>=8", "myst-parser>=4", "mkdocs>=1.6", "pelican[markdown]>=4.9")
 #: A unit of at least this many tokens names the document it comes from.

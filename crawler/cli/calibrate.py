@@ -1,4 +1,4 @@
-"""``simcrawl calibrate``: its options and exit statuses; the work is :mod:`crawler.console.calibrate`'s."""
+"""``simcrawl calibrate``: its options and exit statuses; the work is :mod:`crawler.console.calibration`'s."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from crawler.cli.common import parser as common_parser
 from crawler.cli.common import check_k, store_errors, store_failure
-from crawler.console.calibrate import MAX_DISTANCE, calibrate, figure, page, table
+from crawler.console.calibration import MAX_DISTANCE, calibrate, figure, page, table
 from crawler.console.options import add_service_options, open_database
 from dedup.config import DedupConfig
 

@@ -99,8 +99,8 @@ def reconcile(args: argparse.Namespace) -> int:
     from dedup.config import DedupConfig, namespace_of
     from dedup.decide import Rules
     from dedup.reconcile import batch_copies, clusters_of, union_find
-    from dedup.servers.embedded_limits import check_whole_read
-    from dedup.servers.services import connect_mongo, connect_redis, resolve
+    from dedup.adapters.servers.embedded_limits import check_whole_read
+    from dedup.adapters.servers.services import connect_mongo, connect_redis, resolve
 
     started = time.perf_counter()
     counts = dict.fromkeys(("pairs", "kept_apart", "pairs_without_page", "within_k",

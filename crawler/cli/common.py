@@ -25,7 +25,7 @@ def store_errors() -> tuple[type[Exception], ...]:
     """What reading the crawl's store can raise that :func:`store_failure` reports."""
     from crawler.console.options import NoCrawl
     from dedup.errors import ServiceUnavailable
-    from dedup.servers.embedded_limits import StoreTooLarge
+    from dedup.adapters.servers.embedded_limits import StoreTooLarge
 
     return ServiceUnavailable, NoCrawl, StoreTooLarge
 
@@ -52,7 +52,7 @@ def parser(prog: str, description: str, **kwargs: Any) -> argparse.ArgumentParse
 def run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a verb: errors end it in one line on stderr with their exit status (the
     traceback too with ``--debug``)."""
-    from dedup.servers.services import DataDirError
+    from dedup.adapters.servers.services import DataDirError
 
     try:
         return int(func(args))
@@ -80,7 +80,7 @@ def store_failure(exc: Exception) -> int:
     store has no crawl, or is too large for the embedded MongoDB: 1; MongoDB failed or
     cannot be reached: 3)."""
     from crawler.console.options import NoCrawl
-    from dedup.servers.embedded_limits import StoreTooLarge
+    from dedup.adapters.servers.embedded_limits import StoreTooLarge
 
     print(f"error: {exc}", file=sys.stderr)
     return EXIT_FAILED if isinstance(exc, (NoCrawl, StoreTooLarge)) else EXIT_UNAVAILABLE
@@ -95,7 +95,7 @@ def check_k(parser_: argparse.ArgumentParser, k: int | None) -> None:
 def service_options(p: argparse.ArgumentParser) -> None:
     """``--redis-url``, ``--mongo-uri``, ``--database``, ``--namespace``, ``--data-dir``."""
     from dedup.config import DEFAULT_DATABASE
-    from dedup.servers.services import DEFAULT_DATA_DIR
+    from dedup.adapters.servers.services import DEFAULT_DATA_DIR
 
     g = p.add_argument_group("services (default: $REDIS_URL / $MONGO_URI, else embedded)")
     g.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL)")
@@ -116,8 +116,8 @@ def connect(args: argparse.Namespace, op_timeout: float | None = 60.0
     ``(redis client, page store, embedded services or None)``."""
     from dedup.config import namespace_of
     from dedup.errors import redact
-    from dedup.servers.services import connect_mongo, connect_redis, resolve
-    from dedup.store.mongo import PageStore
+    from dedup.adapters.servers.services import connect_mongo, connect_redis, resolve
+    from dedup.adapters.mongo import PageStore
 
     try:  # the database's own index unless one is named
         args.namespace = namespace_of(args.database, args.namespace)

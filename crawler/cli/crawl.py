@@ -78,7 +78,7 @@ def urls_of_file(name: str) -> tuple[list[str], list[str]]:
 def stopped_how(stats: dict) -> str:
     """How an interrupted crawl stopped, for its last line: what it did not reach and how
     to go on."""
-    from dedup.progress import counted
+    from dedup.progress_line import counted
 
     forced = stats.get("forced", 0)
     said = "the pages it had not reached were not fetched (the summary above is what it did)"
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl crawl") -> int:
         ServiceUnavailable,
         exit_status,
     )
-    from dedup.servers.services import (
+    from dedup.adapters.servers.services import (
         DataDirError,
         data_folder,
         private_folder,

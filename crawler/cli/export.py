@@ -1,4 +1,4 @@
-"""``simcrawl export``: its options and exit statuses; the work is :mod:`crawler.console.export`'s."""
+"""``simcrawl export``: its options and exit statuses; the work is :mod:`crawler.console.export_records`'s."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TextIO
 
 from crawler.cli.common import parser as common_parser
 from crawler.cli.common import store_errors, store_failure
-from crawler.console.export import FIELDS, rows, write
+from crawler.console.export_records import FIELDS, rows, write
 from crawler.console.options import add_options, open_database
 from dedup.store.reads import Span, StoreReads
 

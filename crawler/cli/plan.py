@@ -11,7 +11,7 @@ HELP = "choose a table design for a corpus size"
 
 def parse_size(text: str) -> int:
     """Parse ``"64GB"``, ``"512 MiB"``, ``"1000000"`` into bytes."""
-    from dedup.servers.embedded_limits import parse_size as parse
+    from dedup.adapters.servers.embedded_limits import parse_size as parse
 
     try:
         return parse(text)
@@ -27,7 +27,7 @@ def plan(args: argparse.Namespace) -> int:
     import json
 
     from dedup import tables
-    from dedup.servers.embedded_limits import embedded_serves
+    from dedup.adapters.servers.embedded_limits import embedded_serves
 
     if args.docs is None:  # the crawl's index from 1M to 8B pages
         print(scale_table(args.k, args.max_tables))
@@ -101,10 +101,10 @@ def scale_table(k: int, max_tables: int) -> str:
 
 def embedded_note() -> str:
     """Where the embedded MongoDB stops serving on this machine
-    (:mod:`dedup.servers.embedded_limits`)."""
+    (:mod:`dedup.adapters.servers.embedded_limits`)."""
     import textwrap
 
-    from dedup.servers.embedded_limits import (
+    from dedup.adapters.servers.embedded_limits import (
         READ_BYTES_PER_DOC,
         WRITE_BYTES_PER_PAGE,
         available_memory,

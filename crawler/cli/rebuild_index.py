@@ -37,9 +37,9 @@ def rebuild(args: argparse.Namespace) -> int:
     from dedup.adapters.redis_registry import register_checksums
     from dedup.config import DEFAULT_MAX_DISTANCE
     from dedup.index import IndexLayout
-    from dedup.progress import Progress
-    from dedup.servers.embedded_limits import check_whole_read
-    from dedup.store.mongo_reads import MongoReads
+    from dedup.progress_line import Progress
+    from dedup.adapters.servers.embedded_limits import check_whole_read
+    from dedup.adapters.mongo_reads import MongoReads
 
     redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
     try:

@@ -11,10 +11,10 @@ HELP = "register originals (text or HTML files) to track"
 
 
 def register(args: argparse.Namespace) -> int:
-    from dedup.adapters.register import register_files
+    from dedup.adapters.registered_originals import register_files
     from dedup.config import DedupConfig
     from dedup.index import IndexMismatchError
-    from dedup.progress import Progress
+    from dedup.progress_line import Progress
 
     files = list(iter_files(args.paths))
     if not files:

@@ -1,4 +1,4 @@
-"""``simcrawl report``: its options and exit statuses; the work is :mod:`crawler.console.report`'s."""
+"""``simcrawl report``: its options and exit statuses; the work is :mod:`crawler.console.report_file`'s."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from crawler.cli.common import parser as common_parser
 from crawler.cli.common import store_errors, store_failure
-from crawler.console.report import write_report
+from crawler.console.report_file import write_report
 from crawler.console.options import add_options, open_database
-from dedup.progress import counted
+from dedup.progress_line import counted
 
 HELP = "one self-contained HTML report with plots of the store"
 

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 
 from crawler.cli.common import parser, run
-from dedup.progress import counted
+from dedup.progress_line import counted
 
 HELP = "run (or stop) the embedded Redis and MongoDB servers"
 
 
 def services_(args: argparse.Namespace) -> int:
-    from dedup.servers.services import EmbeddedServices, data_folder, stop_services
+    from dedup.adapters.servers.services import EmbeddedServices, data_folder, stop_services
 
     folder = data_folder(args.data_dir)
     if args.action == "stop":
@@ -25,7 +25,7 @@ def services_(args: argparse.Namespace) -> int:
                                               if users else ""))
         return 0
     services = EmbeddedServices(folder)
-    from dedup.servers.services import stop_on_signals
+    from dedup.adapters.servers.services import stop_on_signals
 
     with stop_on_signals():
         try:
@@ -61,10 +61,10 @@ WATCH_SECONDS = 1.0
 
 
 def stopped_servers(services: object) -> list[str]:
-    """The servers of ``services`` (a started :class:`dedup.servers.services.EmbeddedServices`)
+    """The servers of ``services`` (a started :class:`dedup.adapters.servers.services.EmbeddedServices`)
     whose process no longer runs: stopped by ``simcrawl services stop`` from another
     shell, or exited."""
-    from dedup.servers.services import process_alive
+    from dedup.adapters.servers.services import process_alive
 
     return [name for name, server in getattr(services, "servers", {}).items()
             if server.pid is not None and not process_alive(server.pid)]

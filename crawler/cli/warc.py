@@ -47,12 +47,12 @@ def reading_params(settings: list[str]) -> Any:
 
 
 def read_on_spark(args: argparse.Namespace, files: list[Path], stack: Any) -> Path:
-    """``--engine spark``: every page of ``files`` read on Spark (dedup/spark/warc.py) into
+    """``--engine spark``: every page of ``files`` read on Spark (dedup/spark/read_archives.py) into
     a staging folder (``--stage``, else a temporary one removed with ``stack``), which
     the decision takes them from; Spark is stopped before the decision starts."""
     from crawler.cli.common import open_spark
     from crawler.extraction import read_fetched
-    from dedup.spark.warc import read_archives
+    from dedup.spark.read_archives import read_archives
 
     params = reading_params(args.settings)
     started = time.perf_counter()
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl warc") -> int:
     from crawler.run import CrawlDidNotRun, crawl, hint_options, print_summary, query_hint
     from dedup.archive import archive_files, check_archive
     from dedup.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ServiceUnavailable, exit_status
-    from dedup.servers.services import (
+    from dedup.adapters.servers.services import (
         DataDirError,
         data_folder,
         private_folder,

@@ -1,4 +1,4 @@
-"""``simcrawl web``: its options and exit statuses; the work is :mod:`crawler.console.web`'s."""
+"""``simcrawl web``: its options and exit statuses; the work is :mod:`crawler.console.app`'s."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from flask import Flask
 
 from crawler.cli.common import exit_table
-from crawler.console.web import MIN_TOKEN, TOKEN_ENV, create_app, is_loopback
+from crawler.console.app import MIN_TOKEN, TOKEN_ENV, create_app, is_loopback
 
 HELP = "the web console: dashboard, search, a copy beside its original, sources"
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl web") -> int:
     from dedup.config import namespace_of
     from dedup.setting_names import value
     from dedup.errors import ServiceUnavailable
-    from dedup.servers.services import (
+    from dedup.adapters.servers.services import (
         connect_mongo,
         connect_redis,
         data_folder,

@@ -10,7 +10,7 @@ from flask import Blueprint, abort, render_template, request, send_file
 from markupsafe import Markup
 
 from crawler.console.diff import side_by_side
-from crawler.console.report import TOP
+from crawler.console.report_file import TOP
 from crawler.console.context import console
 from dedup.store.reads import Where
 from dedup.store.reads import search as search_of

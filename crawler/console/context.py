@@ -1,5 +1,5 @@
 """What the console's views share (:class:`Console`), kept in the application by
-:func:`crawler.console.web.create_app` and read by each view through :func:`console`."""
+:func:`crawler.console.app.create_app` and read by each view through :func:`console`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from flask import current_app, request, session
 
 if TYPE_CHECKING:
-    from crawler.console.web import FigureCache
+    from crawler.console.app import FigureCache
     from dedup.store.reads import StoreReads
 
 

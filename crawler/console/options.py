@@ -46,7 +46,7 @@ def add_service_options(parser: argparse.ArgumentParser, redis: bool = False) ->
     ``redis``: ``--redis-url`` and ``--namespace`` too)."""
     from dedup.adapters.index import DEFAULT_NAMESPACE
     from dedup.config import DEFAULT_DATABASE
-    from dedup.servers.services import DEFAULT_DATA_DIR
+    from dedup.adapters.servers.services import DEFAULT_DATA_DIR
 
     g = parser.add_argument_group("services (default: $MONGO_URI" +
                                   (" / $REDIS_URL" if redis else "") + ", else embedded)")
@@ -77,7 +77,7 @@ def choose_database(client: Any, name: str | None, say: bool = True) -> StoreRea
     ``simcrawl_demo`` does. With ``say``, one line on stderr names the database read and
     why."""
     from dedup.config import DEFAULT_DATABASE
-    from dedup.store.mongo_reads import MongoReads
+    from dedup.adapters.mongo_reads import MongoReads
 
     if name:
         reads, why = MongoReads(client[name]), "--database"
@@ -116,15 +116,15 @@ def open_database(args: argparse.Namespace, whole: tuple[str, ...] = (),
     embedded MongoDB is started (and stopped after) when neither ``--mongo-uri`` nor
     ``$MONGO_URI`` is given. ``whole``: the collections the verb reads whole, checked
     first against what the embedded MongoDB can serve
-    (:func:`dedup.servers.embedded_limits.check_whole_read`).
+    (:func:`dedup.adapters.servers.embedded_limits.check_whole_read`).
 
     Raises:
         ServiceUnavailable: MongoDB cannot be reached.
         NoCrawl: the database holds no crawl.
         StoreTooLarge: the embedded MongoDB cannot read the collections whole here.
     """
-    from dedup.servers.embedded_limits import check_whole_read
-    from dedup.servers.services import connect_mongo, data_folder, resolve
+    from dedup.adapters.servers.embedded_limits import check_whole_read
+    from dedup.adapters.servers.services import connect_mongo, data_folder, resolve
 
     folder = Path(data_folder(args.data_dir))
     new = not args.mongo_uri and not os.environ.get("MONGO_URI") and not folder.exists()

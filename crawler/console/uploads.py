@@ -1,6 +1,6 @@
 """The console's register form (a blueprint): uploaded text or HTML files registered as
 originals of a source, by the code ``simcrawl register`` runs
-(:func:`dedup.adapters.register.register_files`). Offered when the console has the
+(:func:`dedup.adapters.registered_originals.register_files`). Offered when the console has the
 crawl's Redis."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def register_page() -> Any:
 def register_uploads(source_name: str, files: list[Any]) -> tuple[str, bool]:
     """Keep the uploaded ``files`` in the source's folder and register them: the line the
     form shows, and whether anything was registered."""
-    from dedup.adapters.register import register_files
+    from dedup.adapters.registered_originals import register_files
     from dedup.config import DedupConfig
     from dedup.errors import ServiceUnavailable
     from dedup.index import IndexMismatchError

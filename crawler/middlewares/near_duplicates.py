@@ -32,7 +32,7 @@ from dedup.config import DedupConfig, config_value
 from dedup.decide import EXACT, NEW, PINYIN, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt
 from dedup.deduplicator import Deduplicator
 from dedup.errors import ServiceUnavailable
-from dedup.store.mongo import time_limit
+from dedup.adapters.mongo import time_limit
 from dedup.store.records import MatchRecord
 
 if TYPE_CHECKING:

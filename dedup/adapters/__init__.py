@@ -2,8 +2,8 @@
 (one node: :mod:`~dedup.adapters.redis_index`; a cluster: :mod:`~dedup.adapters.redis_cluster`,
 :mod:`~dedup.adapters.sharded`; chosen by :mod:`~dedup.adapters.index`), the checksum registry,
 the template counts and the pinyin windows in Redis, the admission journal, the MongoDB page
-store (:mod:`~dedup.store.mongo`) and the facts read from it, the registration of
-originals, and the deduplicator wired to them (:mod:`~dedup.adapters.deduplicator`).
+store (:mod:`~dedup.adapters.mongo`) and the facts read from it, the registration of
+originals, and the deduplicator wired to them (:mod:`~dedup.adapters.on_servers`).
 
 The pure core (the rest of :mod:`dedup`) imports none of them (``tests/unit/test_imports.py``).
 """

@@ -18,7 +18,7 @@ def redis_store(client: Any, namespace: str = DEFAULT_NAMESPACE, url: str | None
     """The index store for what ``client`` is connected to: one Redis node keeps the
     whole index and decides in one script (:class:`RedisStore`); a Redis Cluster spreads
     it over its slots (:class:`ClusterStore`)."""
-    from dedup.servers.services import is_cluster
+    from dedup.adapters.servers.services import is_cluster
 
     if is_cluster(client):
         return ClusterStore(client, namespace, url=url)

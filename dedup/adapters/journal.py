@@ -54,7 +54,7 @@ from dedup.config import DEFAULT_LEASE_SECONDS
 from dedup.errors import ServiceUnavailable
 from dedup.index import NearDuplicateIndex
 from dedup.registry import Claim
-from dedup.servers.services import process_alive
+from dedup.adapters.servers.services import process_alive
 from dedup.store import PageRecords
 
 log = logging.getLogger(__name__)
@@ -496,3 +496,20 @@ def lost_pages(client: redis.Redis, namespace: str, page_ids: Sequence[str]) -> 
         raise ServiceUnavailable(f"Redis failed while checking recovered pages: {exc}",
                                  service="Redis") from exc
     return {p for p, f in zip(ids, flags) if f}
+
+
+class LostPages:
+    """What the records' writer asks of the recoveries (:class:`dedup.store.writer.Recoveries`),
+    over Redis: which pages a recovery removed (:func:`lost_pages`), and withdraw those this
+    process admitted (:func:`withdraw`)."""
+
+    def __init__(self, client: redis.Redis, namespace: str) -> None:
+        self.client, self.namespace = client, namespace
+
+    def lost(self, page_ids: Sequence[str]) -> set[str]:
+        return lost_pages(self.client, self.namespace, page_ids)
+
+    def withdraw(self, pages: PageRecords, index: NearDuplicateIndex,
+                 admitted: dict[str, tuple[int, str] | None]) -> list[str]:
+        return withdraw(self.client, self.namespace, pages, index, admitted)
+

@@ -401,7 +401,7 @@ class ClusterStore:
                  url: str | None = None, lease_ms: int = LEASE_MS) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("ClusterStore needs a client with decode_responses=False")
-        from dedup.servers.services import check_cluster_namespace
+        from dedup.adapters.servers.services import check_cluster_namespace
 
         self.client = client
         # the crawl's other keys (journal, frontier) share the namespace's one slot
@@ -413,7 +413,7 @@ class ClusterStore:
 
     # ------------------------------------------------------------------ errors
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from dedup.servers.services import redis_outage
+        from dedup.adapters.servers.services import redis_outage
 
         try:
             return fn(*args, **kwargs)

@@ -549,7 +549,7 @@ class RedisStore:
     """Index data in Redis (see the module docstring for the keys).
 
     Args:
-        client: a ``redis.Redis`` (see :func:`dedup.servers.services.connect_redis`, which pings
+        client: a ``redis.Redis`` (see :func:`dedup.adapters.servers.services.connect_redis`, which pings
             and gives a clear error for a wrong URL). Must not decode responses.
         namespace: the key prefix; explicit and stable, so a restart finds its index.
         url: the server's URL, for messages.
@@ -563,7 +563,7 @@ class RedisStore:
                  url: str | None = None) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("RedisStore needs a client with decode_responses=False")
-        from dedup.servers.services import check_cluster_namespace
+        from dedup.adapters.servers.services import check_cluster_namespace
 
         self.client = client
         self.namespace = check_cluster_namespace(client, check_namespace(namespace))
@@ -581,7 +581,7 @@ class RedisStore:
         """What a redis-py error means for the crawl: the server unreachable, or up but not
         serving now (loading, failing over, at its ``maxmemory``, read-only), each a
         :class:`ServiceUnavailable`; ``None`` for an error that is no outage."""
-        from dedup.servers.services import redis_outage
+        from dedup.adapters.servers.services import redis_outage
 
         if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
             return self._unavailable(exc)
@@ -695,7 +695,7 @@ class RedisStore:
         """The connection pool of the server that holds the namespace's keys (on a Redis
         Cluster, the node that serves the hash tag's slot; moving that slot while a crawl
         runs fails its decisions with a MOVED error, which a restart resolves)."""
-        from dedup.servers.services import is_cluster
+        from dedup.adapters.servers.services import is_cluster
 
         if is_cluster(self.client):
             cluster: Any = self.client

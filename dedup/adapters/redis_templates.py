@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import redis
 
 from dedup.errors import ServiceUnavailable
-from dedup.servers.services import is_cluster
+from dedup.adapters.servers.services import is_cluster
 from dedup.templates import (
     DEFAULT_MIN_PAGES,
     KEEP,

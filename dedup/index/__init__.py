@@ -22,7 +22,7 @@ from dedup.index.core import (
     check_page_id,
 )
 from dedup.index.layout import IndexLayout, IndexMismatchError
-from dedup.index.memory import MemoryStore
+from dedup.index.memory_store import MemoryStore
 
 __all__ = [
     "DEFAULT_BATCH",

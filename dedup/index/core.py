@@ -4,7 +4,7 @@
 every table (:class:`~dedup.index.layout.IndexLayout`), asks the store to probe, decide
 and insert, turns the store's raw hits back into fingerprints and page ids, and reports
 the closest match. A store (:class:`IndexStore`) holds the data and makes
-probe-decide-insert one atomic step: :class:`~dedup.index.memory.MemoryStore` for one
+probe-decide-insert one atomic step: :class:`~dedup.index.memory_store.MemoryStore` for one
 process, :class:`~dedup.adapters.redis_index.RedisStore` shared by many.
 """
 
@@ -274,7 +274,7 @@ class NearDuplicateIndex:
     """Find stored fingerprints within k bits, and admit new ones atomically.
 
     Args:
-        store: where the tables live (:class:`~dedup.index.memory.MemoryStore`,
+        store: where the tables live (:class:`~dedup.index.memory_store.MemoryStore`,
             :class:`~dedup.adapters.redis_index.RedisStore`).
         k: the distance at which a fingerprint counts as a near duplicate (default: an
             existing index's k; for a new one the crawl's,

@@ -2,15 +2,16 @@
 
 What a crawl keeps of its pages, their fingerprints, the match records of copies and
 the excerpt records of quotations, and what the decision and the recovery of killed
-crawls read back. The package holds all of it:
+crawls read back. The package holds the interfaces and the pure parts; the MongoDB
+implementation is an adapter (:mod:`dedup.adapters`):
 
 * :mod:`dedup.store.records`: the records, built once from a decided page or match;
 * :class:`PageRecords`, here: the interface, with two implementations that answer the
   same reads the same way (``tests/integration/test_page_stores.py`` runs one set of
   checks against both):
 
-  - :class:`dedup.store.memory.MemoryPageStore`: one process's store in memory;
-  - :class:`dedup.store.mongo.PageStore`: the ``pages``, ``fingerprints``, ``matches``
+  - :class:`dedup.store.memory_pages.MemoryPageStore`: one process's store in memory;
+  - :class:`dedup.adapters.mongo.PageStore`: the ``pages``, ``fingerprints``, ``matches``
     and ``excerpts`` collections of a MongoDB database, shared by every crawl process
     (its encoding is private to it);
 * :mod:`dedup.store.writer`: how a crawl writes them (fence, write, confirm, release);

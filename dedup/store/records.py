@@ -5,7 +5,7 @@ turned round, or the batch job's).
 They are plain data (ids as 24 hex digits, fingerprints as unsigned 64-bit integers,
 times as aware datetimes), the one shape every store takes (:class:`dedup.store.PageRecords`)
 and the WARC writer describes (:func:`dedup.warc_writer.match_fields`). How a store encodes them
-is its own affair: :mod:`dedup.store.mongo` keeps ids as ``ObjectId`` and fingerprints as
+is its own affair: :mod:`dedup.adapters.mongo` keeps ids as ``ObjectId`` and fingerprints as
 signed ``Int64``, in that module alone.
 
 Fields (the MongoDB collections of the same names hold them; docs/queries.md):

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from dedup.adapters.journal import lost_pages, withdraw
 from dedup.errors import ServiceUnavailable
 from dedup.ids import url_key
 from dedup.store import PageRecords
@@ -76,6 +75,20 @@ class Written:
     self_copies: int = 0
 
 
+class Recoveries(Protocol):
+    """What the writer asks of the crawl's recoveries (:mod:`dedup.adapters.journal`
+    implements it over Redis: ``LostPages``)."""
+
+    def lost(self, page_ids: Sequence[str]) -> set[str]:
+        """The ids among ``page_ids`` that a recovery removed (a match record must not
+        name them)."""
+
+    def withdraw(self, pages: PageRecords, index: Any,
+                 admitted: dict[str, tuple[int, str] | None]) -> list[str]:
+        """Withdraw pages this process admitted that a recovery removed since; returns
+        the URLs of the match records that named them (copies to decide again)."""
+
+
 class RecordWriter:
     """A crawl process's buffer of records and its write protocol (module docstring).
 
@@ -87,21 +100,21 @@ class RecordWriter:
         index: the near-duplicate index (the fence takes withdrawn pages out of it; the
             release frees sketches where its layout says so).
         journal: the admission journal (``None``: no fence, nothing to confirm).
-        redis_client: the Redis the journal and the recoveries' lost pages are in.
-        namespace: the index's namespace.
+        recoveries: the pages recoveries removed (:class:`Recoveries`; ``None``: none
+            can be, one process alone).
         retry_seconds: how long the crawl retries a failed write (for its message).
         turns: the ledger of turned originals (:mod:`dedup.turns`; ``None``: records
             are named as they were decided).
     """
 
-    def __init__(self, store: PageRecords, index: Any, journal: Any, redis_client: Any,
-                 namespace: str, retry_seconds: float = 0.0, turns: Any = None) -> None:
+    def __init__(self, store: PageRecords, index: Any, journal: Any,
+                 recoveries: Recoveries | None, retry_seconds: float = 0.0,
+                 turns: Any = None) -> None:
         self.retry_seconds = retry_seconds
         self.store = store
         self.index = index
         self.journal = journal
-        self.client = redis_client
-        self.namespace = namespace
+        self.recoveries = recoveries
         self.pages: list[Record] = []
         self.fingerprints: list[Record] = []
         self.matches: list[Record] = []
@@ -238,8 +251,9 @@ class RecordWriter:
     def _without_lost_originals(self, matches: list[Record], done: Written) -> list[Record]:
         """Match records naming a page a recovery removed (its process died before storing
         it) are not written: their copies are decided again."""
-        lost = lost_pages(self.client, self.namespace,
-                          [str(m["original_id"]) for m in matches])
+        if self.recoveries is None:
+            return matches
+        lost = self.recoveries.lost([str(m["original_id"]) for m in matches])
         if not lost:
             return matches
         again = [str(m["url"]) for m in matches if str(m["original_id"]) in lost]
@@ -257,15 +271,15 @@ class RecordWriter:
             ServiceUnavailable: Redis or the store failed.
         """
         journal = self.journal
-        if journal is None or not pages or not journal.in_doubt():
+        if journal is None or self.recoveries is None or not pages or not journal.in_doubt():
             return pages, fps
-        gone = lost_pages(self.client, self.namespace, [str(p["_id"]) for p in pages])
+        gone = self.recoveries.lost([str(p["_id"]) for p in pages])
         if not gone:
             return pages, fps
         found = {str(d["_id"]): (int(d["simhash"]), str(d.get("checksum", "")))
                  for d in fps if str(d["_id"]) in gone}
-        copies = withdraw(self.client, self.namespace, self.store, self.index,
-                          {pid: found.get(pid) for pid in gone})
+        copies = self.recoveries.withdraw(self.store, self.index,
+                                          {pid: found.get(pid) for pid in gone})
         done.again.extend(copies)  # their records named a withdrawn page
         urls = [str(p["url"]) for p in pages if str(p["_id"]) in gone]
         done.withdrawn.extend(urls)

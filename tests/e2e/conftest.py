@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite
-from dedup.servers.services import EmbeddedServices
+from dedup.adapters.servers.services import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def demo_run(tmp_path_factory):  # type: ignore[no-untyped-def]
     in ``warc/``)."""
     import os
 
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     folder = tmp_path_factory.mktemp("demo")
     with EmbeddedServices(folder) as services:
@@ -76,7 +76,7 @@ def reference_crawl(site: DemoSite, env: dict[str, str], tmp: Path
                     "-s", "DEDUP_NAMESPACE=reference", "-s", "AUTOTHROTTLE_ENABLED=0",
                     "-s", f"LOG_FILE={tmp / 'reference.log'}"], cwd=ROOT, env=env,
                    check=True, timeout=600)
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     traps = {t for t in site.content.expected.traps if t in site.requests}
     return (*outcome(connect_mongo(env["MONGO_URI"])["reference"]), traps)
@@ -151,7 +151,7 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
     import numpy as np
 
     from dedup.batch import find_all
-    from dedup.store.mongo import from_int64
+    from dedup.adapters.mongo import from_int64
 
     fps = [from_int64(d["simhash"]) for d in db.fingerprints.find({"short": False})]
     pairs = find_all(np.array(fps, dtype=np.uint64), 3)

@@ -15,7 +15,7 @@ import pytest
 
 from crawler.examples.demosite import DemoSite, build
 from crawler.examples.pageserver import serve
-from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 

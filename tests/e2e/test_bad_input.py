@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite, Page, build
-from dedup.servers.services import EmbeddedServices, connect_mongo
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -94,7 +94,7 @@ def test_a_server_that_exits_by_itself_is_started_again_and_said(tmp_path: Path)
         sys.path.remove(str(ROOT / "bench"))
     import signal as signals
 
-    from dedup.servers.services import connect_redis
+    from dedup.adapters.servers.services import connect_redis
 
     with chaos.Services(tmp_path, cluster=False) as services:
         assert services.redis is not None
@@ -122,7 +122,7 @@ def test_a_page_admitted_beside_another_of_its_very_fingerprint_is_in_the_index(
     finally:
         sys.path.remove(str(ROOT / "bench"))
     from dedup.adapters.index import open_index, redis_store
-    from dedup.servers.services import EmbeddedServer, connect_redis
+    from dedup.adapters.servers.services import EmbeddedServer, connect_redis
 
     server = EmbeddedServer("redis", tmp_path)
     server.start()

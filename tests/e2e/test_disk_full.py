@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite, build
-from dedup.servers.services import EmbeddedServer, connect_mongo
+from dedup.adapters.servers.services import EmbeddedServer, connect_mongo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     os.geteuid() != 0, reason="mounting the small filesystem that fills needs root")]

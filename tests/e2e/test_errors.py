@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite
-from dedup.servers.services import EmbeddedServices, free_port
+from dedup.adapters.servers.services import EmbeddedServices, free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def test_sigterm_to_the_main_command_stops_the_crawl_and_the_services(tmp_path: 
     unclean shutdown"), and nothing left running."""
     import json
 
-    from dedup.servers.services import process_alive
+    from dedup.adapters.servers.services import process_alive
 
     data = tmp_path / "data"
     env = dict(os.environ, REDIS_URL="", MONGO_URI="", SIMCRAWL_TEST_MARK=str(tmp_path))

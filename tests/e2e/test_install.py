@@ -130,7 +130,7 @@ def test_the_installed_package_crawls_the_demo_from_an_empty_folder(installed: P
     assert report.returncode == 0, report.stderr
     assert (where / "report" / "report.html").exists()
     assert str(where / "report" / "report.html") in report.stderr
-    from dedup.servers.services import free_port
+    from dedup.adapters.servers.services import free_port
 
     port = free_port()
     web = subprocess.Popen([str(installed / "bin" / "simcrawl"), "web", "--port", str(port),

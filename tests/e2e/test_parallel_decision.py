@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from crawler.examples.pageserver import serve
-from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite
-from dedup.servers.services import EmbeddedServices, connect_mongo
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def test_a_recrawl_on_two_processes_keeps_every_verdict(tmp_path: Path) -> None:
     its text did not change), no URL is both stored and a copy, and no outlink of a copy
     is requested."""
     from crawler.examples.demosite import build
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     with EmbeddedServices(tmp_path / "data") as services, \
             DemoSite(build(articles=80, zh_articles=2, novel_chapters=0)) as site:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from crawler.examples.demosite import DemoSite, Page, build
-from dedup.servers.services import EmbeddedServices
+from dedup.adapters.servers.services import EmbeddedServices
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

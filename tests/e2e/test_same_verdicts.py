@@ -18,7 +18,7 @@ import pytest
 
 from crawler.examples.pageserver import serve
 from dedup.pages import decide_pages
-from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.demosite import DemoSite, build, build_groups
-from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import pytest
 
 from crawler.examples.demosite import DemoSite, Page, build
 from crawler.pipelines import summary_adds_up
-from dedup.servers.services import EmbeddedServices, connect_redis
+from dedup.adapters.servers.services import EmbeddedServices, connect_redis
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

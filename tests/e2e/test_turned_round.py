@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.pageserver import serve
-from dedup.servers.services import EmbeddedServices, connect_mongo, free_port
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 from tests.decision_cases import article
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ import pytest
 
 from crawler.examples.pageserver import serve
 from dedup.adapters.redis_urlrules import RedisUrlRules
-from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis, free_port
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis, free_port
 from dedup.urlrules import explores
 
 pytestmark = pytest.mark.e2e

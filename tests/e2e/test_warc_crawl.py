@@ -97,7 +97,7 @@ def test_the_archive_read_back_gives_the_crawls_groups(demo_run) -> None:  # typ
     """``simcrawl warc`` over the demo crawl's own archive decides its pages as the crawl
     did: the same groups of copies (the copies of registered chapters aside: that
     database has none registered)."""
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, db = demo_run
     ran = _warc_in(proc, str(proc.folder / "warc"), "--database", "warc_in")
@@ -160,7 +160,7 @@ def test_wgets_archive_of_the_demo_site_gives_the_demos_groups(demo_run, tmp_pat
     import subprocess
 
     from crawler.examples.demosite import DemoSite, build
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, _ = demo_run
     content = build(novel_chapters=0)  # no registered chapters in this database
@@ -196,7 +196,7 @@ def test_copies_name_the_originals_other_processes_archived(tmp_path: Path) -> N
     import subprocess
     import sys
 
-    from dedup.servers.services import EmbeddedServices
+    from dedup.adapters.servers.services import EmbeddedServices
 
     root = Path(__file__).resolve().parents[2]
     with EmbeddedServices(tmp_path / "data") as services:
@@ -238,7 +238,7 @@ def test_an_archive_in_common_crawls_shape_gives_the_crawls_groups(demo_run,  # 
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, db = demo_run
     pages = archived_pages(proc.folder / "warc")
@@ -295,7 +295,7 @@ def test_an_archive_in_heritrixs_shape_decides_its_revisits_as_the_pages_they_re
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, db = demo_run
     pages = [(url, status, [(k, v) for k, v in headers if k.lower() != "content-encoding"],
@@ -458,7 +458,7 @@ def test_archives_other_tools_wrote_are_read_dated_as_captured(demo_run, tmp_pat
     from warcio.archiveiterator import ArchiveIterator
 
     from dedup.archive import warc_time
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, db = demo_run
     stored = {d["url"] for d in db.pages.find({"host": {"$ne": "registered"}}, {"url": 1})}
@@ -606,7 +606,7 @@ def test_pages_read_on_spark_are_decided_as_one_process_decides_them(demo_run,  
     decisions ``simcrawl warc`` makes reading them itself, page for page; every page was
     read on Spark and none again."""
     pytest.importorskip("pyspark", reason="the Spark engine needs the extra simcrawl[spark]")
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, _ = demo_run
     pages = archived_pages(proc.folder / "warc")
@@ -630,7 +630,7 @@ def test_a_standalone_spark_cluster_reads_the_pages_for_the_same_decisions(  # t
         demo_run, standalone, tmp_path) -> None:
     """The same run on a standalone master and two one-core workers (the installed
     pyspark's): the decisions of ``local[2]``, of one process."""
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     proc, _ = demo_run
     pages = archived_pages(proc.folder / "warc")

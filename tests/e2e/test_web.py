@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from crawler.examples.demosite import build
-from dedup.servers.services import free_port
+from dedup.adapters.servers.services import free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,7 +231,7 @@ class _Site:
 
 def test_an_original_registered_through_the_form_makes_a_later_crawl_drop_its_copy(  # type: ignore[no-untyped-def]
         env, page, demo_run, tmp_path, shots) -> None:
-    from dedup.servers.services import connect_mongo
+    from dedup.adapters.servers.services import connect_mongo
 
     name = "webform"
     db = connect_mongo(env["MONGO_URI"])[name]

@@ -11,8 +11,8 @@ import pytest
 
 from dedup.adapters.index import RedisStore
 from dedup.index import MemoryStore
-from dedup.servers.services import EmbeddedServices, connect_mongo, connect_redis
-from dedup.store.mongo import PageStore
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis
+from dedup.adapters.mongo import PageStore
 from store_cleanup import drop_test_database
 
 
@@ -86,8 +86,8 @@ def store(request: pytest.FixtureRequest, redis_client, namespace: str):  # type
 @pytest.fixture(params=["memory", "mongodb"])
 def page_store(request, mongo_client, namespace: str):  # type: ignore[no-untyped-def]
     """Each page store test runs in memory and in MongoDB (the embedded SecantusDB)."""
-    from dedup.store.memory import MemoryPageStore
-    from dedup.store.mongo import PageStore
+    from dedup.store.memory_pages import MemoryPageStore
+    from dedup.adapters.mongo import PageStore
 
     if request.param == "memory":
         yield MemoryPageStore()

@@ -20,7 +20,7 @@ import pytest
 
 from dedup.adapters.index import ClusterStore, RedisStore, ShardedIndex, open_index, redis_store
 from dedup.index import IndexMismatchError, Match, NearDuplicateIndex
-from dedup.servers.services import connect_redis, is_cluster
+from dedup.adapters.servers.services import connect_redis, is_cluster
 
 pytestmark = pytest.mark.integration
 

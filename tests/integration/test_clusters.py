@@ -16,7 +16,7 @@ from bson import ObjectId
 
 from dedup.simhash import fingerprint
 from dedup.sketch import TextSketch
-from dedup.store.mongo import fingerprint_document, match_document
+from dedup.adapters.mongo import fingerprint_document, match_document
 from dedup.store.records import MatchRecord, fingerprint_row
 
 WORDS = ["river", "harbour", "council", "budget", "school", "winter", "market", "bridge", "station", "library", "museum", "festival", "election", "doctor", "hospital", "teacher", "farmer", "engine", "railway", "storm", "garden", "village", "mayor", "report", "study", "price", "house", "road", "water", "energy", "forest", "coast", "island", "mountain", "valley", "music", "theatre", "science", "history", "courts", "police", "museum"]
@@ -147,9 +147,9 @@ def test_spark_engine_writes_the_same_store(services, pages, crawled, namespace:
 
 def test_report_and_console_show_clusters_and_batch_copies(services, pages, crawled,
                                                           namespace: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from crawler.console.report import write_report
-    from crawler.console.web import create_app
-    from dedup.store.mongo_reads import MongoReads
+    from crawler.console.report_file import write_report
+    from crawler.console.app import create_app
+    from dedup.adapters.mongo_reads import MongoReads
 
     assert run_clusters(services, pages.db.name, namespace).returncode == 0
     found = write_report(MongoReads(pages.db), tmp_path / "report")

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 from werkzeug.serving import make_server
 
-from dedup.servers.services import free_port
+from dedup.adapters.servers.services import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -59,8 +59,8 @@ class Browser:
 
 @pytest.fixture
 def console(pages, tmp_path: Path) -> Iterator[int]:  # type: ignore[no-untyped-def]
-    from crawler.console.web import create_app
-    from dedup.store.mongo_reads import MongoReads
+    from crawler.console.app import create_app
+    from dedup.adapters.mongo_reads import MongoReads
 
     app = create_app(MongoReads(pages.db), token=TOKEN, figures_folder=tmp_path / "figures",
                      refresh=3600)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import RedisStore
 from dedup.decide import (
     CHANGED,
@@ -90,7 +90,7 @@ def test_a_second_opinion_admits_a_rewrite_that_keeps_the_words(redis_client, pa
     # an original whose second opinion is only in MongoDB (another process admitted it)
     other = on_servers(NearDuplicateIndex(store), redis_client, pages, namespace,
                          Rules(verify_distance=10))
-    from dedup.store.mongo import to_int64
+    from dedup.adapters.mongo import to_int64
     from dedup.store.records import fingerprint_row
 
     pages.save_pages([page_record(original)],

@@ -10,7 +10,7 @@ from decision_cases import *  # the shared cases, collected here
 from test_decide_servers import ServerWorld
 
 from dedup.adapters.index import ClusterStore
-from dedup.servers.services import connect_redis
+from dedup.adapters.servers.services import connect_redis
 
 pytestmark = pytest.mark.integration
 

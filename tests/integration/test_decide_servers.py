@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from decision_cases import *  # the shared cases, collected here
 
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import open_index, redis_store
 from dedup.adapters.redis_templates import HostTemplates
 from dedup.config import DedupConfig

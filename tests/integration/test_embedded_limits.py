@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from dedup.servers.embedded_limits import (
+from dedup.adapters.servers.embedded_limits import (
     READ_BYTES_PER_DOC,
     StoreTooLarge,
     check_whole_read,
 )
-from dedup.servers.services import EmbeddedServices, connect_mongo
-from dedup.store.mongo_reads import MongoReads
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
+from dedup.adapters.mongo_reads import MongoReads
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_the_store_keeps_its_sizes_so_they_are_read_at_once(tmp_path: Path) -> N
     (1 s a 100,000 pages), and so does a lookup no index serves."""
     from bson import ObjectId
 
-    from dedup.store.mongo import PageStore, stored_sizes
+    from dedup.adapters.mongo import PageStore, stored_sizes
     from dedup.store.records import MatchRecord, fingerprint_row
 
     with EmbeddedServices(tmp_path / "data", redis=False) as services:

@@ -21,7 +21,7 @@ from crawler.scheduler import Scheduler
 from crawler.spiders.site import SiteSpider
 from crawler.wiring import parts_of
 from dedup.errors import ServiceUnavailable
-from dedup.servers.services import EmbeddedServer, connect_redis, cut_short
+from dedup.adapters.servers.services import EmbeddedServer, connect_redis, cut_short
 
 pytestmark = pytest.mark.integration
 

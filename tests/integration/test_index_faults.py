@@ -17,14 +17,14 @@ from dedup.adapters.index import RedisStore
 from dedup.errors import ServiceUnavailable
 from dedup.ids import new_page_id
 from dedup.index import Match, NearDuplicateIndex
-from dedup.servers.services import (
+from dedup.adapters.servers.services import (
     EmbeddedServer,
     EmbeddedServices,
     connect_mongo,
     connect_redis,
     free_port,
 )
-from dedup.store.mongo import PageStore
+from dedup.adapters.mongo import PageStore
 from dedup.store.records import fingerprint_row
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ WORKER = textwrap.dedent("""
     import json, random, sys, time
     from dedup.index import NearDuplicateIndex
     from dedup.adapters.index import RedisStore
-    from dedup.servers.services import connect_redis
+    from dedup.adapters.servers.services import connect_redis
     url, ns, seed, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     items = json.loads(sys.stdin.read())
     rng = random.Random(seed)
@@ -159,7 +159,7 @@ def test_page_store_reports_an_outage(tmp_path: Path) -> None:
 
 def test_a_second_process_shares_running_embedded_services(tmp_path: Path) -> None:
     with EmbeddedServices(tmp_path) as first:
-        code = ("import sys; from dedup.servers.services import EmbeddedServices as E; "
+        code = ("import sys; from dedup.adapters.servers.services import EmbeddedServices as E; "
                 "s = E(sys.argv[1]).start(); print(s.redis_url, s.mongo_uri); s.stop()")
         out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                              text=True, timeout=60, check=True, env=dict(os.environ)).stdout

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import RedisStore
 from dedup.adapters.journal import (AdmissionJournal, JournalEntry, live_owners, owners,
                                     recover)

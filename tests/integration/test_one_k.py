@@ -10,7 +10,7 @@ import pytest
 
 from dedup.index import IndexLayout
 from dedup.page import Page
-from dedup.store.mongo import index_k
+from dedup.adapters.mongo import index_k
 from dedup.store.records import page_record
 
 pytestmark = pytest.mark.integration
@@ -18,9 +18,9 @@ pytestmark = pytest.mark.integration
 
 def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path) -> None:
     from crawler.cli.calibrate import main as calibrate
-    from crawler.console.report import write_report
-    from crawler.console.web import create_app
-    from dedup.store.mongo_reads import MongoReads
+    from crawler.console.report_file import write_report
+    from crawler.console.app import create_app
+    from dedup.adapters.mongo_reads import MongoReads
 
     db = pages.db
     pages.save_pages([page_record(Page("http://a.example/1", "a.example", "0" * 32, 1,

@@ -1,6 +1,6 @@
 """The page store's interface (:class:`dedup.store.PageRecords`) kept by both stores: the
-same writes give the same answers in memory (:class:`dedup.store.memory.MemoryPageStore`) and
-in MongoDB (:class:`dedup.store.mongo.PageStore`, on the embedded SecantusDB)."""
+same writes give the same answers in memory (:class:`dedup.store.memory_pages.MemoryPageStore`) and
+in MongoDB (:class:`dedup.adapters.mongo.PageStore`, on the embedded SecantusDB)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crawler.extraction import extract_and_fingerprint, fingerprint_params
-from dedup.adapters.deduplicator import on_servers
+from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import RedisStore
 from dedup.config import DedupConfig
 from dedup.decide import NEAR, NEW, Rules
@@ -300,7 +300,7 @@ def registered(dev_data: Path, redis_client, pages, namespace: str, tmp_path: Pa
     """Three zh-dev essays registered as originals (``simcrawl register``), and a
     crawl-like deduplicator with the pinyin window index."""
     from dedup.adapters.redis_windows import open_window_index
-    from dedup.adapters.register import register
+    from dedup.adapters.registered_originals import register
 
     essays = sorted((dev_data / "zh-dev").glob("*.txt"))[:3]
     config = DedupConfig(namespace=namespace)

@@ -10,7 +10,7 @@ import pytest
 from bson import Int64
 
 from dedup.ids import new_page_id
-from dedup.store.mongo import from_int64, match_document, to_int64
+from dedup.adapters.mongo import from_int64, match_document, to_int64
 from dedup.store.records import MatchRecord, fingerprint_row
 from store_cleanup import drop_test_database
 
@@ -242,7 +242,7 @@ def test_a_batch_of_new_and_seen_urls_is_written_as_upserts_in_order_would(pages
 
 
 def test_duplicate_match_records_of_older_versions_are_merged(mongo_client) -> None:
-    from dedup.store.mongo import PageStore
+    from dedup.adapters.mongo import PageStore
 
     db = mongo_client["test_old_matches"]
     try:

@@ -12,7 +12,7 @@ from dedup.adapters.index import RedisStore
 from dedup.ids import new_page_id
 from dedup.index import NearDuplicateIndex
 from dedup.sketch import TextSketch
-from dedup.store.mongo import fingerprint_document
+from dedup.adapters.mongo import fingerprint_document
 from dedup.store.records import fingerprint_row
 
 pytestmark = pytest.mark.integration
@@ -153,7 +153,7 @@ def test_an_index_that_releases_sketches_is_rebuilt_and_removed_from_released(
 
 
 def test_unreachable_redis_is_a_clear_error(pages, namespace) -> None:
-    from dedup.servers.services import free_port
+    from dedup.adapters.servers.services import free_port
 
     done = subprocess.run([sys.executable, "-m", "crawler.cli", "rebuild-index", "--redis-url",
                            f"redis://127.0.0.1:{free_port()}/0", "--mongo-uri", "mongodb://x",

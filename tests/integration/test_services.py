@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup.servers.services import EmbeddedServices, process_alive
+from dedup.adapters.servers.services import EmbeddedServices, process_alive
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +118,7 @@ def test_servers_whose_watchdog_died_too_are_adopted_and_stopped(tmp_path: Path)
     proc = services_process(tmp_path)
     pids = server_pids(tmp_path)
     watchdogs = [int(p) for p in subprocess.run(
-        ["pgrep", "-f", f"dedup.servers.watchdog {tmp_path}"], capture_output=True,
+        ["pgrep", "-f", f"dedup.adapters.servers.watchdog {tmp_path}"], capture_output=True,
         text=True).stdout.split()]
     assert len(watchdogs) == 1
     os.kill(watchdogs[0], signal.SIGKILL)
@@ -133,7 +133,7 @@ def test_servers_whose_watchdog_died_too_are_adopted_and_stopped(tmp_path: Path)
 
 _WRAPPER = """
 import subprocess, sys, time
-from dedup.servers.services import EmbeddedServices, share_with
+from dedup.adapters.servers.services import EmbeddedServices, share_with
 EmbeddedServices(sys.argv[1]).start()
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
 share_with([child.pid])  # as `simcrawl crawl` does with its crawl processes
@@ -200,8 +200,8 @@ def test_a_bad_data_folder_is_one_line(tmp_path: Path) -> None:
 def test_a_port_taken_before_the_server_binds_it_is_retried(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import socket
 
-    import dedup.servers.services as services_module
-    from dedup.servers.services import EmbeddedServer
+    import dedup.adapters.servers.services as services_module
+    from dedup.adapters.servers.services import EmbeddedServer
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -277,7 +277,7 @@ def test_the_console_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
 
 def test_an_activated_environment_still_gets_the_systems_redis_server(
         tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from dedup.servers.services import redis_server_binary
+    from dedup.adapters.servers.services import redis_server_binary
 
     system = Path("/usr/bin/redis-server")
     if not system.exists():
@@ -301,8 +301,8 @@ def test_a_cluster_node_whose_port_was_taken_starts_on_another(
 
     import redis
 
-    from dedup.servers import services
-    from dedup.servers.services import LocalRedisCluster
+    from dedup.adapters.servers import services
+    from dedup.adapters.servers.services import LocalRedisCluster
 
     taken = socket.socket()  # a port taken between the check and the node's bind
     taken.bind(("127.0.0.1", 0))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dedup import batch
-from dedup.servers.services import free_port
+from dedup.adapters.servers.services import free_port
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the extra simcrawl[spark] "
                     "(./run-tests installs it)")
@@ -118,7 +118,7 @@ def test_cli_without_java_says_how_to_install_it(tmp_path: Path) -> None:
 def test_store_input_on_both_engines(services, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from bson import ObjectId
 
-    from dedup.store.mongo import fingerprint_document
+    from dedup.adapters.mongo import fingerprint_document
     from dedup.store.records import fingerprint_row
 
     values = planted(3_000, 100, 3, seed=5)

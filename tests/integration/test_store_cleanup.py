@@ -13,7 +13,7 @@ import pytest
 import store_cleanup
 from store_cleanup import StoreStalled, drop_test_database
 
-from dedup.servers.services import EmbeddedServices, connect_mongo
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.integration
 

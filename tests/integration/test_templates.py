@@ -91,7 +91,7 @@ def test_a_redis_cluster_counts_what_one_node_counts(redis_cluster, redis_client
                                                      namespace) -> None:
     # Each host's pages are taught by one script on its key, which a cluster routes to
     # the key's node (a pipeline of a cluster loads no script: it is sent whole).
-    from dedup.servers.services import connect_redis
+    from dedup.adapters.servers.services import connect_redis
 
     cluster = connect_redis(redis_cluster)
     footer = "All rights reserved.\nSubscribe to our newsletter"

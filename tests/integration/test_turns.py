@@ -9,10 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from dedup.adapters.journal import LostPages
 from dedup.adapters.redis_turns import RedisTurns
 from dedup.decide import Turn
 from dedup.store import PageRecords
-from dedup.store.memory import MemoryPageStore
+from dedup.store.memory_pages import MemoryPageStore
 from dedup.store.records import MatchRecord, fingerprint_record, page_record
 from dedup.turns import MemoryTurns, TurnClaim, TurnLedger
 from tests.integration.test_page_stores import page, save
@@ -93,7 +94,7 @@ def test_the_writer_stores_a_turn_and_names_a_turned_original_as_it_is_now(
 
     store, turns = MemoryPageStore(), RedisTurns(redis_client, namespace)
     writer = RecordWriter(store, NearDuplicateIndex(MemoryStore(), k=3, capacity=100), None,
-                          redis_client, namespace, turns=turns)
+                          LostPages(redis_client, namespace), turns=turns)
     first = page("https://b.example/reprint", text="the harbour reopened, reprinted")
     writer.add_page(page_record(first), fingerprint_record(first))
     assert writer.flush().pages == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from dedup.adapters.redis_urlrules import RedisUrlRules
-from dedup.servers.services import connect_redis
+from dedup.adapters.servers.services import connect_redis
 from dedup.urlrules import Rule, explores
 from store_cleanup import drop_test_database
 
@@ -195,9 +195,9 @@ def test_a_cluster_keeps_a_hosts_rules_on_one_node(redis_cluster: str) -> None:
 
 def test_the_report_names_the_rules_and_the_requests_they_saved(mongo_client, namespace: str,  # type: ignore[no-untyped-def]
                                                                  tmp_path) -> None:
-    from crawler.console.report import write_report
-    from dedup.store.mongo import PageStore
-    from dedup.store.mongo_reads import MongoReads
+    from crawler.console.report_file import write_report
+    from dedup.adapters.mongo import PageStore
+    from dedup.adapters.mongo_reads import MongoReads
     from dedup.store.records import MatchRecord
 
     store = PageStore(mongo_client, namespace.replace("-", "_"))

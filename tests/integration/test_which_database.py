@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup.servers.services import EmbeddedServices, connect_mongo
+from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

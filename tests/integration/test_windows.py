@@ -14,7 +14,7 @@ import pytest
 from crawler.examples.demosite import _zh_article, homophone_groups, swap_homophones
 from dedup.adapters.index import RedisStore
 from dedup.adapters.redis_windows import RedisWindowStore, bucket_bits_for
-from dedup.adapters.register import register
+from dedup.adapters.registered_originals import register
 from dedup.config import DedupConfig
 from dedup.index import IndexMismatchError, NearDuplicateIndex
 from dedup.index.windows import MemoryWindowStore, WindowIndex

@@ -26,7 +26,7 @@ def test_plan_says_where_the_embedded_mongodb_stops_serving():
     import json
     import os
 
-    from dedup.servers.embedded_limits import READ_BYTES_PER_DOC, WRITE_BYTES_PER_PAGE
+    from dedup.adapters.servers.embedded_limits import READ_BYTES_PER_DOC, WRITE_BYTES_PER_PAGE
 
     env = {**os.environ, "SIMCRAWL_EMBEDDED_MEMORY": "1GiB"}
     out = subprocess.run([sys.executable, "-m", "crawler.cli", "plan"], capture_output=True, text=True,

@@ -43,7 +43,7 @@ def test_what_simcrawl_writes_of_a_crawl_is_its_owners_only(tmp_path) -> None:  
     from scrapy.utils.test import get_crawler
 
     from crawler.extensions import ProgressFile
-    from dedup.servers.services import private_folder
+    from dedup.adapters.servers.services import private_folder
 
     folder = tmp_path / "data"
     folder.mkdir(mode=0o755)

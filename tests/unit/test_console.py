@@ -6,7 +6,7 @@ import datetime as dt
 
 from crawler.console.diff import side_by_side, tokens
 from crawler.console.browse import crawl_state
-from crawler.console.web import is_loopback
+from crawler.console.app import is_loopback
 from dedup.store.reads import Where, search
 
 
@@ -75,7 +75,7 @@ def test_calibration_judges_pairs_by_the_crawls_own_text_check() -> None:
     # original's and half of the original's are its
     from decision_cases import article
 
-    from crawler.console.calibrate import judge_texts
+    from crawler.console.calibration import judge_texts
 
     story = article(1, 480)
     assert judge_texts(story + "\nShare this story on social media today", story) >= 0.8
@@ -93,7 +93,7 @@ def test_calibration_judges_pairs_by_the_crawls_own_text_check() -> None:
 
 
 def test_the_wilson_interval_brackets_the_share_and_narrows_with_more_pairs() -> None:
-    from crawler.console.calibrate import wilson
+    from crawler.console.calibration import wilson
 
     low, high = wilson(9, 10)
     assert low < 0.9 < high
@@ -107,7 +107,7 @@ def test_the_reports_time_axes_span_the_crawl_not_years(tmp_path, monkeypatch) -
     # days around them (matplotlib's default for a single point spans years)
     import matplotlib.figure
 
-    from crawler.console.report import Findings, figures
+    from crawler.console.report_file import Findings, figures
 
     spans: dict[str, float] = {}
     save = matplotlib.figure.Figure.savefig
@@ -131,7 +131,7 @@ def test_the_copies_per_original_chart_has_one_bar_and_one_label_per_original(
     # and matplotlib drew their three bars as one
     import matplotlib.figure
 
-    from crawler.console.report import Findings, figures, unique_labels
+    from crawler.console.report_file import Findings, figures, unique_labels
 
     folder = "file:///home/someone/Documents/novels/the-long-road-home/"
     urls = [f"{folder}chapter-{n}.txt" for n in (1, 2, 3)]
@@ -162,7 +162,7 @@ def test_a_short_crawls_chart_is_drawn_in_seconds_not_one_dot_a_minute(
     # a 50-second crawl: per minute it was one or two dots; by the second, a line
     import matplotlib.figure
 
-    from crawler.console.report import Findings, bin_seconds, figures
+    from crawler.console.report_file import Findings, bin_seconds, figures
 
     assert bin_seconds(dt.timedelta(seconds=50)) == 1
     assert bin_seconds(dt.timedelta(minutes=10)) == 10
@@ -191,7 +191,7 @@ def test_the_reports_captions_say_what_the_figures_show(tmp_path):
     """The distances' caption said copies at distance <= k are dropped, while copies over k
     are dropped too (by their texts' anchors); the host chart said "the 1 hosts"; the log
     axis read "3x10^0"."""
-    from crawler.console.report import Findings, figures
+    from crawler.console.report_file import Findings, figures
 
     found = Findings(distances={1: 3, 2: 1, 5: 7}, copies_per_host={"a.example": 4},
                      pages_per_host={"a.example": 10})

@@ -22,8 +22,8 @@ MAY_IMPORT = {"command": {"crawl", "console", "spark", "library"},
 def room(module: str) -> str:
     """The room of a module (see the module docstring).
 
-    >>> [room(m) for m in ("crawler.cli.crawl", "crawler.pipelines", "crawler.console.web",
-    ...                    "dedup.spark.job", "dedup.store.mongo")]
+    >>> [room(m) for m in ("crawler.cli.crawl", "crawler.pipelines", "crawler.console.app",
+    ...                    "dedup.spark.job", "dedup.adapters.mongo")]
     ['command', 'crawl', 'console', 'spark', 'library']
     """
     for prefix, name in (("crawler.cli", "command"), ("crawler.console", "console"),
@@ -84,12 +84,11 @@ def test_no_module_imports_itself_through_others(graph) -> None:  # type: ignore
     assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)
 
 
-#: The rooms of the library: the adapters (Redis, MongoDB: the store's MongoDB adapter and
-#: its write protocol, which speaks to the journal in Redis), process management (the
-#: embedded servers) and the batch job on Spark; everything else in dedup is the pure core,
-#: the store's records and interfaces included.
-ADAPTERS = ("dedup.adapters", "dedup.servers", "dedup.store.mongo", "dedup.store.mongo_reads",
-            "dedup.store.writer", "dedup.spark")
+#: The rooms of the library beside its pure core, as folders: the adapters (Redis, Redis
+#: Cluster, MongoDB, the journal, the embedded servers) and the batch job on Spark;
+#: everything else in dedup is the pure core, the store's records, interfaces and write
+#: protocol included.
+ADAPTERS = ("dedup.adapters", "dedup.spark")
 
 #: Client libraries the pure core never imports (and bson, MongoDB's format).
 CLIENTS = ("redis", "pymongo", "bson", "hiredis", "scrapy", "twisted", "pyspark")

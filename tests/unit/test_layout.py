@@ -15,7 +15,7 @@ from dedup.errors import redact
 from dedup.index import IndexLayout, IndexMismatchError
 from dedup.index.core import pack_page_id, unpack_page_id
 from dedup.index.layout import anchor_bits
-from dedup.progress import Progress
+from dedup.progress_line import Progress
 from dedup.simhash import KERNEL, _kernel
 from dedup.tables import block_design, two_level_design
 

@@ -1,5 +1,5 @@
 """One store: no module of simcrawl outside the store's MongoDB adapter
-(``dedup/store/mongo.py``, ``dedup/store/mongo_reads.py``) speaks to MongoDB. None imports
+(``dedup/adapters/mongo.py``, ``dedup/adapters/mongo_reads.py``) speaks to MongoDB. None imports
 pymongo or bson, builds a query or update document (a key such as ``$set`` or ``$gte``),
 or calls a collection's methods; everything else reads and writes through the store's
 interfaces (:mod:`dedup.store`)."""
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("dedup", "crawler")
 
 #: The store's MongoDB adapter: the only modules allowed to speak to MongoDB.
-ADAPTER = {"dedup/store/mongo.py", "dedup/store/mongo_reads.py"}
+ADAPTER = {"dedup/adapters/mongo.py", "dedup/adapters/mongo_reads.py"}
 
 #: Methods only a pymongo collection, database or client has.
 COLLECTION_METHODS = {
@@ -66,7 +66,7 @@ def modules() -> list[Path]:
 
 
 def test_the_packages_are_where_the_rule_looks() -> None:
-    assert (ROOT / "dedup/store/mongo.py").exists()
+    assert (ROOT / "dedup/adapters/mongo.py").exists()
     assert len(modules()) > 100  # the rule reads every module, not an empty list
 
 

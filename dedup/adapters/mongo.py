@@ -135,7 +135,7 @@ class PageStore:
     SecantusDB counts a collection by reading it (:meth:`sizes`).
 
     Args:
-        client: a ``pymongo.MongoClient`` (see :func:`dedup.servers.services.connect_mongo`).
+        client: a ``pymongo.MongoClient`` (see :func:`dedup.adapters.servers.services.connect_mongo`).
         database: the database name.
         url: the server's URI without credentials, for messages.
         lazy_sizes: keep the size changes until :meth:`save_crawl` (which a crawl calls

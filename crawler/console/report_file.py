@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dedup.progress import counted
+from dedup.progress_line import counted
 from dedup.store.reads import Span, StoreReads
 
 #: Rows of the "top" figures and tables.

@@ -16,7 +16,7 @@ Pages:
 * ``/sources`` the registered sources, ``/sources/<name>`` one source's originals with
   their copies, and the pages kept that quote them;
 * ``/register`` a form that registers uploaded text or HTML files as originals of a
-  source: the code ``simcrawl register`` runs (:func:`dedup.adapters.register.register_files`).
+  source: the code ``simcrawl register`` runs (:func:`dedup.adapters.registered_originals.register_files`).
 
 The views are blueprints of :mod:`crawler.console.auth` (sign-in),
 :mod:`crawler.console.browse` (the pages) and :mod:`crawler.console.uploads` (the
@@ -48,7 +48,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 
 from crawler.console import auth, browse, uploads as uploads_views
 from crawler.console.context import Console, console
-from crawler.console.report import Findings, collect, figures
+from crawler.console.report_file import Findings, collect, figures
 from dedup.store.reads import StoreReads
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def create_app(reads: StoreReads, *, redis_client: Any = None, namespace: str | 
     from dedup.errors import ServiceUnavailable
 
     # the store's reads say a MongoDB that does not answer as ServiceUnavailable
-    # (dedup/store/mongo_reads.py); the index is read through redis-py
+    # (dedup/adapters/mongo_reads.py); the index is read through redis-py
     app.register_error_handler(RedisDown, _store_gone)
     app.register_error_handler(ServiceUnavailable, _store_gone)
     return app

@@ -28,7 +28,7 @@ def on_servers(index: NearDuplicateIndex, client: Any, pages: Any, namespace: st
     Args:
         index: the index (over a :class:`~dedup.adapters.redis_index.RedisStore`).
         client: the index's redis-py client.
-        pages: the :class:`~dedup.store.mongo.PageStore`.
+        pages: the :class:`~dedup.adapters.mongo.PageStore`.
         namespace: the index's key prefix.
         rules, windows, templates: as :class:`Deduplicator`'s.
         journal: this process's :class:`~dedup.adapters.journal.AdmissionJournal`.

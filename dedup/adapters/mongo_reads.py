@@ -1,6 +1,6 @@
 """The reads of the console, the report, the export and the verbs from a MongoDB database
 (:class:`dedup.store.reads.StoreReads`); part of the store's MongoDB adapter, with
-:mod:`dedup.store.mongo`, whose encoding it undoes: what it returns is plain data."""
+:mod:`dedup.adapters.mongo`, whose encoding it undoes: what it returns is plain data."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bson import ObjectId
 from pymongo.errors import OperationFailure, PyMongoError
 
 from dedup.errors import ServiceUnavailable
-from dedup.store.mongo import PageStore, from_int64, index_k, stored_sizes
+from dedup.adapters.mongo import PageStore, from_int64, index_k, stored_sizes
 from dedup.store.reads import EVERYTHING, TIME_FIELD, Span, Where
 
 #: Documents MongoDB sends per batch in whole reads.
@@ -112,7 +112,7 @@ class MongoReads:
     @answered
     def sizes(self) -> dict[str, int] | None:
         """The store's sizes as its writes counted them (read at once), or ``None``
-        (:func:`dedup.store.mongo.stored_sizes`)."""
+        (:func:`dedup.adapters.mongo.stored_sizes`)."""
         return stored_sizes(self.db) if "meta" in self.collections() else None
 
     @answered
@@ -164,7 +164,7 @@ class MongoReads:
 
     @answered
     def index_k(self, namespace: str | None = None) -> int:
-        """The k of the crawl's index (:func:`dedup.store.mongo.index_k`)."""
+        """The k of the crawl's index (:func:`dedup.adapters.mongo.index_k`)."""
         return index_k(self.db, namespace)
 
     # -------------------------------------------------------------- whole reads

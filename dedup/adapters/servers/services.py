@@ -38,7 +38,7 @@ import redis
 from dedup.config import DEFAULT_DATA_DIR as _DEFAULT_DATA_DIR
 from dedup.errors import ServiceUnavailable, redact
 from dedup.setting_names import value
-from dedup.store.mongo import connect_mongo
+from dedup.adapters.mongo import connect_mongo
 
 log = logging.getLogger(__name__)
 
@@ -480,7 +480,7 @@ class EmbeddedServices:
     leaves, whoever started them. A user that died (SIGKILL, a crash) is dropped from the
     count by the next process that starts or stops; servers whose users all died are
     stopped by the watchdog the process that started them started beside them, within
-    seconds (:mod:`dedup.servers.watchdog`; ``simcrawl services stop`` stops them at
+    seconds (:mod:`dedup.adapters.servers.watchdog`; ``simcrawl services stop`` stops them at
     once).
 
     Args:
@@ -637,11 +637,11 @@ _JOINED: list[EmbeddedServices] = []
 
 
 def start_watchdog(data_dir: Path) -> int:
-    """Start the watchdog of a data folder's servers (:mod:`dedup.servers.watchdog`),
+    """Start the watchdog of a data folder's servers (:mod:`dedup.adapters.servers.watchdog`),
     detached: in a session of its own, its output to ``watchdog.log``. Returns its pid."""
     out = open(data_dir / "watchdog.log", "ab")  # noqa: SIM115 - the child holds it
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "dedup.servers.watchdog", str(data_dir)],
+        proc = subprocess.Popen([sys.executable, "-m", "dedup.adapters.servers.watchdog", str(data_dir)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 start_new_session=True, close_fds=True)
     finally:

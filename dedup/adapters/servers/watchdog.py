@@ -1,17 +1,17 @@
 """The embedded servers' watchdog: it stops them once every process using them is gone.
 
 The last user of a data folder's servers stops them as it leaves
-(:class:`dedup.servers.services.EmbeddedServices`). A user that cannot leave (killed with
+(:class:`dedup.adapters.servers.services.EmbeddedServices`). A user that cannot leave (killed with
 SIGKILL, out of memory, a power cut of its terminal) left them running until the next
 process joined the folder, which could be never: servers orphaned for hours. The process
 that starts the servers therefore starts this one beside them, in a session of its own
-(no terminal's Ctrl-C reaches it: :func:`dedup.servers.services.start_watchdog`). Every :data:`WATCH_SECONDS` it reads ``services.json``
+(no terminal's Ctrl-C reaches it: :func:`dedup.adapters.servers.services.start_watchdog`). Every :data:`WATCH_SECONDS` it reads ``services.json``
 under the folder's lock, as every user does: once no user is alive, it stops the servers
 (SIGTERM, so Redis flushes its append-only file and SecantusDB closes WiredTiger) and
 says so in ``watchdog.log`` of the folder; once the servers are gone (stopped by their
 last user or by ``simcrawl services stop``), it leaves.
 
-    python -m dedup.servers.watchdog DATA_DIR
+    python -m dedup.adapters.servers.watchdog DATA_DIR
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from dedup.servers.services import SERVERS, EmbeddedServices, process_alive, terminate
+from dedup.adapters.servers.services import SERVERS, EmbeddedServices, process_alive, terminate
 
 #: Seconds between two looks at the folder's users.
 WATCH_SECONDS = 2.0
@@ -59,7 +59,7 @@ def _note(data_dir: Path, line: str) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m dedup.servers.watchdog DATA_DIR", file=sys.stderr)
+        print("usage: python -m dedup.adapters.servers.watchdog DATA_DIR", file=sys.stderr)
         return 2
     try:
         watch(Path(argv[0]))
