@@ -35,7 +35,7 @@ from bson import ObjectId
 from crawler.console.app import create_app
 from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 from dedup.adapters.mongo import PageStore, fingerprint_document, match_document
-from dedup.adapters.mongo_reads import MongoReads
+from dedup.adapters.mongo.reads import MongoReads
 from dedup.store.records import MatchRecord, fingerprint_row
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -134,7 +134,7 @@ def lookups(db) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of what every store verb asks before it reads (which database holds a
     crawl, and how large it is), which must not read the store whole."""
     from crawler.console.options import holds_crawl, require_crawl
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     out = {}
     reads = MongoReads(db)

@@ -608,7 +608,7 @@ def demo(redis_url: str, mongo_uri: str, extra: list[str], log_dir: Path,
     from dedup.config import DEMO_DATABASE, DEMO_NAMESPACE
     from dedup.adapters.servers.services import connect_mongo, connect_redis
     from dedup.adapters.mongo import PageStore
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     database, namespace = DEMO_DATABASE, DEMO_NAMESPACE
     mongo = connect_mongo(mongo_uri)

@@ -1,9 +1,9 @@
 """Reconciling a finished crawl with the batch search (``simcrawl clusters``): which pairs
 of admitted pages within k the inline decision missed, and the clusters of the store.
 
-No I/O here: the caller reads the stored pages (:meth:`dedup.adapters.mongo.PageStore.stored_pages`)
-and the hosts' template lines, and writes what :func:`judge` and :func:`clusters_of`
-return.
+No I/O here: the caller reads the stored pages
+(:meth:`dedup.adapters.mongo.maintenance.Maintenance.stored_pages`) and the hosts' template
+lines, and writes what :func:`judge` and :func:`clusters_of` return.
 
 **Which pairs are misses.** Every pair of admitted pages within k is judged again by the
 crawl's own rule (:func:`dedup.decide.choose_original`): the later page (by crawl time) is

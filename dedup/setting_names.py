@@ -107,6 +107,8 @@ SIMCRAWL = {
     "SIMCRAWL_VENV": Declared(ENVIRONMENT),
     "SIMCRAWL_REQUIRE_KERNELS": Declared(ENVIRONMENT),
     "SIMCRAWL_COMMAND": Declared(ENVIRONMENT),
+    # ./run-tests: how many processes run the suite
+    "SIMCRAWL_TEST_WORKERS": Declared(ENVIRONMENT),
 }
 
 DECLARED = {**OTHER_DEDUP, **SIMCRAWL}

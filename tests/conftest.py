@@ -41,6 +41,27 @@ def pytest_configure(config: pytest.Config) -> None:
     reporter._get_progress_information_message = with_elapsed
 
 
+#: What a test costs, roughly, by its mark, in seconds: a Spark job (a JVM, a session, a
+#: cluster), a crawl in a subprocess, real servers, none.
+COST = {"spark": 40.0, "e2e": 10.0, "integration": 1.0}
+
+
+def file_cost(items: list[pytest.Item]) -> float:
+    return sum(next((c for m, c in COST.items() if item.get_closest_marker(m)), 0.05)
+               for item in items)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files that cost most run first (``./run-tests`` hands the workers a file at a
+    time in this order, ``--no-loadscope-reorder``): a long file started last would run
+    alone at the end while the other workers wait. A file's tests keep their order."""
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ranked = sorted(by_file.values(), key=file_cost, reverse=True)
+    items[:] = [item for group in ranked for item in group]
+
+
 def find_dev_data() -> Path | None:
     """The project's development data (``near-dup-dev/``, ``zh-dev/``): ``$SIMCRAWL_DEV_DATA``,
     else ``shared/data`` beside the checkout or beside one of its parent folders (it is

@@ -39,7 +39,7 @@ def rebuild(args: argparse.Namespace) -> int:
     from dedup.index import IndexLayout
     from dedup.progress_line import Progress
     from dedup.adapters.servers.embedded_limits import check_whole_read
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     redis_client, pages, services = connect(args, op_timeout=None)  # one long scan
     try:

@@ -192,7 +192,7 @@ def create_app(reads: StoreReads, *, redis_client: Any = None, namespace: str | 
     from dedup.errors import ServiceUnavailable
 
     # the store's reads say a MongoDB that does not answer as ServiceUnavailable
-    # (dedup/adapters/mongo_reads.py); the index is read through redis-py
+    # (dedup/adapters/mongo/reads.py); the index is read through redis-py
     app.register_error_handler(RedisDown, _store_gone)
     app.register_error_handler(ServiceUnavailable, _store_gone)
     return app

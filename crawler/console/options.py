@@ -77,7 +77,7 @@ def choose_database(client: Any, name: str | None, say: bool = True) -> StoreRea
     ``simcrawl_demo`` does. With ``say``, one line on stderr names the database read and
     why."""
     from dedup.config import DEFAULT_DATABASE
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     if name:
         reads, why = MongoReads(client[name]), "--database"

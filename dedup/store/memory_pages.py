@@ -251,7 +251,7 @@ class MemoryPageStore:
 class MemoryReads:
     """The reads of the console, the report and the export
     (:class:`dedup.store.reads.StoreReads`) over a :class:`MemoryPageStore`, answering as
-    :class:`dedup.adapters.mongo_reads.MongoReads` does (one set of checks runs against
+    :class:`dedup.adapters.mongo.reads.MongoReads` does (one set of checks runs against
     both)."""
 
     def __init__(self, store: MemoryPageStore, name: str = "memory") -> None:

@@ -1,6 +1,6 @@
 """What the console, the report, the export and the verbs read of a crawl's records.
 
-:class:`StoreReads` is the interface; :class:`dedup.adapters.mongo_reads.MongoReads` reads a
+:class:`StoreReads` is the interface; :class:`dedup.adapters.mongo.reads.MongoReads` reads a
 MongoDB database. Its answers are plain data: the records of :mod:`dedup.store.records`
 (ids as 24 hex digits, fingerprints unsigned, times aware datetimes), with what a store
 adds (``first_detected_at``, ``times_seen``, ``crawl_ids``), and the ``crawls`` and

@@ -149,7 +149,7 @@ def test_report_and_console_show_clusters_and_batch_copies(services, pages, craw
                                                           namespace: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from crawler.console.report_file import write_report
     from crawler.console.app import create_app
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     assert run_clusters(services, pages.db.name, namespace).returncode == 0
     found = write_report(MongoReads(pages.db), tmp_path / "report")

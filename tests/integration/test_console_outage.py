@@ -14,7 +14,7 @@ def test_the_console_says_the_store_is_gone_when_its_servers_stop(tmp_path: Path
     from crawler.console.app import create_app
     from dedup.adapters.servers.services import EmbeddedServices
     from dedup.adapters.mongo import PageStore, connect_mongo
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     with EmbeddedServices(tmp_path / "data", redis=False) as services:
         assert services.mongo_uri is not None

@@ -9,7 +9,7 @@ import random
 from bson import ObjectId
 
 from crawler.console.browse import PAGE_SIZE
-from dedup.adapters.mongo_reads import MongoReads
+from dedup.adapters.mongo.reads import MongoReads
 from dedup.store.reads import Where, search
 
 

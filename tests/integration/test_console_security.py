@@ -60,7 +60,7 @@ class Browser:
 @pytest.fixture
 def console(pages, tmp_path: Path) -> Iterator[int]:  # type: ignore[no-untyped-def]
     from crawler.console.app import create_app
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     app = create_app(MongoReads(pages.db), token=TOKEN, figures_folder=tmp_path / "figures",
                      refresh=3600)

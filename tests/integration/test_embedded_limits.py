@@ -19,7 +19,7 @@ from dedup.adapters.servers.embedded_limits import (
     check_whole_read,
 )
 from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
-from dedup.adapters.mongo_reads import MongoReads
+from dedup.adapters.mongo.reads import MongoReads
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ def test_report_web_and_calibrate_use_the_stored_layouts_k(pages, tmp_path: Path
     from crawler.cli.calibrate import main as calibrate
     from crawler.console.report_file import write_report
     from crawler.console.app import create_app
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
 
     db = pages.db
     pages.save_pages([page_record(Page("http://a.example/1", "a.example", "0" * 32, 1,

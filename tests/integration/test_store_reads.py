@@ -1,6 +1,6 @@
 """What the console, the report and the export read (:class:`dedup.store.reads.StoreReads`),
 answered the same way in memory (:class:`dedup.store.memory_pages.MemoryReads`) and in MongoDB
-(:class:`dedup.adapters.mongo_reads.MongoReads`, on the embedded SecantusDB), from records
+(:class:`dedup.adapters.mongo.reads.MongoReads`, on the embedded SecantusDB), from records
 built once (:mod:`dedup.store.records`); and the WARC writer keeps what the stores keep of
 the same records."""
 
@@ -17,7 +17,7 @@ from dedup.ids import new_page_id
 from dedup.page import Page
 from dedup.store.memory_pages import MemoryPageStore, MemoryReads
 from dedup.adapters.mongo import PageStore
-from dedup.adapters.mongo_reads import MongoReads
+from dedup.adapters.mongo.reads import MongoReads
 from dedup.store.reads import Span, StoreReads, Where, search
 from dedup.store.records import MatchRecord, fingerprint_record, page_record
 from dedup.warc_writer import WARC_FIELDS, Fetch, WarcWriter, parse_fields

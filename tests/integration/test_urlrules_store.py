@@ -197,7 +197,7 @@ def test_the_report_names_the_rules_and_the_requests_they_saved(mongo_client, na
                                                                  tmp_path) -> None:
     from crawler.console.report_file import write_report
     from dedup.adapters.mongo import PageStore
-    from dedup.adapters.mongo_reads import MongoReads
+    from dedup.adapters.mongo.reads import MongoReads
     from dedup.store.records import MatchRecord
 
     store = PageStore(mongo_client, namespace.replace("-", "_"))

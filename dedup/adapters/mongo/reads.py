@@ -13,8 +13,8 @@ from typing import Any
 from bson import ObjectId
 from pymongo.errors import OperationFailure, PyMongoError
 
-from dedup.errors import ServiceUnavailable
 from dedup.adapters.mongo import PageStore, from_int64, index_k, stored_sizes
+from dedup.errors import ServiceUnavailable
 from dedup.store.reads import EVERYTHING, TIME_FIELD, Span, Where
 
 #: Documents MongoDB sends per batch in whole reads.
