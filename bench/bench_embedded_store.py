@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dedup.config import DedupConfig
-from dedup.pages import fingerprint_params, read_html
+from dedup.reading import fingerprint_params, read_html
 from dedup.adapters.servers.embedded_limits import READ_BYTES_PER_DOC, available_memory, embedded_serves
 from dedup.adapters.servers.services import EmbeddedServices, connect_mongo
 from dedup.adapters.mongo import PageStore

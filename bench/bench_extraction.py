@@ -8,7 +8,7 @@ the crawl reads them):
   (``DEDUP_EXTRACTOR = "simcrawl"``);
 - trafilatura, fast (no fallback extractors) on the marked main part, and full again when
   the fast text is thin (fewer than ``THIN_TOKENS`` words): the crawl's before
-  (``DEDUP_EXTRACTOR = "trafilatura"``, :func:`dedup.pages.extract_main`);
+  (``DEDUP_EXTRACTOR = "trafilatura"``, :func:`dedup.reading.extract_main`);
 - trafilatura, fast alone;
 - trafilatura, full (with its readability and jusText fallbacks);
 - jusText alone (its non-boilerplate paragraphs; a trafilatura dependency);
@@ -41,7 +41,7 @@ from quality_crawl import articles
 from dedup.config import DedupConfig
 from dedup.decide import NEW, TEMPLATE_ONLY
 from dedup.deduplicator import in_memory
-from dedup.pages import (
+from dedup.reading import (
     declared_canonical,
     extract_main,
     fingerprint_params,

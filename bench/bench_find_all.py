@@ -105,7 +105,7 @@ def engines(sizes: list[int], k: int) -> list[dict]:
     """simcrawl find-all in process and on Spark local[2], pairs and clusters, per size."""
     import filecmp
 
-    from dedup.batch import find_all
+    from dedup.all_pairs import find_all
 
     rows: list[dict] = []
     print(f"\nsimcrawl find-all FILE, in process and on Spark local[2] ({os.cpu_count()} "
@@ -177,7 +177,7 @@ def main() -> int:
         print(json.dumps({"engines": rows}))
         return 0 if all(r.get("same_output", True) for r in rows) else 1
 
-    from dedup.batch import MemoryIndex, batch_design, find_all
+    from dedup.all_pairs import MemoryIndex, batch_design, find_all
     values, planted = make_set(args.n, args.planted, args.k)
     k = args.k
     print(f"Batch search: {len(values):,} fingerprints ({args.n:,} random + {args.planted:,} "

@@ -2,7 +2,7 @@
 the development pages of both English sets and on Chinese pages, against named peers in
 the same run, with the extracted text checked against each set's ground truth.
 
-The read is :func:`dedup.pages.read_html`, timed stage by stage on the same calls it
+The read is :func:`dedup.reading.read_html`, timed stage by stage on the same calls it
 makes: decode (w3lib), parse (lxml's parser into plain ``lxml.etree`` elements,
 :func:`dedup.maintext.parse`), main text (simcrawl's own reading, :mod:`dedup.maintext`),
 the page's facts (title, description, canonical, listing), simhash (and the checksum of
@@ -199,7 +199,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     from dedup.decide import THIN_TOKENS, second_opinion
     from dedup.listing import is_listing
     from dedup.overlap import without_title
-    from dedup.pages import (
+    from dedup.reading import (
         extract_main,
         page_facts,
         parse_page,
@@ -231,7 +231,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
     title, description = facts.title, facts.description
     is_listing(tree, read.text, read.parents)
     ms["page facts"] = clock() - t
-    # in the order of dedup.pages.fingerprint_text
+    # in the order of dedup.reading.fingerprint_text
     t = clock()
     fp = fingerprint(read.text, **options)
     if read.text and fp.tokens < THIN_TOKENS and description and description not in read.text:
@@ -295,7 +295,7 @@ def read_one(page: dict[str, Any], params: Any) -> dict[str, Any]:
 def work(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
     global _SELECTOLAX, _RESILIPARSE
     from dedup.config import DedupConfig
-    from dedup.pages import fingerprint_params
+    from dedup.reading import fingerprint_params
 
     for name in ("SELECTOLAX", "RESILIPARSE"):  # each peer's folder (main() installs them)
         folder = os.environ.get(f"SIMCRAWL_BENCH_{name}")

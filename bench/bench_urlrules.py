@@ -1,4 +1,4 @@
-"""The cost of a URL rule's check a link (dedup/urlrules.py), against the limit the crawl
+"""The cost of a URL rule's check a link (dedup/url_rules.py), against the limit the crawl
 can spend on it (20 µs a link), and against w3lib's canonicalize_url, which Scrapy's own
 duplicate filter runs on every request, in the same run.
 
@@ -28,7 +28,7 @@ import time
 
 from w3lib.url import canonicalize_url
 
-from dedup.urlrules import UrlRules
+from dedup.url_rules import UrlRules
 
 LIMIT_US = 20.0
 
@@ -84,7 +84,7 @@ def redis_costs(stored: list[str], urls: list[str]) -> dict[str, float]:
     import tempfile
     from pathlib import Path
 
-    from dedup.adapters.redis_urlrules import RedisUrlRules
+    from dedup.adapters.redis_url_rules import RedisUrlRules
     from dedup.adapters.servers.services import EmbeddedServices, connect_redis
 
     with tempfile.TemporaryDirectory() as tmp, \

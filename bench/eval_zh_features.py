@@ -30,7 +30,7 @@ from quality_chinese import HAN, excerpt, shuffled, substitute
 
 from crawler.examples.demosite import homophone_groups, swap_homophones
 from dedup import fingerprint, hamming
-from dedup.batch import find_all
+from dedup.all_pairs import find_all
 
 DEFAULT_DATA = SHARED / "data" / "zh-dev"
 SEED = 20072

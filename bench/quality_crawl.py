@@ -52,7 +52,7 @@ from dedup.decide import NEW, Rules
 from dedup.deduplicator import Deduplicator
 from dedup.index import NearDuplicateIndex
 from dedup.page import Page
-from dedup.pages import EXTRACTIONS, fingerprint_params, read_html
+from dedup.reading import EXTRACTIONS, fingerprint_params, read_html
 from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis
 from dedup.adapters.mongo import PageStore
 
@@ -83,8 +83,8 @@ def articles(pages: list[str], pairs: list[dict]) -> dict[str, int]:
 
 def candidates(data: Path, extraction: str = "simcrawl"
                ) -> tuple[dict[str, dict], list[dict], list[str]]:
-    """Each page read as the crawler reads it (:func:`dedup.pages.read_html`, the default
-    settings; ``extraction``: one of :data:`dedup.pages.EXTRACTIONS`), the labelled pairs,
+    """Each page read as the crawler reads it (:func:`dedup.reading.read_html`, the default
+    settings; ``extraction``: one of :data:`dedup.reading.EXTRACTIONS`), the labelled pairs,
     and the stream order."""
     params = (extraction, *fingerprint_params(DedupConfig())[1:])
     rows = [json.loads(line) for line in (data / "pages.jsonl").open()]

@@ -7,7 +7,7 @@ the same articles, at chosen strengths, so that each rule is measured on hundred
 pairs (development figures; the data is read from ``../shared``, never copied):
 
 * the article: the own text of each original page (``-P``) as the crawl reads it
-  (:func:`dedup.pages.read_html`, the crawl's settings);
+  (:func:`dedup.reading.read_html`, the crawl's settings);
 * a site's template: the lines that the two template-only stubs of its group
   (``-F1``, ``-F2``, near-dup-dev-2) share, as the crawl extracts them;
 * **rewrite r%**: spans of 3-12 words replaced by words of the same article until r% of
@@ -49,7 +49,7 @@ from _peers import missing_data  # bench/ is the script's folder: on sys.path
 from dedup.config import DedupConfig
 from dedup.deduplicator import in_memory
 from dedup.page import Page
-from dedup.pages import fingerprint_params, fingerprint_text, read_html
+from dedup.reading import fingerprint_params, fingerprint_text, read_html
 from dedup.templates import lesson
 from dedup.text import ExtractedText
 

@@ -6,7 +6,7 @@ Sites built by real generators from sources kept in this repository
 Pelican with notmyidea: articles, API pages, pages of code, indexes, search pages, tag,
 category, author and archive listings of one, two, three and many items, notes of one
 sentence, question-and-answer threads). Each page is read as the crawl reads it
-(:func:`dedup.pages.read_html`: the text the fingerprints are computed from) by both
+(:func:`dedup.reading.read_html`: the text the fingerprints are computed from) by both
 readers, side by side: simcrawl's own (``DEDUP_EXTRACTOR=simcrawl``) and trafilatura's
 (``DEDUP_EXTRACTOR=trafilatura``). Per page:
 
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "sites"))
 from docsites import BUILDERS, Built, ensure_generators, joined
 
 from dedup.config import DedupConfig
-from dedup.pages import fingerprint_params, read_html
+from dedup.reading import fingerprint_params, read_html
 
 READERS = ("simcrawl", "trafilatura")
 #: The goals (issue 54): own text kept, median and every page; furniture, every page.

@@ -68,7 +68,7 @@ from crawler.extraction import read_page
 from dedup.config import DedupConfig
 from dedup.decide import NEW, TEMPLATE_ONLY
 from dedup.deduplicator import in_memory
-from dedup.pages import fingerprint_params, read_html
+from dedup.reading import fingerprint_params, read_html
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_DATA = [SHARED / "near-dup-dev", SHARED / "near-dup-dev-2"]

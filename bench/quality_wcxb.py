@@ -17,7 +17,7 @@ pages of near-dup-dev-3 (``P``, with the set's own ``truth.jsonl``).
 
 Readers, each on the same page in the same process:
 
-- ``simcrawl``: the text the crawl decides on (:func:`dedup.pages.read_html`, the
+- ``simcrawl``: the text the crawl decides on (:func:`dedup.reading.read_html`, the
   default settings: simcrawl's own reading, a thin text with its description);
 - ``trafilatura``: ``trafilatura.extract`` with its defaults, as a user calls it (the
   figure WCXB publishes for trafilatura);
@@ -136,7 +136,7 @@ def read_one(page: dict[str, Any]) -> dict[str, Any]:
     from w3lib.encoding import html_to_unicode
 
     from dedup.config import DedupConfig
-    from dedup.pages import fingerprint_params, read_html
+    from dedup.reading import fingerprint_params, read_html
 
     html = html_to_unicode(None, gzip.decompress(Path(page["path"]).read_bytes()))[1]
     params = fingerprint_params(DedupConfig())

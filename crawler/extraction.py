@@ -7,7 +7,7 @@ resolved by Scrapy's link extractor's rules, remembered from page to page
 (:func:`page_links`).
 ``DEDUP_EXTRACT_WORKERS=0`` reads in a thread of the crawl process instead.
 
-A page is parsed once, in the worker (:func:`dedup.pages.parse_page`): the tree its main
+A page is parsed once, in the worker (:func:`dedup.reading.parse_page`): the tree its main
 text is read from is also the tree Scrapy's link extractor and the language selector read
 (through :class:`ParsedResponse`). The crawl process never parses HTML, and it builds
 requests only for the links of pages that are not copies.
@@ -40,14 +40,14 @@ from w3lib.url import safe_url_string
 
 from dedup.config import DedupConfig
 from dedup.page import Page
-from dedup.pages import Params, fingerprint_params, parse_page, read_html, read_tree
+from dedup.reading import Params, fingerprint_params, parse_page, read_html, read_tree
 
 log = logging.getLogger(__name__)
 
 
 class ParsedResponse(HtmlResponse):
     """An :class:`~scrapy.http.HtmlResponse` whose selector reads a tree already parsed
-    (:func:`dedup.pages.parse_page`), so Scrapy's link extractor and selectors do not parse
+    (:func:`dedup.reading.parse_page`), so Scrapy's link extractor and selectors do not parse
     the page a second time."""
 
     def __init__(self, *args: Any, tree: Any = None, **kwargs: Any) -> None:
@@ -178,12 +178,12 @@ def page_links(response: HtmlResponse) -> list[str]:
 
 def read_page(body: bytes, url: str, encoding: str | None, params: Params) -> Page:
     """Parse a page once: its main text, the URL it declares canonical and its
-    fingerprints (:mod:`dedup.pages`, the one reading of a page), and its links, title and
+    fingerprints (:mod:`dedup.reading`, the one reading of a page), and its links, title and
     language (Scrapy's link extractor and selectors, on the same tree).
 
     ``encoding`` is the one the crawl process found (``response.encoding``: HTTP header,
     BOM, ``<meta>``); ``None`` for a page whose links are not wanted (then the body is
-    decoded as :func:`dedup.pages.read_html` does and no links are returned).
+    decoded as :func:`dedup.reading.read_html` does and no links are returned).
     """
     if encoding is None:
         return read_html(body, url, params)
@@ -220,7 +220,7 @@ def extract_and_fingerprint(body: bytes, url: str, params: Params,
                             encoding: str | None = None) -> Page:
     """Extract a page's main text and fingerprint it (runs in a worker); with an
     ``encoding``, also its links, title and language from the same parse
-    (:func:`read_page`). ``params``: :func:`dedup.pages.fingerprint_params`."""
+    (:func:`read_page`). ``params``: :func:`dedup.reading.fingerprint_params`."""
     return read_page(body, url, encoding, params)
 
 

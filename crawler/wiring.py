@@ -29,7 +29,7 @@ from dedup.adapters.on_servers import on_servers
 from dedup.adapters.index import open_index, redis_store
 from dedup.adapters.journal import AdmissionJournal, live_owners, recover
 from dedup.adapters.redis_templates import HostTemplates
-from dedup.adapters.redis_urlrules import RedisUrlRules
+from dedup.adapters.redis_url_rules import RedisUrlRules
 from dedup.adapters.redis_windows import open_window_index
 from dedup.config import DedupConfig
 from dedup.decide import Rules

@@ -7,7 +7,7 @@ The fingerprint and index library of simcrawl; it does not import Scrapy.
     0
 """
 
-from dedup.batch import MemoryIndex, clusters, find_all
+from dedup.all_pairs import MemoryIndex, clusters, find_all
 from dedup.simhash import KERNEL, Fingerprint, fingerprint, hamming, normalize, simhash
 from dedup.tables import Design, Table, block_design, plan, two_level_design
 from dedup.text import ExtractedText, extract_text

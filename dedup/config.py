@@ -41,7 +41,7 @@ DEFAULT_MAX_DISTANCE = 3
 DEFAULT_CAPACITY = 1_000_000
 
 #: The defaults of the rules (dedup/decide.py), the pinyin windows (dedup/pinyin.py), the
-#: index's calls (dedup/index/core.py), the URL rules (dedup/urlrules.py) and the embedded
+#: index's calls (dedup/index/core.py), the URL rules (dedup/url_rules.py) and the embedded
 #: servers' folder (dedup/adapters/servers/services.py), declared here once: each of those modules
 #: takes its default from here, and :class:`DedupConfig` its fields' (what each means:
 #: the attribute of the same name below).
@@ -195,7 +195,7 @@ class DedupConfig:
             one refuses to start) [DEDUP_CONCURRENT, False].
         url_rules: learn URL rules from the crawl's match records and do not request a
             link they predict to be a stored page's copy (recorded as a ``url_rule``
-            match; :mod:`dedup.urlrules`) [DEDUP_URL_RULES, True].
+            match; :mod:`dedup.url_rules`) [DEDUP_URL_RULES, True].
         url_rules_support: pairs (copy, original) a rule needs before it predicts
             [DEDUP_URL_RULES_SUPPORT, 3].
         url_rules_confidence: the share of a rule's checks that must agree with it (its

@@ -563,7 +563,7 @@ def one_text(lines: Sequence[np.ndarray], values: np.ndarray, sketch: TextSketch
     chosen (a repost, a variant or a doorway page has its own), and two stubs whose
     extraction found only the furniture (the site's list of recent posts) are described
     apart. (The same own text under another title is an exact copy:
-    the checksum leaves the title line out, :func:`dedup.pages.fingerprint_text`.)
+    the checksum leaves the title line out, :func:`dedup.reading.fingerprint_text`.)
 
     ``lines``: the page's own text's :func:`passage_lines`; ``values``: its own text's
     :func:`dedup.sketch.shingle_values`; ``rules``: the thresholds (``Rules.one_text``,

@@ -14,7 +14,7 @@ each with an in-memory implementation and one on the servers:
   originals' pinyin windows (:mod:`dedup.index.windows`).
 
 :func:`in_memory` builds one on memory stores (no server): what ``simcrawl scan``
-(:func:`dedup.pages.decide_read`) and the benchmarks use. The crawl wires the same class to Redis and MongoDB
+(:func:`dedup.reading.decide_read`) and the benchmarks use. The crawl wires the same class to Redis and MongoDB
 (``crawler/wiring.py``).
 """
 

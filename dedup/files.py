@@ -53,8 +53,8 @@ def iter_files(paths: list[Path]) -> Iterator[Path]:
 def read_document(path: Path, max_bytes: int = MAX_BYTES, extraction: str = "simcrawl"
                   ) -> tuple[str, str]:
     """``(text, method)`` of a text or HTML file. HTML files are read as the crawl reads
-    a page (:func:`dedup.pages.extract_main`, ``extraction`` one of
-    :data:`dedup.pages.EXTRACTIONS`; their ``<meta charset>`` is honoured; ``method`` is
+    a page (:func:`dedup.reading.extract_main`, ``extraction`` one of
+    :data:`dedup.reading.EXTRACTIONS`; their ``<meta charset>`` is honoured; ``method`` is
     the extraction's), so that a registered original and its crawled copy are read
     alike; text files are read
     as UTF-8, else in the encoding charset-normalizer detects (``text/<encoding>``), else
@@ -81,7 +81,7 @@ def read_document(path: Path, max_bytes: int = MAX_BYTES, extraction: str = "sim
     if looks_html:
         from w3lib.encoding import html_to_unicode
 
-        from dedup.pages import extract_main, parse_page
+        from dedup.reading import extract_main, parse_page
 
         html = html_to_unicode(None, data)[1]
         extracted = extract_main(html, path.resolve().as_uri(), extraction,

@@ -28,7 +28,7 @@ from dedup.text import token_pattern
 SHINGLE_TOKENS = 3
 
 #: A text with fewer tokens than this is *thin*: read with its page's description as its first
-#: line (:func:`dedup.pages.fingerprint_text`). Derived from the development sets: every
+#: line (:func:`dedup.reading.fingerprint_text`). Derived from the development sets: every
 #: article of near-dup-dev has at least 144 tokens, and all but 11 extraction failures of
 #: near-dup-dev-2's 612 at least 100, while most template-only stub pages have fewer
 #: (28 of 44 and 94 of 136).

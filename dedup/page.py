@@ -1,6 +1,6 @@
 """A page: one shape from extraction to storage.
 
-The crawl reads a page (:func:`dedup.pages.read_html`: its text, the URL it declares
+The crawl reads a page (:func:`dedup.reading.read_html`: its text, the URL it declares
 canonical, its fingerprints, and in the crawler its links, title and language), decides it
 (:class:`dedup.deduplicator.Deduplicator`) and stores it
 (:func:`dedup.store.records.page_record`, :func:`dedup.store.records.fingerprint_record`), all on
@@ -61,7 +61,7 @@ class Page:
         description: the page's ``<meta name="description">`` (else ``og:description``),
             the site's summary of it, when read.
         published: when the page says it was first published (its metadata,
-            :func:`dedup.pages.published_date`), when it says so.
+            :func:`dedup.reading.published_date`), when it says so.
         whole: the checksum of the page's whole visible text (:mod:`dedup.maintext`;
             ``""``: not read), on which a page whose reading is its host's template alone
             is judged (:func:`dedup.decide.leave_out_template`).
@@ -124,7 +124,7 @@ class Page:
 
     def take_reading(self, read: Page) -> None:
         """Take what a reader of the page's HTML found (an extraction worker's
-        :func:`dedup.pages.read_html`): the text and fingerprints, and the links, title,
+        :func:`dedup.reading.read_html`): the text and fingerprints, and the links, title,
         language and declared canonical when it read them (``links`` not ``None``)."""
         self.text, self.method = read.text, read.method
         self.checksum, self.simhash = read.checksum, read.simhash

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dedup.archive import BadRecord, page_at, records
-from dedup.pages import Params
+from dedup.reading import Params
 
 #: How a page is read: ``(body, url, Content-Type, params) -> Page``, the crawl's own
 #: reading of a response (``crawler.extraction.read_fetched``, handed in by the command

@@ -24,7 +24,7 @@ from dedup.decide import (
 )
 from dedup.deduplicator import Deduplicator
 from dedup.page import Page
-from dedup.pages import published_date
+from dedup.reading import published_date
 from dedup.simhash import fingerprint
 from dedup.sketch import TextSketch, shingle_values
 

@@ -27,8 +27,9 @@ def build_parser(prog: str = "simcrawl calibrate") -> argparse.ArgumentParser:
         "with evidence.")
     parser.add_argument("-o", "--output", type=Path, default=None, help="also write "
                         "calibrate.html, calibrate.png and calibrate.json to this folder")
-    parser.add_argument("--max-distance", type=int, default=MAX_DISTANCE,
-                        help=f"the largest distance examined (default {MAX_DISTANCE})")
+    parser.add_argument("--up-to", type=int, default=MAX_DISTANCE, metavar="D",
+                        help="examine the pairs at each Hamming distance 0..D (0-24; "
+                        f"default {MAX_DISTANCE}); k itself is -k")
     parser.add_argument("--sample", type=int, default=30,
                         help="pairs judged per distance (default 30)")
     parser.add_argument("--examples", type=int, default=2,
@@ -55,8 +56,8 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
 
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    if not 0 <= args.max_distance <= 24:
-        parser.error(f"--max-distance must be 0-24, got {args.max_distance}")
+    if not 0 <= args.up_to <= 24:
+        parser.error(f"--up-to must be 0-24, got {args.up_to}")
     check_k(parser, args.k)
     if args.containment is None:
         args.containment = CRAWL.verify_containment
@@ -73,11 +74,11 @@ def main(argv: list[str] | None = None, prog: str = "simcrawl calibrate") -> int
                 with Progress(transient=True) as bar:
                     task = bar.add_task("reading fingerprints",
                                         total=reads.estimated("fingerprints"))
-                    result = calibrate(reads, args.max_distance, args.sample, args.examples,
+                    result = calibrate(reads, args.up_to, args.sample, args.examples,
                                        args.containment, args.verify, args.target, args.seed,
                                        progress=lambda n: bar.advance(task, n))
             else:
-                result = calibrate(reads, args.max_distance, args.sample, args.examples,
+                result = calibrate(reads, args.up_to, args.sample, args.examples,
                                    args.containment, args.verify, args.target, args.seed)
             if args.k is None:
                 args.k = reads.index_k()

@@ -32,9 +32,9 @@ JUDGE_BATCH = 2_000
 def _pairs_local(store: Any, k: int, counts: dict[str, int]
                  ) -> Iterator[tuple[str, str, int]]:
     """The in-process engine's candidates, from one pass over the store: the pairs within
-    k (:func:`dedup.batch.find_all`), then the text anchors' pairs that are not among them
+    k (:func:`dedup.all_pairs.find_all`), then the text anchors' pairs that are not among them
     (:func:`dedup.reconcile.anchor_pairs`)."""
-    from dedup import batch
+    from dedup import all_pairs
     from dedup.reconcile import anchor_pairs
     from dedup.sketch import TextSketch
 
@@ -52,7 +52,7 @@ def _pairs_local(store: Any, k: int, counts: dict[str, int]
     extra = anchor_pairs(anchors)
     del anchors
     if ids:
-        for i, j, d in batch.find_all(np.array(prints, dtype=np.uint64), k):
+        for i, j, d in all_pairs.find_all(np.array(prints, dtype=np.uint64), k):
             a, b = ids[i], ids[j]
             extra.discard((min(a, b), max(a, b)))
             counts["within_k"] += 1

@@ -1,5 +1,5 @@
 """``simcrawl find-all [FILE | --store]``: every pair (or cluster) of fingerprints within k,
-in this process (NumPy, :mod:`dedup.batch`) or on Spark (:mod:`dedup.spark`)."""
+in this process (NumPy, :mod:`dedup.all_pairs`) or on Spark (:mod:`dedup.spark`)."""
 
 from __future__ import annotations
 
@@ -137,21 +137,21 @@ def _cluster_record(members: list[Any], fingerprints: list[str], id_name: str
 
 def run_local(args: argparse.Namespace, chunks: Iterable[tuple[Any, np.ndarray]],
               out: Output) -> int:
-    """The in-process engine: the whole set in memory, :func:`dedup.batch.find_all`."""
-    from dedup import batch
+    """The in-process engine: the whole set in memory, :func:`dedup.all_pairs.find_all`."""
+    from dedup import all_pairs
 
     parts = list(chunks)
     ids = [i for c in parts for i in (c[0].tolist() if isinstance(c[0], np.ndarray) else c[0])]
     values = np.concatenate([c[1] for c in parts]) if parts else np.empty(0, np.uint64)
     if args.clusters:
-        groups = batch.clusters(values, args.k)
+        groups = all_pairs.clusters(values, args.k)
         records = [_cluster_record([ids[i] for i in g], [f"{int(values[i]):016x}" for i in g],
                                    out.id_name) for g in groups]
         columns = {"size": [r["size"] for r in records],
                    "members": [r[out.id_name] for r in records],
                    "fingerprints": [r["fingerprints"] for r in records]}
     else:
-        pairs = batch.find_all(values, args.k)
+        pairs = all_pairs.find_all(values, args.k)
         records = [_pair_record(ids[i], ids[j], d, f"{int(values[i]):016x}",
                                 f"{int(values[j]):016x}", out.id_name) for i, j, d in pairs]
         columns = {"i": [r[out.id_name][0] for r in records],

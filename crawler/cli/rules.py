@@ -11,7 +11,7 @@ HELP = "list the URL rules the crawls learned (and the requests they saved), or 
 
 
 def rules(args: argparse.Namespace) -> int:
-    from dedup.adapters.redis_urlrules import RedisUrlRules
+    from dedup.adapters.redis_url_rules import RedisUrlRules
 
     redis_client, _pages, services = connect(args)
     try:

@@ -45,7 +45,7 @@ def ordered(files: list[Path], order: str) -> list[Path]:
 def scan(args: argparse.Namespace) -> int:
     from dedup.config import DedupConfig
     from dedup.decide import EXACT, NEAR
-    from dedup.pages import decide_read, fingerprint_params, fingerprint_text
+    from dedup.reading import decide_read, fingerprint_params, fingerprint_text
     from dedup.simhash import KERNEL
     from dedup.text import ExtractedText
 

@@ -31,12 +31,12 @@ def writable(folder: Path) -> None:
 
 
 def reading_params(settings: list[str]) -> Any:
-    """How the crawl will read its pages (:func:`dedup.pages.fingerprint_params`) with the
+    """How the crawl will read its pages (:func:`dedup.reading.fingerprint_params`) with the
     crawl's settings and these ``NAME=VALUE`` ones, as its processes will build them."""
     from scrapy.settings import Settings
 
     from dedup.config import DedupConfig
-    from dedup.pages import fingerprint_params
+    from dedup.reading import fingerprint_params
 
     built = Settings()
     built.setmodule("crawler.settings", priority="project")

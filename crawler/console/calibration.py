@@ -3,7 +3,7 @@
 For each Hamming distance 0-12 it gathers pairs of pages at that distance from the store:
 
 * *stored pairs*: every pair of stored pages (and registered originals) whose simhashes
-  are within ``--max-distance`` bits, found with :func:`dedup.batch.find_all` over the
+  are within ``--up-to`` bits, found with :func:`dedup.all_pairs.find_all` over the
   stored fingerprints (the pages k let through: mostly at distances above k);
 * *dropped copies*: each simhash match record with its original (the pairs k dropped, at
   distances up to k), compared through the copy's text kept in the record.
@@ -119,12 +119,12 @@ def wilson(copies: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def calibrate(reads: StoreReads, max_distance: int = MAX_DISTANCE, sample: int = 30,
+def calibrate(reads: StoreReads, up_to: int = MAX_DISTANCE, sample: int = 30,
               examples: int = 2, containment: float | None = None, verify: int = 10,
               target: float = 0.9, seed: int = 1, progress: Any = None) -> Calibration:
     """Gather, sample and judge the pairs (see the module docstring; ``containment``: the
     text check's threshold, the crawl's when not given)."""
-    from dedup.batch import find_all
+    from dedup.all_pairs import find_all
     from dedup.decide import Rules
 
     rules = Rules() if containment is None else Rules(verify_containment=containment)
@@ -144,11 +144,11 @@ def calibrate(reads: StoreReads, max_distance: int = MAX_DISTANCE, sample: int =
     result.fingerprints = len(ids)
     by_distance: dict[int, list[tuple[str, Any, Any]]] = {}
     if len(ids) > 1:
-        for i, j, d in find_all(np.array(simhashes, dtype=np.uint64), max_distance):
+        for i, j, d in find_all(np.array(simhashes, dtype=np.uint64), up_to):
             by_distance.setdefault(int(d), []).append(("stored", ids[int(i)], ids[int(j)]))
-    for match_id, distance, original_id in reads.near_matches(max_distance):
+    for match_id, distance, original_id in reads.near_matches(up_to):
         by_distance.setdefault(distance, []).append(("dropped", match_id, original_id))
-    for d in range(max_distance + 1):
+    for d in range(up_to + 1):
         candidates = by_distance.get(d, [])
         result.found[d] = len(candidates)
         chosen = rng.sample(candidates, min(sample, len(candidates)))
@@ -159,7 +159,7 @@ def calibrate(reads: StoreReads, max_distance: int = MAX_DISTANCE, sample: int =
         result.copies[d] = sum(1 for p in judged if p.copy)
         result.examples[d] = judged[:examples]
     k = None
-    for d in range(max_distance + 1):
+    for d in range(up_to + 1):
         share = result.share(d)
         if share is None:
             continue

@@ -1,6 +1,6 @@
 """The requests the URL rules kept that must be sent after all (:class:`SendAgain`): those
 of a rule dropped since, within seconds, and, when the crawl goes idle, those held for a
-page that never got decided. A document is never lost to a rule (crawler/url_rules.py,
+page that never got decided. A document is never lost to a rule (crawler/rule_learning.py,
 the crawl's side of the rules)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from twisted.internet.threads import deferToThread
 
-from crawler.url_rules import RELEASE_SECONDS, SEND_SECONDS, request_again, rules_parts
-from dedup.adapters.redis_urlrules import Link, RedisUrlRules
+from crawler.rule_learning import RELEASE_SECONDS, SEND_SECONDS, request_again, rules_parts
+from dedup.adapters.redis_url_rules import Link, RedisUrlRules
 from dedup.errors import ServiceUnavailable
 
 if TYPE_CHECKING:

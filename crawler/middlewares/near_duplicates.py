@@ -26,7 +26,7 @@ from crawler.steps import (
     sleep,
     stop_crawl,
 )
-from crawler.url_rules import RuleLearning, predicted_records
+from crawler.rule_learning import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig, config_value
 from dedup.decide import EXACT, NEW, PINYIN, TEMPLATE_ONLY, UNCHANGED, Decision, Excerpt

@@ -1,5 +1,5 @@
 """A request the URL rules predict to be a copy is not sent (a downloader
-middleware; the rules: :mod:`crawler.url_rules`)."""
+middleware; the rules: :mod:`crawler.rule_learning`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
 
 from crawler.state import CrawlState
-from crawler.url_rules import (
+from crawler.rule_learning import (
     HELD,
     META,
     NOT_SENT,
@@ -24,9 +24,9 @@ from crawler.url_rules import (
     rule_texts,
     rules_parts,
 )
-from dedup.adapters.redis_urlrules import RedisUrlRules
+from dedup.adapters.redis_url_rules import RedisUrlRules
 from dedup.errors import ServiceUnavailable
-from dedup.urlrules import host_of
+from dedup.url_rules import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -25,7 +25,7 @@ from dedup.files import SkipFile, read_document
 from dedup.index import NearDuplicateIndex
 from dedup.index.windows import WindowIndex
 from dedup.page import Page
-from dedup.pages import extraction
+from dedup.reading import extraction
 from dedup.pinyin import PinyinFingerprinter
 from dedup.simhash import fingerprint
 from dedup.store import PageRecords

@@ -1,13 +1,13 @@
 """The all-pairs and clustering job as Spark DataFrames.
 
 The paper's MapReduce batch mode (Manku et al. §3.1), with the tables of
-:func:`dedup.batch.batch_design`:
+:func:`dedup.all_pairs.batch_design`:
 
 1. **map**: every fingerprint becomes one row per permuted table, ``(table, bucket, id,
    fp)``, ``bucket`` being the leading bits of its permuted value;
 2. **shuffle**: rows are partitioned by ``(table, bucket)``, so a bucket is whole in one
    partition;
-3. **reduce**: each partition runs :func:`dedup.batch.position_pairs` (the crawl's Cython
+3. **reduce**: each partition runs :func:`dedup.all_pairs.position_pairs` (the crawl's Cython
    kernel) on each of its tables' rows. A pair of distinct values is reported only by the
    first table whose prefix it shares, and identical values only by the first table, so
    the union of the partitions' answers holds every pair within k exactly once: one
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup.batch import batch_design, position_pairs
+from dedup.all_pairs import batch_design, position_pairs
 from dedup.tables import Design
 
 #: Rows of ``(table, bucket, id, fp)`` per shuffle partition the job aims for (tens of MB
@@ -95,7 +95,7 @@ def find_all(points: Any, k: int, design: Design | None = None,
     Args:
         points: a DataFrame ``id, fp``.
         k: the largest Hamming distance.
-        design: the tables (default: :func:`dedup.batch.batch_design` for the number of
+        design: the tables (default: :func:`dedup.all_pairs.batch_design` for the number of
             fingerprints).
         partitions: shuffle partitions (default: :func:`partitions_for`).
 

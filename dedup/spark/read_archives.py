@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dedup.pages import Params
+from dedup.reading import Params
 from dedup.readahead import FileRead, Reader, read_file
 
 

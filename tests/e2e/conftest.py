@@ -150,7 +150,7 @@ def _check_groups(db, site: DemoSite, expected) -> None:  # type: ignore[no-unty
     # is the index's promise, no two stored pages within k of each other
     import numpy as np
 
-    from dedup.batch import find_all
+    from dedup.all_pairs import find_all
     from dedup.adapters.mongo import from_int64
 
     fps = [from_int64(d["simhash"]) for d in db.fingerprints.find({"short": False})]

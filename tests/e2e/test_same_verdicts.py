@@ -1,6 +1,6 @@
 """One decision for every entry point: development pages crawled over HTTP by the real
 crawler (``scrapy crawl site`` on the embedded services) get the same verdicts as the same
-pages, in the order the crawl fetched them, given to :func:`dedup.pages.decide_pages` in
+pages, in the order the crawl fetched them, given to :func:`dedup.reading.decide_pages` in
 memory (no server). Each site of the set is served on its own loopback address, so each
 keeps its own host (its template lines are its own)."""
 
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from crawler.examples.pageserver import serve
-from dedup.pages import decide_pages
+from dedup.reading import decide_pages
 from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, free_port
 
 pytestmark = pytest.mark.e2e

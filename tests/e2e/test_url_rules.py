@@ -1,4 +1,4 @@
-"""URL rules in a real crawl (crawler/url_rules.py): a parameter that did not change the
+"""URL rules in a real crawl (crawler/rule_learning.py): a parameter that did not change the
 first pages is learned as a rule, requests it predicts are not sent and are recorded as
 ``url_rule`` copies; a page it is wrong about, requested to check it, drops the rule, and
 every request it kept is sent: each of those pages is stored, none is lost."""
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from crawler.examples.pageserver import serve
-from dedup.adapters.redis_urlrules import RedisUrlRules
+from dedup.adapters.redis_url_rules import RedisUrlRules
 from dedup.adapters.servers.services import EmbeddedServices, connect_mongo, connect_redis, free_port
-from dedup.urlrules import explores
+from dedup.url_rules import explores
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dedup import batch
+from dedup import all_pairs
 from dedup.adapters.servers.services import free_port
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the extra simcrawl[spark] "
@@ -72,12 +72,12 @@ def test_spark_pairs_and_clusters_equal_in_process(spark, tmp_path: Path, n: int
     points = spark_points(spark, values, tmp_path / "in")
     pairs = job.find_all(points, k).persist()
     got = {(r.i, r.j, r.distance) for r in pairs.select("i", "j", "distance").collect()}
-    want = {(int(i), int(j), int(d)) for i, j, d in batch.find_all(values, k)}
+    want = {(int(i), int(j), int(d)) for i, j, d in all_pairs.find_all(values, k)}
     assert len(want) >= 500  # the planted groups are there to be found
     assert any(d == 0 for _, _, d in want) and any(d == k for _, _, d in want)
     assert got == want
     clusters = sorted(list(r.members) for r in job.cluster_records(points, pairs).collect())
-    assert clusters == sorted(batch.clusters(values, k))
+    assert clusters == sorted(all_pairs.clusters(values, k))
     assert max(len(c) for c in clusters) >= 5
 
 

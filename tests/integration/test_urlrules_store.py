@@ -1,4 +1,4 @@
-"""URL rules in Redis (dedup/adapters/redis_urlrules.py), on a real redis-server and on a
+"""URL rules in Redis (dedup/adapters/redis_url_rules.py), on a real redis-server and on a
 real three-node Redis Cluster: learning from decided pages, prediction of links before
 they are requested, links held for an undecided claimant, exploration, and a wrong rule
 dropped with every request it kept sent again."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from dedup.adapters.redis_urlrules import RedisUrlRules
+from dedup.adapters.redis_url_rules import RedisUrlRules
 from dedup.adapters.servers.services import connect_redis
-from dedup.urlrules import Rule, explores
+from dedup.url_rules import Rule, explores
 from store_cleanup import drop_test_database
 
 H = "news.test"

@@ -109,7 +109,7 @@ def test_workers_setting():
 
 @pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
 def test_the_declared_canonical_url(parser: str) -> None:
-    from dedup.pages import declared_canonical, parse_page
+    from dedup.reading import declared_canonical, parse_page
 
     def declared(head: str) -> str | None:
         html = f"<html><head>{head}</head><body><p>text</p></body></html>"
@@ -133,7 +133,7 @@ def test_the_declared_canonical_url(parser: str) -> None:
 
 @pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
 def test_the_pages_title_and_description(parser: str) -> None:
-    from dedup.pages import page_facts, parse_page
+    from dedup.reading import page_facts, parse_page
 
     def facts(head: str, body: str = "<p>text</p>") -> tuple[str | None, str | None]:
         html = f"<html><head>{head}</head><body>{body}</body></html>"
@@ -155,7 +155,7 @@ def test_the_pages_title_and_description(parser: str) -> None:
 def test_a_thin_page_is_read_with_its_description_once() -> None:
     # a thin text is read with the page's description first, unless it says it already,
     # in its own spacing: a highlighted line of code is read with spaces between its words
-    from dedup.pages import read_html
+    from dedup.reading import read_html
 
     code = "".join(f"<span class=n>{t}</span>" for t in
                    ["db", ".", "matches", ".", "find", "({", '"kind"', ":", '"url_rule"', "})"])
@@ -177,7 +177,7 @@ def test_a_thin_page_is_read_with_its_description_once() -> None:
 
 @pytest.mark.parametrize("parser", ["simcrawl", "trafilatura"])
 def test_when_a_page_says_it_was_first_published(parser: str) -> None:
-    from dedup.pages import page_facts, parse_page
+    from dedup.reading import page_facts, parse_page
 
     def published(head: str, body: str = "<p>text</p>") -> str | None:
         html = f"<html><head>{head}</head><body>{body}</body></html>"
@@ -208,7 +208,7 @@ def test_the_crawls_links_are_scrapys_default_link_extractors() -> None:
     from scrapy.linkextractors import LinkExtractor
 
     from crawler.extraction import ParsedResponse, page_links
-    from dedup.pages import parse_page
+    from dedup.reading import parse_page
 
     hrefs = ["/a", "/b.pdf", "/c.PDF", "/d.jpg?size=2", "/e.zip;v=1", "/f.html#top", "/a",
              "http://other.example/g.tar.gz", "mailto:x@a.example", "/h.mp4/", "/i.png.html",

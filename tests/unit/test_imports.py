@@ -112,7 +112,7 @@ def test_importing_the_decision_loads_no_redis_or_mongodb_client() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, dedup, dedup.deduplicator, dedup.pages, dedup.reconcile; "
+    code = ("import sys, dedup, dedup.deduplicator, dedup.reading, dedup.reconcile; "
             "print(sorted(m for m in ('redis', 'pymongo', 'bson', 'scrapy') "
             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

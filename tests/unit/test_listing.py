@@ -12,7 +12,7 @@ from pathlib import Path
 from decision_cases import article
 
 from dedup.config import DedupConfig
-from dedup.pages import decide_pages, fingerprint_params, read_html
+from dedup.reading import decide_pages, fingerprint_params, read_html
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def is_listing(html_text: str) -> bool:
     for in the whole body (the check of a page trafilatura reads), not where simcrawl's
     reading found the text."""
     from dedup import listing
-    from dedup.pages import extract_main, parse_page
+    from dedup.reading import extract_main, parse_page
 
     got = read_html(html_text, "http://site.test/", fingerprint_params(DedupConfig())).listing
     tree = parse_page(html_text)

@@ -7,7 +7,7 @@ import pytest
 
 from dedup.config import DedupConfig
 from dedup.maintext import main_text, parse
-from dedup.pages import extract_main, fingerprint_params, read_html
+from dedup.reading import extract_main, fingerprint_params, read_html
 from dedup.text import parse_html
 
 STORY = [
@@ -714,7 +714,7 @@ def shop_page(own: str, modal: str) -> str:
     '<div popover="manual">{}</div>',
 ])
 def test_a_dialog_kept_closed_is_not_read_as_the_pages_text(modal: str) -> None:
-    from dedup.pages import decide_pages
+    from dedup.reading import decide_pages
 
     own = ["Aura rated first for a reason, with one remark on its battery and its noise.",
            "Office furniture for the home, chairs and desks delivered within the week."]

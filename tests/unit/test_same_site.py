@@ -11,7 +11,7 @@ from decision_cases import article
 from test_listing import home_page, kinds, post_page
 
 from dedup.config import DedupConfig
-from dedup.pages import decide_pages
+from dedup.reading import decide_pages
 
 
 def edited(text: str, words: int, seed: int) -> str:

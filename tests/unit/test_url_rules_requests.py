@@ -1,4 +1,4 @@
-"""A request the URL rules kept, sent after all (crawler/url_rules.py): as the spider made
+"""A request the URL rules kept, sent after all (crawler/rule_learning.py): as the spider made
 it, with its callback, errback, arguments and data; the spider's plain request of a URL
 carries nothing."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import scrapy
 
-from crawler.url_rules import carry_of, request_again
+from crawler.rule_learning import carry_of, request_again
 
 
 class Shop(scrapy.Spider):

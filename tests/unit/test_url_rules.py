@@ -1,9 +1,9 @@
-"""URL rules learned from match records (dedup/urlrules.py): what a pair of URLs teaches,
+"""URL rules learned from match records (dedup/url_rules.py): what a pair of URLs teaches,
 when a rule holds, and which requested URLs it predicts to be stored pages."""
 
 from __future__ import annotations
 
-from dedup.urlrules import Rule, UrlRules, apply, explain
+from dedup.url_rules import Rule, UrlRules, apply, explain
 
 H = "news.test"
 

@@ -1,5 +1,5 @@
-"""Requests not sent: the crawl's side of the URL rules (:mod:`dedup.urlrules`, kept in
-Redis by :mod:`dedup.adapters.redis_urlrules`).
+"""Requests not sent: the crawl's side of the URL rules (:mod:`dedup.url_rules`, kept in
+Redis by :mod:`dedup.adapters.redis_url_rules`).
 
 - :class:`crawler.middlewares.url_rule_gate.UrlRuleGate` (a downloader middleware): a
   request the rules predict to be a copy of a decided page is not sent; it becomes that
@@ -28,11 +28,11 @@ import scrapy
 from scrapy.exceptions import NotConfigured
 
 from crawler.wiring import Parts, parts_of
-from dedup.adapters.redis_urlrules import RedisUrlRules
+from dedup.adapters.redis_url_rules import RedisUrlRules
 from dedup.config import config_value
 from dedup.errors import ServiceUnavailable
 from dedup.store.records import MatchRecord
-from dedup.urlrules import Rule, host_of
+from dedup.url_rules import Rule, host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -29,7 +29,7 @@ A URL's *key* (:meth:`UrlRules.key`) is the URL with the host's holding rules ap
 one page. Prediction (:meth:`UrlRules.predict`) names the stored original whose key a
 requested URL has, and the rules that took it there. :class:`UrlRules` keeps a crawl's
 rules in memory (the model, and the benchmark's); the store every process of a crawl
-shares is :mod:`dedup.adapters.redis_urlrules`, over the same functions: :func:`explain`,
+shares is :mod:`dedup.adapters.redis_url_rules`, over the same functions: :func:`explain`,
 :func:`apply`, :func:`holding_of`, :func:`explores`.
 """
 

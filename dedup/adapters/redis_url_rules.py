@@ -1,14 +1,14 @@
 """URL rules in Redis: learned from the match records of every process of a crawl, kept
 for its later crawls, and asked before a link is requested (the rules themselves, free of
-I/O, are :mod:`dedup.urlrules`).
+I/O, are :mod:`dedup.url_rules`).
 
-A link whose host has rules that hold is turned into its *key* (:func:`dedup.urlrules.apply`).
+A link whose host has rules that hold is turned into its *key* (:func:`dedup.url_rules.apply`).
 The first URL with a key *claims* it: a stored page (its own URL), or else the first link
 sent. A later link with the same key is predicted to be the claimant's page and is not
 requested: if the claimant is decided, it is recorded at once as a copy of the claimant's
 original (kind ``url_rule``); if not, it is *held* until the claimant is, and then recorded
 (or sent, when the claimant never gets decided: :meth:`RedisUrlRules.release`). A share of
-predictions (:func:`dedup.urlrules.explores`) is sent anyway; one whose page is not a copy
+predictions (:func:`dedup.url_rules.explores`) is sent anyway; one whose page is not a copy
 of the claimant's original is evidence against its rules, which then hold no more, and
 every URL they kept from being requested is sent again (:meth:`RedisUrlRules.take_resend`).
 
@@ -59,7 +59,7 @@ import xxhash
 
 from dedup.config import check_namespace
 from dedup.errors import ServiceUnavailable
-from dedup.urlrules import (
+from dedup.url_rules import (
     CONFIDENCE,
     EXPLORE,
     MIN_SUPPORT,
@@ -210,8 +210,8 @@ class RedisUrlRules:
     Args:
         client: Redis (or a Redis Cluster client).
         namespace: the index's key prefix.
-        min_support, confidence: when a rule holds (:func:`dedup.urlrules.holding_of`).
-        explore: the share of predictions sent anyway (:func:`dedup.urlrules.explores`).
+        min_support, confidence: when a rule holds (:func:`dedup.url_rules.holding_of`).
+        explore: the share of predictions sent anyway (:func:`dedup.url_rules.explores`).
         refresh: seconds a host seen without a holding rule is taken to have none
             (:meth:`unruled`; :data:`REFRESH`).
     """

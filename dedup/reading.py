@@ -10,7 +10,7 @@ crawl's decision (:func:`dedup.deduplicator.in_memory`: the same code, rules and
 thresholds, templates and text check included) over pages in crawl order, in memory and
 without any server, for scripts, benchmarks and ``simcrawl scan``:
 
-    >>> from dedup.pages import decide_pages
+    >>> from dedup.reading import decide_pages
     >>> body = "<html><body><article><p>" + "A long enough story. " * 20 + "</p></article>"
     >>> [v.kind for v in decide_pages([("http://a.example/1", body),
     ...                                ("http://b.example/1", body)])]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dedup import _simhash_py
-from dedup.batch import MemoryIndex, clusters, find_all
+from dedup.all_pairs import MemoryIndex, clusters, find_all
 from dedup.simhash import KERNEL
 from dedup.tables import block_design, two_level_design
 
