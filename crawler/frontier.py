@@ -50,7 +50,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
@@ -65,9 +65,25 @@ from dedup.setting_names import value
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from crawler.wiring import Parts
+    from dedup.config import DedupConfig
 
 log = logging.getLogger(__name__)
+
+
+class FrontierParts(Protocol):
+    """What the shared frontier takes of the crawl's parts (:class:`crawler.wiring.Parts`,
+    which builds it): the Redis client, the settings, the admission journal, the store
+    and the index (recovery), the shared state, and how an outage is given up."""
+
+    client: Any
+    config: DedupConfig
+    journal: Any
+    pages: Any
+    index: Any
+    state: Any  # crawler.state.CrawlState, which imports this module
+    given_up: set[str]
+
+    def gave_up(self, services: set[str]) -> None: ...
 
 
 #: Seconds between two looks at the shared queue by a process without work.
@@ -274,7 +290,7 @@ class SharedFrontier(RedisScheduler):
     orphans: set[str]
 
     @classmethod
-    def build(cls, crawler: Crawler, parts: Parts) -> SharedFrontier:
+    def build(cls, crawler: Crawler, parts: FrontierParts) -> SharedFrontier:
         """The shared frontier of a crawl, on its Redis client and namespace, built by the
         crawl's factory (:func:`crawler.wiring.build`) with the parts it uses: the store
         and the index (recovery), and the crawl's shared state (lost links, what

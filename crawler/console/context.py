@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from flask import current_app, request, session
 
 if TYPE_CHECKING:
-    from crawler.console.app import FigureCache
+    from crawler.console.figures import FigureCache
     from dedup.store.reads import StoreReads
 
 
