@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawler.steps import stop_crawl
+from crawler.stopping import stop_crawl
 from dedup.setting_names import value
 
 if TYPE_CHECKING:

@@ -25,13 +25,14 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlparse, urlsplit
 
 from scrapy.http import HtmlResponse
 from scrapy.link import Link
 from scrapy.linkextractors import LinkExtractor
 from scrapy.selector import Selector
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
@@ -41,6 +42,9 @@ from w3lib.url import safe_url_string
 from dedup.config import DedupConfig
 from dedup.page import Page
 from dedup.reading import Params, fingerprint_params, parse_page, read_html, read_tree
+
+if TYPE_CHECKING:
+    from crawler.items import PageItem
 
 log = logging.getLogger(__name__)
 
@@ -479,3 +483,23 @@ class Extractor:
 
     def __repr__(self) -> str:
         return f"Extractor(workers={self.workers})"
+
+
+async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
+    """Extract the item's main text and fingerprint it (in place, off the reactor thread).
+
+    Returns:
+        ``None``, or the reason to skip the page: ``"empty_text"`` (no text at all) or
+        ``"extract_failed"`` (the extractor raised or its worker died; logged).
+    """
+    if item.checksum:  # read already (an archive's page read ahead: dedup.readahead)
+        return None if item.tokens > 0 else "empty_text"
+    try:
+        page = await maybe_deferred_to_future(extractor.submit(item.body, item.url,
+                                                               item.encoding))
+    except Exception as exc:  # noqa: BLE001  (one bad page must not stop the crawl)
+        log.error("extracting %s failed: %s: %s", item.url, type(exc).__name__, exc)
+        return "extract_failed"
+    item.take_reading(page)
+    return None if page.tokens > 0 else "empty_text"
+

@@ -58,7 +58,8 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
-from crawler.steps import Outage, stop_crawl
+from crawler.outage import Outage
+from crawler.stopping import stop_crawl
 from dedup.adapters.servers.services import redis_outage
 from dedup.setting_names import value
 
@@ -271,7 +272,7 @@ def count_request(stats: Any, request: Request | None) -> None:
 
 class FrontierWaits(Exception):
     """A Redis call of the shared frontier failed on an outage (counted and said by
-    :class:`crawler.steps.Outage`); the caller keeps what it was doing for later."""
+    :class:`crawler.outage.Outage`); the caller keeps what it was doing for later."""
 
 
 class SharedFrontier(RedisScheduler):
@@ -418,7 +419,7 @@ class SharedFrontier(RedisScheduler):
                          daemon=True).start()
 
     def _probe_once(self) -> None:
-        """One probe (claimed by :meth:`crawler.steps.Outage.claim_probe`)."""
+        """One probe (claimed by :meth:`crawler.outage.Outage.claim_probe`)."""
         from redis.exceptions import RedisClusterException, RedisError
 
         try:

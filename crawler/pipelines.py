@@ -16,7 +16,10 @@ from twisted.internet.threads import deferToThread
 
 from crawler.extensions import crawl_counters
 from crawler.items import FrontierReceipt, PageItem
-from crawler.steps import Outage, fingerprint_item, skip_reason, sleep, stop_crawl
+from crawler.extraction import fingerprint_item
+from crawler.outage import Outage, sleep
+from crawler.skips import skip_reason
+from crawler.stopping import stop_crawl
 from crawler.wiring import Parts, parts_of
 from dedup.adapters.journal import LostPages
 from dedup.decide import NEW

@@ -97,8 +97,8 @@ def bad_start_url(url: str) -> str | None:
 
 
 def _network(reason: str) -> bool:
-    """Whether a skip reason is a network's failure (:data:`crawler.steps.NETWORK_FAILURES`)."""
-    from crawler.steps import NETWORK_FAILURES
+    """Whether a skip reason is a network's failure (:data:`crawler.skips.NETWORK_FAILURES`)."""
+    from crawler.skips import NETWORK_FAILURES
 
     return reason in NETWORK_FAILURES
 

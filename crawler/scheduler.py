@@ -20,7 +20,7 @@ from crawler.frontier import (
     count_request,
     frontier_of,
 )
-from crawler.steps import stop_crawl
+from crawler.stopping import stop_crawl
 from crawler.wiring import parts_of
 from dedup.setting_names import value
 

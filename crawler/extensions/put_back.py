@@ -29,7 +29,7 @@ class PutBackOnStop:
     ``CONCURRENT_REQUESTS`` of them wait there, and the stop took their delays one after
     another (18 s on a small site, minutes at AutoThrottle's delays on a slow one). Once
     the engine stops running (a stop: a crawl that ends by itself has nothing waiting),
-    each waiting request is failed with :class:`crawler.steps.PutBack` before it is sent,
+    each waiting request is failed with :class:`crawler.stopping.PutBack` before it is sent,
     and queued again in Scrapy's scheduler (``dont_filter``: it was seen, never fetched),
     whose ``JOBDIR`` saves it for the next run; in a shared frontier it stays in flight
     and is recovered from this process as any request in flight is. The requests being
@@ -37,7 +37,7 @@ class PutBackOnStop:
     still running then (a body that drips in a byte a second kept a stop for minutes) is
     cut at its next bytes (Scrapy's :class:`~scrapy.exceptions.StopDownload`) and put back
     the same way (:class:`crawler.middlewares.cut_downloads.CutDownloads` turns its failure into a
-    :class:`crawler.steps.PutBack`); the other half is the crawl's, to decide and store
+    :class:`crawler.stopping.PutBack`); the other half is the crawl's, to decide and store
     what it fetched. A server that sends nothing at all is left to Scrapy's
     ``DOWNLOAD_TIMEOUT``, and to the command, which forces a crawl out past
     ``SIMCRAWL_STOP_SECONDS``. Counted in ``dedup/put_back``.
@@ -129,7 +129,7 @@ class PutBackOnStop:
         from scrapy.http.request import NO_CALLBACK
         from twisted.python.failure import Failure
 
-        from crawler.steps import PutBack
+        from crawler.stopping import PutBack
 
         waiting = []
         for slot in list(getattr(engine.downloader, "slots", {}).values()):

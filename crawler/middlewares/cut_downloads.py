@@ -10,7 +10,7 @@ from crawler.extensions import CUT
 
 class CutDownloads:
     """The failure of a download :class:`crawler.extensions.put_back.PutBackOnStop` cut (Scrapy's
-    ``StopDownload``) is a :class:`crawler.steps.PutBack`: an ``IgnoreRequest``, which no
+    ``StopDownload``) is a :class:`crawler.stopping.PutBack`: an ``IgnoreRequest``, which no
     spider's errback takes for a page that failed, and Scrapy logs no error for. A
     downloader middleware, last in ``DOWNLOADER_MIDDLEWARES``, so its
     ``process_exception`` runs first."""
@@ -19,7 +19,7 @@ class CutDownloads:
                           spider: Any = None) -> None:
         from scrapy.exceptions import StopDownload
 
-        from crawler.steps import PutBack
+        from crawler.stopping import PutBack
 
         if isinstance(exception, StopDownload) and request.meta.get(CUT):
             raise PutBack(f"put back: {request.url} (its download cut by the stop)")

@@ -18,14 +18,10 @@ from crawler.items import FrontierReceipt, PageItem, page_item_of
 from crawler.metrics import metrics_port, page_decided
 from crawler.middlewares.batches import Batcher, InOrder
 from crawler.state import CrawlState
-from crawler.steps import (
-    Outage,
-    fingerprint_item,
-    page_skipped,
-    skip_reason,
-    sleep,
-    stop_crawl,
-)
+from crawler.extraction import fingerprint_item
+from crawler.outage import Outage, sleep
+from crawler.skips import page_skipped, skip_reason
+from crawler.stopping import stop_crawl
 from crawler.rule_learning import RuleLearning, predicted_records
 from crawler.wiring import parts_of
 from dedup.config import DedupConfig, config_value

@@ -14,7 +14,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
-from crawler.steps import error_reason
+from crawler.skips import error_reason
 from dedup.setting_names import value
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.frontier import frontier_of
 from crawler.state import CrawlState
-from crawler.steps import PutBack
+from crawler.stopping import PutBack
 from crawler.wiring import parts_of
 
 if TYPE_CHECKING:

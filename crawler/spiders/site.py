@@ -20,7 +20,8 @@ from crawler.extraction import page_language, page_links
 from crawler.items import page_item_of
 from crawler.scope import UrlPatterns
 from crawler.state import CrawlState
-from crawler.steps import PutBack, error_reason
+from crawler.skips import error_reason
+from crawler.stopping import PutBack
 from dedup.setting_names import value
 
 
@@ -320,7 +321,7 @@ class SiteSpider(scrapy.Spider):
 
     def failed(self, failure: Failure) -> None:
         """Count a failed request as a skip with its reason (one put back as the crawl
-        stops is none: :class:`crawler.steps.PutBack`)."""
+        stops is none: :class:`crawler.stopping.PutBack`)."""
         stats = self.crawler.stats
         if failure.check(PutBack):
             return

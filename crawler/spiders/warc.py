@@ -48,7 +48,7 @@ from scrapy.responsetypes import responsetypes
 
 from crawler.items import ARCHIVED_REQUEST, CAPTURED, READ
 from crawler.spiders.site import SiteSpider
-from crawler.steps import page_skipped
+from crawler.skips import page_skipped
 from crawler.warc_out import record_passed
 from dedup.archive import (
     DIGEST_CHOICES,

@@ -380,7 +380,7 @@ def test_a_failed_download_is_skipped_under_a_snake_case_reason():
     other is snake_case (docs/operations.md lists them)."""
     from twisted.internet.error import DNSLookupError
 
-    from crawler.steps import error_reason
+    from crawler.skips import error_reason
 
     assert error_reason(DNSLookupError()) == "no_such_host"
     assert error_reason(TimeoutError()) == "timed_out"

@@ -1,4 +1,4 @@
-"""One activity's view of an outage (crawler.steps.Outage, shared by the decisions, the
+"""One activity's view of an outage (crawler.outage.Outage, shared by the decisions, the
 writes and the shared frontier): said once when it starts, counted, said once more with
 the count and the service when it ends, and given up on (once) past its time."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 from twisted.internet.defer import Deferred
 
-from crawler.steps import Outage
+from crawler.outage import Outage
 from dedup.errors import ServiceUnavailable
 
 log = logging.getLogger("test.outage")

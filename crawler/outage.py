@@ -1,58 +1,25 @@
-"""Steps that the dedup middleware, the storage pipeline and the shared frontier take
-with a page or the crawl: sniff a body, extract and fingerprint a page off the reactor
-thread, wait, stop the crawl, live through an outage of Redis or MongoDB."""
+"""Living through an outage of Redis or MongoDB: one attempt at a time while a service
+fails, a probe, and the crawl stopped past ``DEDUP_RETRY_SECONDS``; waiting without
+blocking the reactor."""
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 
-from crawler.extraction import Extractor
-from crawler.items import PageItem
 from dedup.errors import ServiceUnavailable
 from dedup.progress_line import counted
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
 
 log = logging.getLogger(__name__)
-
-#: Bytes of a body sniffed for binary content.
-_SNIFF = 2048
-
-
-def stop_crawl(crawler: Crawler, reason: str) -> None:
-    """Close the spider (once; later calls join the first) with ``reason``."""
-    from scrapy.utils.defer import deferred_from_coro
-
-    engine = crawler.engine
-    if engine is not None and engine.spider is not None:
-        deferred_from_coro(engine.close_spider_async(reason=reason))
-
-
-#: Scrapy signal the dedup middleware sends for a page it read and did not decide (a
-#: skip: ``empty_text``, ``template_only``, ``not_html`` ...), with ``response`` and
-#: ``reason``: the archive's spider keeps such a page in the deduplicated archive, since
-#: it copies nothing (crawler/spiders/warc.py).
-page_skipped = object()
-
-
-class PutBack(IgnoreRequest):
-    """A request that waited in the downloader's queue (a download delay or AutoThrottle
-    spacing a host's requests) when the crawl was asked to stop: put back, not sent
-    (:class:`crawler.extensions.put_back.PutBackOnStop`). It is no skip and settles nothing: the
-    memory frontier queues it again (a ``JOBDIR`` keeps it), the shared one recovers it
-    from this process's requests in flight. An ``IgnoreRequest``: Scrapy logs no error
-    for it, for any spider."""
 
 
 #: Seconds between looks of an attempt waiting for an outage's probe.
@@ -226,59 +193,3 @@ async def sleep(seconds: float) -> None:
     from twisted.internet import reactor, task
 
     await maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
-
-
-async def fingerprint_item(item: PageItem, extractor: Extractor) -> str | None:
-    """Extract the item's main text and fingerprint it (in place, off the reactor thread).
-
-    Returns:
-        ``None``, or the reason to skip the page: ``"empty_text"`` (no text at all) or
-        ``"extract_failed"`` (the extractor raised or its worker died; logged).
-    """
-    if item.checksum:  # read already (an archive's page read ahead: dedup.readahead)
-        return None if item.tokens > 0 else "empty_text"
-    try:
-        page = await maybe_deferred_to_future(extractor.submit(item.body, item.url,
-                                                               item.encoding))
-    except Exception as exc:  # noqa: BLE001  (one bad page must not stop the crawl)
-        log.error("extracting %s failed: %s: %s", item.url, type(exc).__name__, exc)
-        return "extract_failed"
-    item.take_reading(page)
-    return None if page.tokens > 0 else "empty_text"
-
-
-#: A download's network failure -> its skip reason (``dedup/skipped/<reason>``): what
-#: failed, in the snake_case of every other reason, not an exception's class name.
-NETWORK_REASONS = {
-    "DNSLookupError": "no_such_host",
-    "ConnectionRefusedError": "connection_refused",
-    "DownloadConnectionRefusedError": "connection_refused",
-    "TCPTimedOutError": "timed_out", "TimeoutError": "timed_out",
-    "DownloadTimeoutError": "timed_out", "ConnectError": "connect_failed",
-    "ConnectionLost": "connection_lost", "ResponseNeverReceived": "no_response",
-    "NoRouteError": "no_route_to_host",
-}
-
-#: The skip reasons that are a network's failure.
-NETWORK_FAILURES = frozenset(NETWORK_REASONS.values())
-
-
-def error_reason(exc: BaseException) -> str:
-    """The skip reason of a request that failed with ``exc``: its network failure
-    (:data:`NETWORK_REASONS`), else the exception's name in snake_case
-    (``DownloadFailedError`` -> ``download_failed_error``)."""
-    name = type(exc).__name__
-    return NETWORK_REASONS.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def skip_reason(item: PageItem, text_response: bool, max_body: int) -> str | None:
-    """Why a page is not read for its text: not HTML, a binary body, or a body larger
-    than ``max_body`` bytes (``DEDUP_MAX_BODY``); ``None``: it is read."""
-    if not text_response:
-        return "not_html"
-    if len(item.body) > max_body:
-        return "too_big"
-    head = item.body[:_SNIFF]
-    if b"\x00" in head or head.startswith((b"\x89PNG", b"%PDF", b"GIF8", b"\xff\xd8\xff")):
-        return "binary"
-    return None
