@@ -24,7 +24,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """The suite takes a quarter of an hour on two cores (two pytest-xdist workers,
+    """The suite takes about a quarter of an hour on two cores (three pytest-xdist workers,
     ``./run-tests``): each line of progress also says how long the run has taken so far
     (`` [ 42%  6:31]``)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
