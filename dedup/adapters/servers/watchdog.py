@@ -38,12 +38,13 @@ def watch(data_dir: Path, every: float = WATCH_SECONDS) -> str:
         with folder._locked() as state:
             running = {name: int(state[name]["pid"]) for name in SERVERS
                        if name in state and process_alive(int(state[name]["pid"]))}
+            ports = {name: state[name].get("port") for name in running}
             if not running:
                 return "the servers were stopped by their users"
             if state["users"]:
                 continue
             for name, pid in running.items():
-                terminate(pid)
+                terminate(pid, address=("127.0.0.1", ports[name]))
                 state.pop(name, None)
         said = ("stopped " + ", ".join(f"{n} (pid {p})" for n, p in running.items())
                 + ": every process that used them had gone without stopping them")
