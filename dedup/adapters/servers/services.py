@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 #: Seconds to wait for Redis to answer.
 DEFAULT_TIMEOUT = 5.0
 
+#: The entry of ``services.json`` that holds the servers' watchdog's pid.
+WATCHDOG = "watchdog"
+
 #: The embedded servers, by their names in ``services.json``.
 SERVERS = ("redis", "mongo")
 
@@ -461,6 +464,10 @@ class EmbeddedServer:
 
 #: Seconds a stopping server's port is knocked on (:func:`knock_while`).
 KNOCK_SECONDS = 3.0
+#: Seconds after the SIGTERM before the first knock: a connection that comes before the
+#: server has begun to stop is served, and one in two or three such stops hung until
+#: SIGKILL (30 s); from its stop on, a knock only wakes the accepting thread.
+KNOCK_AFTER = 0.3
 
 
 def knock_while(running: Callable[[], bool], host: str, port: int | None) -> None:
@@ -473,6 +480,7 @@ def knock_while(running: Callable[[], bool], host: str, port: int | None) -> Non
     if port is None:
         return
     deadline = time.monotonic() + KNOCK_SECONDS
+    time.sleep(KNOCK_AFTER)
     while running() and time.monotonic() < deadline:
         with contextlib.suppress(OSError):
             socket.create_connection((host, port), timeout=0.2).close()
@@ -566,8 +574,7 @@ class EmbeddedServices:
                 state = {}
             state["users"] = [p for p in state.get("users", []) if process_alive(int(p))]
             yield state
-            servers = {n: v for n, v in state.items() if n != "users"}
-            if servers:
+            if any(name in state for name in SERVERS):
                 tmp = self._state_path.with_suffix(".tmp")
                 tmp.write_text(json.dumps(state))
                 os.chmod(tmp, 0o600)
@@ -610,7 +617,10 @@ class EmbeddedServices:
             state["users"].append(os.getpid())
             self._joined = True
         if started:  # stops them if every user goes without stopping them
-            start_watchdog(self.data_dir)
+            watchdog = start_watchdog(self.data_dir)
+            with self._locked() as state:
+                if any(name in state for name in SERVERS):
+                    state[WATCHDOG] = watchdog
         _JOINED.append(self)
         return self
 
@@ -650,6 +660,7 @@ class EmbeddedServices:
                 server.owned = server.pid is not None
                 server.stop()
                 state.pop(name, None)
+            _stop_watchdog(state)
 
     def __enter__(self) -> EmbeddedServices:  # noqa: PYI034
         return self.start()
@@ -660,6 +671,14 @@ class EmbeddedServices:
 
 #: The embedded services this process has joined (and not left).
 _JOINED: list[EmbeddedServices] = []
+
+
+def _stop_watchdog(state: dict[str, Any]) -> None:
+    """The servers stopped by their last user: their watchdog, which would otherwise see
+    it at its next look (:data:`dedup.adapters.servers.watchdog.WATCH_SECONDS`), goes now."""
+    pid = state.pop(WATCHDOG, None)
+    if pid is not None and process_alive(int(pid)):
+        terminate(int(pid), timeout=5.0)
 
 
 def start_watchdog(data_dir: Path) -> int:
@@ -699,6 +718,7 @@ def stop_services(data_dir: str | os.PathLike[str]) -> tuple[list[str], int]:
             if known and process_alive(int(known["pid"])):
                 terminate(int(known["pid"]), address=("127.0.0.1", known.get("port")))
                 stopped.append(name)
+        _stop_watchdog(state)
         state["users"] = []
     return stopped, users
 
