@@ -230,10 +230,13 @@ def crawl(start_urls: list[str], redis_url: str, mongo_uri: str, extra: list[str
     # that if this command is killed, a later one does not stop the servers under them
     from dedup.adapters.servers.services import share_with
 
-    share_with(proc.pid for proc, _, _ in runs)
     started = time.monotonic()
-    live = LiveProgress(progress_files, value("SIMCRAWL_PROGRESS_LINE_SECONDS")).start()
+    live = LiveProgress(progress_files, value("SIMCRAWL_PROGRESS_LINE_SECONDS"))
     try:
+        # a signal from here on is passed on: the crawls run already (one that came while
+        # this command counted them as users was lost, and they crawled to their end)
+        share_with(proc.pid for proc, _, _ in runs)
+        live.start()
         for proc, _, _ in runs:
             proc.wait()
     except KeyboardInterrupt as exc:
